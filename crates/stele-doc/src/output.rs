@@ -1,0 +1,169 @@
+//! Documents to JSON text: compact or pretty, original or sorted key order.
+//!
+//! Escaping matches `serde_json` (and so most JSON writers): `"` and `\` escaped, control
+//! characters as `\n`-style or `\u00XX`, everything else (including non-ASCII) written as UTF-8.
+//! With this, a minified input in that canonical form comes back byte for byte.
+
+use crate::reader::Value;
+use crate::writer::json::find_special;
+
+/// How to print JSON.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JsonOptions {
+    pretty: bool,
+    sorted_keys: bool,
+}
+
+impl JsonOptions {
+    /// Compact output in original key order (the default).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Two-space indented output, one property or element per line (like `serde_json`'s pretty
+    /// printer). Default: compact.
+    pub fn pretty(mut self, yes: bool) -> Self {
+        self.pretty = yes;
+        self
+    }
+
+    /// Properties in sorted (bytewise) key order instead of input order. Default: input order.
+    pub fn sorted_keys(mut self, yes: bool) -> Self {
+        self.sorted_keys = yes;
+        self
+    }
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Appends `s` as a JSON string literal.
+pub(crate) fn write_str(out: &mut Vec<u8>, s: &[u8]) {
+    out.push(b'"');
+    let mut i = 0;
+    loop {
+        let (j, _) = find_special(s, i);
+        out.extend_from_slice(s.get(i..j).unwrap_or_default());
+        let Some(&b) = s.get(j) else { break };
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0C => out.extend_from_slice(b"\\f"),
+            _ => {
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[usize::from(b >> 4)]);
+                out.push(HEX[usize::from(b & 0xF)]);
+            }
+        }
+        i = j + 1;
+    }
+    out.push(b'"');
+}
+
+fn newline(out: &mut Vec<u8>, depth: usize) {
+    out.push(b'\n');
+    out.resize(out.len() + 2 * depth, b' ');
+}
+
+/// Appends `v` as JSON; `depth` is the current indentation level for pretty output.
+pub(crate) fn write_value(out: &mut Vec<u8>, v: Value<'_>, opts: &JsonOptions, depth: usize) {
+    match v {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Int(i) => out.extend_from_slice(itoa_i64(i, &mut [0u8; 20])),
+        Value::UInt(u) => out.extend_from_slice(u.to_string().as_bytes()),
+        Value::Float(f) => out.extend_from_slice(ryu::Buffer::new().format_finite(f).as_bytes()),
+        Value::Decimal(t) => out.extend_from_slice(t.as_bytes()),
+        Value::String(s) => match s.as_borrowed() {
+            Some(b) => write_str(out, b.as_bytes()),
+            None => write_str(out, s.to_cow().as_bytes()),
+        },
+        Value::Array(a) => {
+            out.push(b'[');
+            for (k, item) in a.iter().enumerate() {
+                if k > 0 {
+                    out.push(b',');
+                }
+                if opts.pretty {
+                    newline(out, depth + 1);
+                }
+                write_value(out, item, opts, depth + 1);
+            }
+            if opts.pretty && !a.is_empty() {
+                newline(out, depth);
+            }
+            out.push(b']');
+        }
+        Value::Object(o) => {
+            out.push(b'{');
+            let iter = if opts.sorted_keys {
+                o.iter()
+            } else {
+                o.iter_original()
+            };
+            for (k, (key, item)) in iter.enumerate() {
+                if k > 0 {
+                    out.push(b',');
+                }
+                if opts.pretty {
+                    newline(out, depth + 1);
+                }
+                write_str(out, key.as_bytes());
+                out.push(b':');
+                if opts.pretty {
+                    out.push(b' ');
+                }
+                write_value(out, item, opts, depth + 1);
+            }
+            if opts.pretty && !o.is_empty() {
+                newline(out, depth);
+            }
+            out.push(b'}');
+        }
+    }
+}
+
+/// Formats `v` in decimal into `buf`, returning the digits.
+fn itoa_i64(v: i64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut n = v.unsigned_abs();
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        if let Some(slot) = buf.get_mut(i) {
+            *slot = b'0' + (n % 10) as u8;
+        }
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if v < 0 {
+        i -= 1;
+        if let Some(slot) = buf.get_mut(i) {
+            *slot = b'-';
+        }
+    }
+    buf.get(i..).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_and_escapes() {
+        for v in [0i64, 7, -7, 10, i64::MIN, i64::MAX, -100] {
+            assert_eq!(itoa_i64(v, &mut [0; 20]), v.to_string().as_bytes());
+        }
+        let mut out = Vec::new();
+        write_str(&mut out, "a\"b\\c\n\u{1}\u{7f}é/".as_bytes());
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "\"a\\\"b\\\\c\\n\\u0001\u{7f}é/\""
+        );
+    }
+}

@@ -1,0 +1,208 @@
+//! Reading documents in place: no parsing, no allocation, zero-copy strings.
+//!
+//! A [`Document`] is created either by [`Document::new`], which validates the bytes completely
+//! first, or by the `unsafe` [`Document::new_unchecked`] for bytes known to be valid. Every accessor
+//! then relies on that invariant: it never needs to re-check UTF-8, and positions it follows are
+//! in bounds. Accessors still use checked slicing, so even a broken promise cannot make them read
+//! out of bounds; it can only make string contents unsound, which is why the unchecked path is
+//! `unsafe`.
+
+mod container;
+mod path;
+mod value;
+
+pub use container::{Array, ArrayIter, Object, ObjectIter};
+pub use path::{CachedPath, Path, PathSegment};
+pub use value::{Str, Value};
+
+use crate::error::{Error, Result};
+use crate::format::{HEADER_BYTE, MIN_DOCUMENT_BYTES, Tag, get_uint, width_bytes};
+use crate::output::JsonOptions;
+
+/// Where the parts of a document are, read from its trailer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Layout {
+    pub(crate) root_tag: Tag,
+    pub(crate) root_pos: usize,
+    pub(crate) names_pos: usize,
+    pub(crate) names_end: usize,
+}
+
+impl Layout {
+    /// Reads and checks the header byte and the trailer.
+    pub(crate) fn read(bytes: &[u8]) -> Result<Layout> {
+        if bytes.len() < MIN_DOCUMENT_BYTES {
+            return Err(Error::invalid(
+                bytes.len(),
+                "too short: a document has at least 5 bytes",
+            ));
+        }
+        match bytes.first() {
+            Some(&HEADER_BYTE) => {}
+            Some(b) if b >> 4 == HEADER_BYTE >> 4 => {
+                return Err(Error::invalid(
+                    0,
+                    "unsupported format version (this build reads version 1)",
+                ));
+            }
+            _ => return Err(Error::invalid(0, "bad header byte")),
+        }
+        let len = bytes.len();
+        let flags = bytes.get(len - 1).copied().unwrap_or(0xFF);
+        if flags & !3 != 0 {
+            return Err(Error::invalid(len - 1, "reserved trailer bits are set"));
+        }
+        let w = width_bytes(flags);
+        let root_tag = bytes
+            .get(len - 2)
+            .and_then(|&t| Tag::from_u8(t))
+            .ok_or(Error::invalid(len - 2, "unknown root type tag"))?;
+        let names_end = len
+            .checked_sub(2 + 2 * w)
+            .filter(|&e| e >= 1)
+            .ok_or(Error::invalid(0, "trailer longer than the document"))?;
+        let root_pos = get_uint(bytes, names_end, w).unwrap_or(u64::MAX);
+        let names_pos = get_uint(bytes, names_end + w, w).unwrap_or(u64::MAX);
+        let names_pos = usize::try_from(names_pos)
+            .ok()
+            .filter(|&p| p >= 1 && p <= names_end)
+            .ok_or(Error::invalid(
+                names_end + w,
+                "names area position out of bounds",
+            ))?;
+        let root_pos = usize::try_from(root_pos)
+            .ok()
+            .filter(|&p| {
+                if root_tag.has_payload() {
+                    p >= 1 && p < names_pos
+                } else {
+                    p == 0
+                }
+            })
+            .ok_or(Error::invalid(names_end, "root position out of bounds"))?;
+        Ok(Layout {
+            root_tag,
+            root_pos,
+            names_pos,
+            names_end,
+        })
+    }
+}
+
+/// The borrowed view every accessor carries: the document bytes and its names area.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DocRef<'a> {
+    pub(crate) bytes: &'a [u8],
+    pub(crate) names: &'a [u8],
+}
+
+/// A document over any byte container (`Vec<u8>`, `&[u8]`, an mmap, ...).
+///
+/// ```
+/// let bytes = stele_doc::from_json(br#"{"user": {"name": "Ada", "langs": ["en", "fr"]}}"#)?;
+/// let doc = stele_doc::Document::new(bytes.as_slice())?;
+/// assert_eq!(doc.path("user.langs[1]")?.and_then(|v| v.as_str()).as_deref(), Some("fr"));
+/// let user = doc.get("user").and_then(|v| v.as_object()).unwrap();
+/// assert_eq!(user.len(), 2);
+/// # Ok::<(), stele_doc::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Document<B: AsRef<[u8]>> {
+    bytes: B,
+    layout: Layout,
+}
+
+impl<B: AsRef<[u8]>> std::fmt::Debug for Document<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Document")
+            .field("bytes", &self.bytes.as_ref().len())
+            .field("root", &self.layout.root_tag)
+            .finish()
+    }
+}
+
+impl<B: AsRef<[u8]>> Document<B> {
+    /// Validates `bytes` completely (see [`crate::validate`]) and wraps them.
+    pub fn new(bytes: B) -> Result<Self> {
+        let layout = crate::validate::validate_layout(bytes.as_ref())?;
+        Ok(Document { bytes, layout })
+    }
+
+    /// Wraps `bytes` without validating them: for bytes that are known valid, e.g. just written by
+    /// [`crate::DocumentWriter`], or validated once and protected by a checksum since.
+    ///
+    /// # Safety
+    ///
+    /// `bytes` must be a document that [`crate::validate`] accepts. Reading an invalid document
+    /// through this path never reads out of bounds, but may produce `str` values that are not
+    /// UTF-8, which is undefined behaviour.
+    pub unsafe fn new_unchecked(bytes: B) -> Self {
+        let layout = Layout::read(bytes.as_ref()).unwrap_or(Layout {
+            root_tag: Tag::Null,
+            root_pos: 0,
+            names_pos: 1,
+            names_end: 1,
+        });
+        Document { bytes, layout }
+    }
+
+    /// The document's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        self.bytes.as_ref()
+    }
+
+    /// Gives back the byte container.
+    pub fn into_inner(self) -> B {
+        self.bytes
+    }
+
+    pub(crate) fn doc_ref(&self) -> DocRef<'_> {
+        let bytes = self.bytes.as_ref();
+        DocRef {
+            bytes,
+            names: bytes
+                .get(self.layout.names_pos..self.layout.names_end)
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Size in bytes of the names area (each distinct property name once).
+    pub fn names_bytes(&self) -> usize {
+        self.layout.names_end - self.layout.names_pos
+    }
+
+    /// The root value.
+    pub fn root(&self) -> Value<'_> {
+        Value::decode(self.doc_ref(), self.layout.root_tag, self.layout.root_pos)
+            .unwrap_or(Value::Null)
+    }
+
+    /// The root object's property `key`; `None` if absent or the root is not an object.
+    pub fn get(&self, key: &str) -> Option<Value<'_>> {
+        self.root().as_object()?.get(key)
+    }
+
+    /// The value at a path such as `address.city`, `tags[0]` or `a["key.with.dots"][2]`.
+    /// `Ok(None)` if some step does not exist; an error only for a malformed path.
+    pub fn path(&self, path: &str) -> Result<Option<Value<'_>>> {
+        Ok(Path::parse(path)?.get(self.root()))
+    }
+
+    /// Compact JSON in original key order.
+    pub fn to_json(&self) -> String {
+        self.to_json_with(&JsonOptions::default())
+    }
+
+    /// JSON text with the given options.
+    pub fn to_json_with(&self, opts: &JsonOptions) -> String {
+        let mut out = Vec::new();
+        self.write_json(&mut out, opts);
+        // The writer emits only UTF-8 (validated strings, ASCII elsewhere).
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    /// Appends JSON text to `out`.
+    pub fn write_json(&self, out: &mut Vec<u8>, opts: &JsonOptions) {
+        crate::output::write_value(out, self.root(), opts, 0);
+    }
+}

@@ -1,0 +1,366 @@
+//! JSON text to document in one forward pass: the parser drives [`DocumentWriter`] directly, with
+//! no token or tree in between.
+//!
+//! Policies (documented in `docs/FORMAT.md`): RFC 8259 grammar, UTF-8 only (invalid UTF-8 and lone
+//! surrogate escapes are rejected), no byte order mark, duplicate keys and depth per
+//! [`crate::WriteOptions`].
+
+use super::DocumentWriter;
+use super::number::scan_number;
+use crate::error::{Error, Result};
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// Bit 7 of each byte of the result is set where `x` has a zero byte (exact for the lowest one).
+#[inline(always)]
+fn zero_bytes(x: u64) -> u64 {
+    x.wrapping_sub(ONES) & !x & HIGHS
+}
+
+/// Index of the first `"`, `\` or control byte at or after `i` (or `input.len()`), and whether any
+/// byte before it may be non-ASCII. Eight bytes at a time: the common case is long plain runs.
+#[inline(always)]
+pub(crate) fn find_special(input: &[u8], mut i: usize) -> (usize, bool) {
+    let mut non_ascii = 0u64;
+    while let Some(chunk) = input.get(i..).and_then(|s| s.first_chunk::<8>()) {
+        let x = u64::from_le_bytes(*chunk);
+        let special =
+            zero_bytes(x ^ (ONES * b'"' as u64)) | zero_bytes(x ^ (ONES * b'\\' as u64)) | {
+                // Bytes below 0x20: borrow into bit 7 only where the byte is < 0x20 and < 0x80.
+                x.wrapping_sub(ONES * 0x20) & !x & HIGHS
+            };
+        if special != 0 {
+            let at = (special.trailing_zeros() / 8) as usize;
+            // Only the bytes before the special one matter for the UTF-8 check.
+            non_ascii |= x & HIGHS & ((1u64 << (at * 8)) - 1);
+            return (i + at, non_ascii != 0);
+        }
+        non_ascii |= x & HIGHS;
+        i += 8;
+    }
+    let mut seen = non_ascii != 0;
+    while let Some(&b) = input.get(i) {
+        if b == b'"' || b == b'\\' || b < 0x20 {
+            break;
+        }
+        seen |= b >= 0x80;
+        i += 1;
+    }
+    (i, seen)
+}
+
+struct Parser<'a> {
+    input: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Parser<'a> {
+    #[cold]
+    fn err(&self, offset: usize, reason: &'static str) -> Error {
+        Error::json(self.input, offset, reason)
+    }
+
+    #[inline(always)]
+    fn peek(&self) -> Option<u8> {
+        self.input.get(self.pos).copied()
+    }
+
+    #[inline(always)]
+    fn skip_ws(&mut self) {
+        while let Some(&b) = self.input.get(self.pos) {
+            if b > b' ' || !matches!(b, b' ' | b'\n' | b'\r' | b'\t') {
+                return;
+            }
+            self.pos += 1;
+        }
+    }
+
+    fn check_utf8(&self, start: usize, end: usize) -> Result<()> {
+        let run = self.input.get(start..end).unwrap_or_default();
+        match std::str::from_utf8(run) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(self.err(start + e.valid_up_to(), "invalid UTF-8 in a string")),
+        }
+    }
+
+    /// Parses the string whose opening quote is at `self.pos`. Returns its raw range in the input
+    /// when it has no escapes; otherwise decodes it into `buf` and returns `None`.
+    #[inline]
+    fn string(&mut self, buf: &mut Vec<u8>) -> Result<Option<(usize, usize)>> {
+        let start = self.pos + 1;
+        let (mut i, mut non_ascii) = find_special(self.input, start);
+        let mut run_start = start;
+        let mut escaped = false;
+        loop {
+            if non_ascii {
+                self.check_utf8(run_start, i)?;
+            }
+            match self.input.get(i) {
+                Some(b'"') if !escaped => {
+                    self.pos = i + 1;
+                    return Ok(Some((start, i)));
+                }
+                Some(b'"') => {
+                    buf.extend_from_slice(self.input.get(run_start..i).unwrap_or_default());
+                    self.pos = i + 1;
+                    return Ok(None);
+                }
+                Some(b'\\') => {
+                    if !escaped {
+                        escaped = true;
+                        buf.clear();
+                    }
+                    buf.extend_from_slice(self.input.get(run_start..i).unwrap_or_default());
+                    i = self.escape(i, buf)?;
+                }
+                Some(_) => {
+                    return Err(self.err(
+                        i,
+                        "control character in a string: write it as an escape such as \\n or \\u001f",
+                    ));
+                }
+                None => return Err(self.err(start - 1, "unterminated string")),
+            }
+            run_start = i;
+            (i, non_ascii) = find_special(self.input, i);
+        }
+    }
+
+    fn hex4(&self, at: usize) -> Result<u32> {
+        let digits = self
+            .input
+            .get(at..at + 4)
+            .ok_or_else(|| self.err(at, "truncated \\u escape: expected 4 hex digits"))?;
+        let mut value = 0u32;
+        for (k, &d) in digits.iter().enumerate() {
+            let v = match d {
+                b'0'..=b'9' => d - b'0',
+                b'a'..=b'f' => d - b'a' + 10,
+                b'A'..=b'F' => d - b'A' + 10,
+                _ => return Err(self.err(at + k, "invalid hex digit in a \\u escape")),
+            };
+            value = value * 16 + u32::from(v);
+        }
+        Ok(value)
+    }
+
+    /// Decodes the escape at `i` (a backslash) into `buf`; returns the index after it.
+    fn escape(&self, i: usize, buf: &mut Vec<u8>) -> Result<usize> {
+        let byte = match self.input.get(i + 1) {
+            Some(b'"') => b'"',
+            Some(b'\\') => b'\\',
+            Some(b'/') => b'/',
+            Some(b'b') => 0x08,
+            Some(b'f') => 0x0C,
+            Some(b'n') => b'\n',
+            Some(b'r') => b'\r',
+            Some(b't') => b'\t',
+            Some(b'u') => {
+                let unit = self.hex4(i + 2)?;
+                let (code, next) = match unit {
+                    0xD800..=0xDBFF => {
+                        if self.input.get(i + 6..i + 8) != Some(b"\\u") {
+                            return Err(self.err(
+                                i,
+                                "lone surrogate: a \\uD800-\\uDBFF escape must be followed by a \\uDC00-\\uDFFF escape",
+                            ));
+                        }
+                        let low = self.hex4(i + 8)?;
+                        if !(0xDC00..=0xDFFF).contains(&low) {
+                            return Err(self.err(
+                                i + 6,
+                                "invalid surrogate pair: expected a \\uDC00-\\uDFFF escape",
+                            ));
+                        }
+                        (0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00), i + 12)
+                    }
+                    0xDC00..=0xDFFF => {
+                        return Err(self.err(
+                            i,
+                            "lone surrogate: a \\uDC00-\\uDFFF escape without a high surrogate before it",
+                        ));
+                    }
+                    _ => (unit, i + 6),
+                };
+                let ch = char::from_u32(code)
+                    .ok_or_else(|| self.err(i, "escape is not a Unicode scalar value"))?;
+                buf.extend_from_slice(ch.encode_utf8(&mut [0u8; 4]).as_bytes());
+                return Ok(next);
+            }
+            Some(_) => {
+                return Err(self.err(
+                    i,
+                    "invalid escape: JSON allows \\\" \\\\ \\/ \\b \\f \\n \\r \\t and \\uXXXX",
+                ));
+            }
+            None => return Err(self.err(i, "unterminated string")),
+        };
+        buf.push(byte);
+        Ok(i + 2)
+    }
+
+    fn literal(&mut self, word: &'static [u8]) -> Result<()> {
+        if self.input.get(self.pos..self.pos + word.len()) == Some(word) {
+            self.pos += word.len();
+            Ok(())
+        } else {
+            Err(self.err(self.pos, "invalid literal: expected true, false or null"))
+        }
+    }
+
+    /// Parses `"key" :` at `self.pos` and hands the key to the writer.
+    #[inline]
+    fn key(&mut self, w: &mut DocumentWriter) -> Result<()> {
+        if self.peek() != Some(b'"') {
+            return Err(self.err(self.pos, "expected a property name in double quotes"));
+        }
+        let mut buf = std::mem::take(&mut w.unescaped);
+        let parsed = self.string(&mut buf);
+        let result = match parsed {
+            Ok(Some((s, e))) => w.key_bytes(self.input.get(s..e).unwrap_or_default()),
+            Ok(None) => w.key_bytes(&buf),
+            Err(e) => Err(e),
+        };
+        w.unescaped = buf;
+        result?;
+        self.skip_ws();
+        if self.peek() != Some(b':') {
+            return Err(self.err(self.pos, "expected ':' after a property name"));
+        }
+        self.pos += 1;
+        self.skip_ws();
+        Ok(())
+    }
+}
+
+/// Parses all of `input` as one JSON value into `w` (which must be reset).
+pub(crate) fn parse(w: &mut DocumentWriter, input: &[u8]) -> Result<()> {
+    let mut p = Parser { input, pos: 0 };
+    if input.starts_with(&[0xEF, 0xBB, 0xBF]) {
+        return Err(p.err(0, "byte order mark before the JSON text: remove it"));
+    }
+    p.skip_ws();
+    'value: loop {
+        let Some(b) = p.peek() else {
+            return Err(p.err(p.pos, "unexpected end of input: expected a value"));
+        };
+        match b {
+            b'{' => {
+                p.pos += 1;
+                w.begin_object()?;
+                p.skip_ws();
+                if p.peek() == Some(b'}') {
+                    p.pos += 1;
+                    w.end_object()?;
+                } else {
+                    p.key(w)?;
+                    continue 'value;
+                }
+            }
+            b'[' => {
+                p.pos += 1;
+                w.begin_array()?;
+                p.skip_ws();
+                if p.peek() == Some(b']') {
+                    p.pos += 1;
+                    w.end_array()?;
+                } else {
+                    continue 'value;
+                }
+            }
+            b'"' => {
+                let mut buf = std::mem::take(&mut w.unescaped);
+                let result = match p.string(&mut buf) {
+                    Ok(Some((s, e))) => w.string_bytes(input.get(s..e).unwrap_or_default()),
+                    Ok(None) => w.string_bytes(&buf),
+                    Err(e) => Err(e),
+                };
+                w.unescaped = buf;
+                result?;
+            }
+            b't' => {
+                p.literal(b"true")?;
+                w.bool(true)?;
+            }
+            b'f' => {
+                p.literal(b"false")?;
+                w.bool(false)?;
+            }
+            b'n' => {
+                p.literal(b"null")?;
+                w.null()?;
+            }
+            b'-' | b'0'..=b'9' => {
+                let rest = input.get(p.pos..).unwrap_or_default();
+                match scan_number(rest) {
+                    Ok((len, integer)) => {
+                        w.number_checked(rest.get(..len).unwrap_or_default(), integer)?;
+                        p.pos += len;
+                    }
+                    Err((at, reason)) => return Err(p.err(p.pos + at, reason)),
+                }
+            }
+            _ => return Err(p.err(p.pos, "expected a value")),
+        }
+        // After a value: close containers or move to the next element.
+        loop {
+            p.skip_ws();
+            let Some(in_object) = w.frames.last().map(|f| f.is_object) else {
+                if p.pos != input.len() {
+                    return Err(p.err(p.pos, "trailing characters after the JSON value"));
+                }
+                return Ok(());
+            };
+            match (in_object, p.peek()) {
+                (true, Some(b',')) => {
+                    p.pos += 1;
+                    p.skip_ws();
+                    p.key(w)?;
+                    continue 'value;
+                }
+                (true, Some(b'}')) => {
+                    p.pos += 1;
+                    w.end_object()?;
+                }
+                (false, Some(b',')) => {
+                    p.pos += 1;
+                    p.skip_ws();
+                    continue 'value;
+                }
+                (false, Some(b']')) => {
+                    p.pos += 1;
+                    w.end_array()?;
+                }
+                (true, _) => {
+                    return Err(p.err(p.pos, "expected ',' or '}' after a property value"));
+                }
+                (false, _) => {
+                    return Err(p.err(p.pos, "expected ',' or ']' after an array element"));
+                }
+            }
+        }
+    }
+}
+
+impl DocumentWriter {
+    /// Converts one JSON text to a document.
+    ///
+    /// ```
+    /// let mut w = stele_doc::DocumentWriter::new();
+    /// let bytes = w.from_json(br#"{"b": [1, 2.5, "x"], "a": null}"#)?;
+    /// let doc = stele_doc::Document::new(&bytes)?;
+    /// assert_eq!(doc.to_json(), r#"{"b":[1,2.5,"x"],"a":null}"#);
+    /// # Ok::<(), stele_doc::Error>(())
+    /// ```
+    pub fn from_json(&mut self, input: &[u8]) -> Result<Vec<u8>> {
+        self.reset();
+        match parse(self, input) {
+            Ok(()) => self.finish(),
+            Err(e) => {
+                self.reset();
+                Err(e)
+            }
+        }
+    }
+}

@@ -1,0 +1,629 @@
+//! The document writer: events in (begin/end container, key, scalar), one document out.
+//!
+//! Values are appended to the output as they arrive; a container's header (its sorted property
+//! index or element offsets) is written when it closes, after its children, so offsets always point
+//! backwards and the whole document is produced in one forward pass without a tree in memory.
+//! [`DocumentWriter`] is both the public builder API and the engine behind the JSON converter and
+//! the serde serializer.
+
+pub(crate) mod json;
+pub(crate) mod number;
+mod options;
+
+use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
+
+pub use options::{
+    DEFAULT_COMPRESS_MIN_BYTES, DEFAULT_MAX_DEPTH, DuplicateKeys, KeyOrder, WriteOptions,
+};
+
+use crate::error::{Error, Result};
+use crate::format::{
+    ARR_UNIFORM, HEADER_BYTE, OBJ_HAS_ORDER, Tag, get_varint, put_uint, put_varint, varint_len,
+    width_bytes, width_code_for,
+};
+use number::Number;
+
+/// A child waiting in an open container.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    /// Absolute position of the child's payload (0 for payloadless tags).
+    pos: usize,
+    /// Name id (offset in the names area); 0 in arrays.
+    key: u32,
+    /// Position of the child in input order.
+    seq: u32,
+    tag: Tag,
+}
+
+/// An open container.
+#[derive(Debug, Clone, Copy)]
+struct Frame {
+    is_object: bool,
+    /// Index of the container's first child in `entries`.
+    start: usize,
+    next_seq: u32,
+    /// The key this container has in its parent object.
+    parent_key: u32,
+}
+
+/// Writes one document at a time from a stream of events; reuse it for many documents to reuse
+/// its buffers.
+///
+/// ```
+/// use stele_doc::{Document, DocumentWriter};
+/// let mut w = DocumentWriter::new();
+/// w.begin_object()?;
+/// w.key("name")?;
+/// w.string("Ada")?;
+/// w.key("born")?;
+/// w.i64(1815)?;
+/// w.end_object()?;
+/// let bytes = w.finish()?;
+/// let doc = Document::new(&bytes)?;
+/// assert_eq!(doc.to_json(), r#"{"name":"Ada","born":1815}"#);
+/// # Ok::<(), stele_doc::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct DocumentWriter {
+    opts: WriteOptions,
+    /// The document so far; always starts with [`HEADER_BYTE`].
+    out: Vec<u8>,
+    /// The names area: each distinct key once, as varint length + UTF-8 bytes.
+    names: Vec<u8>,
+    /// Name bytes → name id, hashing into `names` so interning allocates nothing per key.
+    name_index: HashTable<u32>,
+    hash_state: foldhash::fast::FixedState,
+    entries: Vec<Entry>,
+    frames: Vec<Frame>,
+    pending_key: Option<u32>,
+    root: Option<(Tag, usize)>,
+    scratch: Vec<u8>,
+    /// Unescaped text of the JSON string being parsed.
+    pub(crate) unescaped: Vec<u8>,
+    order: Vec<u32>,
+}
+
+impl Default for DocumentWriter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The name stored at id `id` in a names area.
+#[inline]
+fn name_at(names: &[u8], id: u32) -> &[u8] {
+    let id = id as usize;
+    // Ids are only ever created by `intern`, which wrote a varint and the name there.
+    match get_varint(names, id) {
+        Some((len, used)) => names
+            .get(id + used..id + used + len as usize)
+            .unwrap_or_default(),
+        None => &[],
+    }
+}
+
+impl DocumentWriter {
+    /// A writer with [`WriteOptions::default`].
+    pub fn new() -> Self {
+        Self::with_options(WriteOptions::default())
+    }
+
+    /// A writer with the given options.
+    pub fn with_options(opts: WriteOptions) -> Self {
+        DocumentWriter {
+            opts,
+            out: vec![HEADER_BYTE],
+            names: Vec::new(),
+            name_index: HashTable::new(),
+            hash_state: foldhash::fast::FixedState::with_seed(0x5e1e),
+            entries: Vec::new(),
+            frames: Vec::new(),
+            pending_key: None,
+            root: None,
+            scratch: Vec::new(),
+            unescaped: Vec::new(),
+            order: Vec::new(),
+        }
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &WriteOptions {
+        &self.opts
+    }
+
+    /// Drops a partly written document (for example after an error) and starts afresh.
+    pub fn reset(&mut self) {
+        self.out.clear();
+        self.out.push(HEADER_BYTE);
+        self.names.clear();
+        self.name_index.clear();
+        self.entries.clear();
+        self.frames.clear();
+        self.pending_key = None;
+        self.root = None;
+    }
+
+    /// Bytes written so far for the current document (body only, without names and trailer).
+    pub fn body_len(&self) -> usize {
+        self.out.len()
+    }
+
+    // ----- slots -------------------------------------------------------------------------------
+
+    /// Checks that a value may come now; returns where its payload will start.
+    #[inline]
+    fn value_slot(&self, got: &'static str) -> Result<usize> {
+        match self.frames.last() {
+            None if self.root.is_some() => Err(Error::Builder {
+                expected: "finish() after the root value",
+                got,
+            }),
+            Some(f) if f.is_object && self.pending_key.is_none() => Err(Error::Builder {
+                expected: "a key",
+                got,
+            }),
+            _ => Ok(self.out.len()),
+        }
+    }
+
+    /// Records a finished value at `pos` in the current container (or as the root).
+    #[inline]
+    fn commit(&mut self, tag: Tag, pos: usize) {
+        match self.frames.last_mut() {
+            None => self.root = Some((tag, pos)),
+            Some(frame) => {
+                let key = if frame.is_object {
+                    self.pending_key.take().unwrap_or_default()
+                } else {
+                    0
+                };
+                self.entries.push(Entry {
+                    pos,
+                    key,
+                    seq: frame.next_seq,
+                    tag,
+                });
+                frame.next_seq += 1;
+            }
+        }
+    }
+
+    // ----- names -------------------------------------------------------------------------------
+
+    /// The id of `name` in this document's names area, adding it on first use.
+    #[inline]
+    pub(crate) fn intern(&mut self, name: &[u8]) -> Result<u32> {
+        let hash = self.hash_state.hash_one(name);
+        let names = &self.names;
+        if let Some(&id) = self.name_index.find(hash, |&id| name_at(names, id) == name) {
+            return Ok(id);
+        }
+        let id = u32::try_from(self.names.len()).map_err(|_| Error::Builder {
+            expected: "at most 4 GiB of distinct key names per document",
+            got: "more",
+        })?;
+        put_varint(&mut self.names, name.len() as u64);
+        self.names.extend_from_slice(name);
+        let (names, state) = (&self.names, &self.hash_state);
+        self.name_index
+            .insert_unique(hash, id, |&id| state.hash_one(name_at(names, id)));
+        Ok(id)
+    }
+
+    /// Sets the key of the next value from raw UTF-8 (the caller checked it).
+    #[inline]
+    pub(crate) fn key_bytes(&mut self, name: &[u8]) -> Result<()> {
+        match self.frames.last() {
+            Some(f) if f.is_object && self.pending_key.is_none() => {
+                self.pending_key = Some(self.intern(name)?);
+                Ok(())
+            }
+            Some(f) if f.is_object => Err(Error::Builder {
+                expected: "a value after the key",
+                got: "another key",
+            }),
+            _ => Err(Error::Builder {
+                expected: "a value (keys belong in objects)",
+                got: "a key",
+            }),
+        }
+    }
+
+    /// Sets the key of the next value in the current object.
+    pub fn key(&mut self, name: &str) -> Result<()> {
+        self.key_bytes(name.as_bytes())
+    }
+
+    // ----- scalars -----------------------------------------------------------------------------
+
+    /// Writes `null`.
+    pub fn null(&mut self) -> Result<()> {
+        self.value_slot("null")?;
+        self.commit(Tag::Null, 0);
+        Ok(())
+    }
+
+    /// Writes `true` or `false`.
+    pub fn bool(&mut self, value: bool) -> Result<()> {
+        self.value_slot("a bool")?;
+        self.commit(if value { Tag::True } else { Tag::False }, 0);
+        Ok(())
+    }
+
+    /// Writes a signed integer in the narrowest of 1, 2, 4 or 8 bytes.
+    pub fn i64(&mut self, value: i64) -> Result<()> {
+        let pos = self.value_slot("an integer")?;
+        let tag = self.put_i64(value);
+        self.commit(tag, pos);
+        Ok(())
+    }
+
+    /// Writes an unsigned integer (values above `i64::MAX` keep all their bits).
+    pub fn u64(&mut self, value: u64) -> Result<()> {
+        let pos = self.value_slot("an integer")?;
+        let tag = match i64::try_from(value) {
+            Ok(v) => self.put_i64(v),
+            Err(_) => {
+                self.out.extend_from_slice(&value.to_le_bytes());
+                Tag::U64
+            }
+        };
+        self.commit(tag, pos);
+        Ok(())
+    }
+
+    /// Writes a finite float; it prints back in its shortest round-trip form.
+    pub fn f64(&mut self, value: f64) -> Result<()> {
+        if !value.is_finite() {
+            return Err(Error::NonFiniteFloat { value });
+        }
+        let pos = self.value_slot("a float")?;
+        self.out.extend_from_slice(&value.to_le_bytes());
+        self.commit(Tag::F64, pos);
+        Ok(())
+    }
+
+    /// Writes a number given as JSON number text, kept exactly (see the module `number`).
+    pub fn number_text(&mut self, text: &str) -> Result<()> {
+        let bytes = text.as_bytes();
+        match number::scan_number(bytes) {
+            Ok((len, integer)) if len == bytes.len() => self.number_checked(bytes, integer),
+            _ => Err(Error::InvalidNumber {
+                text: text.to_owned(),
+            }),
+        }
+    }
+
+    /// Writes a number whose text passed `scan_number`.
+    #[inline]
+    pub(crate) fn number_checked(&mut self, text: &[u8], integer: bool) -> Result<()> {
+        let pos = self.value_slot("a number")?;
+        let tag = match number::classify(text, integer) {
+            Number::Int(v) => self.put_i64(v),
+            Number::UInt(v) => {
+                self.out.extend_from_slice(&v.to_le_bytes());
+                Tag::U64
+            }
+            Number::Float(f) => {
+                self.out.extend_from_slice(&f.to_le_bytes());
+                Tag::F64
+            }
+            Number::Decimal => {
+                put_varint(&mut self.out, text.len() as u64);
+                self.out.extend_from_slice(text);
+                Tag::Decimal
+            }
+        };
+        self.commit(tag, pos);
+        Ok(())
+    }
+
+    #[inline]
+    fn put_i64(&mut self, v: i64) -> Tag {
+        if let Ok(v) = i8::try_from(v) {
+            self.out.push(v as u8);
+            Tag::I8
+        } else if let Ok(v) = i16::try_from(v) {
+            self.out.extend_from_slice(&v.to_le_bytes());
+            Tag::I16
+        } else if let Ok(v) = i32::try_from(v) {
+            self.out.extend_from_slice(&v.to_le_bytes());
+            Tag::I32
+        } else {
+            self.out.extend_from_slice(&v.to_le_bytes());
+            Tag::I64
+        }
+    }
+
+    /// Writes a string.
+    pub fn string(&mut self, value: &str) -> Result<()> {
+        self.string_bytes(value.as_bytes())
+    }
+
+    /// Writes a string from UTF-8 bytes the caller checked.
+    #[inline]
+    pub(crate) fn string_bytes(&mut self, value: &[u8]) -> Result<()> {
+        let pos = self.value_slot("a string")?;
+        let tag = self.put_string(value);
+        self.commit(tag, pos);
+        Ok(())
+    }
+
+    /// Appends a string payload, LZ4-compressed when long enough and worth it.
+    #[inline]
+    fn put_string(&mut self, s: &[u8]) -> Tag {
+        if let Some(min) = self.opts.compress_min_bytes
+            && s.len() >= min.max(16)
+            && self.put_compressed(s)
+        {
+            return Tag::StringLz4;
+        }
+        put_varint(&mut self.out, s.len() as u64);
+        self.out.extend_from_slice(s);
+        Tag::String
+    }
+
+    /// Appends `s` as an LZ4 string if that saves at least an eighth; false if it did not.
+    #[cold]
+    fn put_compressed(&mut self, s: &[u8]) -> bool {
+        self.scratch.clear();
+        self.scratch
+            .resize(lz4_flex::block::get_maximum_output_size(s.len()), 0);
+        let Ok(n) = lz4_flex::block::compress_into(s, &mut self.scratch) else {
+            return false;
+        };
+        let stored = varint_len(s.len() as u64) + varint_len(n as u64) + n;
+        if stored > s.len() - s.len() / 8 {
+            return false;
+        }
+        put_varint(&mut self.out, s.len() as u64);
+        put_varint(&mut self.out, n as u64);
+        self.out
+            .extend_from_slice(self.scratch.get(..n).unwrap_or_default());
+        true
+    }
+
+    // ----- containers --------------------------------------------------------------------------
+
+    /// Opens an object; properties follow as `key` + value pairs until [`Self::end_object`].
+    pub fn begin_object(&mut self) -> Result<()> {
+        self.begin(true)
+    }
+
+    /// Opens an array; elements follow until [`Self::end_array`].
+    pub fn begin_array(&mut self) -> Result<()> {
+        self.begin(false)
+    }
+
+    #[inline]
+    fn begin(&mut self, is_object: bool) -> Result<()> {
+        self.value_slot(if is_object { "an object" } else { "an array" })?;
+        if self.frames.len() >= self.opts.max_depth {
+            return Err(Error::TooDeep {
+                limit: self.opts.max_depth,
+            });
+        }
+        let parent_key = self.pending_key.take().unwrap_or_default();
+        self.frames.push(Frame {
+            is_object,
+            start: self.entries.len(),
+            next_seq: 0,
+            parent_key,
+        });
+        Ok(())
+    }
+
+    /// Closes the innermost object.
+    pub fn end_object(&mut self) -> Result<()> {
+        self.end(true)
+    }
+
+    /// Closes the innermost array.
+    pub fn end_array(&mut self) -> Result<()> {
+        self.end(false)
+    }
+
+    #[inline]
+    fn end(&mut self, is_object: bool) -> Result<()> {
+        let got = if is_object { "end_object" } else { "end_array" };
+        let frame = match self.frames.last() {
+            Some(f) if f.is_object == is_object => *f,
+            Some(f) if f.is_object => {
+                return Err(Error::Builder {
+                    expected: "end_object",
+                    got,
+                });
+            }
+            Some(_) => {
+                return Err(Error::Builder {
+                    expected: "end_array",
+                    got,
+                });
+            }
+            None => {
+                return Err(Error::Builder {
+                    expected: "an open container",
+                    got,
+                });
+            }
+        };
+        if self.pending_key.is_some() {
+            return Err(Error::Builder {
+                expected: "a value after the key",
+                got,
+            });
+        }
+        let header_pos = self.out.len();
+        let tag = if is_object {
+            self.write_object_header(frame.start, header_pos)?;
+            Tag::Object
+        } else {
+            self.write_array_header(frame.start, header_pos);
+            Tag::Array
+        };
+        self.entries.truncate(frame.start);
+        self.frames.pop();
+        // Give the container back its key in the parent (arrays' children have none).
+        if self.frames.last().is_some_and(|f| f.is_object) {
+            self.pending_key = Some(frame.parent_key);
+        }
+        self.commit(tag, header_pos);
+        Ok(())
+    }
+
+    /// Largest distance from `header_pos` back to a child payload, for the offset width.
+    fn max_offset(entries: &[Entry], header_pos: usize) -> u64 {
+        entries
+            .iter()
+            .filter(|e| e.tag.has_payload())
+            .map(|e| (header_pos - e.pos) as u64)
+            .max()
+            .unwrap_or(0)
+    }
+
+    fn put_offsets(out: &mut Vec<u8>, entries: &[Entry], header_pos: usize, width: usize) {
+        for e in entries {
+            let off = if e.tag.has_payload() {
+                header_pos - e.pos
+            } else {
+                0
+            };
+            put_uint(out, off as u64, width);
+        }
+    }
+
+    fn write_array_header(&mut self, start: usize, header_pos: usize) {
+        let entries = self.entries.get(start..).unwrap_or_default();
+        let wo = width_code_for(Self::max_offset(entries, header_pos));
+        let uniform = entries
+            .split_first()
+            .is_some_and(|(first, rest)| rest.iter().all(|e| e.tag == first.tag));
+        self.out.push(wo | if uniform { ARR_UNIFORM } else { 0 });
+        put_varint(&mut self.out, entries.len() as u64);
+        Self::put_offsets(&mut self.out, entries, header_pos, width_bytes(wo));
+        match entries.first() {
+            Some(first) if uniform => self.out.push(first.tag as u8),
+            _ => self.out.extend(entries.iter().map(|e| e.tag as u8)),
+        }
+    }
+
+    fn write_object_header(&mut self, start: usize, header_pos: usize) -> Result<()> {
+        let names = &self.names;
+        let entries = self.entries.get_mut(start..).unwrap_or_default();
+        if entries.len() > 1 {
+            entries.sort_unstable_by(|a, b| {
+                if a.key == b.key {
+                    a.seq.cmp(&b.seq)
+                } else {
+                    name_at(names, a.key).cmp(name_at(names, b.key))
+                }
+            });
+        }
+        let kept = dedup_sorted(entries, self.opts.duplicate_keys, names)?;
+        self.entries.truncate(start + kept);
+        let entries = self.entries.get(start..).unwrap_or_default();
+
+        // Sorted order is kept for lookups; input order only if asked for and different.
+        let in_order = entries.windows(2).all(|w| match w {
+            [a, b] => a.seq < b.seq,
+            _ => true,
+        });
+        let keep_order = self.opts.key_order == KeyOrder::Original && !in_order;
+
+        let wo = width_code_for(Self::max_offset(entries, header_pos));
+        let max_key = entries.iter().map(|e| e.key).max().unwrap_or(0);
+        let wk = width_code_for(u64::from(max_key));
+        let flags = wo | (wk << 2) | if keep_order { OBJ_HAS_ORDER } else { 0 };
+        self.out.push(flags);
+        put_varint(&mut self.out, entries.len() as u64);
+        for e in entries {
+            put_uint(&mut self.out, u64::from(e.key), width_bytes(wk));
+        }
+        Self::put_offsets(&mut self.out, entries, header_pos, width_bytes(wo));
+        self.out.extend(entries.iter().map(|e| e.tag as u8));
+        if keep_order {
+            // order[i] = sorted index of the i-th property in input order.
+            self.order.clear();
+            self.order.extend(0..entries.len() as u32);
+            self.order
+                .sort_unstable_by_key(|&i| entries.get(i as usize).map_or(0, |e| e.seq));
+            let wp = width_bytes(width_code_for(entries.len().saturating_sub(1) as u64));
+            for &i in &self.order {
+                put_uint(&mut self.out, u64::from(i), wp);
+            }
+        }
+        Ok(())
+    }
+
+    // ----- finish ------------------------------------------------------------------------------
+
+    /// Completes the document and returns its bytes; the writer is ready for the next one.
+    pub fn finish(&mut self) -> Result<Vec<u8>> {
+        if !self.frames.is_empty() {
+            return Err(Error::Builder {
+                expected: "end_object or end_array for every open container",
+                got: "finish",
+            });
+        }
+        let Some((root_tag, root_pos)) = self.root else {
+            return Err(Error::Builder {
+                expected: "a root value",
+                got: "finish",
+            });
+        };
+        let names_pos = self.out.len();
+        self.out.extend_from_slice(&self.names);
+        let w = width_code_for(names_pos.max(root_pos) as u64);
+        put_uint(&mut self.out, root_pos as u64, width_bytes(w));
+        put_uint(&mut self.out, names_pos as u64, width_bytes(w));
+        self.out.push(root_tag as u8);
+        self.out.push(w);
+        let capacity = self.out.len();
+        let doc = std::mem::replace(&mut self.out, Vec::with_capacity(capacity));
+        self.reset();
+        debug_assert!(
+            crate::validate(&doc).is_ok(),
+            "writer produced an invalid document"
+        );
+        Ok(doc)
+    }
+}
+
+/// Removes repeated keys from entries sorted by (name, seq) per `policy`; returns how many remain
+/// at the front. A kept entry takes the input position (`seq`) of the key's first occurrence.
+fn dedup_sorted(entries: &mut [Entry], policy: DuplicateKeys, names: &[u8]) -> Result<usize> {
+    let n = entries.len();
+    let mut kept = 0;
+    let mut i = 0;
+    while i < n {
+        let Some(&first) = entries.get(i) else { break };
+        let mut j = i + 1;
+        while entries.get(j).is_some_and(|e| e.key == first.key) {
+            j += 1;
+        }
+        let chosen = if j - i == 1 {
+            first
+        } else {
+            match policy {
+                DuplicateKeys::Reject => {
+                    return Err(Error::DuplicateKey {
+                        key: String::from_utf8_lossy(name_at(names, first.key)).into_owned(),
+                    });
+                }
+                DuplicateKeys::FirstWins => first,
+                DuplicateKeys::LastWins => Entry {
+                    seq: first.seq,
+                    ..entries.get(j - 1).copied().unwrap_or(first)
+                },
+            }
+        };
+        if let Some(slot) = entries.get_mut(kept) {
+            *slot = chosen;
+        }
+        kept += 1;
+        i = j;
+    }
+    Ok(kept)
+}
