@@ -1,0 +1,322 @@
+//! Streaming construction of a table from sorted input.
+
+use crate::block::{BlockBuilder, MAX_BLOCK_BYTES, MIN_BLOCK_BYTES};
+use crate::error::{Error, Result};
+use crate::footer::{FLAG_LIST, Footer};
+use crate::index::{IndexBuilder, separator};
+use crate::storage::{AtomicFile, FsStorage, Storage};
+use std::cmp::Ordering;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Largest key or value, in bytes (lengths stay well inside the u32 block fields).
+pub const MAX_ITEM_BYTES: usize = (1 << 30) - 1;
+
+/// Bytes buffered before a write to the file.
+const WRITE_BUFFER_BYTES: usize = 1 << 20;
+
+/// What to do when the same key is added more than once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum DuplicatePolicy {
+    /// Fail with [`Error::DuplicateKey`] naming the key.
+    #[default]
+    Reject,
+    /// Keep the value added last.
+    KeepLast,
+    /// Keep the value added first.
+    KeepFirst,
+}
+
+/// Options for the file layout, shared by [`TableBuilder`] and [`Sorter`](crate::Sorter).
+#[derive(Debug, Clone)]
+pub struct TableOptions {
+    pub(crate) block_size_bytes: u32,
+    pub(crate) restart_interval: u32,
+    pub(crate) duplicates: DuplicatePolicy,
+    pub(crate) storage: Arc<dyn Storage>,
+}
+
+impl Default for TableOptions {
+    fn default() -> Self {
+        TableOptions {
+            block_size_bytes: 4096,
+            restart_interval: 16,
+            duplicates: DuplicatePolicy::Reject,
+            storage: Arc::new(FsStorage),
+        }
+    }
+}
+
+impl TableOptions {
+    /// Size and alignment of data blocks (power of two, 256 B to 16 MiB; default 4 KiB, the
+    /// page size). A random get reads one block: larger blocks cost more per cold read and
+    /// more scanning per get, but shrink the in-memory index.
+    #[must_use]
+    pub fn block_size_bytes(mut self, bytes: u32) -> Self {
+        self.block_size_bytes = bytes;
+        self
+    }
+
+    /// Entries between two restart points (whole keys) in a block (default 16). Larger
+    /// intervals compress keys a little better; a get decodes up to this many entries.
+    #[must_use]
+    pub fn restart_interval(mut self, entries: u32) -> Self {
+        self.restart_interval = entries;
+        self
+    }
+
+    /// Duplicate key policy (default [`DuplicatePolicy::Reject`]).
+    #[must_use]
+    pub fn duplicates(mut self, policy: DuplicatePolicy) -> Self {
+        self.duplicates = policy;
+        self
+    }
+
+    /// File operations to use (default: the real file system). For fault injection.
+    #[must_use]
+    pub fn storage(mut self, storage: Arc<dyn Storage>) -> Self {
+        self.storage = storage;
+        self
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        let b = self.block_size_bytes;
+        if !b.is_power_of_two() || !(MIN_BLOCK_BYTES..=MAX_BLOCK_BYTES).contains(&b) {
+            return Err(Error::InvalidOption {
+                name: "block_size_bytes",
+                value: u64::from(b),
+                reason: "must be a power of two from 256 to 16777216",
+            });
+        }
+        if !(1..=1 << 16).contains(&self.restart_interval) {
+            return Err(Error::InvalidOption {
+                name: "restart_interval",
+                value: u64::from(self.restart_interval),
+                reason: "must be from 1 to 65536",
+            });
+        }
+        Ok(())
+    }
+}
+
+/// What a finished build produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TableInfo {
+    /// Path of the table: `<dir>/<xxh3-128 of the content, hex>.stt`.
+    pub path: PathBuf,
+    /// Number of entries.
+    pub entries: u64,
+    /// Number of data blocks.
+    pub blocks: u64,
+    /// Size of the file in bytes.
+    pub file_bytes: u64,
+    /// Sum of the key lengths.
+    pub raw_key_bytes: u64,
+    /// Sum of the value lengths.
+    pub raw_value_bytes: u64,
+}
+
+/// Builds a table from entries given in strictly ascending key order, streaming: memory use
+/// is one block plus the index, whatever the input size.
+#[derive(Debug)]
+pub struct TableBuilder {
+    opts: TableOptions,
+    file: AtomicFile,
+    block: BlockBuilder,
+    index: IndexBuilder,
+    out: Vec<u8>,
+    /// Separator of the block being built.
+    block_sep: Vec<u8>,
+    last_key: Vec<u8>,
+    any: bool,
+    /// KeepLast holds the latest value of the last key until a larger key arrives.
+    pending_value: Vec<u8>,
+    list: bool,
+    entries: u64,
+    raw_key_bytes: u64,
+    raw_value_bytes: u64,
+}
+
+impl TableBuilder {
+    /// Starts a table in folder `dir` (which must exist).
+    pub fn new(dir: impl AsRef<Path>, opts: TableOptions) -> Result<Self> {
+        Self::with_kind(dir.as_ref(), opts, false)
+    }
+
+    pub(crate) fn with_kind(dir: &Path, opts: TableOptions, list: bool) -> Result<Self> {
+        opts.validate()?;
+        let file = AtomicFile::create(Arc::clone(&opts.storage), dir)?;
+        let block_bytes = opts.block_size_bytes as usize;
+        Ok(TableBuilder {
+            block: BlockBuilder::new(block_bytes, opts.restart_interval),
+            opts,
+            file,
+            index: IndexBuilder::default(),
+            out: Vec::with_capacity(WRITE_BUFFER_BYTES + block_bytes),
+            block_sep: Vec::new(),
+            last_key: Vec::new(),
+            any: false,
+            pending_value: Vec::new(),
+            list,
+            entries: 0,
+            raw_key_bytes: 0,
+            raw_value_bytes: 0,
+        })
+    }
+
+    /// Entries accepted so far (duplicates dropped by the policy not counted).
+    pub fn len(&self) -> u64 {
+        self.entries + u64::from(self.has_pending())
+    }
+
+    /// True if no entry was accepted yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn has_pending(&self) -> bool {
+        self.any && self.opts.duplicates == DuplicatePolicy::KeepLast && !self.list
+    }
+
+    /// Adds an entry; its key must be greater than the previous one (or equal, as the
+    /// duplicate policy allows).
+    pub fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        check_sizes(key, value)?;
+        if self.any {
+            match key.cmp(&self.last_key) {
+                Ordering::Greater => {}
+                Ordering::Less => {
+                    return Err(Error::OutOfOrder {
+                        previous: self.last_key.clone(),
+                        got: key.to_vec(),
+                    });
+                }
+                Ordering::Equal => match self.opts.duplicates {
+                    DuplicatePolicy::Reject => {
+                        return Err(Error::DuplicateKey { key: key.to_vec() });
+                    }
+                    DuplicatePolicy::KeepFirst => return Ok(()),
+                    DuplicatePolicy::KeepLast => {
+                        self.pending_value.clear();
+                        self.pending_value.extend_from_slice(value);
+                        return Ok(());
+                    }
+                },
+            }
+        }
+        if self.opts.duplicates == DuplicatePolicy::KeepLast {
+            if self.any {
+                let (k, v) = (
+                    std::mem::take(&mut self.last_key),
+                    std::mem::take(&mut self.pending_value),
+                );
+                self.emit(&k, &v)?;
+                self.pending_value = v;
+                self.last_key = k;
+            }
+            self.pending_value.clear();
+            self.pending_value.extend_from_slice(value);
+        } else {
+            self.emit(key, value)?;
+        }
+        self.last_key.clear();
+        self.last_key.extend_from_slice(key);
+        self.any = true;
+        Ok(())
+    }
+
+    /// Appends an entry for a list (no key, no order).
+    pub(crate) fn push_list_value(&mut self, value: &[u8]) -> Result<()> {
+        check_sizes(&[], value)?;
+        self.emit(&[], value)
+    }
+
+    fn emit(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        if !self.block.try_add(key, value) {
+            let sep = if self.list {
+                Vec::new()
+            } else {
+                separator(self.block.last_key(), key).to_vec()
+            };
+            self.finish_block()?;
+            self.block_sep = sep;
+            // An empty block accepts any entry.
+            let added = self.block.try_add(key, value);
+            debug_assert!(added);
+        }
+        self.entries += 1;
+        self.raw_key_bytes += key.len() as u64;
+        self.raw_value_bytes += value.len() as u64;
+        Ok(())
+    }
+
+    fn finish_block(&mut self) -> Result<()> {
+        if self.block.is_empty() {
+            return Ok(());
+        }
+        let count = self.block.entry_count();
+        let bytes = self.block.finish_into(&mut self.out);
+        let units = (bytes / self.opts.block_size_bytes as usize) as u64;
+        self.index.add(&self.block_sep, units, u64::from(count));
+        if self.out.len() >= WRITE_BUFFER_BYTES {
+            self.file.write_all(&self.out)?;
+            self.out.clear();
+        }
+        Ok(())
+    }
+
+    /// Writes the index and footer and makes the file durable under its content name.
+    pub fn finish(mut self) -> Result<TableInfo> {
+        if self.has_pending() {
+            let (k, v) = (
+                std::mem::take(&mut self.last_key),
+                std::mem::take(&mut self.pending_value),
+            );
+            self.emit(&k, &v)?;
+        }
+        self.finish_block()?;
+        let index_offset = self.file.written_bytes() + self.out.len() as u64;
+        let blocks = self.index.blocks();
+        let index = std::mem::take(&mut self.index).into_bytes();
+        let footer = Footer {
+            flags: if self.list { FLAG_LIST } else { 0 },
+            block_size: self.opts.block_size_bytes,
+            restart_interval: self.opts.restart_interval,
+            entry_count: self.entries,
+            block_count: blocks,
+            index_offset,
+            index_len: index.len() as u64,
+            raw_key_bytes: self.raw_key_bytes,
+            raw_value_bytes: self.raw_value_bytes,
+            index_checksum: xxhash_rust::xxh3::xxh3_64(&index),
+        };
+        self.out.extend_from_slice(&index);
+        self.out.extend_from_slice(&footer.encode());
+        self.file.write_all(&self.out)?;
+        let file_bytes = self.file.written_bytes();
+        let path = self.file.commit()?;
+        Ok(TableInfo {
+            path,
+            entries: self.entries,
+            blocks,
+            file_bytes,
+            raw_key_bytes: self.raw_key_bytes,
+            raw_value_bytes: self.raw_value_bytes,
+        })
+    }
+}
+
+pub(crate) fn check_sizes(key: &[u8], value: &[u8]) -> Result<()> {
+    for (what, len) in [("key", key.len()), ("value", value.len())] {
+        if len > MAX_ITEM_BYTES {
+            return Err(Error::TooLarge {
+                what,
+                len,
+                max_bytes: MAX_ITEM_BYTES as u64,
+            });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,237 @@
+//! The block index: one record per data block, read whole into memory at open.
+//!
+//! On disk, after the last data block, for each block in order:
+//!
+//! ```text
+//! varint units (block length / block size)   varint entry count
+//! varint separator length                    separator bytes
+//! ```
+//!
+//! The separator of block 0 is empty; the separator of block i > 0 is the shortest prefix
+//! of its first key that sorts after the last key of block i - 1. So a key can only be in
+//! the last block whose separator is `<=` it, and separators are much shorter than keys.
+
+use crate::error::{Error, Part, Result};
+use crate::varint;
+
+/// Builds the on-disk index while blocks are written.
+#[derive(Debug, Default)]
+pub(crate) struct IndexBuilder {
+    bytes: Vec<u8>,
+    blocks: u64,
+}
+
+/// Shortest prefix of `first` that sorts after `prev_last` (requires `prev_last < first`).
+pub(crate) fn separator<'k>(prev_last: &[u8], first: &'k [u8]) -> &'k [u8] {
+    let lcp = prev_last
+        .iter()
+        .zip(first)
+        .take_while(|(a, b)| a == b)
+        .count();
+    first.get(..(lcp + 1).min(first.len())).unwrap_or(first)
+}
+
+impl IndexBuilder {
+    pub(crate) fn add(&mut self, separator: &[u8], units: u64, entries: u64) {
+        varint::put(&mut self.bytes, units);
+        varint::put(&mut self.bytes, entries);
+        varint::put(&mut self.bytes, separator.len() as u64);
+        self.bytes.extend_from_slice(separator);
+        self.blocks += 1;
+    }
+
+    pub(crate) fn blocks(&self) -> u64 {
+        self.blocks
+    }
+
+    pub(crate) fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+}
+
+/// The parsed index, kept in memory by an open table.
+#[derive(Debug)]
+pub(crate) struct Index {
+    seps: Vec<u8>,
+    /// `sep_ends[b]` is the end of block b's separator in `seps`.
+    sep_ends: Vec<usize>,
+    /// Offsets of blocks; one extra element: the end of the last block.
+    offsets: Vec<u64>,
+    /// Entries before each block; one extra element: the total.
+    cum: Vec<u64>,
+    /// `lookup[p >> shift]` is the block holding position `p << shift`.
+    lookup: Vec<u32>,
+    shift: u32,
+}
+
+impl Index {
+    /// Parses and validates the index bytes (whose checksum the caller verified).
+    pub(crate) fn parse(
+        bytes: &[u8],
+        block_count: u64,
+        entry_count: u64,
+        block_size: u32,
+        data_end: u64,
+        keys_sorted: bool,
+    ) -> Result<Index> {
+        let bad = |reason| Error::corrupt(Part::Index, reason);
+        let cap = usize::try_from(block_count)
+            .ok()
+            .filter(|&c| c <= bytes.len())
+            .ok_or_else(|| bad("block count larger than the index"))?;
+        let mut idx = Index {
+            seps: Vec::new(),
+            sep_ends: Vec::with_capacity(cap),
+            offsets: Vec::with_capacity(cap + 1),
+            cum: Vec::with_capacity(cap + 1),
+            lookup: Vec::new(),
+            shift: 0,
+        };
+        let (mut pos, mut offset, mut cum) = (0usize, 0u64, 0u64);
+        let mut prev_sep: Option<(usize, usize)> = None;
+        for b in 0..block_count {
+            let units = varint::get(bytes, &mut pos).ok_or_else(|| bad("truncated record"))?;
+            let count = varint::get(bytes, &mut pos).ok_or_else(|| bad("truncated record"))?;
+            let sep_len = varint::get(bytes, &mut pos)
+                .and_then(|l| usize::try_from(l).ok())
+                .ok_or_else(|| bad("truncated record"))?;
+            let sep_end = pos
+                .checked_add(sep_len)
+                .ok_or_else(|| bad("separator past the end"))?;
+            let sep = bytes
+                .get(pos..sep_end)
+                .ok_or_else(|| bad("separator past the end"))?;
+            pos = sep_end;
+            if units == 0 || count == 0 {
+                return Err(bad("empty block record"));
+            }
+            if keys_sorted {
+                let ok = match prev_sep {
+                    None => sep.is_empty(),
+                    Some((s, e)) => idx.seps.get(s..e).is_some_and(|p| p < sep),
+                };
+                if !ok || (b > 0 && sep.is_empty()) {
+                    return Err(bad("separators out of order"));
+                }
+            }
+            let start = idx.seps.len();
+            idx.seps.extend_from_slice(sep);
+            prev_sep = Some((start, idx.seps.len()));
+            idx.sep_ends.push(idx.seps.len());
+            idx.offsets.push(offset);
+            idx.cum.push(cum);
+            offset = units
+                .checked_mul(u64::from(block_size))
+                .and_then(|l| l.checked_add(offset))
+                .ok_or_else(|| bad("block lengths overflow"))?;
+            cum = cum
+                .checked_add(count)
+                .ok_or_else(|| bad("entry counts overflow"))?;
+        }
+        if pos != bytes.len() {
+            return Err(bad("trailing bytes after the last record"));
+        }
+        if offset != data_end {
+            return Err(bad("blocks do not end where the index starts"));
+        }
+        if cum != entry_count {
+            return Err(bad("entry counts do not add up to the footer's"));
+        }
+        idx.offsets.push(offset);
+        idx.cum.push(cum);
+        idx.build_lookup();
+        Ok(idx)
+    }
+
+    fn build_lookup(&mut self) {
+        let blocks = self.sep_ends.len() as u64;
+        let total = self.cum.last().copied().unwrap_or(0);
+        if blocks == 0 || total == 0 {
+            return;
+        }
+        // One slot per block on average: slot width = entries per block, rounded to a power of two.
+        let per_block = (total / blocks).max(1);
+        self.shift = 63 - per_block.leading_zeros();
+        let slots = (total >> self.shift) + 1;
+        let mut b = 0usize;
+        self.lookup.reserve(slots as usize);
+        for slot in 0..slots {
+            let p = slot << self.shift;
+            while self.cum.get(b + 1).is_some_and(|&c| c <= p) && b + 1 < self.sep_ends.len() {
+                b += 1;
+            }
+            self.lookup.push(b as u32);
+        }
+    }
+
+    pub(crate) fn block_count(&self) -> usize {
+        self.sep_ends.len()
+    }
+
+    /// Byte range of block `b` in the file.
+    pub(crate) fn block_range(&self, b: usize) -> Option<(u64, u64)> {
+        Some((*self.offsets.get(b)?, *self.offsets.get(b + 1)?))
+    }
+
+    /// Entries before block `b` (`b == block_count` gives the total).
+    pub(crate) fn entries_before(&self, b: usize) -> u64 {
+        self.cum.get(b).copied().unwrap_or(0)
+    }
+
+    /// Number of entries in block `b`.
+    pub(crate) fn entries_in(&self, b: usize) -> u64 {
+        self.entries_before(b + 1)
+            .saturating_sub(self.entries_before(b))
+    }
+
+    fn sep(&self, b: usize) -> &[u8] {
+        let start = if b == 0 {
+            0
+        } else {
+            self.sep_ends.get(b - 1).copied().unwrap_or(0)
+        };
+        let end = self.sep_ends.get(b).copied().unwrap_or(0);
+        self.seps.get(start..end).unwrap_or_default()
+    }
+
+    /// The only block that can hold `key`.
+    pub(crate) fn block_for_key(&self, key: &[u8]) -> usize {
+        self.block_for_key_from(0, key)
+    }
+
+    /// Like `block_for_key`, searching only blocks `from..` (for ascending batches).
+    pub(crate) fn block_for_key_from(&self, from: usize, key: &[u8]) -> usize {
+        let (mut lo, mut hi) = (from, self.block_count());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.sep(mid) <= key {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo.saturating_sub(1).max(from)
+    }
+
+    /// The block holding global position `pos` (`pos < total`): O(1) for typical tables
+    /// through the lookup array, a bounded binary search otherwise.
+    pub(crate) fn block_for_pos(&self, pos: u64) -> usize {
+        let slot = (pos >> self.shift) as usize;
+        let mut b = self.lookup.get(slot).copied().unwrap_or(0) as usize;
+        for _ in 0..8 {
+            if self.cum.get(b + 1).is_some_and(|&c| c <= pos) {
+                b += 1;
+            } else {
+                return b;
+            }
+        }
+        // Many small blocks in this slot (large values): binary search the rest.
+        let hi = self
+            .lookup
+            .get(slot + 1)
+            .map_or(self.block_count(), |&h| h as usize + 1)
+            .min(self.block_count());
+        let cums = self.cum.get(b..hi).unwrap_or_default();
+        b + cums.partition_point(|&c| c <= pos).saturating_sub(1)
+    }
+}

@@ -1,0 +1,49 @@
+//! Sorted, immutable, checksummed tables of byte-string keys and values.
+//!
+//! - [`Sorter`] takes pairs in any order within a memory budget (parallel in-memory sort,
+//!   or sorted runs spilled to disk and merged in parallel) and writes a table.
+//! - [`TableBuilder`] streams pairs that are already sorted into a table.
+//! - [`Table`] reads one through mmap (or from any `AsRef<[u8]>`): get, multi-get, range,
+//!   prefix, iteration both ways, rank and nth, with values borrowed from the file.
+//! - [`TableList`] stores values by position and reads the i-th in O(1) index lookups.
+//!
+//! Files are created atomically (temp file, fsync, rename, fsync of the folder) and named by
+//! the xxh3-128 hash of their bytes. The byte layout is described in `docs/FORMAT-table.md`.
+//!
+//! ```no_run
+//! use stele_table::{Sorter, SorterOptions, Table};
+//! # fn main() -> stele_table::Result<()> {
+//! let dir = std::path::Path::new("/tmp/tables");
+//! let mut sorter = Sorter::new(SorterOptions::default().memory_budget_bytes(64 << 20))?;
+//! sorter.add(b"pear", b"3")?;
+//! sorter.add(b"apple", b"1")?;
+//! let info = sorter.finish(dir)?;
+//! let table = Table::open(&info.path)?;
+//! assert_eq!(table.get(b"apple")?, Some(&b"1"[..]));
+//! for entry in table.range(&b"a"[..]..&b"p"[..]) {
+//!     let (key, value) = entry?;
+//!     println!("{:?} = {:?}", key, value);
+//! }
+//! # Ok(()) }
+//! ```
+
+mod block;
+mod builder;
+mod error;
+mod footer;
+mod index;
+mod list;
+mod merge;
+mod sorter;
+mod storage;
+mod table;
+mod varint;
+
+pub use builder::{DuplicatePolicy, MAX_ITEM_BYTES, TableBuilder, TableInfo, TableOptions};
+pub use error::{Error, Part, Result};
+pub use footer::{FORMAT_VERSION, MAGIC};
+pub use list::{ListBuilder, TableList};
+pub use merge::{MergeIter, Merged, merge};
+pub use sorter::{Sorter, SorterOptions};
+pub use storage::{FsStorage, Storage, StorageFile, TABLE_EXTENSION, remove_partials};
+pub use table::{Access, Cursor, Entry, Iter, MmapBytes, Table, TableStats};

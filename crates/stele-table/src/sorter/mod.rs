@@ -1,0 +1,195 @@
+//! Building a table from pairs in any order, within a memory budget.
+
+mod batch;
+mod merge;
+mod run;
+
+use crate::builder::{DuplicatePolicy, TableBuilder, TableInfo, TableOptions, check_sizes};
+use crate::error::{Error, Result};
+use crate::storage::unique_name;
+use batch::Batch;
+use run::{Run, RunWriter};
+use std::path::{Path, PathBuf};
+
+/// Options for a [`Sorter`].
+#[derive(Debug, Clone)]
+pub struct SorterOptions {
+    memory_budget_bytes: usize,
+    temp_dir: Option<PathBuf>,
+    table: TableOptions,
+}
+
+impl Default for SorterOptions {
+    fn default() -> Self {
+        SorterOptions {
+            memory_budget_bytes: 256 << 20,
+            temp_dir: None,
+            table: TableOptions::default(),
+        }
+    }
+}
+
+impl SorterOptions {
+    /// Memory for pairs held before they are sorted (default 256 MiB). Each pair costs its
+    /// key and value bytes plus 48 bytes of bookkeeping. Input that fits is sorted in memory
+    /// and written once. Larger input is cut into sorted runs of this size spilled to disk,
+    /// then merged: every byte is then written twice (runs and table) and read back once.
+    /// A bigger budget means fewer, larger runs; the merge cost hardly depends on the count.
+    #[must_use]
+    pub fn memory_budget_bytes(mut self, bytes: usize) -> Self {
+        self.memory_budget_bytes = bytes;
+        self
+    }
+
+    /// Folder in which a temp folder for runs is created (default: the system temp folder).
+    /// Prefer the table's output folder: same file system, and the space is accounted where
+    /// the table goes. The temp folder is removed when the sorter finishes, fails or is dropped.
+    #[must_use]
+    pub fn temp_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.temp_dir = Some(dir.into());
+        self
+    }
+
+    /// Layout options of the table written.
+    #[must_use]
+    pub fn table_options(mut self, table: TableOptions) -> Self {
+        self.table = table;
+        self
+    }
+
+    /// Duplicate key policy (default [`DuplicatePolicy::Reject`]); `KeepLast` keeps the
+    /// value added last, `KeepFirst` the one added first.
+    #[must_use]
+    pub fn duplicates(mut self, policy: DuplicatePolicy) -> Self {
+        self.table = self.table.duplicates(policy);
+        self
+    }
+}
+
+/// Removes the run folder when dropped (success, error or panic).
+#[derive(Debug)]
+struct SpillDir {
+    path: PathBuf,
+}
+
+impl Drop for SpillDir {
+    fn drop(&mut self) {
+        // Best effort: nothing useful can be done with a failure here.
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// Sorts pairs given in any order into a table, within a memory budget.
+///
+/// Uses the rayon global thread pool (size it with `RAYON_NUM_THREADS` or run `finish`
+/// inside `ThreadPool::install`).
+#[derive(Debug)]
+pub struct Sorter {
+    opts: SorterOptions,
+    policy: DuplicatePolicy,
+    batch: Batch,
+    runs: Vec<Run>,
+    spill: Option<SpillDir>,
+    added: u64,
+}
+
+impl Sorter {
+    /// A new, empty sorter.
+    pub fn new(opts: SorterOptions) -> Result<Self> {
+        opts.table.validate()?;
+        if opts.memory_budget_bytes < 64 << 10 {
+            return Err(Error::InvalidOption {
+                name: "memory_budget_bytes",
+                value: opts.memory_budget_bytes as u64,
+                reason: "must be at least 65536",
+            });
+        }
+        let policy = opts.table.duplicates;
+        Ok(Sorter {
+            batch: Batch::new(opts.memory_budget_bytes),
+            policy,
+            opts,
+            runs: Vec::new(),
+            spill: None,
+            added: 0,
+        })
+    }
+
+    /// Adds a pair (any order).
+    pub fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        check_sizes(key, value)?;
+        self.batch.push(key, value);
+        self.added += 1;
+        if self.batch.memory_bytes() > self.opts.memory_budget_bytes {
+            self.spill()?;
+        }
+        Ok(())
+    }
+
+    /// Pairs added so far (duplicates included).
+    pub fn len(&self) -> u64 {
+        self.added
+    }
+
+    /// True if nothing was added.
+    pub fn is_empty(&self) -> bool {
+        self.added == 0
+    }
+
+    /// Sorted runs spilled to disk so far.
+    pub fn spilled_runs(&self) -> usize {
+        self.runs.len()
+    }
+
+    fn spill_dir(&mut self) -> Result<PathBuf> {
+        if let Some(d) = &self.spill {
+            return Ok(d.path.clone());
+        }
+        let parent = self
+            .opts
+            .temp_dir
+            .clone()
+            .unwrap_or_else(std::env::temp_dir);
+        let path = parent.join(unique_name(".stele-sort-", "tmp"));
+        std::fs::create_dir(&path).map_err(|e| Error::io("creating sort folder", &path, e))?;
+        self.spill = Some(SpillDir { path: path.clone() });
+        Ok(path)
+    }
+
+    fn spill(&mut self) -> Result<()> {
+        if self.batch.is_empty() {
+            return Ok(());
+        }
+        let dir = self.spill_dir()?;
+        self.batch.sort();
+        let mut w = RunWriter::create(dir.join(format!("run-{:06}", self.runs.len())))?;
+        self.batch
+            .for_each_unique(self.policy, |k, v| w.add(k, v))?;
+        self.runs.push(w.finish()?);
+        self.batch.clear();
+        Ok(())
+    }
+
+    /// Sorts everything and writes the table into folder `out_dir`.
+    pub fn finish(mut self, out_dir: impl AsRef<Path>) -> Result<TableInfo> {
+        // Duplicates are resolved here, so the builder sees strictly ascending keys.
+        let table_opts = self.opts.table.clone().duplicates(DuplicatePolicy::Reject);
+        if self.runs.is_empty() {
+            self.batch.sort();
+            let mut builder = TableBuilder::new(out_dir, table_opts)?;
+            self.batch
+                .for_each_unique(self.policy, |k, v| builder.add(k, v))?;
+            self.batch.clear();
+            return builder.finish();
+        }
+        self.spill()?;
+        let mut builder = TableBuilder::new(out_dir, table_opts)?;
+        merge::merge_runs(
+            &self.runs,
+            self.policy,
+            self.opts.memory_budget_bytes,
+            &mut builder,
+        )?;
+        builder.finish()
+    }
+}

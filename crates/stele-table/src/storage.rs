@@ -1,0 +1,199 @@
+//! The storage seam and atomic, content-named file creation.
+//!
+//! All writes of finished tables go through [`Storage`], so tests (and later crash tests)
+//! can inject failures at any step. A table appears under its final name only after its
+//! bytes are durable: temp file, write, fsync, rename, fsync of the folder. A crash at any
+//! point leaves either no table or a whole one (plus, at worst, a `.partial` temp file that
+//! [`remove_partials`] clears).
+
+use crate::error::{Error, Result};
+use std::fmt::Debug;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use xxhash_rust::xxh3::Xxh3;
+
+/// Extension of table files.
+pub const TABLE_EXTENSION: &str = "stt";
+/// Extension of temp files being written.
+pub const PARTIAL_EXTENSION: &str = "partial";
+
+/// A file being written through a [`Storage`].
+pub trait StorageFile: Write + Send + Debug {
+    /// Makes the written bytes durable (fsync).
+    fn sync(&mut self) -> io::Result<()>;
+}
+
+/// File operations used to create tables; implement it to inject faults.
+pub trait Storage: Send + Sync + Debug {
+    /// Creates a new file (fails if it exists).
+    fn create(&self, path: &Path) -> io::Result<Box<dyn StorageFile>>;
+    /// Renames `from` to `to`, replacing `to`.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Makes a folder's entries durable (fsync of the folder).
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Removes a file.
+    fn remove(&self, path: &Path) -> io::Result<()>;
+}
+
+/// The real file system.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct FsStorage;
+
+#[derive(Debug)]
+struct FsFile(File);
+
+impl Write for FsFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf)
+    }
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.0.write_all(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl StorageFile for FsFile {
+    fn sync(&mut self) -> io::Result<()> {
+        self.0.sync_all()
+    }
+}
+
+impl Storage for FsStorage {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
+        let f = OpenOptions::new().write(true).create_new(true).open(path)?;
+        Ok(Box::new(FsFile(f)))
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        fs::rename(from, to)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        File::open(dir)?.sync_all()
+    }
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        fs::remove_file(path)
+    }
+}
+
+/// Removes leftover `.partial` files (from a crash mid-write) in `dir`. Returns how many.
+pub fn remove_partials(dir: &Path) -> Result<usize> {
+    let mut removed = 0;
+    let entries = fs::read_dir(dir).map_err(|e| Error::io("listing", dir, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io("listing", dir, e))?;
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == PARTIAL_EXTENSION) {
+            fs::remove_file(&path).map_err(|e| Error::io("removing partial file", &path, e))?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
+/// Makes temp names unique within the process; the pid makes them unique across processes.
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+pub(crate) fn unique_name(prefix: &str, ext: &str) -> String {
+    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!("{prefix}{}-{n}-{nanos:08x}.{ext}", std::process::id())
+}
+
+/// Writes a file under a temp name, hashing its bytes; `commit` makes it durable under
+/// `<xxh3-128 hex>.stt`. Dropped before commit (error or panic), it removes the temp file.
+pub(crate) struct AtomicFile {
+    storage: Arc<dyn Storage>,
+    dir: PathBuf,
+    temp_path: PathBuf,
+    file: Option<Box<dyn StorageFile>>,
+    hasher: Box<Xxh3>,
+    written_bytes: u64,
+}
+
+impl std::fmt::Debug for AtomicFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AtomicFile")
+            .field("temp_path", &self.temp_path)
+            .field("written_bytes", &self.written_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AtomicFile {
+    pub(crate) fn create(storage: Arc<dyn Storage>, dir: &Path) -> Result<Self> {
+        let temp_path = dir.join(unique_name(".stele-", PARTIAL_EXTENSION));
+        let file = storage
+            .create(&temp_path)
+            .map_err(|e| Error::io("creating temporary table file", &temp_path, e))?;
+        Ok(AtomicFile {
+            storage,
+            dir: dir.to_path_buf(),
+            temp_path,
+            file: Some(file),
+            hasher: Box::new(Xxh3::new()),
+            written_bytes: 0,
+        })
+    }
+
+    pub(crate) fn written_bytes(&self) -> u64 {
+        self.written_bytes
+    }
+
+    pub(crate) fn write_all(&mut self, bytes: &[u8]) -> Result<()> {
+        let Some(file) = self.file.as_mut() else {
+            return Err(Error::io(
+                "writing",
+                &self.temp_path,
+                io::Error::other("file already closed"),
+            ));
+        };
+        file.write_all(bytes)
+            .map_err(|e| Error::io("writing table file", &self.temp_path, e))?;
+        self.hasher.update(bytes);
+        self.written_bytes += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// fsync, rename to the content name, fsync the folder. Returns the final path.
+    pub(crate) fn commit(mut self) -> Result<PathBuf> {
+        let mut file = self.file.take().ok_or_else(|| {
+            Error::io(
+                "committing",
+                &self.temp_path,
+                io::Error::other("file already closed"),
+            )
+        })?;
+        file.flush()
+            .map_err(|e| Error::io("flushing table file", &self.temp_path, e))?;
+        file.sync()
+            .map_err(|e| Error::io("syncing table file", &self.temp_path, e))?;
+        drop(file);
+        let name = format!("{:032x}.{TABLE_EXTENSION}", self.hasher.digest128());
+        let final_path = self.dir.join(name);
+        self.storage
+            .rename(&self.temp_path, &final_path)
+            .map_err(|e| Error::io("renaming table file into place", &final_path, e))?;
+        // Renamed: nothing left to clean up even if the folder sync fails.
+        self.temp_path = PathBuf::new();
+        self.storage
+            .sync_dir(&self.dir)
+            .map_err(|e| Error::io("syncing folder", &self.dir, e))?;
+        Ok(final_path)
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        self.file = None;
+        if !self.temp_path.as_os_str().is_empty() {
+            // Best effort: the error path already reports the original failure.
+            let _ = self.storage.remove(&self.temp_path);
+        }
+    }
+}

@@ -1,0 +1,232 @@
+//! Iteration: a double-ended iterator over a position range, and a lending cursor.
+
+use super::{Entry, Table};
+use crate::block::BlockRef;
+use crate::error::{Error, Result};
+use std::borrow::Cow;
+use std::fmt;
+
+/// Forward decoding state: the current block and where the next entry starts in it.
+struct Forward<'t> {
+    block: Option<(usize, BlockRef<'t>)>,
+    local: u32,
+    offset: usize,
+    key_buf: Vec<u8>,
+}
+
+impl<'t> Forward<'t> {
+    fn new() -> Self {
+        Forward {
+            block: None,
+            local: 0,
+            offset: 0,
+            key_buf: Vec::new(),
+        }
+    }
+
+    /// Decodes the entry at global position `pos`, which must follow the previous call's
+    /// position (or be anywhere after `reset`). The key ends up in `key_buf`.
+    #[inline]
+    fn step<B: AsRef<[u8]>>(
+        &mut self,
+        table: &'t Table<B>,
+        pos: u64,
+    ) -> Result<crate::block::RawEntry<'t>> {
+        let block = match self.block {
+            Some((_, blk)) if self.local < blk.count() => blk,
+            Some((b, _)) => {
+                let blk = table.block(b + 1)?;
+                self.block = Some((b + 1, blk));
+                self.local = 0;
+                self.offset = 0;
+                self.key_buf.clear();
+                blk
+            }
+            None => {
+                let b = table.index().block_for_pos(pos);
+                let blk = table.block(b)?;
+                let local = pos - table.index().entries_before(b);
+                self.local = u32::try_from(local)
+                    .map_err(|_| Error::corrupt(blk.part(), "entry position out of range"))?;
+                self.offset = blk.seek_index(self.local, &mut self.key_buf)?;
+                self.block = Some((b, blk));
+                blk
+            }
+        };
+        let raw = block.decode_into(&mut self.offset, &mut self.key_buf)?;
+        if self.local % table.restart_interval() == 0 && raw.shared != 0 {
+            return Err(Error::corrupt(
+                block.part(),
+                "restart entry shares a prefix",
+            ));
+        }
+        self.local += 1;
+        Ok(raw)
+    }
+}
+
+/// Entries of a table over a range of positions, in key order; double-ended.
+///
+/// Yields `Result<(key, value)>`: after an error (a damaged block) it yields nothing more.
+/// Forward steps decode one entry each; backward steps decode from the nearest restart
+/// point (up to `restart_interval` entries), as prefix-compressed keys only decode forwards.
+pub struct Iter<'t, B> {
+    table: &'t Table<B>,
+    front: u64,
+    back: u64,
+    fwd: Forward<'t>,
+    back_buf: Vec<u8>,
+    failed: Option<Error>,
+    done: bool,
+}
+
+impl<B> fmt::Debug for Iter<'_, B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Iter")
+            .field("front", &self.front)
+            .field("back", &self.back)
+            .field("done", &self.done)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'t, B: AsRef<[u8]>> Iter<'t, B> {
+    pub(crate) fn new(table: &'t Table<B>, front: u64, back: u64) -> Self {
+        Iter {
+            table,
+            front,
+            back,
+            fwd: Forward::new(),
+            back_buf: Vec::new(),
+            failed: None,
+            done: false,
+        }
+    }
+
+    pub(crate) fn failed(table: &'t Table<B>, e: Error) -> Self {
+        let mut it = Self::new(table, 0, 0);
+        it.failed = Some(e);
+        it
+    }
+
+    /// Positions (ranks) of the entries not yet yielded: `front..back`.
+    pub fn positions(&self) -> std::ops::Range<u64> {
+        self.front..self.back
+    }
+}
+
+impl<'t, B: AsRef<[u8]>> Iterator for Iter<'t, B> {
+    type Item = Result<Entry<'t>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(e) = self.failed.take() {
+            self.done = true;
+            return Some(Err(e));
+        }
+        if self.done || self.front >= self.back {
+            return None;
+        }
+        match self.fwd.step(self.table, self.front) {
+            Ok(raw) => {
+                self.front += 1;
+                let key = if raw.shared == 0 {
+                    Cow::Borrowed(raw.suffix)
+                } else {
+                    Cow::Owned(self.fwd.key_buf.clone())
+                };
+                Some(Ok((key, raw.value)))
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        if self.done {
+            return (0, Some(0));
+        }
+        let n = usize::try_from(self.back.saturating_sub(self.front)).unwrap_or(usize::MAX);
+        let extra = usize::from(self.failed.is_some());
+        (n.saturating_add(extra), Some(n.saturating_add(extra)))
+    }
+}
+
+impl<B: AsRef<[u8]>> DoubleEndedIterator for Iter<'_, B> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        if let Some(e) = self.failed.take() {
+            self.done = true;
+            return Some(Err(e));
+        }
+        if self.done || self.front >= self.back {
+            return None;
+        }
+        self.back -= 1;
+        match self.table.entry_at(self.back, &mut self.back_buf) {
+            Ok(entry) => Some(Ok(entry)),
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+impl<B: AsRef<[u8]>> std::iter::FusedIterator for Iter<'_, B> {}
+
+/// A forward cursor that lends each key from its own buffer: no allocation per entry.
+///
+/// ```ignore
+/// let mut c = table.cursor();
+/// while let Some((key, value)) = c.next_entry()? { /* ... */ }
+/// ```
+pub struct Cursor<'t, B> {
+    table: &'t Table<B>,
+    pos: u64,
+    end: u64,
+    fwd: Forward<'t>,
+}
+
+impl<B> fmt::Debug for Cursor<'_, B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Cursor")
+            .field("pos", &self.pos)
+            .field("end", &self.end)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'t, B: AsRef<[u8]>> Cursor<'t, B> {
+    pub(crate) fn new(table: &'t Table<B>, pos: u64, end: u64) -> Self {
+        Cursor {
+            table,
+            pos,
+            end,
+            fwd: Forward::new(),
+        }
+    }
+
+    /// The next entry; the key borrows the cursor until the next call.
+    pub fn next_entry(&mut self) -> Result<Option<(&[u8], &'t [u8])>> {
+        if self.pos >= self.end {
+            return Ok(None);
+        }
+        let raw = self.fwd.step(self.table, self.pos)?;
+        self.pos += 1;
+        Ok(Some((self.fwd.key_buf.as_slice(), raw.value)))
+    }
+
+    /// Moves to the first entry whose key is `>= key`.
+    pub fn seek(&mut self, key: &[u8]) -> Result<()> {
+        self.pos = self.table.rank(key)?;
+        self.end = self.table.len();
+        self.fwd = Forward::new();
+        Ok(())
+    }
+
+    /// Position (rank) of the entry the next call returns.
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+}

@@ -1,0 +1,340 @@
+//! Reading a table: open (footer and index checked), point reads, ranks, iteration.
+
+mod iter;
+mod mmap;
+
+pub use iter::{Cursor, Iter};
+pub use mmap::{Access, MmapBytes};
+
+use crate::block::{self, BlockRef};
+use crate::error::{Error, Part, Result};
+use crate::footer::{FOOTER_BYTES, Footer};
+use crate::index::Index;
+use std::borrow::Cow;
+use std::ops::{Bound, RangeBounds};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A key and its value. Values always borrow the table; keys borrow it when stored whole
+/// (restart points: every `restart_interval`-th key) and are rebuilt otherwise.
+pub type Entry<'t> = (Cow<'t, [u8]>, &'t [u8]);
+
+/// Facts about an open table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TableStats {
+    /// Number of entries.
+    pub entries: u64,
+    /// Number of data blocks.
+    pub blocks: u64,
+    /// Block size in bytes.
+    pub block_size_bytes: u32,
+    /// Restart interval in entries.
+    pub restart_interval: u32,
+    /// Size of the file (or buffer) in bytes.
+    pub file_bytes: u64,
+    /// Size of the index in bytes.
+    pub index_bytes: u64,
+    /// Sum of the key lengths.
+    pub raw_key_bytes: u64,
+    /// Sum of the value lengths.
+    pub raw_value_bytes: u64,
+}
+
+/// An open, immutable sorted table. `Send + Sync`: share it between threads by reference
+/// or `Arc`.
+///
+/// Generic over its bytes: [`Table::open`] maps a file ([`MmapBytes`]), and
+/// [`Table::from_bytes`] reads any `AsRef<[u8]>`, such as a `Vec<u8>`.
+///
+/// Integrity: the footer and index checksums are verified at open; a data block's checksum
+/// is verified the first time the block is read (one bit per block remembers it), so warm
+/// reads pay nothing and every byte returned was checked once. Checking on every read would
+/// cost a hash of 4 KiB (a few hundred ns) per get.
+#[derive(Debug)]
+pub struct Table<B = MmapBytes> {
+    bytes: B,
+    footer: Footer,
+    index: Index,
+    verified: Box<[AtomicU64]>,
+}
+
+impl<B: AsRef<[u8]>> Table<B> {
+    /// Reads a table from bytes in memory, checking the footer and index.
+    pub fn from_bytes(bytes: B) -> Result<Self> {
+        Self::from_bytes_kind(bytes, false)
+    }
+
+    pub(crate) fn from_bytes_kind(bytes: B, list: bool) -> Result<Self> {
+        let all = bytes.as_ref();
+        let footer = Footer::decode(all)?;
+        if footer.is_list() != list {
+            let name = |l: bool| if l { "list" } else { "table" };
+            return Err(Error::WrongKind {
+                expected: name(list),
+                found: name(footer.is_list()),
+            });
+        }
+        let start = usize::try_from(footer.index_offset)
+            .map_err(|_| Error::corrupt(Part::Footer, "index offset too large"))?;
+        let index_bytes = all
+            .get(start..all.len() - FOOTER_BYTES)
+            .ok_or_else(|| Error::corrupt(Part::Footer, "index outside the file"))?;
+        let computed = xxhash_rust::xxh3::xxh3_64(index_bytes);
+        if computed != footer.index_checksum {
+            return Err(Error::ChecksumMismatch {
+                part: Part::Index,
+                stored: footer.index_checksum,
+                computed,
+            });
+        }
+        let index = Index::parse(
+            index_bytes,
+            footer.block_count,
+            footer.entry_count,
+            footer.block_size,
+            footer.index_offset,
+            !list,
+        )?;
+        let words = index.block_count().div_ceil(64);
+        let verified = (0..words).map(|_| AtomicU64::new(0)).collect();
+        Ok(Table {
+            bytes,
+            footer,
+            index,
+            verified,
+        })
+    }
+
+    /// The bytes the table reads from.
+    pub fn bytes(&self) -> &B {
+        &self.bytes
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> u64 {
+        self.footer.entry_count
+    }
+
+    /// True if the table has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Facts about the table.
+    pub fn stats(&self) -> TableStats {
+        TableStats {
+            entries: self.footer.entry_count,
+            blocks: self.footer.block_count,
+            block_size_bytes: self.footer.block_size,
+            restart_interval: self.footer.restart_interval,
+            file_bytes: self.bytes.as_ref().len() as u64,
+            index_bytes: self.footer.index_len,
+            raw_key_bytes: self.footer.raw_key_bytes,
+            raw_value_bytes: self.footer.raw_value_bytes,
+        }
+    }
+
+    /// Data block `b`, its checksum verified on first use.
+    pub(crate) fn block(&self, b: usize) -> Result<BlockRef<'_>> {
+        let (start, end) = self
+            .index
+            .block_range(b)
+            .ok_or_else(|| Error::corrupt(Part::Index, "block number out of range"))?;
+        let part = Part::Block {
+            number: b as u64,
+            offset: start,
+            len: end - start,
+        };
+        let bytes = usize::try_from(start)
+            .ok()
+            .zip(usize::try_from(end).ok())
+            .and_then(|(s, e)| self.bytes.as_ref().get(s..e))
+            .ok_or_else(|| Error::corrupt(part, "block outside the file"))?;
+        let (word, bit) = (b / 64, 1u64 << (b % 64));
+        let flag = self.verified.get(word);
+        // Relaxed is enough: the bytes never change, so a thread that sees the bit set by
+        // another merely skips a check whose outcome is already known.
+        if flag.is_none_or(|w| w.load(Ordering::Relaxed) & bit == 0) {
+            block::verify(bytes, part)?;
+            if let Some(w) = flag {
+                w.fetch_or(bit, Ordering::Relaxed);
+            }
+        }
+        BlockRef::parse(
+            bytes,
+            self.footer.restart_interval,
+            self.index.entries_in(b),
+            part,
+        )
+    }
+
+    /// Checks the checksum of every data block (a scrub); returns the first failure.
+    pub fn verify_all(&self) -> Result<()> {
+        for b in 0..self.index.block_count() {
+            self.block(b)?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn index(&self) -> &Index {
+        &self.index
+    }
+
+    pub(crate) fn restart_interval(&self) -> u32 {
+        self.footer.restart_interval
+    }
+
+    /// The value stored under `key`, borrowed from the table.
+    pub fn get(&self, key: &[u8]) -> Result<Option<&[u8]>> {
+        if self.is_empty() {
+            return Ok(None);
+        }
+        let b = self.index.block_for_key(key);
+        Ok(self.block(b)?.search(key)?.1)
+    }
+
+    /// True if `key` is in the table.
+    pub fn contains(&self, key: &[u8]) -> Result<bool> {
+        Ok(self.get(key)?.is_some())
+    }
+
+    /// Looks up a batch of keys. Any order works; ascending order is fastest, because each
+    /// lookup then searches only the index from the previous key's block on.
+    pub fn get_many<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<&[u8]>>> {
+        let mut out = Vec::with_capacity(keys.len());
+        if self.is_empty() {
+            out.resize(keys.len(), None);
+            return Ok(out);
+        }
+        let mut prev: Option<(&[u8], usize, BlockRef<'_>)> = None;
+        for key in keys {
+            let key = key.as_ref();
+            let from = match &prev {
+                Some((p, b, _)) if *p <= key => *b,
+                _ => 0,
+            };
+            let b = self.index.block_for_key_from(from, key);
+            let block = match prev {
+                Some((_, pb, blk)) if pb == b => blk,
+                _ => self.block(b)?,
+            };
+            out.push(block.search(key)?.1);
+            prev = Some((key, b, block));
+        }
+        Ok(out)
+    }
+
+    /// Number of entries whose key is smaller than `key` (the position `key` has or would have).
+    pub fn rank(&self, key: &[u8]) -> Result<u64> {
+        if self.is_empty() {
+            return Ok(0);
+        }
+        let b = self.index.block_for_key(key);
+        let (i, _) = self.block(b)?.search(key)?;
+        Ok(self.index.entries_before(b) + u64::from(i))
+    }
+
+    /// The entry at position `i` (0-based, in key order); `None` past the end.
+    pub fn nth(&self, i: u64) -> Result<Option<Entry<'_>>> {
+        if i >= self.len() {
+            return Ok(None);
+        }
+        let mut key_buf = Vec::new();
+        self.entry_at(i, &mut key_buf).map(Some)
+    }
+
+    /// Decodes the entry at position `pos < len`, using `key_buf` for the key.
+    pub(crate) fn entry_at(&self, pos: u64, key_buf: &mut Vec<u8>) -> Result<Entry<'_>> {
+        let b = self.index.block_for_pos(pos);
+        let block = self.block(b)?;
+        let local = pos - self.index.entries_before(b);
+        let local = u32::try_from(local)
+            .map_err(|_| Error::corrupt(block.part(), "entry position out of range"))?;
+        let mut offset = block.seek_index(local, key_buf)?;
+        let raw = block.decode_into(&mut offset, key_buf)?;
+        let key = if raw.shared == 0 {
+            Cow::Borrowed(raw.suffix)
+        } else {
+            Cow::Owned(key_buf.clone())
+        };
+        Ok((key, raw.value))
+    }
+
+    /// The entry with the smallest key.
+    pub fn first(&self) -> Result<Option<Entry<'_>>> {
+        self.nth(0)
+    }
+
+    /// The entry with the largest key.
+    pub fn last(&self) -> Result<Option<Entry<'_>>> {
+        match self.len().checked_sub(1) {
+            Some(i) => self.nth(i),
+            None => Ok(None),
+        }
+    }
+
+    /// All entries in key order; double-ended (`.rev()` walks backwards).
+    pub fn iter(&self) -> Iter<'_, B> {
+        Iter::new(self, 0, self.len())
+    }
+
+    /// Entries whose keys fall in `range`, e.g. `t.range(&b"a"[..]..&b"c"[..])` or `t.range(..)`.
+    pub fn range<'k, R: RangeBounds<&'k [u8]>>(&self, range: R) -> Iter<'_, B> {
+        let lo = match range.start_bound() {
+            Bound::Unbounded => Ok(0),
+            Bound::Included(k) => self.rank(k),
+            Bound::Excluded(k) => self.rank_after(k),
+        };
+        let hi = match range.end_bound() {
+            Bound::Unbounded => Ok(self.len()),
+            Bound::Included(k) => self.rank_after(k),
+            Bound::Excluded(k) => self.rank(k),
+        };
+        match (lo, hi) {
+            (Ok(lo), Ok(hi)) => Iter::new(self, lo, hi.max(lo)),
+            (Err(e), _) | (_, Err(e)) => Iter::failed(self, e),
+        }
+    }
+
+    /// Entries whose keys start with `prefix`.
+    pub fn prefix(&self, prefix: &[u8]) -> Iter<'_, B> {
+        let lo = self.rank(prefix);
+        let hi = match prefix_successor(prefix) {
+            Some(end) => self.rank(&end),
+            None => Ok(self.len()),
+        };
+        match (lo, hi) {
+            (Ok(lo), Ok(hi)) => Iter::new(self, lo, hi.max(lo)),
+            (Err(e), _) | (_, Err(e)) => Iter::failed(self, e),
+        }
+    }
+
+    /// Number of entries whose key is `<= key`.
+    fn rank_after(&self, key: &[u8]) -> Result<u64> {
+        if self.is_empty() {
+            return Ok(0);
+        }
+        let b = self.index.block_for_key(key);
+        let (i, found) = self.block(b)?.search(key)?;
+        Ok(self.index.entries_before(b) + u64::from(i) + u64::from(found.is_some()))
+    }
+
+    /// A lending cursor over all entries: no allocation per entry (keys are rebuilt in a
+    /// buffer the cursor owns). The fastest way to scan.
+    pub fn cursor(&self) -> Cursor<'_, B> {
+        Cursor::new(self, 0, self.len())
+    }
+}
+
+/// The smallest byte string greater than every string starting with `prefix`
+/// (`None` if there is none: the prefix is empty or all 0xFF).
+pub(crate) fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < u8::MAX {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
