@@ -269,6 +269,7 @@ fn orchestrate(cli: &Cli) -> Result<()> {
         .clone()
         .unwrap_or_else(|| repo_root().join(".venv-bench/bin/python"));
     let mut out_md = String::new();
+    let mut total_failures = 0usize;
     out_md.push_str(&report::preamble(lookups, cold));
     for kind in kinds {
         let set = data::prepare(kind, &cli.source_dir, &data_dir)?;
@@ -278,6 +279,7 @@ fn orchestrate(cli: &Cli) -> Result<()> {
         );
         let stores_dir = data_dir.join("stores").join(&set.name);
         let mut rows = Vec::new();
+        let mut failures = 0usize;
         for j in PLAN {
             if let Some(w) = &wanted {
                 if !w.iter().any(|x| x == j.store) {
@@ -300,15 +302,16 @@ fn orchestrate(cli: &Cli) -> Result<()> {
                 std::fs::remove_dir_all(&dir)?;
             }
             eprintln!("== {} ({}) build", j.store, j.input.name());
-            let build = phase(cli, &python, j, "build", &set, &dir, 0, 0)?;
-            let mut row = report::Row::new(j, build);
-            if j.reads {
-                let path = PathBuf::from(row.build["path"].as_str().context("build path")?);
-                eprintln!("== {} read (warm)", j.store);
-                row.warm = Some(phase(cli, &python, j, "read", &set, &path, lookups, 0)?);
-                eprintln!("== {} read (cold)", j.store);
-                row.cold = Some(phase(cli, &python, j, "cold", &set, &path, 0, cold)?);
-            }
+            let row = match run_job(cli, &python, j, &set, &dir, lookups, cold) {
+                Ok(row) => row,
+                Err(e) => {
+                    eprintln!("!! {} ({}) failed: {e:#}", j.store, j.input.name());
+                    failures += 1;
+                    let first = format!("{e:#}");
+                    let first = first.lines().next().unwrap_or("").to_string();
+                    report::Row::skipped(j, &format!("FAILED: {first}"))
+                }
+            };
             if !cli.keep {
                 std::fs::remove_dir_all(&dir).ok();
             }
@@ -317,11 +320,37 @@ fn orchestrate(cli: &Cli) -> Result<()> {
         let md = report::tables(&set, &rows);
         println!("{md}");
         out_md.push_str(&md);
+        total_failures += failures;
     }
     if let Some(out) = &cli.out {
         std::fs::write(out, out_md)?;
     }
+    if total_failures > 0 {
+        bail!("{total_failures} store run(s) failed (see the tables)");
+    }
     Ok(())
+}
+
+/// Build, then (if the job says so) warm and cold reads, each in its own process.
+fn run_job(
+    cli: &Cli,
+    python: &Path,
+    j: &Job,
+    set: &SetInfo,
+    dir: &Path,
+    lookups: usize,
+    cold: usize,
+) -> Result<report::Row> {
+    let build = phase(cli, python, j, "build", set, dir, 0, 0)?;
+    let mut row = report::Row::new(j, build);
+    if j.reads {
+        let path = PathBuf::from(row.build["path"].as_str().context("build path")?);
+        eprintln!("== {} read (warm)", j.store);
+        row.warm = Some(phase(cli, python, j, "read", set, &path, lookups, 0)?);
+        eprintln!("== {} read (cold)", j.store);
+        row.cold = Some(phase(cli, python, j, "cold", set, &path, 0, cold)?);
+    }
+    Ok(row)
 }
 
 /// Runs one phase of one store in a child process and parses its `RESULT` line.
