@@ -1,5 +1,10 @@
 //! Builder + reader against a BTreeMap model.
 
+#![allow(
+    clippy::unwrap_used,
+    reason = "tests: a failed unwrap is a failed test"
+)]
+
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::ops::Bound;

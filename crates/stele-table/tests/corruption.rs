@@ -1,0 +1,142 @@
+//! Every flipped byte and every truncation of a small table is reported as an error
+//! naming the damaged part; damaged bytes are never returned as data, and nothing panics.
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "tests: a failed unwrap is a failed test"
+)]
+
+use stele_table::{Error, ListBuilder, Table, TableBuilder, TableList, TableOptions};
+
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+fn small_table() -> (Vec<u8>, Entries) {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = TableOptions::default()
+        .block_size_bytes(256)
+        .restart_interval(4);
+    let mut b = TableBuilder::new(dir.path(), opts).unwrap();
+    let mut entries = Vec::new();
+    for i in 0..60u32 {
+        let k = format!("user/{:04}/{}", i * 3, "x".repeat((i % 5) as usize)).into_bytes();
+        // Mixed lengths, one value larger than a block (a block of two units).
+        let v = if i == 30 {
+            vec![7u8; 300]
+        } else {
+            i.to_be_bytes().repeat((i % 3) as usize)
+        };
+        b.add(&k, &v).unwrap();
+        entries.push((k, v));
+    }
+    let info = b.finish().unwrap();
+    (std::fs::read(info.path).unwrap(), entries)
+}
+
+fn is_integrity_error(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::ChecksumMismatch { .. }
+            | Error::Corrupt { .. }
+            | Error::NotATable { .. }
+            | Error::UnsupportedVersion { .. }
+    )
+}
+
+/// Reads everything every way; returns the first error. Asserts that whatever was returned
+/// before the error is the original data.
+fn read_all(bytes: Vec<u8>, entries: &[(Vec<u8>, Vec<u8>)]) -> Result<(), Error> {
+    let t = Table::from_bytes(bytes)?;
+    if t.len() != entries.len() as u64 {
+        panic!("entry count changed without an error");
+    }
+    for (i, r) in t.iter().enumerate() {
+        let (k, v) = r?;
+        assert_eq!(
+            (k.as_ref(), v),
+            (entries[i].0.as_slice(), entries[i].1.as_slice())
+        );
+    }
+    for (i, r) in t.iter().rev().enumerate() {
+        let (k, v) = r?;
+        let e = &entries[entries.len() - 1 - i];
+        assert_eq!((k.as_ref(), v), (e.0.as_slice(), e.1.as_slice()));
+    }
+    for (k, v) in entries {
+        assert_eq!(t.get(k)?, Some(v.as_slice()));
+    }
+    Ok(())
+}
+
+#[test]
+fn every_flipped_byte_is_an_error() {
+    let (bytes, entries) = small_table();
+    read_all(bytes.clone(), &entries).unwrap();
+    for pos in 0..bytes.len() {
+        for mask in [0x01u8, 0x80, 0xff] {
+            let mut bad = bytes.clone();
+            bad[pos] ^= mask;
+            let err = read_all(bad, &entries)
+                .expect_err(&format!("flip {mask:#x} at byte {pos} went unnoticed"));
+            assert!(is_integrity_error(&err), "byte {pos}: {err}");
+        }
+    }
+}
+
+#[test]
+fn errors_name_the_damaged_part() {
+    let (bytes, entries) = small_table();
+    let footer = stele_table::MAGIC.len() + 80;
+    let cases = [
+        (0usize, "data block 0"),
+        (bytes.len() - footer - 1, "index"),
+        (bytes.len() - 20, "footer"),
+    ];
+    for (pos, want) in cases {
+        let mut bad = bytes.clone();
+        bad[pos] ^= 0x10;
+        let msg = read_all(bad, &entries).unwrap_err().to_string();
+        assert!(msg.contains(want), "byte {pos}: {msg}");
+    }
+}
+
+#[test]
+fn every_truncation_is_an_error() {
+    let (bytes, entries) = small_table();
+    for len in 0..bytes.len() {
+        let err = read_all(bytes[..len].to_vec(), &entries)
+            .expect_err(&format!("truncation to {len} went unnoticed"));
+        assert!(is_integrity_error(&err), "length {len}: {err}");
+    }
+    // Extra bytes at the end are noticed too.
+    let mut longer = bytes.clone();
+    longer.extend_from_slice(&[0; 16]);
+    assert!(read_all(longer, &entries).is_err());
+}
+
+#[test]
+fn every_flipped_byte_of_a_list_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b =
+        ListBuilder::new(dir.path(), TableOptions::default().block_size_bytes(256)).unwrap();
+    let values: Vec<Vec<u8>> = (0..80u32)
+        .map(|i| i.to_le_bytes().repeat((i % 4) as usize))
+        .collect();
+    for v in &values {
+        b.push(v).unwrap();
+    }
+    let bytes = std::fs::read(b.finish().unwrap().path).unwrap();
+    let check = |bytes: Vec<u8>| -> Result<(), Error> {
+        let l = TableList::from_bytes(bytes)?;
+        for (i, v) in values.iter().enumerate() {
+            assert_eq!(l.get(i as u64)?, Some(v.as_slice()));
+        }
+        Ok(())
+    };
+    check(bytes.clone()).unwrap();
+    for pos in 0..bytes.len() {
+        let mut bad = bytes.clone();
+        bad[pos] ^= 0x04;
+        let err = check(bad).expect_err(&format!("flip at byte {pos} went unnoticed"));
+        assert!(is_integrity_error(&err), "byte {pos}: {err}");
+    }
+}

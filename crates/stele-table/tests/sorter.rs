@@ -1,0 +1,234 @@
+//! Sorter against a model, in memory and spilled, with every duplicate policy.
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "tests: a failed unwrap is a failed test"
+)]
+
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+use stele_table::{
+    DuplicatePolicy, Error, Sorter, SorterOptions, Table, TableBuilder, TableOptions,
+};
+
+type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
+fn model(pairs: &Pairs, policy: DuplicatePolicy) -> Option<BTreeMap<Vec<u8>, Vec<u8>>> {
+    let mut m = BTreeMap::new();
+    for (k, v) in pairs {
+        match policy {
+            DuplicatePolicy::KeepLast => {
+                m.insert(k.clone(), v.clone());
+            }
+            DuplicatePolicy::KeepFirst => {
+                m.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+            _ => {
+                if m.insert(k.clone(), v.clone()).is_some() {
+                    return None;
+                }
+            }
+        }
+    }
+    Some(m)
+}
+
+fn sort(
+    pairs: &Pairs,
+    policy: DuplicatePolicy,
+    budget: usize,
+    dir: &std::path::Path,
+) -> Result<(Table, usize), Error> {
+    let opts = SorterOptions::default()
+        .memory_budget_bytes(budget)
+        .temp_dir(dir)
+        .duplicates(policy)
+        .table_options(
+            TableOptions::default()
+                .block_size_bytes(512)
+                .duplicates(policy),
+        );
+    let mut s = Sorter::new(opts)?;
+    for (k, v) in pairs {
+        s.add(k, v)?;
+    }
+    let runs = s.spilled_runs();
+    let info = s.finish(dir)?;
+    Ok((Table::open(&info.path)?, runs))
+}
+
+fn contents(t: &Table) -> Vec<(Vec<u8>, Vec<u8>)> {
+    t.iter()
+        .map(|r| {
+            let (k, v) = r.unwrap();
+            (k.into_owned(), v.to_vec())
+        })
+        .collect()
+}
+
+/// Only the table file may remain: no run folder, no temp file.
+fn assert_only_tables(dir: &std::path::Path) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let name = e.unwrap().file_name().into_string().unwrap();
+        assert!(
+            name.ends_with(".stt") && !name.starts_with('.'),
+            "left over: {name}"
+        );
+    }
+}
+
+fn pairs_strategy() -> impl Strategy<Value = Pairs> {
+    prop::collection::vec(
+        (
+            prop::collection::vec(prop::sample::select(vec![b'a', b'b', b'z', 0]), 0..12),
+            prop::collection::vec(any::<u8>(), 0..300),
+        ),
+        0..1500,
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    fn sorter_matches_model(
+        pairs in pairs_strategy(),
+        policy in prop::sample::select(vec![DuplicatePolicy::Reject, DuplicatePolicy::KeepFirst, DuplicatePolicy::KeepLast]),
+        spill in any::<bool>(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        // The smallest budget (64 KiB) spills every few hundred pairs of this size.
+        let budget = if spill { 64 << 10 } else { 64 << 20 };
+        let result = sort(&pairs, policy, budget, dir.path());
+        match model(&pairs, policy) {
+            None => {
+                let err = result.expect_err("duplicates must be rejected");
+                prop_assert!(matches!(err, Error::DuplicateKey { .. }), "{err}");
+                prop_assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+            }
+            Some(m) => {
+                let (t, _runs) = result.unwrap();
+                let want: Vec<_> = m.into_iter().collect();
+                prop_assert_eq!(contents(&t), want);
+                assert_only_tables(dir.path());
+            }
+        }
+    }
+}
+
+fn shuffled_pairs(n: usize, dup_every: usize) -> Pairs {
+    // A fixed LCG permutation: deterministic, no extra dependency.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut pairs: Pairs = (0..n)
+        .map(|i| {
+            let k = format!("key/{:07}/{}", (i * 7919) % n, i % 13).into_bytes();
+            (k, i.to_le_bytes().to_vec())
+        })
+        .collect();
+    for i in (1..pairs.len()).rev() {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        pairs.swap(i, (x >> 33) as usize % (i + 1));
+    }
+    if dup_every > 0 {
+        let extra: Pairs = pairs
+            .iter()
+            .step_by(dup_every)
+            .map(|(k, _)| (k.clone(), b"dup".to_vec()))
+            .collect();
+        pairs.extend(extra);
+    }
+    pairs
+}
+
+#[test]
+fn spilled_and_in_memory_builds_are_byte_identical() {
+    let pairs = shuffled_pairs(20_000, 7);
+    let d1 = tempfile::tempdir().unwrap();
+    let d2 = tempfile::tempdir().unwrap();
+    let (t1, runs1) = sort(&pairs, DuplicatePolicy::KeepLast, 64 << 20, d1.path()).unwrap();
+    let (t2, runs2) = sort(&pairs, DuplicatePolicy::KeepLast, 128 << 10, d2.path()).unwrap();
+    assert_eq!(runs1, 0);
+    assert!(runs2 >= 4, "expected several runs, got {runs2}");
+    assert_eq!(t1.path().file_name(), t2.path().file_name());
+    assert_eq!(
+        std::fs::read(t1.path()).unwrap(),
+        std::fs::read(t2.path()).unwrap()
+    );
+    assert_only_tables(d2.path());
+    // The same pairs through the streaming builder give the same file too.
+    let d3 = tempfile::tempdir().unwrap();
+    let mut b =
+        TableBuilder::new(d3.path(), TableOptions::default().block_size_bytes(512)).unwrap();
+    for (k, v) in contents(&t1) {
+        b.add(&k, &v).unwrap();
+    }
+    assert_eq!(b.finish().unwrap().path.file_name(), t1.path().file_name());
+}
+
+#[test]
+fn large_sort_takes_the_radix_path() {
+    // Above the radix threshold (65536 entries), with keys sharing their first 2 bytes.
+    let pairs = shuffled_pairs(70_000, 0);
+    let dir = tempfile::tempdir().unwrap();
+    let (t, _) = sort(&pairs, DuplicatePolicy::Reject, 256 << 20, dir.path()).unwrap();
+    let mut want: Pairs = pairs.clone();
+    want.sort();
+    assert_eq!(contents(&t), want);
+}
+
+#[test]
+fn reject_names_the_duplicate_across_runs() {
+    let mut pairs = shuffled_pairs(5_000, 0);
+    let dup = pairs[1234].0.clone();
+    pairs.push((dup.clone(), b"again".to_vec()));
+    let dir = tempfile::tempdir().unwrap();
+    let err = sort(&pairs, DuplicatePolicy::Reject, 64 << 10, dir.path())
+        .err()
+        .unwrap();
+    match &err {
+        Error::DuplicateKey { key } => assert_eq!(key, &dup),
+        other => panic!("unexpected {other}"),
+    }
+    assert!(
+        err.to_string().contains(std::str::from_utf8(&dup).unwrap()),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn dropped_sorter_removes_its_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Sorter::new(
+        SorterOptions::default()
+            .memory_budget_bytes(64 << 10)
+            .temp_dir(dir.path()),
+    )
+    .unwrap();
+    for (k, v) in shuffled_pairs(5_000, 0) {
+        s.add(&k, &v).unwrap();
+    }
+    assert!(s.spilled_runs() > 0);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    drop(s);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn tiny_budget_is_refused() {
+    let err = Sorter::new(SorterOptions::default().memory_budget_bytes(1000))
+        .err()
+        .unwrap();
+    assert!(
+        matches!(
+            err,
+            Error::InvalidOption {
+                name: "memory_budget_bytes",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
