@@ -1,24 +1,61 @@
 //! `stele`: the command line of the Stele storage engine.
 //!
-//! Each group of subcommands lives in its own module; this file only parses the command line,
+//! Each group of subcommands lives in its own module; this file parses the command line,
 //! dispatches, and turns errors into a message and an exit code.
+
+mod doc_cmd;
+mod io;
+mod tour;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// Stele: an embedded storage engine for JSON documents and large read-mostly data sets.
+///
+/// Exit codes: 0 success, 1 the command failed (the message says why and how to fix it),
+/// 2 the command line is wrong.
 #[derive(Debug, Parser)]
-#[command(name = "stele", version, about, long_about = None)]
+#[command(name = "stele", version, about, long_about)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Debug, Subcommand)]
-enum Command {}
+enum Command {
+    /// Convert JSON to a Stele document or a document back to JSON.
+    Convert(doc_cmd::ConvertArgs),
+    /// Show how a document's bytes are laid out, or read a value from it by path.
+    Inspect(doc_cmd::InspectArgs),
+    /// Run the guided tour on the bundled sample: convert, read fields, sizes and timings.
+    Tour(tour::TourArgs),
+    /// Print shell completions for bash, zsh, fish, elvish or powershell.
+    #[command(
+        after_help = "Example:\n  stele completions bash > ~/.local/share/bash-completion/completions/stele"
+    )]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {}
+    let result = match cli.command {
+        Command::Convert(args) => doc_cmd::convert(&args),
+        Command::Inspect(args) => doc_cmd::inspect(&args),
+        Command::Tour(args) => tour::run(&args),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "stele", &mut std::io::stdout());
+            Ok(())
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
 }

@@ -1,6 +1,8 @@
 //! JSONTestSuite: every `y_` file accepted and round-tripped, every `n_` file rejected, and the
 //! `i_` files decided as `docs/FORMAT.md` lists.
 
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
+
 mod common;
 
 use std::path::PathBuf;

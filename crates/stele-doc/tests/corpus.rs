@@ -1,6 +1,8 @@
 //! Real data: every file of the JSON benchmark corpus and the first 2,000 documents of every
 //! collection round-trip exactly (value equality, and byte equality for minified input).
 
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
+
 mod common;
 
 #[test]

@@ -10,7 +10,7 @@ use crate::format::{
 
 /// The name with id `id` (its offset in the names area).
 #[inline]
-pub(crate) fn name_at<'a>(names: &'a [u8], id: usize) -> &'a [u8] {
+pub(crate) fn name_at(names: &[u8], id: usize) -> &[u8] {
     match get_varint(names, id) {
         Some((len, used)) => names
             .get(id + used..(id + used).saturating_add(len as usize))

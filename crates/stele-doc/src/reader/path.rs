@@ -21,6 +21,7 @@ pub enum PathSegment {
 /// The empty path names the root.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Path {
+    text: String,
     segments: Vec<PathSegment>,
 }
 
@@ -110,7 +111,15 @@ impl Path {
                 None => break,
             }
         }
-        Ok(Path { segments })
+        Ok(Path {
+            text: text.to_owned(),
+            segments,
+        })
+    }
+
+    /// The text the path was parsed from.
+    pub fn as_str(&self) -> &str {
+        &self.text
     }
 
     /// The steps.
@@ -167,6 +176,11 @@ impl CachedPath {
     /// The path.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The path as text, as it was parsed.
+    pub fn path_text(&self) -> &str {
+        &self.path.text
     }
 
     /// Follows the path from `root`, checking the remembered slots first.

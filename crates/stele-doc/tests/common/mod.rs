@@ -1,5 +1,5 @@
 //! Helpers shared by the integration tests: where the shared data lives and how to read it.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used)]
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;

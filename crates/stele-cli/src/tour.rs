@@ -1,0 +1,207 @@
+//! `stele tour`: the README's main job on a bundled sample, one part of Stele at a time.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use stele_doc::{CachedPath, Document, DocumentWriter, Value};
+
+/// A thousand synthetic orders (nested customer, items array, tags, decimals, non-ASCII names).
+const SAMPLE: &str = include_str!("../samples/orders.jsonl");
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  stele tour                                    the bundled sample of 1,000 orders
+  stele tour --input my.jsonl --fields a,b.c,d  your own JSON Lines file and fields")]
+pub struct TourArgs {
+    /// A JSON Lines file to use instead of the bundled sample.
+    #[arg(long)]
+    input: Option<PathBuf>,
+    /// Three (or more) comma-separated paths to read from every document.
+    #[arg(long, default_value = "customer.address.city,total,items[0].sku")]
+    fields: String,
+}
+
+fn per_doc(elapsed: Duration, docs: usize) -> f64 {
+    elapsed.as_nanos() as f64 / docs.max(1) as f64
+}
+
+/// Runs `f` repeatedly for at least 200 ms and returns the fastest run (less noise from a
+/// shared machine than a mean).
+fn time<T>(mut f: impl FnMut() -> T) -> Duration {
+    let mut best = Duration::MAX;
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_millis(200) {
+        let t = Instant::now();
+        std::hint::black_box(f());
+        best = best.min(t.elapsed());
+    }
+    best
+}
+
+fn touch(v: Option<Value<'_>>) -> usize {
+    match v {
+        Some(Value::String(s)) => s.len(),
+        Some(Value::Int(i)) => i as usize & 0xFF,
+        Some(Value::Float(f)) => f as usize & 0xFF,
+        Some(_) => 1,
+        None => 0,
+    }
+}
+
+fn touch_json(v: Option<&serde_json::Value>) -> usize {
+    match v {
+        Some(serde_json::Value::String(s)) => s.len(),
+        Some(serde_json::Value::Number(n)) => n.as_f64().map_or(1, |f| f as usize & 0xFF),
+        Some(_) => 1,
+        None => 0,
+    }
+}
+
+fn json_path<'a>(
+    mut v: &'a serde_json::Value,
+    path: &stele_doc::Path,
+) -> Option<&'a serde_json::Value> {
+    for seg in path.segments() {
+        v = match seg {
+            stele_doc::PathSegment::Key(k) => v.get(k)?,
+            stele_doc::PathSegment::Index(i) => v.get(*i)?,
+            _ => return None,
+        };
+    }
+    Some(v)
+}
+
+pub fn run(args: &TourArgs) -> Result<()> {
+    let owned;
+    let (name, text) = match &args.input {
+        Some(p) => {
+            owned =
+                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+            (p.display().to_string(), owned.as_str())
+        }
+        None => ("bundled sample (samples/orders.jsonl)".to_owned(), SAMPLE),
+    };
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.is_empty() {
+        bail!("{name} has no documents: expected one JSON value per line");
+    }
+    let json_bytes: usize = lines.iter().map(|l| l.len()).sum();
+    println!(
+        "Stele tour: {} documents, {} bytes of JSON, from {name}\n",
+        lines.len(),
+        json_bytes
+    );
+
+    println!("1. JSON text to documents (one forward pass, no tree)");
+    let mut writer = DocumentWriter::new();
+    let mut docs = Vec::with_capacity(lines.len());
+    for (n, line) in lines.iter().enumerate() {
+        docs.push(
+            writer
+                .from_json(line.as_bytes())
+                .with_context(|| format!("{name}, line {}", n + 1))?,
+        );
+    }
+    let ours = time(|| {
+        lines
+            .iter()
+            .map(|l| writer.from_json(l.as_bytes()).map_or(0, |d| d.len()))
+            .sum::<usize>()
+    });
+    let serde = time(|| {
+        lines
+            .iter()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .count()
+    });
+    let mb_s = |d: Duration| json_bytes as f64 / d.as_secs_f64() / 1e6;
+    println!(
+        "   stele  {:>8.0} MB/s   serde_json::Value {:>8.0} MB/s   ({:.1}x)",
+        mb_s(ours),
+        mb_s(serde),
+        serde.as_secs_f64() / ours.as_secs_f64()
+    );
+
+    let doc_bytes: usize = docs.iter().map(Vec::len).sum();
+    println!("\n2. Sizes");
+    println!(
+        "   JSON {json_bytes} bytes, documents {doc_bytes} bytes ({:.2} of JSON), readable in place",
+        doc_bytes as f64 / json_bytes as f64
+    );
+
+    println!("\n3. Reading fields without parsing: {}", args.fields);
+    let paths: Vec<&str> = args.fields.split(',').map(str::trim).collect();
+    let mut cached = paths
+        .iter()
+        .map(|p| CachedPath::new(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let parsed: Vec<stele_doc::Path> = cached.iter().map(|c| c.path().clone()).collect();
+    let views: Vec<Document<&[u8]>> = docs
+        .iter()
+        .map(|d| Document::new(d.as_slice()))
+        .collect::<Result<_, _>>()?;
+    let ours = time(|| {
+        let mut sum = 0;
+        for doc in &views {
+            for c in &mut cached {
+                sum += touch(c.get(doc.root()));
+            }
+        }
+        sum
+    });
+    let serde = time(|| {
+        let mut sum = 0;
+        for line in &lines {
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
+                for p in &parsed {
+                    sum += touch_json(json_path(&v, p));
+                }
+            }
+        }
+        sum
+    });
+    println!(
+        "   stele {:>8.0} ns/doc   serde_json parse + index {:>8.0} ns/doc   ({:.0}x)",
+        per_doc(ours, docs.len()),
+        per_doc(serde, docs.len()),
+        serde.as_secs_f64() / ours.as_secs_f64()
+    );
+    if let Some(first) = views.first() {
+        for c in &mut cached {
+            let v = c
+                .get(first.root())
+                .map_or("(absent)".to_owned(), |v| v.to_json());
+            println!("   first document: {} = {v}", c.path_text());
+        }
+    }
+
+    println!("\n4. Exact round trip");
+    let mut exact = 0;
+    for (doc, line) in views.iter().zip(&lines) {
+        let back = doc.to_json();
+        let same_value = serde_json::from_str::<serde_json::Value>(&back).ok()
+            == serde_json::from_str::<serde_json::Value>(line).ok();
+        if !same_value {
+            bail!("round trip changed a document:\n  in:  {line}\n  out: {back}");
+        }
+        exact += usize::from(back == *line);
+    }
+    println!(
+        "   {} of {} documents equal as values; {exact} byte for byte",
+        views.len(),
+        views.len()
+    );
+
+    if let Some(first) = views.first() {
+        println!("\n5. Where the bytes of the first document go (stele inspect)");
+        for line in stele_doc::inspect(first).to_string().lines() {
+            println!("   {line}");
+        }
+    }
+    println!(
+        "\nTimings are one quick run on this machine; docs/benchmarks.md has the measured comparisons."
+    );
+    Ok(())
+}

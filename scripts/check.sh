@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Every check and test of the project: what CI runs (.ci/run) and what README tells people to run.
+#   scripts/check.sh            fmt, clippy, all Rust tests, benchmark smoke runs, Python tests
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ ! -d ../shared/data ] && [ -z "${STELE_DATA:-}" ]; then
+  echo "error: the shared data folder ../shared/data is missing (or set STELE_DATA=/path/to/data)" >&2
+  exit 1
+fi
+
+echo "== cargo fmt --check"
+cargo fmt --all --check
+echo "== cargo clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== cargo test"
+cargo test --workspace --locked --release

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Coverage-guided fuzzing of the document decoders with libFuzzer on stable Rust.
+# Usage: scripts/fuzz.sh [document|json] [seconds]   (default: both targets, 60 s each)
+# Findings land in fuzz/artifacts/<target>/; the committed seeds are in fuzz/corpus/<target>/.
+set -euo pipefail
+cd "$(dirname "$0")/../fuzz"
+seconds=${2:-60}
+targets=${1:-"document json"}
+export RUSTFLAGS="-C passes=sancov-module -C llvm-args=-sanitizer-coverage-level=3 \
+  -C llvm-args=-sanitizer-coverage-inline-8bit-counters -C llvm-args=-sanitizer-coverage-pc-table \
+  -C llvm-args=-sanitizer-coverage-trace-compares"
+# Debug build: optimisation would hide comparisons from libFuzzer. --target keeps the flags
+# away from build scripts.
+cargo build --target x86_64-unknown-linux-gnu --bins
+for t in $targets; do
+  work=$(mktemp -d)
+  cp corpus/"$t"/* "$work"/
+  mkdir -p artifacts/"$t"
+  ./target/x86_64-unknown-linux-gnu/debug/"$t" "$work" -max_total_time="$seconds" \
+    -artifact_prefix=artifacts/"$t"/ -print_final_stats=1
+  rm -rf "$work"
+done
