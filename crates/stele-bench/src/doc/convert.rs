@@ -52,7 +52,7 @@ pub fn json_to_doc(ctx: &Ctx) -> Result<()> {
          mutable buffer (it parses in place). Collections: one conversion per line, MB/s over all \
          lines.\n"
     );
-    let timer = ctx.timer;
+    let timer = &ctx.timer;
     let mut notes = Vec::new();
     for (title, set) in [
         ("JSON corpus (whole files)", &ctx.corpus),
@@ -78,32 +78,29 @@ pub fn json_to_doc(ctx: &Ctx) -> Result<()> {
             notes.extend(note);
             let bytes: usize = docs.iter().map(|d| d.len()).sum();
             let mut w = DocumentWriter::new();
-            let ours = timer.time(|| {
-                let mut n = 0;
+            let mut ours = || {
                 for d in &docs {
                     let b = w.from_json(d).expect("accepted before timing");
-                    n += b.len();
                     black_box(b);
                 }
-                n
-            });
-            let serde = timer.time(|| {
+            };
+            let mut serde = || {
                 for d in &docs {
                     let v: serde_json::Value =
                         serde_json::from_slice(d).expect("accepted before timing");
                     black_box(v);
                 }
-            });
-            let sonic = timer.time(|| {
+            };
+            let mut sonic = || {
                 for d in &docs {
                     let v: sonic_rs::Value =
                         sonic_rs::from_slice(d).expect("accepted before timing");
                     black_box(v);
                 }
-            });
+            };
             let mut buf = Vec::new();
             let mut buffers = simd_json::Buffers::default();
-            let simd = timer.time(|| {
+            let mut simd = || {
                 for d in &docs {
                     buf.clear();
                     buf.extend_from_slice(d);
@@ -112,7 +109,9 @@ pub fn json_to_doc(ctx: &Ctx) -> Result<()> {
                             .expect("accepted before timing");
                     black_box(&v);
                 }
-            });
+            };
+            let t4 = timer.group(&mut [&mut ours, &mut serde, &mut sonic, &mut simd]);
+            let [ours, serde, sonic, simd] = [t4[0], t4[1], t4[2], t4[3]];
             let (o, s, n, m) = (
                 mbps(bytes, ours),
                 mbps(bytes, serde),
@@ -165,7 +164,7 @@ pub fn doc_to_json(ctx: &Ctx) -> Result<()> {
          into a reused `Vec`; sonic-rs = `to_string(&sonic_rs::Value)`. Values parsed before \
          timing. `same bytes` = documents whose output is byte-identical to serde_json's.\n"
     );
-    let timer = ctx.timer;
+    let timer = &ctx.timer;
     let mut t = Table::new(&[
         "input",
         "MB out",
@@ -229,45 +228,37 @@ pub fn doc_to_json(ctx: &Ctx) -> Result<()> {
                 ));
             }
         }
-        let ours = timer.time(|| {
-            let mut n = 0;
+        let mut ours = || {
             for b in docs.iter() {
                 // SAFETY: bytes written by `DocumentWriter`.
                 let doc = unsafe { Document::new_unchecked(b) };
                 out.clear();
                 doc.write_json(&mut out, &opts);
-                n += out.len();
+                black_box(&out);
             }
-            n
-        });
-        let serde_string = timer.time(|| {
-            let mut n = 0;
+        };
+        let mut serde_string = || {
             for v in &values {
                 let s = serde_json::to_string(v).expect("serializes");
-                n += s.len();
                 black_box(s);
             }
-            n
-        });
+        };
         let mut buf = Vec::new();
-        let serde_writer = timer.time(|| {
-            let mut n = 0;
+        let mut serde_writer = || {
             for v in &values {
                 buf.clear();
                 serde_json::to_writer(&mut buf, v).expect("serializes");
-                n += buf.len();
+                black_box(&buf);
             }
-            n
-        });
-        let sonic = timer.time(|| {
-            let mut n = 0;
+        };
+        let mut sonic = || {
             for v in &sonic_values {
                 let s = sonic_rs::to_string(v).expect("serializes");
-                n += s.len();
                 black_box(s);
             }
-            n
-        });
+        };
+        let t4 = timer.group(&mut [&mut ours, &mut serde_string, &mut serde_writer, &mut sonic]);
+        let [ours, serde_string, serde_writer, sonic] = [t4[0], t4[1], t4[2], t4[3]];
         let (o, s1, s2, n) = (
             mbps(minified, ours),
             mbps(minified, serde_string),

@@ -83,8 +83,10 @@ pub fn run(args: &Args) -> Result<()> {
         sizes::threshold(&ctx)?;
     }
     println!(
-        "_Total run time: {:.1} s._",
-        started.elapsed().as_secs_f64()
+        "_Total run time: {:.1} s; wall time / CPU time of the measured runs: {:.2} (1.00 = the \
+         benchmark thread never waited for a core)._",
+        started.elapsed().as_secs_f64(),
+        ctx.timer.contention()
     );
     Ok(())
 }
@@ -169,7 +171,7 @@ fn print_header(args: &Args, dir: &std::path::Path, ctx: &Ctx) {
     );
     println!("- data: {}", dir.display());
     println!(
-        "- timing: warm-up {:.0} ms, then {} runs totalling >= {:.2} s per measurement; median run reported",
+        "- timing: thread CPU time (`CLOCK_THREAD_CPUTIME_ID`); warm-up {:.0} ms, then {} runs totalling >= {:.2} s per measurement, peers interleaved run by run; median run reported",
         ctx.timer.warmup.as_secs_f64() * 1e3,
         ctx.timer.runs,
         ctx.timer.target.as_secs_f64()

@@ -229,7 +229,7 @@ pub fn threshold(ctx: &Ctx) -> Result<()> {
     let mut size_t = Table::new(&head);
     let mut conv_t = Table::new(&head);
     let mut out_t = Table::new(&head);
-    let timer = ctx.timer;
+    let timer = &ctx.timer;
     let mut totals = [0usize; THRESHOLDS.len()];
     let mut json_total = 0usize;
     let opts = JsonOptions::default();
@@ -241,47 +241,72 @@ pub fn threshold(ctx: &Ctx) -> Result<()> {
         let mut sizes_row = vec![c.name.clone()];
         let mut conv_row = vec![c.name.clone()];
         let mut out_row = vec![c.name.clone()];
-        let mut base = 0usize;
-        for (i, n) in THRESHOLDS.iter().enumerate() {
-            let mut w = DocumentWriter::with_options(WriteOptions::default().compress_strings(*n));
+        let mut variants = Vec::new();
+        for n in THRESHOLDS {
+            let mut w = DocumentWriter::with_options(WriteOptions::default().compress_strings(n));
             let docs = Docs::convert(&mut w, c)?;
+            variants.push((w, docs, Vec::<u8>::new()));
+        }
+        let base = variants.first().map_or(1, |v| v.1.total_bytes()).max(1);
+        for (i, (_, docs, _)) in variants.iter().enumerate() {
             let size = docs.total_bytes();
-            if i == 0 {
-                base = size;
-            }
             if let Some(t) = totals.get_mut(i) {
                 *t += size;
             }
             sizes_row.push(format!(
                 "{} ({:.1}%)",
                 bytes(size),
-                100.0 * size as f64 / base.max(1) as f64
+                100.0 * size as f64 / base as f64
             ));
-            let conv = timer.time(|| {
-                let mut k = 0;
-                for d in &json {
-                    let b = w.from_json(d).expect("converted before timing");
-                    k += b.len();
-                    black_box(b);
+        }
+        let produced: usize = {
+            let (_, docs, out) = variants
+                .first_mut()
+                .ok_or_else(|| anyhow::anyhow!("no variants"))?;
+            docs.iter()
+                .map(|b| {
+                    // SAFETY: bytes written by `DocumentWriter`.
+                    let doc = unsafe { Document::new_unchecked(b) };
+                    out.clear();
+                    doc.write_json(out, &opts);
+                    out.len()
+                })
+                .sum()
+        };
+        let mut conv: Vec<Box<dyn FnMut() + '_>> = Vec::new();
+        let mut to_json: Vec<Box<dyn FnMut() + '_>> = Vec::new();
+        for (w, docs, out) in variants.iter_mut() {
+            let json = &json;
+            let opts = &opts;
+            conv.push(Box::new(move || {
+                for d in json {
+                    black_box(w.from_json(d).expect("converted before timing"));
                 }
-                k
-            });
-            conv_row.push(f(mbps(bytes_in, conv), 0));
-            let mut out = Vec::new();
-            let mut produced = 0usize;
-            let to_json = timer.time(|| {
-                let mut k = 0;
+            }));
+            let docs = &*docs;
+            to_json.push(Box::new(move || {
                 for b in docs.iter() {
                     // SAFETY: bytes written by `DocumentWriter`.
                     let doc = unsafe { Document::new_unchecked(b) };
                     out.clear();
-                    doc.write_json(&mut out, &opts);
-                    k += out.len();
+                    doc.write_json(out, opts);
+                    black_box(&out);
                 }
-                produced = k;
-                k
-            });
-            out_row.push(f(mbps(produced, to_json), 0));
+            }));
+        }
+        let mut refs: Vec<&mut dyn FnMut()> = conv
+            .iter_mut()
+            .map(|b| &mut **b as &mut dyn FnMut())
+            .collect();
+        for t in timer.group(&mut refs) {
+            conv_row.push(f(mbps(bytes_in, t), 0));
+        }
+        let mut refs: Vec<&mut dyn FnMut()> = to_json
+            .iter_mut()
+            .map(|b| &mut **b as &mut dyn FnMut())
+            .collect();
+        for t in timer.group(&mut refs) {
+            out_row.push(f(mbps(produced, t), 0));
         }
         size_t.row(sizes_row);
         conv_t.row(conv_row);

@@ -78,7 +78,7 @@ pub fn wide_objects(ctx: &Ctx) -> Result<()> {
         "write serde/ours",
         "lookup sonic lazy/ours",
     ]);
-    let timer = ctx.timer;
+    let timer = &ctx.timer;
     for n in [1_250usize, 10_000] {
         eprintln!("part 5: {n} keys");
         let (json, order) = generate(n);
@@ -103,58 +103,50 @@ pub fn wide_objects(ctx: &Ctx) -> Result<()> {
         ensure!(found == n, "ours found {found} of {n} keys");
         ensure!(ours_sum == serde_sum, "wide object: digests differ");
 
-        let write = timer.time(|| {
-            let b = w.from_json(text).expect("converted before");
-            black_box(b)
-        });
-        let serde_parse = timer.time(|| {
-            let v: serde_json::Value = serde_json::from_slice(text).expect("parsed before");
-            black_box(v)
-        });
-        let sonic_parse = timer.time(|| {
-            let v: sonic_rs::Value = sonic_rs::from_slice(text).expect("parsed before");
-            black_box(v)
-        });
-        let per = |secs: f64, k: usize| secs * 1e9 / k as f64;
-        let ours_lookup = per(
-            timer.time(|| {
+        let tw = timer.group(&mut [
+            &mut || {
+                black_box(w.from_json(text).expect("converted before"));
+            },
+            &mut || {
+                let v: serde_json::Value = serde_json::from_slice(text).expect("parsed before");
+                black_box(v);
+            },
+            &mut || {
+                let v: sonic_rs::Value = sonic_rs::from_slice(text).expect("parsed before");
+                black_box(v);
+            },
+        ]);
+        let [write, serde_parse, sonic_parse] = [tw[0], tw[1], tw[2]];
+        let lazy_keys: Vec<&str> = order.iter().take(1000).map(String::as_str).collect();
+        let tl = timer.group(&mut [
+            &mut || {
                 let mut s = 0u64;
                 for k in &order {
                     if let Some(v) = doc.get(k) {
                         s = s.wrapping_add(digest_ours(&v));
                     }
                 }
-                s
-            }),
-            n,
-        );
-        let serde_lookup = per(
-            timer.time(|| {
+                black_box(s);
+            },
+            &mut || {
                 let mut s = 0u64;
                 for k in &order {
                     if let Some(v) = sv.get(k) {
                         s = s.wrapping_add(digest_serde(v));
                     }
                 }
-                s
-            }),
-            n,
-        );
-        let sonic_lookup = per(
-            timer.time(|| {
+                black_box(s);
+            },
+            &mut || {
                 let mut s = 0u64;
                 for k in &order {
                     if let Some(v) = nv.get(k) {
                         s = s.wrapping_add(v.as_i64().unwrap_or(1) as u64);
                     }
                 }
-                s
-            }),
-            n,
-        );
-        let lazy_keys: Vec<&str> = order.iter().take(1000).map(String::as_str).collect();
-        let lazy_lookup = per(
-            timer.time(|| {
+                black_box(s);
+            },
+            &mut || {
                 let mut s = 0u64;
                 for k in &lazy_keys {
                     // SAFETY: the text was parsed successfully by sonic-rs above.
@@ -162,10 +154,14 @@ pub fn wide_objects(ctx: &Ctx) -> Result<()> {
                         s = s.wrapping_add(digest_sonic(&v));
                     }
                 }
-                s
-            }),
-            lazy_keys.len(),
-        );
+                black_box(s);
+            },
+        ]);
+        let per = |secs: f64, k: usize| secs * 1e9 / k as f64;
+        let ours_lookup = per(tl[0], n);
+        let serde_lookup = per(tl[1], n);
+        let sonic_lookup = per(tl[2], n);
+        let lazy_lookup = per(tl[3], lazy_keys.len());
         t.row(vec![
             n.to_string(),
             f(text.len() as f64 / 1e3, 1),
