@@ -12,6 +12,7 @@
 //! the last block whose separator is `<=` it, and separators are much shorter than keys.
 
 use crate::error::{Error, Part, Result};
+use crate::prefix::{le_with_prefix, prefix8};
 use crate::varint;
 
 /// Builds the on-disk index while blocks are written.
@@ -53,6 +54,8 @@ impl IndexBuilder {
 #[derive(Debug)]
 pub(crate) struct Index {
     seps: Vec<u8>,
+    /// `prefix8` of each separator: most search steps compare these alone.
+    sep_prefixes: Vec<u64>,
     /// `sep_ends[b]` is the end of block b's separator in `seps`.
     sep_ends: Vec<usize>,
     /// Offsets of blocks; one extra element: the end of the last block.
@@ -81,6 +84,7 @@ impl Index {
             .ok_or_else(|| bad("block count larger than the index"))?;
         let mut idx = Index {
             seps: Vec::new(),
+            sep_prefixes: Vec::with_capacity(cap),
             sep_ends: Vec::with_capacity(cap),
             offsets: Vec::with_capacity(cap + 1),
             cum: Vec::with_capacity(cap + 1),
@@ -116,6 +120,7 @@ impl Index {
             }
             let start = idx.seps.len();
             idx.seps.extend_from_slice(sep);
+            idx.sep_prefixes.push(prefix8(sep));
             prev_sep = Some((start, idx.seps.len()));
             idx.sep_ends.push(idx.seps.len());
             idx.offsets.push(offset);
@@ -201,10 +206,12 @@ impl Index {
 
     /// Like `block_for_key`, searching only blocks `from..` (for ascending batches).
     pub(crate) fn block_for_key_from(&self, from: usize, key: &[u8]) -> usize {
+        let key_prefix = prefix8(key);
         let (mut lo, mut hi) = (from, self.block_count());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            if self.sep(mid) <= key {
+            let sp = self.sep_prefixes.get(mid).copied().unwrap_or(0);
+            if le_with_prefix(sp, self.sep(mid), key_prefix, key) {
                 lo = mid + 1;
             } else {
                 hi = mid;

@@ -34,6 +34,7 @@ mod footer;
 mod index;
 mod list;
 mod merge;
+mod prefix;
 mod sorter;
 mod storage;
 mod table;

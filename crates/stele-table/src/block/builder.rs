@@ -186,8 +186,17 @@ impl BlockBuilder {
     /// resets the builder. Returns the number of bytes appended.
     pub(crate) fn finish_into(&mut self, out: &mut Vec<u8>) -> usize {
         let start = out.len();
-        out.extend_from_slice(&self.entries);
         let wide = self.entries.len() > usize::from(u16::MAX);
+        let width = if wide { 4 } else { 2 };
+        let used = self.entries.len() + self.restarts.len() * width + TRAILER_BYTES;
+        let total = used.div_ceil(self.block_bytes) * self.block_bytes;
+        out.extend_from_slice(&self.entries);
+        // Padding goes between the entries and the restarts, so that the restarts sit right
+        // before the trailer: a get reads both from the block's last cache lines.
+        out.resize(
+            start + total - TRAILER_BYTES - self.restarts.len() * width,
+            0,
+        );
         for &r in &self.restarts {
             if wide {
                 out.extend_from_slice(&r.to_le_bytes());
@@ -195,9 +204,6 @@ impl BlockBuilder {
                 out.extend_from_slice(&(r as u16).to_le_bytes());
             }
         }
-        let used = out.len() - start + TRAILER_BYTES;
-        let total = used.div_ceil(self.block_bytes) * self.block_bytes;
-        out.resize(start + total - TRAILER_BYTES, 0);
         out.extend_from_slice(&(self.entries.len() as u32).to_le_bytes());
         out.extend_from_slice(&self.entry_count.to_le_bytes());
         let fixed = match self.mode {

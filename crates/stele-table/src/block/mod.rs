@@ -4,7 +4,7 @@
 //! `block_size`, so a cold read of a typical block touches exactly one page:
 //!
 //! ```text
-//! [entries][restart offsets: u16 or u32 LE, one per restart][zero padding][trailer]
+//! [entries][zero padding][restart offsets: u16 or u32 LE, one per restart][trailer]
 //! trailer (TRAILER_BYTES = 21, little-endian):
 //!   u32 entries_len  u32 entry_count  u32 fixed_value_len (u32::MAX = per-entry lengths)
 //!   u8 flags (bit 0: restart offsets are u32)  u64 checksum (xxh3-64 of every byte before it)

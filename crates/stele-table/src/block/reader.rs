@@ -32,6 +32,22 @@ fn le_u32(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_le_bytes(s.try_into().ok()?))
 }
 
+/// Compares `key` with `target`, both known to share their first `skip` bytes: returns
+/// their common prefix length and the order of `key` relative to `target`.
+#[inline]
+fn compare_from(key: &[u8], target: &[u8], skip: usize) -> (usize, Ordering) {
+    let (k, t) = (
+        key.get(skip..).unwrap_or_default(),
+        target.get(skip..).unwrap_or_default(),
+    );
+    let m = k.iter().zip(t).take_while(|(a, b)| a == b).count();
+    let ord = match (k.get(m), t.get(m)) {
+        (Some(a), Some(b)) => a.cmp(b),
+        (a, b) => a.is_some().cmp(&b.is_some()),
+    };
+    (skip + m, ord)
+}
+
 /// Checks the block's checksum.
 pub(crate) fn verify(block: &[u8], part: Part) -> Result<()> {
     let Some(body_len) = block.len().checked_sub(8) else {
@@ -81,16 +97,16 @@ impl<'a> BlockRef<'a> {
         let wide = flags & FLAG_WIDE_RESTARTS != 0;
         let restart_count = count.div_ceil(interval) as usize;
         let width = if wide { 4 } else { 2 };
-        let restarts_end = restart_count
+        let restarts_start = restart_count
             .checked_mul(width)
-            .and_then(|r| r.checked_add(entries_len))
-            .filter(|&e| e <= t)
+            .and_then(|r| t.checked_sub(r))
+            .filter(|&start| start >= entries_len)
             .ok_or_else(|| bad("entries and restarts overflow the block"))?;
         let entries = block
             .get(..entries_len)
             .ok_or_else(|| bad("entries overflow the block"))?;
         let restarts = block
-            .get(entries_len..restarts_end)
+            .get(restarts_start..t)
             .ok_or_else(|| bad("restarts overflow the block"))?;
         Ok(BlockRef {
             entries,
@@ -135,45 +151,43 @@ impl<'a> BlockRef<'a> {
     /// Decodes the entry starting at `*pos`, advancing `*pos` past it.
     #[inline]
     pub(crate) fn decode(&self, pos: &mut usize) -> Result<RawEntry<'a>> {
+        match self.decode_opt(pos) {
+            Some(e) => Ok(e),
+            None => Err(self.bad_entry()),
+        }
+    }
+
+    #[cold]
+    fn bad_entry(&self) -> Error {
+        self.bad("entry lengths overrun the block")
+    }
+
+    /// The decoding itself; `None` on any inconsistency (kept free of error construction so
+    /// the hot path stays small).
+    #[inline(always)]
+    fn decode_opt(&self, pos: &mut usize) -> Option<RawEntry<'a>> {
         let e = self.entries;
-        let h = *e.get(*pos).ok_or_else(|| self.bad("entry past the end"))?;
-        *pos += 1;
+        let mut p = *pos;
+        let h = *e.get(p)?;
+        p += 1;
         let mut shared = usize::from(h >> 4);
         let mut unshared = usize::from(h & 0x0f);
         if shared == usize::from(NIBBLE_EXT) {
-            let x = varint::get(e, pos).ok_or_else(|| self.bad("bad shared length"))?;
-            shared = usize::try_from(x)
-                .ok()
-                .and_then(|x| x.checked_add(shared))
-                .ok_or_else(|| self.bad("bad shared length"))?;
+            shared = shared.checked_add(usize::try_from(varint::get(e, &mut p)?).ok()?)?;
         }
         if unshared == usize::from(NIBBLE_EXT) {
-            let x = varint::get(e, pos).ok_or_else(|| self.bad("bad key length"))?;
-            unshared = usize::try_from(x)
-                .ok()
-                .and_then(|x| x.checked_add(unshared))
-                .ok_or_else(|| self.bad("bad key length"))?;
+            unshared = unshared.checked_add(usize::try_from(varint::get(e, &mut p)?).ok()?)?;
         }
         let value_len = match self.fixed_value_len {
             Some(l) => l as usize,
-            None => varint::get(e, pos)
-                .and_then(|x| usize::try_from(x).ok())
-                .ok_or_else(|| self.bad("bad value length"))?,
+            None => usize::try_from(varint::get(e, &mut p)?).ok()?,
         };
-        let key_end = pos
-            .checked_add(unshared)
-            .ok_or_else(|| self.bad("key past the end"))?;
-        let suffix = e
-            .get(*pos..key_end)
-            .ok_or_else(|| self.bad("key past the end"))?;
-        let value_end = key_end
-            .checked_add(value_len)
-            .ok_or_else(|| self.bad("value past the end"))?;
-        let value = e
-            .get(key_end..value_end)
-            .ok_or_else(|| self.bad("value past the end"))?;
+        let key_end = p.checked_add(unshared)?;
+        let suffix = e.get(p..key_end)?;
+        let value_end = key_end.checked_add(value_len)?;
+        let value = e.get(key_end..value_end)?;
         *pos = value_end;
-        Ok(RawEntry {
+        Some(RawEntry {
             shared,
             suffix,
             value,
@@ -232,13 +246,21 @@ impl<'a> BlockRef<'a> {
     /// because the builder stores the exact common prefix with the previous key.
     pub(crate) fn search(&self, target: &[u8]) -> Result<(u32, Option<&'a [u8]>)> {
         // Binary search for the last restart whose key is <= target.
+        // Every key between two probed keys shares their common prefix with the target, so
+        // comparisons start after the smaller of the two prefixes already matched.
         let (mut lo, mut hi) = (0usize, self.restart_count());
+        let (mut lo_lcp, mut hi_lcp) = (0usize, 0usize);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            if self.restart_key(mid)? <= target {
+            let k = self.restart_key(mid)?;
+            let skip = lo_lcp.min(hi_lcp);
+            let (lcp, ord) = compare_from(k, target, skip);
+            if ord != Ordering::Greater {
                 lo = mid + 1;
+                lo_lcp = lcp;
             } else {
                 hi = mid;
+                hi_lcp = lcp;
             }
         }
         let Some(r) = lo.checked_sub(1) else {

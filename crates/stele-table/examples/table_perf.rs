@@ -1,0 +1,147 @@
+//! Quick measurements of build and read speed on a key file (one key per line), for tuning.
+//! The side-by-side benchmark against peers lives in `stele-bench`.
+//!
+//! `cargo run --release -p stele-table --example table_perf -- KEYS.txt OUT_DIR [copies] [budget_mib]`
+//! `copies` > 1 derives more keys (`key`, `key\x01` + n) to reach e.g. 14M from 4.5M.
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "a measuring tool: failing loudly is right"
+)]
+
+use std::time::Instant;
+use stele_table::{Access, Sorter, SorterOptions, Table};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let keys_path = &args[1];
+    let out = std::path::PathBuf::from(&args[2]);
+    let copies: usize = args.get(3).map_or(1, |s| s.parse().unwrap());
+    let budget_mib: usize = args.get(4).map_or(1 << 20, |s| s.parse().unwrap());
+    let text = std::fs::read(keys_path).unwrap();
+    let base: Vec<&[u8]> = text
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .collect();
+    let mut keys: Vec<Vec<u8>> = Vec::with_capacity(base.len() * copies);
+    for c in 0..copies {
+        for k in &base {
+            let mut k = k.to_vec();
+            if c > 0 {
+                k.push(1);
+                k.extend_from_slice(c.to_string().as_bytes());
+            }
+            keys.push(k);
+        }
+    }
+    let raw: usize = keys.iter().map(Vec::len).sum();
+    println!(
+        "keys {} raw key bytes {} threads {}",
+        keys.len(),
+        raw,
+        rayon::current_num_threads()
+    );
+
+    let t0 = Instant::now();
+    let mut s = Sorter::new(
+        SorterOptions::default()
+            .memory_budget_bytes(budget_mib << 20)
+            .temp_dir(&out),
+    )
+    .unwrap();
+    for k in &keys {
+        s.add(k, b"").unwrap();
+    }
+    let added = t0.elapsed();
+    let runs = s.spilled_runs();
+    let info = s.finish(&out).unwrap();
+    let total = t0.elapsed();
+    println!(
+        "build: add {:.2}s total {:.2}s runs {} file {} bytes = {:.3} of raw keys, blocks {}",
+        added.as_secs_f64(),
+        total.as_secs_f64(),
+        runs,
+        info.file_bytes,
+        info.file_bytes as f64 / raw as f64,
+        info.blocks
+    );
+
+    let t = Table::open_with(&info.path, Access::Random).unwrap();
+    let t1 = Instant::now();
+    let mut n = 0u64;
+    let mut c = t.cursor();
+    while let Some((k, _)) = c.next_entry().unwrap() {
+        n += k.len() as u64;
+    }
+    println!(
+        "scan (cursor): {:.3}s ({n} key bytes)",
+        t1.elapsed().as_secs_f64()
+    );
+    let t1 = Instant::now();
+    let mut m = 0usize;
+    for e in t.iter() {
+        m += e.unwrap().0.len();
+    }
+    println!("scan (iter): {:.3}s ({m})", t1.elapsed().as_secs_f64());
+
+    // Warm random gets over a pseudo-random sample of existing keys.
+    let mut x: u64 = 88172645463325252;
+    let sample: Vec<&[u8]> = (0..1_000_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            keys[(x % keys.len() as u64) as usize].as_slice()
+        })
+        .collect();
+    for k in sample.iter().take(200_000) {
+        assert!(t.get(k).unwrap().is_some());
+    }
+    let t2 = Instant::now();
+    for k in &sample {
+        assert!(t.get(k).unwrap().is_some());
+    }
+    println!(
+        "warm get: {:.0} ns",
+        t2.elapsed().as_nanos() as f64 / sample.len() as f64
+    );
+    let one = sample[0];
+    let t2 = Instant::now();
+    let reps = std::env::var("SAME_KEY_REPS").map_or(1_000_000, |v| v.parse().unwrap());
+    for _ in 0..reps {
+        assert!(t.get(std::hint::black_box(one)).unwrap().is_some());
+    }
+    println!(
+        "same-key get (CPU only): {:.0} ns {:?}",
+        t2.elapsed().as_nanos() as f64 / reps as f64,
+        String::from_utf8_lossy(one)
+    );
+    // Sample keys packed contiguously, so the probe keys themselves cost no cache misses.
+    let packed: Vec<u8> = sample
+        .iter()
+        .take(100_000)
+        .flat_map(|k| k.iter().copied())
+        .collect();
+    let mut bounds = Vec::new();
+    let mut at = 0;
+    for k in sample.iter().take(100_000) {
+        bounds.push((at, at + k.len()));
+        at += k.len();
+    }
+    let t2 = Instant::now();
+    for _ in 0..10 {
+        for &(a, b) in &bounds {
+            assert!(t.get(&packed[a..b]).unwrap().is_some());
+        }
+    }
+    println!(
+        "warm get, packed probe keys: {:.0} ns",
+        t2.elapsed().as_nanos() as f64 / 1e6
+    );
+    let t2 = Instant::now();
+    for i in 0..1_000_000u64 {
+        let _ = t.nth((i * 7919) % t.len()).unwrap();
+    }
+    println!("nth: {:.0} ns", t2.elapsed().as_nanos() as f64 / 1e6);
+    std::fs::remove_file(&info.path).unwrap();
+}
