@@ -32,14 +32,17 @@ pub mod format;
 mod inspect;
 mod output;
 mod reader;
+pub mod serde;
 mod validate;
 mod writer;
 
+pub use crate::serde::{from_document, from_value, to_document, to_document_with};
 pub use error::{Error, Result};
 pub use inspect::{Layout as DocLayout, inspect};
 pub use output::JsonOptions;
 pub use reader::{
-    Array, ArrayIter, CachedPath, Document, Object, ObjectIter, Path, PathSegment, Str, Value,
+    Array, ArrayIter, CachedPath, Document, Object, ObjectIter, Path, PathSegment, ScaledDecimal,
+    Str, Value,
 };
 pub use validate::validate;
 pub use writer::{
