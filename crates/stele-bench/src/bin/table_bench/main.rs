@@ -49,9 +49,10 @@ struct Cli {
     /// Cold random gets (after eviction from the page cache).
     #[arg(long, default_value_t = 2_000)]
     cold: usize,
-    /// Folder of the source key file.
-    #[arg(long, default_value = "/work/shared/data/keys")]
-    source_dir: PathBuf,
+    /// Folder of the source key file (default: <repo>/../shared/data/keys, else
+    /// /work/shared/data/keys).
+    #[arg(long)]
+    source_dir: Option<PathBuf>,
     /// Cache of prepared key sets and built stores (never in git).
     #[arg(long)]
     data_dir: Option<PathBuf>,
@@ -268,16 +269,25 @@ fn orchestrate(cli: &Cli) -> Result<()> {
         .python
         .clone()
         .unwrap_or_else(|| repo_root().join(".venv-bench/bin/python"));
+    let source_dir = cli.source_dir.clone().unwrap_or_else(|| {
+        let beside = repo_root().join("../shared/data/keys");
+        if beside.join(data::NPM_SOURCE).exists() {
+            beside
+        } else {
+            PathBuf::from("/work/shared/data/keys")
+        }
+    });
     let mut out_md = String::new();
     let mut total_failures = 0usize;
     out_md.push_str(&report::preamble(lookups, cold));
     for kind in kinds {
-        let set = data::prepare(kind, &cli.source_dir, &data_dir)?;
+        let set = data::prepare(kind, &source_dir, &data_dir)?;
         eprintln!(
             "set {}: {} keys, {} raw key bytes; {}",
             set.name, set.entries, set.raw_key_bytes, set.derivation
         );
         let stores_dir = data_dir.join("stores").join(&set.name);
+        let load_start = load_average();
         let mut rows = Vec::new();
         let mut failures = 0usize;
         for j in PLAN {
@@ -317,7 +327,11 @@ fn orchestrate(cli: &Cli) -> Result<()> {
             }
             rows.push(row);
         }
-        let md = report::tables(&set, &rows);
+        let mut md = report::tables(&set, &rows);
+        md.push_str(&format!(
+            "Load average (1, 5, 15 min) at the start of this set: {load_start}; at its end: {}.\n\n",
+            load_average()
+        ));
         println!("{md}");
         out_md.push_str(&md);
         total_failures += failures;
@@ -412,6 +426,13 @@ fn phase(
         if line.len() > 300 { &line[..300] } else { line }
     );
     Ok(v)
+}
+
+/// The first three fields of /proc/loadavg: other work on the machine shows here.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
 }
 
 fn set_info(set_dir: &Path) -> Result<SetInfo> {
