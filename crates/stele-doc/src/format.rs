@@ -54,6 +54,10 @@ pub enum Tag {
     Object = 12,
     /// Array: header at the referenced position, children before it.
     Array = 13,
+    /// A decimal fraction without exponent (`-12.50`): 1 byte (bit 7 sign, bits 0-6 the number
+    /// of fraction digits, 1..=127), then the digits as one varint integer. Exact text, no
+    /// float conversion on write.
+    Scaled = 14,
 }
 
 impl Tag {
@@ -75,6 +79,7 @@ impl Tag {
             11 => Tag::StringLz4,
             12 => Tag::Object,
             13 => Tag::Array,
+            14 => Tag::Scaled,
             _ => return None,
         })
     }
@@ -110,7 +115,7 @@ impl Tag {
             Tag::False | Tag::True => "bool",
             Tag::I8 | Tag::I16 | Tag::I32 | Tag::I64 | Tag::U64 => "integer",
             Tag::F64 => "float",
-            Tag::Decimal => "decimal",
+            Tag::Decimal | Tag::Scaled => "decimal",
             Tag::String | Tag::StringLz4 => "string",
             Tag::Object => "object",
             Tag::Array => "array",
@@ -145,13 +150,22 @@ pub(crate) fn put_uint(out: &mut Vec<u8>, value: u64, width: usize) {
     out.extend_from_slice(&value.to_le_bytes()[..width]);
 }
 
-/// Reads a `width`-byte little-endian unsigned integer at `pos`, if it is in bounds.
+/// Reads a `width`-byte little-endian unsigned integer at `pos`, if it is in bounds. `width` is
+/// 1, 2, 4 or 8 (anything else reads nothing); each width is a single load, no `memcpy` call.
 #[inline]
 pub(crate) fn get_uint(bytes: &[u8], pos: usize, width: usize) -> Option<u64> {
-    let src = bytes.get(pos..pos.checked_add(width)?)?;
-    let mut buf = [0u8; 8];
-    buf.get_mut(..width)?.copy_from_slice(src);
-    Some(u64::from_le_bytes(buf))
+    let rest = bytes.get(pos..)?;
+    match width {
+        1 => rest.first().map(|&b| u64::from(b)),
+        2 => rest
+            .first_chunk::<2>()
+            .map(|b| u64::from(u16::from_le_bytes(*b))),
+        4 => rest
+            .first_chunk::<4>()
+            .map(|b| u64::from(u32::from_le_bytes(*b))),
+        8 => rest.first_chunk::<8>().map(|b| u64::from_le_bytes(*b)),
+        _ => None,
+    }
 }
 
 /// Appends `value` as LEB128.

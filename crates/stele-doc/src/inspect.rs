@@ -94,6 +94,10 @@ fn walk<'a>(
             l.numbers += 1;
             l.number_bytes += 8;
         }
+        Value::Scaled(d) => {
+            l.numbers += 1;
+            l.number_bytes += 1 + crate::format::varint_len(d.mantissa());
+        }
         Value::Decimal(t) => {
             l.numbers += 1;
             l.number_bytes += t.len() + varint_len(t.len());

@@ -4,7 +4,7 @@
 //! characters as `\n`-style or `\u00XX`, everything else (including non-ASCII) written as UTF-8.
 //! With this, a minified input in that canonical form comes back byte for byte.
 
-use crate::reader::Value;
+use crate::reader::{ArrayIter, ObjectIter, Value};
 use crate::writer::json::find_special;
 
 /// How to print JSON.
@@ -68,8 +68,79 @@ fn newline(out: &mut Vec<u8>, depth: usize) {
     out.resize(out.len() + 2 * depth, b' ');
 }
 
-/// Appends `v` as JSON; `depth` is the current indentation level for pretty output.
+/// An open container while printing.
+enum Open<'a> {
+    Object(ObjectIter<'a>),
+    Array(ArrayIter<'a>),
+}
+
+/// Appends `v` as JSON; `depth` is the indentation level of `v` for pretty output. Iterative:
+/// an explicit stack of open containers, so deep documents cannot overflow the thread's stack.
 pub(crate) fn write_value(out: &mut Vec<u8>, v: Value<'_>, opts: &JsonOptions, depth: usize) {
+    let mut stack: Vec<(Open<'_>, bool)> = Vec::new();
+    let mut next = Some(v);
+    loop {
+        if let Some(v) = next.take() {
+            match v {
+                Value::Object(o) => {
+                    out.push(b'{');
+                    let iter = if opts.sorted_keys {
+                        o.iter()
+                    } else {
+                        o.iter_original()
+                    };
+                    stack.push((Open::Object(iter), true));
+                }
+                Value::Array(a) => {
+                    out.push(b'[');
+                    stack.push((Open::Array(a.iter()), true));
+                }
+                scalar => write_scalar(out, scalar),
+            }
+        }
+        let level = depth + stack.len();
+        let Some((open, first)) = stack.last_mut() else {
+            return;
+        };
+        let item = match open {
+            Open::Object(iter) => iter.next().map(|(key, item)| (Some(key), item)),
+            Open::Array(iter) => iter.next().map(|item| (None, item)),
+        };
+        match item {
+            Some((key, item)) => {
+                if !*first {
+                    out.push(b',');
+                }
+                if opts.pretty {
+                    newline(out, level);
+                }
+                if let Some(key) = key {
+                    write_str(out, key.as_bytes());
+                    out.push(b':');
+                    if opts.pretty {
+                        out.push(b' ');
+                    }
+                }
+                *first = false;
+                next = Some(item);
+            }
+            None => {
+                let was_empty = *first;
+                let close = match open {
+                    Open::Object(_) => b'}',
+                    Open::Array(_) => b']',
+                };
+                stack.pop();
+                if opts.pretty && !was_empty {
+                    newline(out, level - 1);
+                }
+                out.push(close);
+            }
+        }
+    }
+}
+
+fn write_scalar(out: &mut Vec<u8>, v: Value<'_>) {
     match v {
         Value::Null => out.extend_from_slice(b"null"),
         Value::Bool(true) => out.extend_from_slice(b"true"),
@@ -78,52 +149,13 @@ pub(crate) fn write_value(out: &mut Vec<u8>, v: Value<'_>, opts: &JsonOptions, d
         Value::UInt(u) => out.extend_from_slice(u.to_string().as_bytes()),
         Value::Float(f) => out.extend_from_slice(ryu::Buffer::new().format_finite(f).as_bytes()),
         Value::Decimal(t) => out.extend_from_slice(t.as_bytes()),
+        Value::Scaled(d) => d.write_to(out),
         Value::String(s) => match s.as_borrowed() {
             Some(b) => write_str(out, b.as_bytes()),
             None => write_str(out, s.to_cow().as_bytes()),
         },
-        Value::Array(a) => {
-            out.push(b'[');
-            for (k, item) in a.iter().enumerate() {
-                if k > 0 {
-                    out.push(b',');
-                }
-                if opts.pretty {
-                    newline(out, depth + 1);
-                }
-                write_value(out, item, opts, depth + 1);
-            }
-            if opts.pretty && !a.is_empty() {
-                newline(out, depth);
-            }
-            out.push(b']');
-        }
-        Value::Object(o) => {
-            out.push(b'{');
-            let iter = if opts.sorted_keys {
-                o.iter()
-            } else {
-                o.iter_original()
-            };
-            for (k, (key, item)) in iter.enumerate() {
-                if k > 0 {
-                    out.push(b',');
-                }
-                if opts.pretty {
-                    newline(out, depth + 1);
-                }
-                write_str(out, key.as_bytes());
-                out.push(b':');
-                if opts.pretty {
-                    out.push(b' ');
-                }
-                write_value(out, item, opts, depth + 1);
-            }
-            if opts.pretty && !o.is_empty() {
-                newline(out, depth);
-            }
-            out.push(b'}');
-        }
+        // Containers are handled by `write_value`.
+        Value::Object(_) | Value::Array(_) => {}
     }
 }
 

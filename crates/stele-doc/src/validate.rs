@@ -8,7 +8,7 @@ use crate::format::{
     ARR_UNIFORM, MAX_DEPTH, OBJ_HAS_ORDER, Tag, get_uint, get_varint, width_bytes, width_code_for,
 };
 use crate::reader::Layout;
-use crate::writer::number::scan_number;
+use crate::writer::number::{MAX_SCALE, scan_number};
 
 /// Checks that `bytes` are a complete, consistent document.
 ///
@@ -41,7 +41,7 @@ pub(crate) fn validate_layout(bytes: &[u8]) -> Result<Layout> {
         scratch: Vec::new(),
     };
     v.names(layout.names_end)?;
-    v.value(layout.root_tag, layout.root_pos, 0)?;
+    v.value(layout.root_tag, layout.root_pos)?;
     Ok(layout)
 }
 
@@ -109,9 +109,9 @@ impl<'a> Validator<'a> {
         get_varint(self.bytes, pos).ok_or(Error::invalid(pos, "bad varint"))
     }
 
-    /// Checks the value of type `tag` at `pos`; returns the bytes it occupies (`None` for values
+    /// Checks a scalar of type `tag` at `pos`; returns the bytes it occupies (`None` for values
     /// without payload).
-    fn value(&mut self, tag: Tag, pos: usize, depth: usize) -> Result<Option<Extent>> {
+    fn scalar(&mut self, tag: Tag, pos: usize) -> Result<Option<Extent>> {
         if !tag.has_payload() {
             return Ok(None);
         }
@@ -126,6 +126,20 @@ impl<'a> Validator<'a> {
             return Ok(Some(extent));
         }
         match tag {
+            Tag::Scaled => {
+                let head = *self
+                    .bytes
+                    .get(pos)
+                    .filter(|_| pos >= 1 && pos < self.body_end)
+                    .ok_or(Error::invalid(pos, "number runs past the body"))?;
+                let scale = head & 0x7F;
+                if scale == 0 || scale > MAX_SCALE {
+                    return Err(Error::invalid(pos, "scaled decimal with a bad scale"));
+                }
+                let (_, used) = self.varint(pos + 1)?;
+                let (_, end) = self.span(pos, 1 + used as u64, "number runs past the body")?;
+                Ok(Some((pos, end)))
+            }
             Tag::Decimal | Tag::String => {
                 let (len, used) = self.varint(pos)?;
                 let (start, end) = self.span(pos + used, len, "string runs past the body")?;
@@ -176,17 +190,62 @@ impl<'a> Validator<'a> {
                 }
                 Ok(Some((pos, end)))
             }
-            Tag::Object | Tag::Array => {
-                if depth >= MAX_DEPTH {
-                    return Err(Error::invalid(pos, "containers nest deeper than 1024"));
-                }
-                self.container(tag == Tag::Object, pos, depth + 1).map(Some)
-            }
             _ => Err(Error::invalid(pos, "unknown tag")),
         }
     }
 
-    fn container(&mut self, is_object: bool, h: usize, depth: usize) -> Result<Extent> {
+    /// Checks the value at the root and everything below it, depth first with an explicit stack
+    /// (so a deep document cannot overflow the thread's stack).
+    fn value(&mut self, tag: Tag, pos: usize) -> Result<()> {
+        if !tag.is_container() {
+            return self.scalar(tag, pos).map(|_| ());
+        }
+        let mut stack: Vec<Frame<'a>> = Vec::new();
+        // Extents of checked children of every open container; each frame owns a suffix.
+        let mut extents: Vec<Extent> = Vec::new();
+        stack.push(self.open(tag == Tag::Object, pos, 0)?);
+        loop {
+            let Some(frame) = stack.last_mut() else { break };
+            if frame.next < frame.n {
+                let i = frame.next;
+                frame.next += 1;
+                let (child_tag, child_pos) = self.child(frame, i)?;
+                if child_tag.is_container() {
+                    if stack.len() >= MAX_DEPTH {
+                        return Err(Error::invalid(
+                            child_pos,
+                            "containers nest deeper than 1024",
+                        ));
+                    }
+                    let child = self.open(child_tag == Tag::Object, child_pos, extents.len())?;
+                    stack.push(child);
+                } else if let Some(extent) = self.scalar(child_tag, child_pos)? {
+                    Self::add_extent(&mut extents, frame.h, extent)?;
+                }
+                continue;
+            }
+            let Some(frame) = stack.pop() else { break };
+            let extent = self.close(&frame, &mut extents)?;
+            if let Some(parent) = stack.last() {
+                Self::add_extent(&mut extents, parent.h, extent)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn add_extent(extents: &mut Vec<Extent>, parent_h: usize, extent: Extent) -> Result<()> {
+        if extent.1 > parent_h {
+            return Err(Error::invalid(
+                extent.0,
+                "child overlaps its container's header",
+            ));
+        }
+        extents.push(extent);
+        Ok(())
+    }
+
+    /// Reads and bounds-checks the header of the container at `h`.
+    fn open(&self, is_object: bool, h: usize, extents_from: usize) -> Result<Frame<'a>> {
         let flags = *self
             .bytes
             .get(h)
@@ -227,78 +286,118 @@ impl<'a> Validator<'a> {
         let keys_at = h + 1 + used;
         let offsets_at = keys_at + n * wk;
         let tags_at = offsets_at + n * wo;
-        let tag_count = if uniform { 1 } else { n };
-        let order_at = tags_at + tag_count;
+        let order_at = tags_at + if uniform { 1 } else { n };
         let header_end = order_at + n * wp;
         if header_end > self.body_end {
             return Err(Error::invalid(h, "container header runs past the body"));
         }
+        Ok(Frame {
+            is_object,
+            h,
+            n,
+            next: 0,
+            wk,
+            wo,
+            wp,
+            keys_at,
+            offsets_at,
+            tags_at,
+            order_at,
+            header_end,
+            uniform,
+            previous_name: None,
+            extents_from,
+        })
+    }
 
-        let mut extents: Vec<Extent> = Vec::with_capacity(n);
-        let mut previous: Option<&[u8]> = None;
-        for i in 0..n {
-            if is_object {
-                let at = keys_at + i * wk;
-                let id = get_uint(self.bytes, at, wk).unwrap_or(u64::MAX) as usize;
-                let name = self.name(id, at)?;
-                if previous.is_some_and(|p| p >= name) {
-                    return Err(Error::invalid(
-                        at,
-                        "object keys not in strictly ascending order",
-                    ));
-                }
-                // Names live in the immutable input, not in `self`.
-                previous = Some(name);
+    /// Checks child `i` of `frame` (key, tag, offset); returns its tag and payload position.
+    fn child(&self, frame: &mut Frame<'a>, i: usize) -> Result<(Tag, usize)> {
+        if frame.is_object {
+            let at = frame.keys_at + i * frame.wk;
+            let id = get_uint(self.bytes, at, frame.wk).unwrap_or(u64::MAX) as usize;
+            let name = self.name(id, at)?;
+            if frame.previous_name.is_some_and(|p| p >= name) {
+                return Err(Error::invalid(
+                    at,
+                    "object keys not in strictly ascending order",
+                ));
             }
-            let tag_at = if uniform { tags_at } else { tags_at + i };
-            let tag = self
-                .bytes
-                .get(tag_at)
-                .and_then(|&t| Tag::from_u8(t))
-                .ok_or(Error::invalid(tag_at, "unknown type tag"))?;
-            let off_at = offsets_at + i * wo;
-            let off = get_uint(self.bytes, off_at, wo).unwrap_or(u64::MAX);
-            if !tag.has_payload() {
-                if off != 0 {
-                    return Err(Error::invalid(
-                        off_at,
-                        "offset set for a value without payload",
-                    ));
-                }
-                continue;
-            }
-            let pos = usize::try_from(off)
-                .ok()
-                .filter(|&o| o >= 1 && o < h)
-                .map(|o| h - o)
-                .ok_or(Error::invalid(off_at, "child offset out of bounds"))?;
-            if let Some((start, end)) = self.value(tag, pos, depth)? {
-                if end > h {
-                    return Err(Error::invalid(pos, "child overlaps its container's header"));
-                }
-                extents.push((start, end));
-            }
+            frame.previous_name = Some(name);
         }
-        if has_order {
-            let mut seen = vec![false; n];
-            for i in 0..n {
-                let at = order_at + i * wp;
-                let k = get_uint(self.bytes, at, wp).unwrap_or(u64::MAX) as usize;
+        let tag_at = if frame.uniform {
+            frame.tags_at
+        } else {
+            frame.tags_at + i
+        };
+        let tag = self
+            .bytes
+            .get(tag_at)
+            .and_then(|&t| Tag::from_u8(t))
+            .ok_or(Error::invalid(tag_at, "unknown type tag"))?;
+        let off_at = frame.offsets_at + i * frame.wo;
+        let off = get_uint(self.bytes, off_at, frame.wo).unwrap_or(u64::MAX);
+        if !tag.has_payload() {
+            if off != 0 {
+                return Err(Error::invalid(
+                    off_at,
+                    "offset set for a value without payload",
+                ));
+            }
+            return Ok((tag, 0));
+        }
+        let pos = usize::try_from(off)
+            .ok()
+            .filter(|&o| o >= 1 && o < frame.h)
+            .map(|o| frame.h - o)
+            .ok_or(Error::invalid(off_at, "child offset out of bounds"))?;
+        Ok((tag, pos))
+    }
+
+    /// Final checks of a container whose children are all checked: the order permutation and
+    /// that the children do not overlap. Returns the container's extent.
+    fn close(&self, frame: &Frame<'a>, extents: &mut Vec<Extent>) -> Result<Extent> {
+        if frame.wp > 0 {
+            let mut seen = vec![false; frame.n];
+            for i in 0..frame.n {
+                let at = frame.order_at + i * frame.wp;
+                let k = get_uint(self.bytes, at, frame.wp).unwrap_or(u64::MAX) as usize;
                 match seen.get_mut(k) {
                     Some(s) if !*s => *s = true,
                     _ => return Err(Error::invalid(at, "property order is not a permutation")),
                 }
             }
         }
-        extents.sort_unstable();
-        for pair in extents.windows(2) {
+        let mine = extents.get_mut(frame.extents_from..).unwrap_or_default();
+        mine.sort_unstable();
+        for pair in mine.windows(2) {
             if let [(_, end), (start, _)] = pair
                 && end > start
             {
                 return Err(Error::invalid(*start, "children of a container overlap"));
             }
         }
-        let start = extents.first().map_or(h, |&(s, _)| s);
-        Ok((start, header_end))
+        let start = mine.first().map_or(frame.h, |&(s, _)| s);
+        extents.truncate(frame.extents_from);
+        Ok((start, frame.header_end))
     }
+}
+
+/// The header of a container being checked, and how far its children are.
+struct Frame<'a> {
+    is_object: bool,
+    h: usize,
+    n: usize,
+    next: usize,
+    wk: usize,
+    wo: usize,
+    wp: usize,
+    keys_at: usize,
+    offsets_at: usize,
+    tags_at: usize,
+    order_at: usize,
+    header_end: usize,
+    uniform: bool,
+    previous_name: Option<&'a [u8]>,
+    /// Where this container's children start in the shared extents stack.
+    extents_from: usize,
 }

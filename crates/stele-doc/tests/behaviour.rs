@@ -92,7 +92,7 @@ fn scalars_keep_their_exact_form() {
     let a = d.root().as_array().unwrap();
     assert!(matches!(a.get(7), Some(Value::Int(i64::MIN))));
     assert!(matches!(a.get(8), Some(Value::UInt(u64::MAX))));
-    assert!(matches!(a.get(9), Some(Value::Float(f)) if f == 1.5));
+    assert!(matches!(a.get(9), Some(Value::Scaled(d)) if d.to_f64() == 1.5 && d.scale() == 1));
     assert!(matches!(a.get(10), Some(Value::Decimal("-0"))));
     assert!(matches!(a.get(12), Some(Value::Decimal("1e400"))));
     assert_eq!(a.get(11).unwrap().as_f64(), Some(100.0));
@@ -253,4 +253,29 @@ fn inspect_accounts_for_every_byte() {
         l.total_bytes
     );
     assert!(l.to_string().contains("names area"));
+}
+
+#[test]
+fn the_deepest_documents_need_little_stack() {
+    // Validation and printing use explicit stacks: 1024 levels on a 128 KiB thread stack.
+    let input = "[{\"a\":".repeat(512) + "1" + &"}]".repeat(512);
+    let opts = WriteOptions::default().max_depth(1024);
+    let bytes = from_json_with(input.as_bytes(), opts).unwrap();
+    let handle = std::thread::Builder::new()
+        .stack_size(128 << 10)
+        .spawn(move || {
+            let doc = Document::new(bytes.as_slice()).unwrap();
+            let pretty = doc.to_json_with(&JsonOptions::new().pretty(true));
+            (doc.to_json(), pretty.lines().count())
+        })
+        .unwrap();
+    let (json, lines) = handle.join().unwrap();
+    assert_eq!(json, input);
+    assert_eq!(lines, 2 * 1024 + 1);
+    let too_deep = "[".repeat(1025) + &"]".repeat(1025);
+    let opts = WriteOptions::default().max_depth(5000);
+    assert!(matches!(
+        from_json_with(too_deep.as_bytes(), opts),
+        Err(Error::TooDeep { limit: 1024 })
+    ));
 }

@@ -89,6 +89,10 @@ fn check(v: Value<'_>, m: &J) {
                 Value::UInt(u) => assert_eq!(u.to_string(), text),
                 Value::Float(f) => assert_eq!(ryu::Buffer::new().format_finite(f), text),
                 Value::Decimal(d) => assert_eq!(d, text),
+                Value::Scaled(d) => {
+                    assert_eq!(d.to_string(), text);
+                    assert_eq!(Some(d.to_f64()), text.parse::<f64>().ok());
+                }
                 other => panic!("{other:?} for number {text}"),
             }
         }

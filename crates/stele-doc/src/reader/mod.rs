@@ -13,7 +13,7 @@ mod value;
 
 pub use container::{Array, ArrayIter, Object, ObjectIter};
 pub use path::{CachedPath, Path, PathSegment};
-pub use value::{Str, Value};
+pub use value::{ScaledDecimal, Str, Value};
 
 use crate::error::{Error, Result};
 use crate::format::{HEADER_BYTE, MIN_DOCUMENT_BYTES, Tag, get_uint, width_bytes};

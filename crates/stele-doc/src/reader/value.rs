@@ -92,6 +92,50 @@ impl<'a> Str<'a> {
     }
 }
 
+/// A decimal fraction stored scaled: `mantissa / 10^scale`, with its sign. Prints back exactly
+/// as written (`10.50` stays `10.50`, `-0.0` stays `-0.0`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ScaledDecimal {
+    negative: bool,
+    mantissa: u64,
+    scale: u8,
+}
+
+impl ScaledDecimal {
+    /// Whether a minus sign was written (also for zero).
+    pub fn is_negative(&self) -> bool {
+        self.negative
+    }
+
+    /// All digits as one integer: 1050 for `10.50`.
+    pub fn mantissa(&self) -> u64 {
+        self.mantissa
+    }
+
+    /// Number of fraction digits: 2 for `10.50`.
+    pub fn scale(&self) -> u8 {
+        self.scale
+    }
+
+    /// The nearest `f64` (correctly rounded).
+    pub fn to_f64(&self) -> f64 {
+        crate::writer::number::scaled_to_f64(self.negative, self.mantissa, self.scale)
+    }
+
+    /// Appends the exact text.
+    pub fn write_to(&self, out: &mut Vec<u8>) {
+        crate::writer::number::write_scaled(out, self.negative, self.mantissa, self.scale);
+    }
+}
+
+impl std::fmt::Display for ScaledDecimal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut out = Vec::with_capacity(24);
+        self.write_to(&mut out);
+        f.write_str(std::str::from_utf8(&out).map_err(|_| std::fmt::Error)?)
+    }
+}
+
 /// One value of a document.
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
@@ -106,8 +150,11 @@ pub enum Value<'a> {
     UInt(u64),
     /// A float whose shortest round-trip text is the text it was written from.
     Float(f64),
-    /// A number kept as its exact JSON text (beyond `u64`, more digits than `f64`, `1E5`, `-0`).
+    /// A number kept as its exact JSON text (exponent forms such as `1E5`, `-0`, more digits than
+    /// a `u64` holds).
     Decimal(&'a str),
+    /// A fraction without exponent, kept exactly as digits and scale (`12.50`).
+    Scaled(ScaledDecimal),
     /// A string.
     String(Str<'a>),
     /// An object.
@@ -131,6 +178,15 @@ impl<'a> Value<'a> {
             Tag::I64 => Value::Int(get_uint(b, pos, 8)? as i64),
             Tag::U64 => Value::UInt(get_uint(b, pos, 8)?),
             Tag::F64 => Value::Float(f64::from_bits(get_uint(b, pos, 8)?)),
+            Tag::Scaled => {
+                let head = *b.get(pos)?;
+                let (mantissa, _) = get_varint(b, pos + 1)?;
+                Value::Scaled(ScaledDecimal {
+                    negative: head & 0x80 != 0,
+                    mantissa,
+                    scale: head & 0x7F,
+                })
+            }
             Tag::Decimal => {
                 let (len, used) = get_varint(b, pos)?;
                 let text = b.get(pos + used..(pos + used).checked_add(len as usize)?)?;
@@ -199,6 +255,7 @@ impl<'a> Value<'a> {
             Value::Int(v) => Some(v as f64),
             Value::UInt(v) => Some(v as f64),
             Value::Float(v) => Some(v),
+            Value::Scaled(d) => Some(d.to_f64()),
             Value::Decimal(t) => t.parse().ok(),
             _ => None,
         }
@@ -251,7 +308,11 @@ impl<'a> Value<'a> {
         match self {
             Value::Null => "null",
             Value::Bool(_) => "bool",
-            Value::Int(_) | Value::UInt(_) | Value::Float(_) | Value::Decimal(_) => "number",
+            Value::Int(_)
+            | Value::UInt(_)
+            | Value::Float(_)
+            | Value::Decimal(_)
+            | Value::Scaled(_) => "number",
             Value::String(_) => "string",
             Value::Object(_) => "object",
             Value::Array(_) => "array",

@@ -35,6 +35,9 @@ struct Entry {
     /// Position of the child in input order.
     seq: u32,
     tag: Tag,
+    /// First 8 bytes of the name, big-endian, zero-padded: sorting compares these integers and
+    /// reads the names only on ties (most objects never have one).
+    prefix: u64,
 }
 
 /// An open container.
@@ -44,8 +47,8 @@ struct Frame {
     /// Index of the container's first child in `entries`.
     start: usize,
     next_seq: u32,
-    /// The key this container has in its parent object.
-    parent_key: u32,
+    /// The key this container has in its parent object, and its name prefix.
+    parent_key: (u32, u64),
 }
 
 /// Writes one document at a time from a stream of events; reuse it for many documents to reuse
@@ -65,7 +68,6 @@ struct Frame {
 /// assert_eq!(doc.to_json(), r#"{"name":"Ada","born":1815}"#);
 /// # Ok::<(), stele_doc::Error>(())
 /// ```
-#[derive(Debug)]
 pub struct DocumentWriter {
     opts: WriteOptions,
     /// The document so far; always starts with [`HEADER_BYTE`].
@@ -77,12 +79,25 @@ pub struct DocumentWriter {
     hash_state: foldhash::fast::FixedState,
     entries: Vec<Entry>,
     frames: Vec<Frame>,
-    pending_key: Option<u32>,
+    /// Key id and name prefix of the next value in the current object.
+    pending_key: Option<(u32, u64)>,
     root: Option<(Tag, usize)>,
     scratch: Vec<u8>,
     /// Unescaped text of the JSON string being parsed.
     pub(crate) unescaped: Vec<u8>,
     order: Vec<u32>,
+    /// LZ4's match table, kept so compressing a string allocates nothing.
+    lz4_table: lz4_flex::block::CompressTable,
+}
+
+impl std::fmt::Debug for DocumentWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DocumentWriter")
+            .field("options", &self.opts)
+            .field("body_len", &self.out.len())
+            .field("open_containers", &self.frames.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for DocumentWriter {
@@ -125,6 +140,7 @@ impl DocumentWriter {
             scratch: Vec::new(),
             unescaped: Vec::new(),
             order: Vec::new(),
+            lz4_table: lz4_flex::block::CompressTable::small(),
         }
     }
 
@@ -174,16 +190,17 @@ impl DocumentWriter {
         match self.frames.last_mut() {
             None => self.root = Some((tag, pos)),
             Some(frame) => {
-                let key = if frame.is_object {
+                let (key, prefix) = if frame.is_object {
                     self.pending_key.take().unwrap_or_default()
                 } else {
-                    0
+                    (0, 0)
                 };
                 self.entries.push(Entry {
                     pos,
                     key,
                     seq: frame.next_seq,
                     tag,
+                    prefix,
                 });
                 frame.next_seq += 1;
             }
@@ -217,7 +234,7 @@ impl DocumentWriter {
     pub(crate) fn key_bytes(&mut self, name: &[u8]) -> Result<()> {
         match self.frames.last() {
             Some(f) if f.is_object && self.pending_key.is_none() => {
-                self.pending_key = Some(self.intern(name)?);
+                self.pending_key = Some((self.intern(name)?, name_prefix(name)));
                 Ok(())
             }
             Some(f) if f.is_object => Err(Error::Builder {
@@ -306,9 +323,10 @@ impl DocumentWriter {
                 self.out.extend_from_slice(&v.to_le_bytes());
                 Tag::U64
             }
-            Number::Float(f) => {
-                self.out.extend_from_slice(&f.to_le_bytes());
-                Tag::F64
+            Number::Scaled(negative, mantissa, scale) => {
+                self.out.push(scale | if negative { 0x80 } else { 0 });
+                put_varint(&mut self.out, mantissa);
+                Tag::Scaled
             }
             Number::Decimal => {
                 put_varint(&mut self.out, text.len() as u64);
@@ -368,10 +386,17 @@ impl DocumentWriter {
     /// Appends `s` as an LZ4 string if that saves at least an eighth; false if it did not.
     #[cold]
     fn put_compressed(&mut self, s: &[u8]) -> bool {
-        self.scratch.clear();
-        self.scratch
-            .resize(lz4_flex::block::get_maximum_output_size(s.len()), 0);
-        let Ok(n) = lz4_flex::block::compress_into(s, &mut self.scratch) else {
+        // Grow only: zero-filling the whole buffer for every string would cost as much as
+        // compressing it.
+        let bound = lz4_flex::block::get_maximum_output_size(s.len());
+        if self.scratch.len() < bound {
+            self.scratch.resize(bound, 0);
+        }
+        let Ok(n) = lz4_flex::block::compress_into_with_table(
+            s,
+            self.scratch.get_mut(..bound).unwrap_or_default(),
+            &mut self.lz4_table,
+        ) else {
             return false;
         };
         let stored = varint_len(s.len() as u64) + varint_len(n as u64) + n;
@@ -514,11 +539,13 @@ impl DocumentWriter {
         let entries = self.entries.get_mut(start..).unwrap_or_default();
         if entries.len() > 1 {
             entries.sort_unstable_by(|a, b| {
-                if a.key == b.key {
-                    a.seq.cmp(&b.seq)
-                } else {
-                    name_at(names, a.key).cmp(name_at(names, b.key))
-                }
+                a.prefix.cmp(&b.prefix).then_with(|| {
+                    if a.key == b.key {
+                        a.seq.cmp(&b.seq)
+                    } else {
+                        name_at(names, a.key).cmp(name_at(names, b.key))
+                    }
+                })
             });
         }
         let kept = dedup_sorted(entries, self.opts.duplicate_keys, names)?;
@@ -589,6 +616,18 @@ impl DocumentWriter {
         );
         Ok(doc)
     }
+}
+
+/// The first 8 bytes of `name` as a big-endian integer, zero-padded: comparing these orders
+/// names bytewise except on ties (zero padding sorts like the end of a shorter name).
+#[inline]
+fn name_prefix(name: &[u8]) -> u64 {
+    let mut buf = [0u8; 8];
+    let n = name.len().min(8);
+    if let (Some(dst), Some(src)) = (buf.get_mut(..n), name.get(..n)) {
+        dst.copy_from_slice(src);
+    }
+    u64::from_be_bytes(buf)
 }
 
 /// Removes repeated keys from entries sorted by (name, seq) per `policy`; returns how many remain

@@ -2,17 +2,22 @@
 //! text byte for byte.
 //!
 //! - integers in `i64` or `u64` (and not `-0`) are stored as integers;
-//! - other numbers whose `f64` prints back (shortest round-trip form, `ryu`) as the same text are
-//!   stored as `f64`;
-//! - everything else (more digits than an `f64` holds, `1E5`, `1e+5`, `-0`, beyond `u64`) is kept as
-//!   its decimal text, so no digit is ever lost.
+//! - fractions without exponent whose digits fit a `u64` (`-12.50`, `0.000123`, 19 digits at
+//!   most) are stored scaled: the digits as one integer plus the count of fraction digits, which
+//!   gives back the text exactly (trailing zeros included) and needs no float conversion;
+//! - everything else (exponents, `-0`, more digits, beyond `u64`) is kept as its decimal text, so
+//!   no digit is ever lost.
+//!
+//! Floats written as `f64` values (builder, serde) are stored as `f64` and print in their
+//! shortest round-trip form.
 
 /// How a valid JSON number text is stored.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Number {
     Int(i64),
     UInt(u64),
-    Float(f64),
+    /// `negative`, all digits as one integer, number of fraction digits.
+    Scaled(bool, u64, u8),
     Decimal,
 }
 
@@ -105,14 +110,89 @@ pub(crate) fn classify(text: &[u8], integer: bool) -> Number {
         }
         return Number::Decimal;
     }
-    // SAFETY: `scan_number` accepted `text`, so it is ASCII and valid UTF-8.
-    let s = unsafe { std::str::from_utf8_unchecked(text) };
-    match s.parse::<f64>() {
-        Ok(f) if f.is_finite() && ryu::Buffer::new().format_finite(f).as_bytes() == text => {
-            Number::Float(f)
+    scaled(text).unwrap_or(Number::Decimal)
+}
+
+/// The scaled form of a fraction without exponent, if its digits fit a `u64`.
+#[inline]
+fn scaled(text: &[u8]) -> Option<Number> {
+    let (negative, body) = match text.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, text),
+    };
+    let mut mantissa: u64 = 0;
+    let mut scale: Option<u8> = None;
+    for &c in body {
+        match c {
+            b'0'..=b'9' => {
+                mantissa = mantissa.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+                if let Some(s) = scale.as_mut() {
+                    *s = s.checked_add(1).filter(|&s| s <= MAX_SCALE)?;
+                }
+            }
+            b'.' => scale = Some(0),
+            // An exponent: keep the text.
+            _ => return None,
         }
-        _ => Number::Decimal,
     }
+    let scale = scale.filter(|&s| s >= 1)?;
+    Some(Number::Scaled(negative, mantissa, scale))
+}
+
+/// Most fraction digits a scaled decimal may have (7 bits of its first byte).
+pub(crate) const MAX_SCALE: u8 = 127;
+
+/// Appends the text of a scaled decimal: the exact inverse of [`scaled`].
+pub(crate) fn write_scaled(out: &mut Vec<u8>, negative: bool, mantissa: u64, scale: u8) {
+    if negative {
+        out.push(b'-');
+    }
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    let mut m = mantissa;
+    loop {
+        i -= 1;
+        if let Some(slot) = buf.get_mut(i) {
+            *slot = b'0' + (m % 10) as u8;
+        }
+        m /= 10;
+        if m == 0 {
+            break;
+        }
+    }
+    let digits = buf.get(i..).unwrap_or_default();
+    let scale = usize::from(scale);
+    if digits.len() <= scale {
+        out.extend_from_slice(b"0.");
+        out.resize(out.len() + scale - digits.len(), b'0');
+        out.extend_from_slice(digits);
+    } else {
+        let (int, frac) = digits.split_at(digits.len() - scale);
+        out.extend_from_slice(int);
+        out.push(b'.');
+        out.extend_from_slice(frac);
+    }
+}
+
+/// The nearest `f64` to a scaled decimal: exact arithmetic when both parts are exact in `f64`
+/// (one correctly rounded division), else a correctly rounded parse of the text.
+pub(crate) fn scaled_to_f64(negative: bool, mantissa: u64, scale: u8) -> f64 {
+    const POW10: [f64; 23] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+        1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+    ];
+    let magnitude = match POW10.get(usize::from(scale)) {
+        Some(&p) if mantissa < (1u64 << 53) => mantissa as f64 / p,
+        _ => {
+            let mut text = Vec::with_capacity(24);
+            write_scaled(&mut text, false, mantissa, scale);
+            std::str::from_utf8(&text)
+                .ok()
+                .and_then(|t| t.parse().ok())
+                .unwrap_or(f64::NAN)
+        }
+    };
+    if negative { -magnitude } else { magnitude }
 }
 
 #[cfg(test)]
@@ -135,15 +215,53 @@ mod tests {
         assert_eq!(class("18446744073709551615"), Number::UInt(u64::MAX));
         assert_eq!(class("18446744073709551616"), Number::Decimal);
         assert_eq!(class("-9223372036854775809"), Number::Decimal);
-        assert_eq!(class("1.5"), Number::Float(1.5));
-        assert_eq!(class("-0.0"), Number::Float(-0.0));
-        assert_eq!(class("1.0"), Number::Float(1.0));
-        assert_eq!(class("1e21"), Number::Float(1e21));
+        assert_eq!(class("1.5"), Number::Scaled(false, 15, 1));
+        assert_eq!(class("-0.0"), Number::Scaled(true, 0, 1));
+        assert_eq!(class("1.50"), Number::Scaled(false, 150, 2));
+        assert_eq!(class("0.001"), Number::Scaled(false, 1, 3));
+        assert_eq!(
+            class("-65.613616999999977"),
+            Number::Scaled(true, 65_613_616_999_999_977, 15)
+        );
+        assert_eq!(class("1e21"), Number::Decimal);
         assert_eq!(class("1E21"), Number::Decimal);
-        assert_eq!(class("1.50"), Number::Decimal);
-        assert_eq!(class("-65.613616999999977"), Number::Decimal);
         assert_eq!(class("1e400"), Number::Decimal);
-        assert_eq!(class("0.1"), Number::Float(0.1));
+        assert_eq!(
+            class("184467440737095516.15"),
+            Number::Scaled(false, u64::MAX, 2)
+        );
+        assert_eq!(class("184467440737095516.16"), Number::Decimal);
+        let long = format!("0.{}1", "0".repeat(126));
+        assert_eq!(class(&long), Number::Scaled(false, 1, 127));
+        assert_eq!(class(&format!("0.{}1", "0".repeat(127))), Number::Decimal);
+    }
+
+    #[test]
+    fn scaled_text_and_value_round_trip() {
+        for text in [
+            "0.5",
+            "-0.0",
+            "10.50",
+            "0.000123",
+            "-65.613616999999977",
+            "123.456",
+            "184467440737095516.15",
+            "9007199254740993.1",
+            "0.30000000000000004",
+        ] {
+            let Number::Scaled(neg, m, s) = class(text) else {
+                panic!("{text}")
+            };
+            let mut out = Vec::new();
+            write_scaled(&mut out, neg, m, s);
+            assert_eq!(out, text.as_bytes());
+            assert_eq!(
+                scaled_to_f64(neg, m, s),
+                text.parse::<f64>().unwrap(),
+                "{text}"
+            );
+        }
+        assert!(scaled_to_f64(true, 0, 1).is_sign_negative());
     }
 
     #[test]

@@ -1,0 +1,44 @@
+//! A fixed workload for profilers (callgrind, perf): convert a JSON file repeatedly, then read
+//! fields from JSON Lines documents. Not a benchmark: see `stele-bench` for measured comparisons.
+//!
+//! `cargo run --release --example profile -- FILE.json [FILE.jsonl] [ROUNDS]`
+
+#![allow(clippy::unwrap_used, reason = "a profiling harness")]
+
+use stele_doc::{CachedPath, Document, DocumentWriter};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let json = std::fs::read(&args[1]).unwrap();
+    let rounds: usize = args.get(3).and_then(|r| r.parse().ok()).unwrap_or(20);
+    let mut w = if std::env::var_os("NO_LZ4").is_some() {
+        DocumentWriter::with_options(stele_doc::WriteOptions::default().compress_strings(None))
+    } else {
+        DocumentWriter::new()
+    };
+    let mut total = 0;
+    for _ in 0..rounds {
+        total += w.from_json(&json).unwrap().len();
+    }
+    if let Some(lines) = args.get(2) {
+        let text = std::fs::read_to_string(lines).unwrap();
+        let docs: Vec<Vec<u8>> = text
+            .lines()
+            .map(|l| w.from_json(l.as_bytes()).unwrap())
+            .collect();
+        let mut paths: Vec<CachedPath> = ["customer.address.city", "total", "items[0].sku"]
+            .iter()
+            .map(|p| CachedPath::new(p).unwrap())
+            .collect();
+        for _ in 0..rounds * 10 {
+            for d in &docs {
+                // SAFETY: just written by DocumentWriter.
+                let doc = unsafe { Document::new_unchecked(d.as_slice()) };
+                for p in &mut paths {
+                    total += p.get(doc.root()).map_or(0, |v| v.type_name().len());
+                }
+            }
+        }
+    }
+    println!("{total}");
+}
