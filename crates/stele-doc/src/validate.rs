@@ -204,8 +204,7 @@ impl<'a> Validator<'a> {
         // Extents of checked children of every open container; each frame owns a suffix.
         let mut extents: Vec<Extent> = Vec::new();
         stack.push(self.open(tag == Tag::Object, pos, 0)?);
-        loop {
-            let Some(frame) = stack.last_mut() else { break };
+        while let Some(frame) = stack.last_mut() {
             if frame.next < frame.n {
                 let i = frame.next;
                 frame.next += 1;
@@ -224,6 +223,7 @@ impl<'a> Validator<'a> {
                 }
                 continue;
             }
+            // The frame `last_mut` just returned.
             let Some(frame) = stack.pop() else { break };
             let extent = self.close(&frame, &mut extents)?;
             if let Some(parent) = stack.last() {
