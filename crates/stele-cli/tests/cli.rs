@@ -1,0 +1,164 @@
+//! The `stele` binary end to end: every command, its output and its errors.
+
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn stele() -> Command {
+    Command::cargo_bin("stele").unwrap()
+}
+
+#[test]
+fn convert_round_trips_through_files_and_pipes() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("in.json");
+    let doc = dir.path().join("out.stele");
+    std::fs::write(
+        &json,
+        r#"{"b":[1,2.50,"é"],"a":{"x":null},"big":123456789012345678901234}"#,
+    )
+    .unwrap();
+    stele()
+        .arg("convert")
+        .arg(&json)
+        .arg("-o")
+        .arg(&doc)
+        .assert()
+        .success();
+    let bytes = std::fs::read(&doc).unwrap();
+    assert_eq!(bytes[0], 0xB1);
+    stele().arg("convert").arg(&doc).assert().success().stdout(
+        r#"{"b":[1,2.50,"é"],"a":{"x":null},"big":123456789012345678901234}"#.to_owned() + "\n",
+    );
+    stele()
+        .args(["convert", "-", "--to", "json", "--sort-keys"])
+        .write_stdin(bytes.clone())
+        .assert()
+        .success()
+        .stdout(
+            r#"{"a":{"x":null},"b":[1,2.50,"é"],"big":123456789012345678901234}"#.to_owned() + "\n",
+        );
+    stele()
+        .args(["convert", "-", "--pretty"])
+        .write_stdin(bytes)
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with("{\n  \"b\": [\n    1,"));
+    // JSON to document on stdout works when stdout is not a terminal.
+    stele()
+        .args(["convert", "-"])
+        .write_stdin("[1]")
+        .assert()
+        .success()
+        .stdout(predicate::function(|out: &[u8]| out.first() == Some(&0xB1)));
+}
+
+#[test]
+fn convert_errors_name_file_line_and_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{\n  \"a\": 1,\n  \"a\": tru\n}").unwrap();
+    stele()
+        .arg("convert")
+        .arg(&bad)
+        .arg("-o")
+        .arg(dir.path().join("x.stele"))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("bad.json"))
+        .stderr(predicate::str::contains("line 3, column 8"));
+    assert!(!dir.path().join("x.stele").exists(), "nothing half-written");
+    std::fs::write(&bad, r#"{"a":1,"a":2}"#).unwrap();
+    stele()
+        .arg("convert")
+        .arg(&bad)
+        .args(["--duplicates", "reject", "-o", "-"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("duplicate key \"a\""));
+    stele()
+        .args(["convert", "/definitely/not/here.json"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("/definitely/not/here.json"));
+    let corrupt = dir.path().join("corrupt.stele");
+    let mut bytes = stele_doc::from_json(br#"{"a":[1,2,3]}"#).unwrap();
+    let n = bytes.len();
+    bytes[n - 3] ^= 0x40;
+    std::fs::write(&corrupt, bytes).unwrap();
+    stele()
+        .arg("convert")
+        .arg(&corrupt)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("not a valid Stele document"));
+    stele().args(["convert", "--bogus"]).assert().code(2);
+}
+
+#[test]
+fn inspect_shows_layout_and_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("in.json");
+    std::fs::write(&json, r#"{"items":[{"sku":"a-1"},{"sku":"b-2"}],"n":3}"#).unwrap();
+    stele()
+        .arg("inspect")
+        .arg(&json)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("names area"))
+        .stdout(predicate::str::contains("3 distinct names"));
+    stele()
+        .arg("inspect")
+        .arg(&json)
+        .args(["--path", "items[1].sku"])
+        .assert()
+        .success()
+        .stdout("\"b-2\"\n");
+    stele()
+        .arg("inspect")
+        .arg(&json)
+        .args(["--path", "items[7]"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("no value at path"));
+    let out = stele()
+        .arg("inspect")
+        .arg(&json)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["names"], 3);
+    assert_eq!(v["objects"], 3);
+}
+
+#[test]
+fn tour_runs_on_the_bundled_sample() {
+    stele()
+        .arg("tour")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "1000 of 1000 documents equal as values",
+        ))
+        .stdout(predicate::str::contains(
+            "first document: customer.address.city = \"Lima\"",
+        ));
+}
+
+#[test]
+fn help_has_examples_and_completions_generate() {
+    for cmd in ["convert", "inspect", "tour"] {
+        stele()
+            .args([cmd, "--help"])
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("Examples:"));
+    }
+    stele()
+        .args(["completions", "bash"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("stele"));
+}
