@@ -40,7 +40,19 @@ enum Command {
     },
 }
 
+/// Restores the default SIGPIPE action, so `stele ... | head` ends quietly like other Unix
+/// tools instead of failing on a closed pipe (Rust ignores SIGPIPE by default).
+fn quiet_on_closed_pipe() {
+    #[cfg(unix)]
+    // SAFETY: called first in `main`, before any thread starts; `signal` with SIG_DFL installs
+    // no handler code, it only resets the disposition of SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    quiet_on_closed_pipe();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Convert(args) => doc_cmd::convert(&args),
