@@ -15,6 +15,7 @@ import argparse
 import importlib.metadata
 import json
 import os
+import resource
 import statistics
 import struct
 import sys
@@ -111,6 +112,7 @@ def build(args):
         while f.read(1 << 20):
             pass
     rss_before = status_bytes("VmRSS")
+    ru0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
     os.makedirs(args.path, exist_ok=True)
     sst = os.path.join(args.path, "bulk.sst")
@@ -131,6 +133,8 @@ def build(args):
     db.flush_wal(True)
     db.close()
     build_s = time.perf_counter() - t0
+    ru1 = resource.getrusage(resource.RUSAGE_SELF)
+    cpu_s = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
     peak = status_bytes("VmHWM")
     t1 = time.perf_counter()
     m = 0
@@ -142,6 +146,7 @@ def build(args):
         + json.dumps(
             {
                 "build_s": build_s,
+                "cpu_s": cpu_s,
                 "peak_rss_bytes": peak,
                 "rss_before_bytes": rss_before,
                 "file_bytes": path_bytes(db_path),

@@ -479,6 +479,7 @@ fn run_one(
             };
             stores::warm_input(&input_path)?;
             let rss_before = sys::status_bytes("VmRSS")?;
+            let cpu_before = sys::cpu_seconds(false)?;
             let t = Instant::now();
             let built = match store {
                 "lmdb" => stores::lmdb::build(&set, input, path)?,
@@ -490,10 +491,12 @@ fn run_one(
                 s => bail!("unknown store {s}"),
             };
             let build_s = t.elapsed().as_secs_f64();
+            let mut cpu_s = sys::cpu_seconds(false)? - cpu_before;
             let mut peak = sys::peak_rss_bytes()?;
             let mut note = built.note;
             if store.starts_with("gnu-sort") {
                 peak = sys::children_peak_rss_bytes()?;
+                cpu_s = sys::cpu_seconds(true)?;
                 note.push_str("; peak RSS is sort's own (getrusage of the child)");
             }
             if built.entries != set.entries && !store.starts_with("gnu-sort") {
@@ -505,6 +508,7 @@ fn run_one(
             }
             Ok(json!({
                 "build_s": build_s,
+                "cpu_s": cpu_s,
                 "peak_rss_bytes": peak,
                 "rss_before_bytes": rss_before,
                 "file_bytes": sys::path_bytes(&built.path)?,

@@ -47,6 +47,8 @@ pub fn preamble(lookups: usize, cold: usize) -> String {
          a warm-up pass; each get reads and checks the value. Cold gets: {cold} random keys \
          after `posix_fadvise(DONTNEED)` on every file of the store, in a fresh process, \
          MADV_RANDOM where the store maps its file; pages = `read_bytes` of /proc/self/io / 4096. \
+         Build CPU s: user + system CPU time of the build process (of `sort` for GNU sort); \
+         with 2 cores, wall time below CPU time means two threads worked. \
          \"(r×)\" is the figure divided by Stele's (build rows: Sorter in memory for shuffled \
          input, TableBuilder for sorted input; read rows: the TableBuilder table).\n\n"
     )
@@ -87,13 +89,13 @@ pub fn tables(set: &SetInfo, rows: &[Row]) -> String {
     let base_sorted = find("stele-builder", Input::Sorted);
     let _ = writeln!(
         s,
-        "| store | input | how | build s | peak RSS MiB | file MiB | file / raw keys |\n|---|---|---|---|---|---|---|"
+        "| store | input | how | build s | build CPU s | peak RSS MiB | file MiB | file / raw keys |\n|---|---|---|---|---|---|---|---|"
     );
     for r in rows {
         if let Some(why) = &r.skipped {
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | skipped: {why} | | | |",
+                "| {} | {} | {} | skipped: {why} | | | | |",
                 r.job.store,
                 r.job.input.name(),
                 r.job.what
@@ -111,11 +113,12 @@ pub fn tables(set: &SetInfo, rows: &[Row]) -> String {
         let file = f(&r.build["file_bytes"]);
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
             r.job.store,
             r.job.input.name(),
             r.job.what,
             cell(f(&r.build["build_s"]), b("build_s"), 2),
+            cell(f(&r.build["cpu_s"]), b("cpu_s"), 2),
             cell(
                 f(&r.build["peak_rss_bytes"]).map(|x| x / MIB),
                 b("peak_rss_bytes").map(|x| x / MIB),

@@ -52,6 +52,25 @@ pub fn children_peak_rss_bytes() -> Result<u64> {
     Ok(u64::try_from(usage.ru_maxrss).unwrap_or(0) * 1024)
 }
 
+/// User + system CPU seconds of this process (`RUSAGE_SELF`) or of its waited-for children
+/// (`RUSAGE_CHILDREN`).
+pub fn cpu_seconds(children: bool) -> Result<f64> {
+    // SAFETY: `rusage` is plain old data; all-zero bytes are a valid value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let who = if children {
+        libc::RUSAGE_CHILDREN
+    } else {
+        libc::RUSAGE_SELF
+    };
+    // SAFETY: `usage` is a valid, writable `rusage` for the duration of the call.
+    let rc = unsafe { libc::getrusage(who, &mut usage) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error()).context("getrusage");
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    Ok(secs(usage.ru_utime) + secs(usage.ru_stime))
+}
+
 /// Every regular file under `dir`, recursively.
 pub fn files_under(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
