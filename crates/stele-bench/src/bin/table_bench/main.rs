@@ -133,6 +133,12 @@ pub const PLAN: &[Job] = &[
         "TableBuilder (needs sorted input)",
     ),
     job(
+        "stele-keys",
+        Input::Sorted,
+        false,
+        "TableBuilder, keys only (empty values), for the size target",
+    ),
+    job(
         "gnu-sort",
         Input::Shuffled,
         false,

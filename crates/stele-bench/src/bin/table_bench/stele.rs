@@ -55,19 +55,23 @@ pub fn build(store: &str, set: &SetInfo, input: Input, dir: &Path) -> Result<Bui
                 ),
             )
         }
-        "stele-builder" => {
+        "stele-builder" | "stele-keys" => {
             if input != Input::Sorted {
                 bail!("TableBuilder needs sorted input");
             }
+            let keys_only = store == "stele-keys";
             let mut b = TableBuilder::new(&out, TableOptions::default())?;
             data::for_each_sorted(&set.sorted_path(), |k, row| {
-                b.add(k, &row.to_le_bytes())?;
+                let v = row.to_le_bytes();
+                b.add(k, if keys_only { &[] } else { &v[..] })?;
                 Ok(())
             })?;
-            (
-                b.finish()?,
-                "TableBuilder, default table options".to_string(),
-            )
+            let what = if keys_only {
+                "TableBuilder, default table options, empty values (keys only)"
+            } else {
+                "TableBuilder, default table options"
+            };
+            (b.finish()?, what.to_string())
         }
         s => bail!("unknown Stele store {s}"),
     };
