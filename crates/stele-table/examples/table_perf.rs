@@ -12,6 +12,16 @@
 use std::time::Instant;
 use stele_table::{Access, Sorter, SorterOptions, Table};
 
+/// CPU seconds used by the whole process so far (all threads), from /proc/self/stat.
+fn cpu_s() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit(')').next().unwrap_or("");
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks: f64 = f.get(11).and_then(|u| u.parse().ok()).unwrap_or(0.0)
+        + f.get(12).and_then(|s| s.parse().ok()).unwrap_or(0.0);
+    ticks / 100.0
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let keys_path = &args[1];
@@ -42,7 +52,7 @@ fn main() {
         rayon::current_num_threads()
     );
 
-    let t0 = Instant::now();
+    let (t0, c0) = (Instant::now(), cpu_s());
     let mut s = Sorter::new(
         SorterOptions::default()
             .memory_budget_bytes(budget_mib << 20)
@@ -53,20 +63,43 @@ fn main() {
         s.add(k, b"").unwrap();
     }
     let added = t0.elapsed();
+    let c_added = cpu_s() - c0;
     let runs = s.spilled_runs();
     let info = s.finish(&out).unwrap();
     let total = t0.elapsed();
+    let c_total = cpu_s() - c0;
     println!(
-        "build: add {:.2}s total {:.2}s runs {} file {} bytes = {:.3} of raw keys, blocks {}",
+        "build: add {:.2}s (cpu {:.2}s) total {:.2}s (cpu {:.2}s) runs {} file {} bytes = {:.3} of raw keys, blocks {}",
         added.as_secs_f64(),
+        c_added,
         total.as_secs_f64(),
+        c_total,
         runs,
         info.file_bytes,
         info.file_bytes as f64 / raw as f64,
         info.blocks
     );
 
+    if std::env::var_os("BUILD_ONLY").is_some() {
+        std::fs::remove_file(&info.path).unwrap();
+        return;
+    }
     let t = Table::open_with(&info.path, Access::Random).unwrap();
+    // Streaming builder over sorted input (from the table just built).
+    let sorted: Vec<Vec<u8>> = t.iter().map(|e| e.unwrap().0.into_owned()).collect();
+    let (t3, c3) = (Instant::now(), cpu_s());
+    let mut b = stele_table::TableBuilder::new(&out, stele_table::TableOptions::default()).unwrap();
+    for k in &sorted {
+        b.add(k, b"").unwrap();
+    }
+    let info2 = b.finish().unwrap();
+    println!(
+        "TableBuilder on sorted input: {:.2}s (cpu {:.2}s)",
+        t3.elapsed().as_secs_f64(),
+        cpu_s() - c3
+    );
+    assert_eq!(info2.path, info.path);
+    drop(sorted);
     let t1 = Instant::now();
     let mut n = 0u64;
     let mut c = t.cursor();

@@ -118,15 +118,125 @@ pub struct TableInfo {
     pub raw_value_bytes: u64,
 }
 
+/// One or more finished blocks, encoded off the writer's thread.
+#[derive(Debug, Default)]
+pub(crate) struct EncodedBlocks {
+    pub bytes: Vec<u8>,
+    /// Per block: separator, length in block-size units, entry count.
+    pub blocks: Vec<(Vec<u8>, u64, u64)>,
+    pub entries: u64,
+    pub key_bytes: u64,
+    pub value_bytes: u64,
+}
+
+/// The file side of building: block bytes in order, the index, the footer, the commit.
+#[derive(Debug)]
+pub(crate) struct TableWriter {
+    file: AtomicFile,
+    index: IndexBuilder,
+    out: Vec<u8>,
+    block_size_bytes: u32,
+    restart_interval: u32,
+    list: bool,
+    entries: u64,
+    raw_key_bytes: u64,
+    raw_value_bytes: u64,
+}
+
+impl TableWriter {
+    pub(crate) fn new(dir: &Path, opts: &TableOptions, list: bool) -> Result<Self> {
+        opts.validate()?;
+        let file = AtomicFile::create(Arc::clone(&opts.storage), dir)?;
+        Ok(TableWriter {
+            file,
+            index: IndexBuilder::default(),
+            out: Vec::with_capacity(WRITE_BUFFER_BYTES + opts.block_size_bytes as usize),
+            block_size_bytes: opts.block_size_bytes,
+            restart_interval: opts.restart_interval,
+            list,
+            entries: 0,
+            raw_key_bytes: 0,
+            raw_value_bytes: 0,
+        })
+    }
+
+    /// Finishes `block` into the file, indexed under `separator`.
+    fn finish_block(&mut self, block: &mut BlockBuilder, separator: &[u8]) -> Result<()> {
+        if block.is_empty() {
+            return Ok(());
+        }
+        let count = block.entry_count();
+        let bytes = block.finish_into(&mut self.out);
+        let units = (bytes / self.block_size_bytes as usize) as u64;
+        self.index.add(separator, units, u64::from(count));
+        if self.out.len() >= WRITE_BUFFER_BYTES {
+            self.file.write_all(&self.out)?;
+            self.out.clear();
+        }
+        Ok(())
+    }
+
+    fn count(&mut self, key_len: usize, value_len: usize) {
+        self.entries += 1;
+        self.raw_key_bytes += key_len as u64;
+        self.raw_value_bytes += value_len as u64;
+    }
+
+    /// Appends blocks encoded elsewhere.
+    pub(crate) fn push_encoded(&mut self, enc: &EncodedBlocks) -> Result<()> {
+        if !self.out.is_empty() {
+            self.file.write_all(&self.out)?;
+            self.out.clear();
+        }
+        self.file.write_all(&enc.bytes)?;
+        for (sep, units, count) in &enc.blocks {
+            self.index.add(sep, *units, *count);
+        }
+        self.entries += enc.entries;
+        self.raw_key_bytes += enc.key_bytes;
+        self.raw_value_bytes += enc.value_bytes;
+        Ok(())
+    }
+
+    pub(crate) fn finish(mut self) -> Result<TableInfo> {
+        let index_offset = self.file.written_bytes() + self.out.len() as u64;
+        let blocks = self.index.blocks();
+        let index = std::mem::take(&mut self.index).into_bytes();
+        let footer = Footer {
+            flags: if self.list { FLAG_LIST } else { 0 },
+            block_size: self.block_size_bytes,
+            restart_interval: self.restart_interval,
+            entry_count: self.entries,
+            block_count: blocks,
+            index_offset,
+            index_len: index.len() as u64,
+            raw_key_bytes: self.raw_key_bytes,
+            raw_value_bytes: self.raw_value_bytes,
+            index_checksum: xxhash_rust::xxh3::xxh3_64(&index),
+        };
+        self.out.extend_from_slice(&index);
+        self.out.extend_from_slice(&footer.encode());
+        self.file.write_all(&self.out)?;
+        let file_bytes = self.file.written_bytes();
+        let path = self.file.commit()?;
+        Ok(TableInfo {
+            path,
+            entries: self.entries,
+            blocks,
+            file_bytes,
+            raw_key_bytes: self.raw_key_bytes,
+            raw_value_bytes: self.raw_value_bytes,
+        })
+    }
+}
+
 /// Builds a table from entries given in strictly ascending key order, streaming: memory use
 /// is one block plus the index, whatever the input size.
 #[derive(Debug)]
 pub struct TableBuilder {
-    opts: TableOptions,
-    file: AtomicFile,
+    policy: DuplicatePolicy,
+    writer: TableWriter,
     block: BlockBuilder,
-    index: IndexBuilder,
-    out: Vec<u8>,
     /// Separator of the block being built.
     block_sep: Vec<u8>,
     last_key: Vec<u8>,
@@ -134,9 +244,6 @@ pub struct TableBuilder {
     /// KeepLast holds the latest value of the last key until a larger key arrives.
     pending_value: Vec<u8>,
     list: bool,
-    entries: u64,
-    raw_key_bytes: u64,
-    raw_value_bytes: u64,
 }
 
 impl TableBuilder {
@@ -146,29 +253,22 @@ impl TableBuilder {
     }
 
     pub(crate) fn with_kind(dir: &Path, opts: TableOptions, list: bool) -> Result<Self> {
-        opts.validate()?;
-        let file = AtomicFile::create(Arc::clone(&opts.storage), dir)?;
-        let block_bytes = opts.block_size_bytes as usize;
+        let writer = TableWriter::new(dir, &opts, list)?;
         Ok(TableBuilder {
-            block: BlockBuilder::new(block_bytes, opts.restart_interval),
-            opts,
-            file,
-            index: IndexBuilder::default(),
-            out: Vec::with_capacity(WRITE_BUFFER_BYTES + block_bytes),
+            block: BlockBuilder::new(opts.block_size_bytes as usize, opts.restart_interval),
+            policy: opts.duplicates,
+            writer,
             block_sep: Vec::new(),
             last_key: Vec::new(),
             any: false,
             pending_value: Vec::new(),
             list,
-            entries: 0,
-            raw_key_bytes: 0,
-            raw_value_bytes: 0,
         })
     }
 
     /// Entries accepted so far (duplicates dropped by the policy not counted).
     pub fn len(&self) -> u64 {
-        self.entries + u64::from(self.has_pending())
+        self.writer.entries + u64::from(self.has_pending())
     }
 
     /// True if no entry was accepted yet.
@@ -177,7 +277,7 @@ impl TableBuilder {
     }
 
     fn has_pending(&self) -> bool {
-        self.any && self.opts.duplicates == DuplicatePolicy::KeepLast && !self.list
+        self.any && self.policy == DuplicatePolicy::KeepLast && !self.list
     }
 
     /// Adds an entry; its key must be greater than the previous one (or equal, as the
@@ -193,7 +293,7 @@ impl TableBuilder {
                         got: key.to_vec(),
                     });
                 }
-                Ordering::Equal => match self.opts.duplicates {
+                Ordering::Equal => match self.policy {
                     DuplicatePolicy::Reject => {
                         return Err(Error::DuplicateKey { key: key.to_vec() });
                     }
@@ -206,7 +306,7 @@ impl TableBuilder {
                 },
             }
         }
-        if self.opts.duplicates == DuplicatePolicy::KeepLast {
+        if self.policy == DuplicatePolicy::KeepLast {
             if self.any {
                 let (k, v) = (
                     std::mem::take(&mut self.last_key),
@@ -240,30 +340,13 @@ impl TableBuilder {
             } else {
                 separator(self.block.last_key(), key).to_vec()
             };
-            self.finish_block()?;
+            self.writer.finish_block(&mut self.block, &self.block_sep)?;
             self.block_sep = sep;
             // An empty block accepts any entry.
             let added = self.block.try_add(key, value);
             debug_assert!(added);
         }
-        self.entries += 1;
-        self.raw_key_bytes += key.len() as u64;
-        self.raw_value_bytes += value.len() as u64;
-        Ok(())
-    }
-
-    fn finish_block(&mut self) -> Result<()> {
-        if self.block.is_empty() {
-            return Ok(());
-        }
-        let count = self.block.entry_count();
-        let bytes = self.block.finish_into(&mut self.out);
-        let units = (bytes / self.opts.block_size_bytes as usize) as u64;
-        self.index.add(&self.block_sep, units, u64::from(count));
-        if self.out.len() >= WRITE_BUFFER_BYTES {
-            self.file.write_all(&self.out)?;
-            self.out.clear();
-        }
+        self.writer.count(key.len(), value.len());
         Ok(())
     }
 
@@ -276,35 +359,8 @@ impl TableBuilder {
             );
             self.emit(&k, &v)?;
         }
-        self.finish_block()?;
-        let index_offset = self.file.written_bytes() + self.out.len() as u64;
-        let blocks = self.index.blocks();
-        let index = std::mem::take(&mut self.index).into_bytes();
-        let footer = Footer {
-            flags: if self.list { FLAG_LIST } else { 0 },
-            block_size: self.opts.block_size_bytes,
-            restart_interval: self.opts.restart_interval,
-            entry_count: self.entries,
-            block_count: blocks,
-            index_offset,
-            index_len: index.len() as u64,
-            raw_key_bytes: self.raw_key_bytes,
-            raw_value_bytes: self.raw_value_bytes,
-            index_checksum: xxhash_rust::xxh3::xxh3_64(&index),
-        };
-        self.out.extend_from_slice(&index);
-        self.out.extend_from_slice(&footer.encode());
-        self.file.write_all(&self.out)?;
-        let file_bytes = self.file.written_bytes();
-        let path = self.file.commit()?;
-        Ok(TableInfo {
-            path,
-            entries: self.entries,
-            blocks,
-            file_bytes,
-            raw_key_bytes: self.raw_key_bytes,
-            raw_value_bytes: self.raw_value_bytes,
-        })
+        self.writer.finish_block(&mut self.block, &self.block_sep)?;
+        self.writer.finish()
     }
 }
 

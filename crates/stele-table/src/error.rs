@@ -143,6 +143,9 @@ pub enum Error {
         /// What is inconsistent.
         reason: &'static str,
     },
+    /// A bug in this crate: an internal invariant failed. Nothing was written.
+    #[error("internal error: {0}; please report this bug")]
+    Internal(&'static str),
     /// A table was opened as a list or a list as a table.
     #[error("wrong kind of file: expected a {expected}, found a {found}")]
     WrongKind {

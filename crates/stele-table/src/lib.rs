@@ -34,6 +34,7 @@ mod footer;
 mod index;
 mod list;
 mod merge;
+mod prefetch;
 mod prefix;
 mod sorter;
 mod storage;

@@ -232,3 +232,25 @@ fn tiny_budget_is_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn long_shared_prefixes_and_prefix_keys_sort_correctly() {
+    // Keys equal for 300+ bytes (past the radix depth), keys that are prefixes of others,
+    // and trailing zero bytes, which the zero-padded digits must not confuse.
+    let base = vec![b'p'; 300];
+    let mut pairs: Pairs = Vec::new();
+    for i in 0..200u32 {
+        let mut k = base.clone();
+        k.extend_from_slice(format!("{}", (i * 37) % 200).as_bytes());
+        pairs.push((k, i.to_le_bytes().to_vec()));
+        let short: Vec<u8> = b"ab\0\0".iter().take((i % 5) as usize).copied().collect();
+        if i < 5 {
+            pairs.push((short, vec![]));
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (t, _) = sort(&pairs, DuplicatePolicy::Reject, 64 << 20, dir.path()).unwrap();
+    let mut want = pairs.clone();
+    want.sort();
+    assert_eq!(contents(&t), want);
+}

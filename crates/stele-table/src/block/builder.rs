@@ -15,18 +15,110 @@ enum ValueMode {
     Variable,
 }
 
-/// Accumulates entries of one block; `finish` appends the padded block to an output buffer.
-#[derive(Debug)]
-pub(crate) struct BlockBuilder {
-    entries: Vec<u8>,
-    restarts: Vec<u32>,
+/// The size arithmetic of a block, separate from the bytes: the sorter uses it alone to
+/// place block boundaries before encoding blocks in parallel, and `BlockBuilder` uses it
+/// for every entry, so both produce the same boundaries.
+#[derive(Debug, Clone)]
+pub(crate) struct BlockSizer {
+    entries_len: usize,
+    restarts: usize,
     entry_count: u32,
     mode: ValueMode,
     /// Sum of the varint lengths of every value length so far: what switching to
     /// `Variable` would add.
     value_len_varint_bytes: usize,
-    last_key: Vec<u8>,
     restart_interval: u32,
+    block_bytes: usize,
+}
+
+/// Where an admitted entry goes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Admitted {
+    pub shared: usize,
+    /// The block switches to per-entry value lengths with this entry.
+    pub converts: bool,
+}
+
+impl BlockSizer {
+    pub(crate) fn new(block_bytes: usize, restart_interval: u32) -> Self {
+        BlockSizer {
+            entries_len: 0,
+            restarts: 0,
+            entry_count: 0,
+            mode: ValueMode::Unset,
+            value_len_varint_bytes: 0,
+            restart_interval,
+            block_bytes,
+        }
+    }
+
+    pub(crate) fn is_restart(&self) -> bool {
+        self.entry_count % self.restart_interval == 0
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.entry_count == 0
+    }
+
+    /// Admits an entry whose key shares `lcp` bytes with the previous key (ignored at
+    /// restarts), if it fits; an empty block admits anything. `None`: the block is full.
+    #[inline]
+    pub(crate) fn admit(
+        &mut self,
+        lcp: usize,
+        key_len: usize,
+        value_len: usize,
+    ) -> Option<Admitted> {
+        let restart = self.is_restart();
+        let shared = if restart { 0 } else { lcp };
+        let unshared = key_len - shared;
+        let value_len32 = value_len as u32;
+        let new_mode = match self.mode {
+            ValueMode::Unset => ValueMode::Fixed(value_len32),
+            ValueMode::Fixed(l) if l == value_len32 => ValueMode::Fixed(l),
+            _ => ValueMode::Variable,
+        };
+        let vl_bytes = varint::len(value_len as u64);
+        let converts = new_mode == ValueMode::Variable && self.mode != ValueMode::Variable;
+        let mut entries_len =
+            self.entries_len + header_len(shared, unshared) + unshared + value_len;
+        if new_mode == ValueMode::Variable {
+            entries_len += vl_bytes;
+            if converts {
+                entries_len += self.value_len_varint_bytes;
+            }
+        }
+        let restarts = self.restarts + usize::from(restart);
+        if self.entry_count > 0 {
+            let width = if entries_len > usize::from(u16::MAX) {
+                4
+            } else {
+                2
+            };
+            if entries_len + restarts * width + TRAILER_BYTES > self.block_bytes {
+                return None;
+            }
+        }
+        self.entries_len = entries_len;
+        self.restarts = restarts;
+        self.entry_count += 1;
+        self.mode = new_mode;
+        self.value_len_varint_bytes += vl_bytes;
+        Some(Admitted { shared, converts })
+    }
+
+    pub(crate) fn reset(&mut self) {
+        *self = BlockSizer::new(self.block_bytes, self.restart_interval);
+    }
+}
+
+/// Accumulates entries of one block; `finish` appends the padded block to an output buffer.
+#[derive(Debug)]
+pub(crate) struct BlockBuilder {
+    sizer: BlockSizer,
+    entries: Vec<u8>,
+    restarts: Vec<u32>,
+    last_key: Vec<u8>,
     block_bytes: usize,
 }
 
@@ -41,30 +133,44 @@ fn header_len(shared: usize, unshared: usize) -> usize {
     1 + ext(shared) + ext(unshared)
 }
 
-fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+/// Length of the common prefix of `a` and `b`, 8 bytes at a time.
+#[inline]
+pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let mut done = 0;
+    for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
+        let (Ok(x), Ok(y)) = (<[u8; 8]>::try_from(x), <[u8; 8]>::try_from(y)) else {
+            break;
+        };
+        let diff = u64::from_le_bytes(x) ^ u64::from_le_bytes(y);
+        if diff != 0 {
+            return done + (diff.trailing_zeros() / 8) as usize;
+        }
+        done += 8;
+    }
+    let (a, b) = (
+        a.get(done..).unwrap_or_default(),
+        b.get(done..).unwrap_or_default(),
+    );
+    done + a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 impl BlockBuilder {
     pub(crate) fn new(block_bytes: usize, restart_interval: u32) -> Self {
         BlockBuilder {
+            sizer: BlockSizer::new(block_bytes, restart_interval),
             entries: Vec::with_capacity(block_bytes),
             restarts: Vec::new(),
-            entry_count: 0,
-            mode: ValueMode::Unset,
-            value_len_varint_bytes: 0,
             last_key: Vec::new(),
-            restart_interval,
             block_bytes,
         }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.entry_count == 0
+        self.sizer.is_empty()
     }
 
     pub(crate) fn entry_count(&self) -> u32 {
-        self.entry_count
+        self.sizer.entry_count
     }
 
     /// The last key added to this block.
@@ -72,51 +178,33 @@ impl BlockBuilder {
         &self.last_key
     }
 
-    fn is_restart(&self) -> bool {
-        self.entry_count % self.restart_interval == 0
-    }
-
     /// Adds the entry if it fits in the block size (an empty block takes anything and
     /// grows to several block-size units). Returns false when the block is full.
     pub(crate) fn try_add(&mut self, key: &[u8], value: &[u8]) -> bool {
-        let restart = self.is_restart();
-        let shared = if restart {
+        let lcp = if self.sizer.is_restart() {
             0
         } else {
             common_prefix(&self.last_key, key)
         };
-        let unshared = key.len() - shared;
-        let value_len = value.len() as u32;
-        let new_mode = match self.mode {
-            ValueMode::Unset => ValueMode::Fixed(value_len),
-            ValueMode::Fixed(l) if l == value_len => ValueMode::Fixed(l),
-            _ => ValueMode::Variable,
+        self.try_add_with_lcp(key, value, lcp)
+    }
+
+    /// `try_add` for a caller that knows the common prefix length of `key` with the
+    /// previous key (it must be exact).
+    #[inline]
+    pub(crate) fn try_add_with_lcp(&mut self, key: &[u8], value: &[u8], lcp: usize) -> bool {
+        let restart = self.sizer.is_restart();
+        let old_mode = self.sizer.mode;
+        let Some(Admitted { shared, converts }) = self.sizer.admit(lcp, key.len(), value.len())
+        else {
+            return false;
         };
-        let vl_bytes = varint::len(u64::from(value_len));
-        if self.entry_count > 0 {
-            let mut entries_len = self.entries.len() + header_len(shared, unshared) + key.len()
-                - shared
-                + value.len();
-            if new_mode == ValueMode::Variable {
-                entries_len += vl_bytes;
-                if self.mode != ValueMode::Variable {
-                    entries_len += self.value_len_varint_bytes;
-                }
-            }
-            let restarts = self.restarts.len() + usize::from(restart);
-            let width = if entries_len > usize::from(u16::MAX) {
-                4
-            } else {
-                2
-            };
-            if entries_len + restarts * width + TRAILER_BYTES > self.block_bytes {
-                return false;
+        if converts {
+            if let ValueMode::Fixed(fixed) = old_mode {
+                self.convert_to_variable(fixed);
             }
         }
-        if new_mode == ValueMode::Variable && self.mode != ValueMode::Variable {
-            self.convert_to_variable();
-        }
-        self.mode = new_mode;
+        let unshared = key.len() - shared;
         if restart {
             self.restarts.push(self.entries.len() as u32);
         }
@@ -131,31 +219,29 @@ impl BlockBuilder {
                 (unshared - usize::from(NIBBLE_EXT)) as u64,
             );
         }
-        if self.mode == ValueMode::Variable {
-            varint::put(&mut self.entries, u64::from(value_len));
+        if self.sizer.mode == ValueMode::Variable {
+            varint::put(&mut self.entries, value.len() as u64);
         }
         self.entries
             .extend_from_slice(key.get(shared..).unwrap_or_default());
         self.entries.extend_from_slice(value);
-        self.value_len_varint_bytes += vl_bytes;
         self.last_key.truncate(shared);
         self.last_key
             .extend_from_slice(key.get(shared..).unwrap_or_default());
-        self.entry_count += 1;
+        debug_assert_eq!(self.entries.len(), self.sizer.entries_len);
         true
     }
 
     /// Re-encodes the entries so far with per-entry value lengths.
-    fn convert_to_variable(&mut self) {
-        let ValueMode::Fixed(fixed) = self.mode else {
-            return;
-        };
+    fn convert_to_variable(&mut self, fixed: u32) {
+        let interval = self.sizer.restart_interval;
         let old = std::mem::take(&mut self.entries);
-        let mut out = Vec::with_capacity(old.len() + self.value_len_varint_bytes + 64);
+        let mut out = Vec::with_capacity(old.len() + self.sizer.value_len_varint_bytes + 64);
         let mut pos = 0usize;
         let mut restart_iter = 0usize;
-        for i in 0..self.entry_count {
-            if i % self.restart_interval == 0 {
+        // The entry just admitted is not encoded yet.
+        for i in 0..self.sizer.entry_count - 1 {
+            if i % interval == 0 {
                 if let Some(r) = self.restarts.get_mut(restart_iter) {
                     *r = out.len() as u32;
                 }
@@ -205,8 +291,8 @@ impl BlockBuilder {
             }
         }
         out.extend_from_slice(&(self.entries.len() as u32).to_le_bytes());
-        out.extend_from_slice(&self.entry_count.to_le_bytes());
-        let fixed = match self.mode {
+        out.extend_from_slice(&self.sizer.entry_count.to_le_bytes());
+        let fixed = match self.sizer.mode {
             ValueMode::Fixed(l) => l,
             ValueMode::Unset | ValueMode::Variable => VARIABLE_VALUES,
         };
@@ -216,9 +302,7 @@ impl BlockBuilder {
         out.extend_from_slice(&sum.to_le_bytes());
         self.entries.clear();
         self.restarts.clear();
-        self.entry_count = 0;
-        self.mode = ValueMode::Unset;
-        self.value_len_varint_bytes = 0;
+        self.sizer.reset();
         self.last_key.clear();
         total
     }

@@ -20,7 +20,7 @@
 mod builder;
 mod reader;
 
-pub(crate) use builder::BlockBuilder;
+pub(crate) use builder::{BlockBuilder, BlockSizer, common_prefix};
 pub(crate) use reader::{BlockRef, RawEntry, verify};
 
 /// Smallest allowed block size.

@@ -4,11 +4,14 @@
 use crate::builder::DuplicatePolicy;
 use crate::error::{Error, Result};
 use rayon::prelude::*;
-use std::cmp::Ordering;
 
 /// Arena chunk size: big enough that chunk switches are rare, small enough that the last,
 /// partly used chunk wastes little of the budget.
 const CHUNK_BYTES: usize = 4 << 20;
+/// Records ahead whose keys are prefetched in passes over the arena in sorted order.
+pub(crate) const PREFETCH_AHEAD: usize = 16;
+/// Key bytes sorted digit by digit before falling back to comparisons.
+const MAX_RADIX_DEPTH: usize = 256;
 /// Below this many entries a plain sort beats the radix pass.
 const RADIX_MIN_ENTRIES: usize = 1 << 16;
 
@@ -32,11 +35,48 @@ pub(crate) struct Batch {
     arena_bytes: usize,
 }
 
+/// Sorts `recs`, whose keys share their first `depth` bytes and whose `prefix` holds key
+/// bytes `depth..depth + 8`, by key and then insertion order.
+fn sort_level(chunks: &[Vec<u8>], recs: &mut [Rec], depth: usize) {
+    if depth >= MAX_RADIX_DEPTH {
+        // Keys sharing this long a prefix are rare: compare the rest directly rather than
+        // recurse further (which could exhaust the stack for huge keys).
+        recs.sort_unstable_by(|a, b| {
+            let ka = Batch::key(chunks, a).get(depth..).unwrap_or_default();
+            let kb = Batch::key(chunks, b).get(depth..).unwrap_or_default();
+            ka.cmp(kb).then(a.loc.cmp(&b.loc))
+        });
+        return;
+    }
+    // A key that ends within this digit sorts before longer keys with the same digit (it is
+    // their prefix), and equal to keys of its own length: so lengths are capped at
+    // `depth + 9`, meaning "continues past this digit".
+    let cap = |r: &Rec| (r.key_len as usize).min(depth + 9) as u32;
+    recs.sort_unstable_by_key(|r| (r.prefix, cap(r), r.loc));
+    let mut i = 0;
+    while i < recs.len() {
+        let (p, c) = (recs[i].prefix, cap(&recs[i]));
+        let mut j = i + 1;
+        while j < recs.len() && recs[j].prefix == p && cap(&recs[j]) == c {
+            j += 1;
+        }
+        if j - i > 1 && c as usize == depth + 9 {
+            let run = &mut recs[i..j];
+            for k in 0..run.len() {
+                if let Some(ahead) = run.get(k + PREFETCH_AHEAD) {
+                    crate::prefetch::prefetch(Batch::key(chunks, ahead));
+                }
+                let r = &mut run[k];
+                r.prefix = key_prefix(Batch::key(chunks, r).get(depth + 8..).unwrap_or_default());
+            }
+            sort_level(chunks, run, depth + 8);
+        }
+        i = j;
+    }
+}
+
 fn key_prefix(key: &[u8]) -> u64 {
-    let mut p = [0u8; 8];
-    let n = key.len().min(8);
-    p[..n].copy_from_slice(&key[..n]);
-    u64::from_be_bytes(p)
+    crate::prefix::prefix8(key)
 }
 
 impl Batch {
@@ -48,6 +88,37 @@ impl Batch {
             recs: Vec::new(),
             arena_bytes: 0,
         }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.recs.len()
+    }
+
+    /// Key of the `i`-th record (in sorted order after `sort`).
+    #[inline]
+    pub(crate) fn key_at(&self, i: usize) -> &[u8] {
+        Self::key(&self.chunks, &self.recs[i])
+    }
+
+    /// Value of the `i`-th record.
+    #[inline]
+    pub(crate) fn value_at(&self, i: usize) -> &[u8] {
+        Self::value(&self.chunks, &self.recs[i])
+    }
+
+    /// Starts loading the key of the `i`-th record into the cache (if `i` exists).
+    #[inline]
+    pub(crate) fn prefetch(&self, i: usize) {
+        if let Some(r) = self.recs.get(i) {
+            crate::prefetch::prefetch(Self::key(&self.chunks, r));
+        }
+    }
+
+    /// Key and value lengths of the `i`-th record, without touching the arena.
+    #[inline]
+    pub(crate) fn lens_at(&self, i: usize) -> (usize, usize) {
+        let r = &self.recs[i];
+        (r.key_len as usize, r.value_len as usize)
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -102,26 +173,21 @@ impl Batch {
         &chunk[off..off + r.value_len as usize]
     }
 
-    fn cmp(chunks: &[Vec<u8>], a: &Rec, b: &Rec) -> Ordering {
-        a.prefix
-            .cmp(&b.prefix)
-            .then_with(|| Self::key(chunks, a).cmp(Self::key(chunks, b)))
-            .then(a.loc.cmp(&b.loc))
-    }
-
     /// Sorts by key, equal keys in insertion order, using the rayon thread pool.
+    ///
+    /// An MSD radix sort with 8-byte digits that keeps the digit in the record: records are
+    /// compared as integers `(digit, capped length, insertion order)` without touching the
+    /// arena, and only runs of records sharing a whole digit load their next 8 key bytes
+    /// (one arena access per record per level, instead of one per comparison, which is what
+    /// made a plain comparison sort slow: each is a cache miss). The first level starts
+    /// with a scatter into 65536 buckets on the top 16 bits, which rayon sorts in parallel.
     pub(crate) fn sort(&mut self) {
         let chunks = &self.chunks;
         let n = self.recs.len();
         if n < RADIX_MIN_ENTRIES {
-            self.recs
-                .par_sort_unstable_by(|a, b| Self::cmp(chunks, a, b));
+            sort_level(chunks, &mut self.recs, 0);
             return;
         }
-        // MSD radix pass on the top 16 bits: a histogram, a scatter into 65536 buckets, then
-        // independent comparison sorts of the buckets in parallel. It replaces the top
-        // levels of a comparison sort (the slowest ones, full of cache misses) by two
-        // sequential passes, and gives rayon many independent pieces of work.
         let mut counts = vec![0usize; 1 << 16];
         for r in &self.recs {
             counts[(r.prefix >> 48) as usize] += 1;
@@ -138,6 +204,8 @@ impl Batch {
             out[*slot] = *r;
             *slot += 1;
         }
+        // Free the unsorted copy before the recursion allocates nothing more.
+        self.recs = Vec::new();
         let mut buckets: Vec<&mut [Rec]> = Vec::new();
         let mut rest = out.as_mut_slice();
         for &c in &counts {
@@ -147,14 +215,10 @@ impl Batch {
                 rest = tail;
             }
         }
-        let big = n / 8;
-        buckets.par_iter_mut().for_each(|bucket| {
-            if bucket.len() > big {
-                bucket.par_sort_unstable_by(|a, b| Self::cmp(chunks, a, b));
-            } else {
-                bucket.sort_unstable_by(|a, b| Self::cmp(chunks, a, b));
-            }
-        });
+        buckets
+            .into_par_iter()
+            .with_max_len(1)
+            .for_each(|bucket| sort_level(chunks, bucket, 0));
         self.recs = out;
     }
 
@@ -173,7 +237,7 @@ impl Batch {
             let mut j = i + 1;
             while j < n {
                 let r = &self.recs[j];
-                if r.prefix != first.prefix || Self::key(chunks, r) != key {
+                if Self::key(chunks, r) != key {
                     break;
                 }
                 j += 1;

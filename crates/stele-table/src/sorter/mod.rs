@@ -1,10 +1,13 @@
 //! Building a table from pairs in any order, within a memory budget.
 
 mod batch;
+mod encode;
 mod merge;
 mod run;
 
-use crate::builder::{DuplicatePolicy, TableBuilder, TableInfo, TableOptions, check_sizes};
+use crate::builder::{
+    DuplicatePolicy, TableBuilder, TableInfo, TableOptions, TableWriter, check_sizes,
+};
 use crate::error::{Error, Result};
 use crate::storage::unique_name;
 use batch::Batch;
@@ -176,11 +179,14 @@ impl Sorter {
         let table_opts = self.opts.table.clone().duplicates(DuplicatePolicy::Reject);
         if self.runs.is_empty() {
             self.batch.sort();
-            let mut builder = TableBuilder::new(out_dir, table_opts)?;
-            self.batch
-                .for_each_unique(self.policy, |k, v| builder.add(k, v))?;
-            self.batch.clear();
-            return builder.finish();
+            let writer = TableWriter::new(out_dir.as_ref(), &table_opts, false)?;
+            return encode::write_sorted(
+                &self.batch,
+                self.policy,
+                table_opts.block_size_bytes as usize,
+                table_opts.restart_interval,
+                writer,
+            );
         }
         self.spill()?;
         let mut builder = TableBuilder::new(out_dir, table_opts)?;

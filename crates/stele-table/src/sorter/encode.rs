@@ -1,0 +1,171 @@
+//! The in-memory path's direct write: a sorted batch becomes a table with every step but
+//! the file writes spread over the rayon pool.
+//!
+//! 1. In parallel chunks: resolve duplicates and compute each kept key's common prefix
+//!    with the previous kept key (one pass over the keys in sorted order).
+//! 2. Sequentially, with integers only: place block boundaries with the same size
+//!    arithmetic (`BlockSizer`) as the streaming builder, so the file is byte-identical to
+//!    the one `TableBuilder` (and the spilling path) writes for the same pairs.
+//! 3. In parallel groups of blocks: encode the blocks; the writer appends them in order.
+
+use super::batch::{Batch, PREFETCH_AHEAD};
+use crate::block::{BlockBuilder, BlockSizer, common_prefix};
+use crate::builder::{DuplicatePolicy, EncodedBlocks, TableInfo, TableWriter};
+use crate::error::{Error, Result};
+use crate::index::separator;
+use rayon::prelude::*;
+
+/// Blocks encoded per task: about 1 MiB of output at 4 KiB blocks.
+const BLOCKS_PER_GROUP: usize = 256;
+
+/// A kept record: its index in the sorted batch and the common prefix length of its key
+/// with the previous kept key.
+#[derive(Debug, Clone, Copy)]
+struct Kept {
+    rec: u32,
+    lcp: u32,
+}
+
+/// Resolves duplicates in `start..end`; `start` is the first record of a run of equal keys.
+fn keep_range(
+    batch: &Batch,
+    start: usize,
+    end: usize,
+    policy: DuplicatePolicy,
+) -> Result<Vec<Kept>> {
+    let mut out = Vec::with_capacity(end - start);
+    let mut i = start;
+    while i < end {
+        batch.prefetch(i + PREFETCH_AHEAD);
+        let key = batch.key_at(i);
+        let mut j = i + 1;
+        while j < batch.len() && batch.key_at(j) == key {
+            batch.prefetch(j + PREFETCH_AHEAD);
+            j += 1;
+        }
+        if j - i > 1 && policy == DuplicatePolicy::Reject {
+            return Err(Error::DuplicateKey { key: key.to_vec() });
+        }
+        let chosen = if policy == DuplicatePolicy::KeepLast {
+            j - 1
+        } else {
+            i
+        };
+        // The previous kept key equals the key just before this run.
+        let lcp = match i.checked_sub(1) {
+            Some(p) => common_prefix(batch.key_at(p), key),
+            None => 0,
+        };
+        out.push(Kept {
+            rec: chosen as u32,
+            lcp: lcp as u32,
+        });
+        i = j;
+    }
+    Ok(out)
+}
+
+/// Writes the sorted `batch` through `writer`.
+pub(crate) fn write_sorted(
+    batch: &Batch,
+    policy: DuplicatePolicy,
+    block_bytes: usize,
+    restart_interval: u32,
+    mut writer: TableWriter,
+) -> Result<TableInfo> {
+    let n = batch.len();
+    if u32::try_from(n).is_err() {
+        return Err(Error::Internal(
+            "more than 2^32 entries in one in-memory batch",
+        ));
+    }
+    // 1. Chunk starts, moved forward to the start of a run of equal keys.
+    let pieces = (rayon::current_num_threads() * 8).max(1);
+    let mut starts: Vec<usize> = (0..pieces).map(|p| p * n / pieces).collect();
+    for s in starts.iter_mut().skip(1) {
+        while *s > 0 && *s < n && batch.key_at(*s) == batch.key_at(*s - 1) {
+            *s += 1;
+        }
+    }
+    starts.push(n);
+    starts.dedup();
+    let parts: Vec<Result<Vec<Kept>>> = starts
+        .par_windows(2)
+        .map(|w| keep_range(batch, w[0], w[1], policy))
+        .collect();
+    let mut kept = Vec::with_capacity(n);
+    for part in parts {
+        kept.extend(part?);
+    }
+
+    // 2. Block boundaries.
+    let mut sizer = BlockSizer::new(block_bytes, restart_interval);
+    let mut block_starts = vec![0usize];
+    for (j, k) in kept.iter().enumerate() {
+        let (key_len, value_len) = batch.lens_at(k.rec as usize);
+        if sizer.admit(k.lcp as usize, key_len, value_len).is_none() {
+            sizer.reset();
+            block_starts.push(j);
+            sizer.admit(0, key_len, value_len);
+        }
+    }
+    if kept.is_empty() {
+        block_starts.clear();
+    }
+    block_starts.push(kept.len());
+
+    // 3. Encode groups of blocks in parallel, a bounded window at a time, and append them.
+    let blocks: Vec<(usize, usize)> = block_starts.windows(2).map(|w| (w[0], w[1])).collect();
+    let groups: Vec<&[(usize, usize)]> = blocks.chunks(BLOCKS_PER_GROUP).collect();
+    let window = rayon::current_num_threads().max(1) * 2;
+    for win in groups.chunks(window) {
+        let encoded: Vec<Result<EncodedBlocks>> = win
+            .par_iter()
+            .map(|group| encode_group(batch, &kept, group, block_bytes, restart_interval))
+            .collect();
+        for e in encoded {
+            writer.push_encoded(&e?)?;
+        }
+    }
+    writer.finish()
+}
+
+fn encode_group(
+    batch: &Batch,
+    kept: &[Kept],
+    group: &[(usize, usize)],
+    block_bytes: usize,
+    restart_interval: u32,
+) -> Result<EncodedBlocks> {
+    let mut enc = EncodedBlocks {
+        bytes: Vec::with_capacity(group.len() * block_bytes),
+        ..EncodedBlocks::default()
+    };
+    let mut block = BlockBuilder::new(block_bytes, restart_interval);
+    let key = |j: usize| batch.key_at(kept[j].rec as usize);
+    for &(start, end) in group {
+        for (j, kept_entry) in kept[start..end].iter().enumerate() {
+            if let Some(ahead) = kept.get(start + j + PREFETCH_AHEAD) {
+                batch.prefetch(ahead.rec as usize);
+            }
+            let rec = kept_entry.rec as usize;
+            let (k, v) = (batch.key_at(rec), batch.value_at(rec));
+            if !block.try_add_with_lcp(k, v, kept_entry.lcp as usize) {
+                return Err(Error::Internal(
+                    "block boundaries disagree with the block builder",
+                ));
+            }
+            enc.key_bytes += k.len() as u64;
+            enc.value_bytes += v.len() as u64;
+        }
+        let sep = match start.checked_sub(1) {
+            Some(prev) => separator(key(prev), key(start)).to_vec(),
+            None => Vec::new(),
+        };
+        let bytes = block.finish_into(&mut enc.bytes);
+        enc.blocks
+            .push((sep, (bytes / block_bytes) as u64, (end - start) as u64));
+        enc.entries += (end - start) as u64;
+    }
+    Ok(enc)
+}
