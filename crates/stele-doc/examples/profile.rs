@@ -26,8 +26,10 @@ fn main() {
             .lines()
             .map(|l| w.from_json(l.as_bytes()).unwrap())
             .collect();
-        let mut paths: Vec<CachedPath> = ["customer.address.city", "total", "items[0].sku"]
-            .iter()
+        let fields = std::env::var("FIELDS")
+            .unwrap_or_else(|_| "customer.address.city,total,items[0].sku".to_owned());
+        let mut paths: Vec<CachedPath> = fields
+            .split(',')
             .map(|p| CachedPath::new(p).unwrap())
             .collect();
         for _ in 0..rounds * 10 {

@@ -17,8 +17,11 @@ pub const MAX_DEPTH: usize = 1024;
 /// Smallest possible document: header, root tag, trailer flags and two one-byte positions.
 pub const MIN_DOCUMENT_BYTES: usize = 5;
 
-/// Object header flag: the object stores its original property order.
+/// Object header flag: the object stores its input property order explicitly.
 pub(crate) const OBJ_HAS_ORDER: u8 = 1 << 4;
+/// Object header flag: the input property order is ascending key id (the order in which the
+/// names were first used in the document), so no explicit order is stored.
+pub(crate) const OBJ_ORDER_BY_ID: u8 = 1 << 5;
 /// Array header flag: every element has the same tag, stored once.
 pub(crate) const ARR_UNIFORM: u8 = 1 << 4;
 

@@ -5,7 +5,8 @@
 
 use crate::error::{Error, Result};
 use crate::format::{
-    ARR_UNIFORM, MAX_DEPTH, OBJ_HAS_ORDER, Tag, get_uint, get_varint, width_bytes, width_code_for,
+    ARR_UNIFORM, MAX_DEPTH, OBJ_HAS_ORDER, OBJ_ORDER_BY_ID, Tag, get_uint, get_varint, width_bytes,
+    width_code_for,
 };
 use crate::reader::Layout;
 use crate::writer::number::{MAX_SCALE, scan_number};
@@ -63,13 +64,13 @@ impl<'a> Validator<'a> {
         let mut pos = self.names_pos;
         while pos < names_end {
             let (len, used) = get_varint(self.bytes, pos)
-                .ok_or(Error::invalid(pos, "bad name length in the names area"))?;
+                .ok_or_else(|| Error::invalid(pos, "bad name length in the names area"))?;
             let start = pos + used;
             let end = usize::try_from(len)
                 .ok()
                 .and_then(|l| start.checked_add(l))
                 .filter(|&e| e <= names_end)
-                .ok_or(Error::invalid(pos, "name runs past the names area"))?;
+                .ok_or_else(|| Error::invalid(pos, "name runs past the names area"))?;
             let name = self.bytes.get(start..end).unwrap_or_default();
             if let Err(e) = std::str::from_utf8(name) {
                 return Err(Error::invalid(start + e.valid_up_to(), "name is not UTF-8"));
@@ -102,11 +103,11 @@ impl<'a> Validator<'a> {
             .and_then(|l| pos.checked_add(l))
             .filter(|&end| pos >= 1 && end <= self.body_end)
             .map(|end| (pos, end))
-            .ok_or(Error::invalid(pos, what))
+            .ok_or_else(|| Error::invalid(pos, what))
     }
 
     fn varint(&self, pos: usize) -> Result<(u64, usize)> {
-        get_varint(self.bytes, pos).ok_or(Error::invalid(pos, "bad varint"))
+        get_varint(self.bytes, pos).ok_or_else(|| Error::invalid(pos, "bad varint"))
     }
 
     /// Checks a scalar of type `tag` at `pos`; returns the bytes it occupies (`None` for values
@@ -131,7 +132,7 @@ impl<'a> Validator<'a> {
                     .bytes
                     .get(pos)
                     .filter(|_| pos >= 1 && pos < self.body_end)
-                    .ok_or(Error::invalid(pos, "number runs past the body"))?;
+                    .ok_or_else(|| Error::invalid(pos, "number runs past the body"))?;
                 let scale = head & 0x7F;
                 if scale == 0 || scale > MAX_SCALE {
                     return Err(Error::invalid(pos, "scaled decimal with a bad scale"));
@@ -169,10 +170,7 @@ impl<'a> Validator<'a> {
                 let raw_len = usize::try_from(raw_len)
                     .ok()
                     .filter(|&r| r <= (end - start).saturating_mul(255).saturating_add(16))
-                    .ok_or(Error::invalid(
-                        pos,
-                        "implausible decompressed string length",
-                    ))?;
+                    .ok_or_else(|| Error::invalid(pos, "implausible decompressed string length"))?;
                 self.scratch.clear();
                 self.scratch.resize(raw_len, 0);
                 let block = self.bytes.get(start..end).unwrap_or_default();
@@ -250,23 +248,24 @@ impl<'a> Validator<'a> {
             .bytes
             .get(h)
             .filter(|_| h >= 1 && h < self.body_end)
-            .ok_or(Error::invalid(h, "container header out of bounds"))?;
+            .ok_or_else(|| Error::invalid(h, "container header out of bounds"))?;
         let allowed = if is_object {
-            0x0F | OBJ_HAS_ORDER
+            0x0F | OBJ_HAS_ORDER | OBJ_ORDER_BY_ID
         } else {
             0x03 | ARR_UNIFORM
         };
         if flags & !allowed != 0 {
             return Err(Error::invalid(h, "reserved container flag bits are set"));
         }
+        let by_id = is_object && flags & OBJ_ORDER_BY_ID != 0;
+        if by_id && flags & OBJ_HAS_ORDER != 0 {
+            return Err(Error::invalid(h, "two input orders for one object"));
+        }
         let (n, used) = self.varint(h + 1)?;
         let n = usize::try_from(n)
             .ok()
             .filter(|&n| n <= self.body_end)
-            .ok_or(Error::invalid(
-                h + 1,
-                "element count larger than the document",
-            ))?;
+            .ok_or_else(|| Error::invalid(h + 1, "element count larger than the document"))?;
         let wo = width_bytes(flags);
         let wk = if is_object {
             width_bytes(flags >> 2)
@@ -275,7 +274,7 @@ impl<'a> Validator<'a> {
         };
         let uniform = !is_object && flags & ARR_UNIFORM != 0;
         let has_order = is_object && flags & OBJ_HAS_ORDER != 0;
-        if (uniform || has_order) && n == 0 {
+        if (uniform || has_order || by_id) && n == 0 {
             return Err(Error::invalid(h, "flag set on an empty container"));
         }
         let wp = if has_order {
@@ -333,7 +332,7 @@ impl<'a> Validator<'a> {
             .bytes
             .get(tag_at)
             .and_then(|&t| Tag::from_u8(t))
-            .ok_or(Error::invalid(tag_at, "unknown type tag"))?;
+            .ok_or_else(|| Error::invalid(tag_at, "unknown type tag"))?;
         let off_at = frame.offsets_at + i * frame.wo;
         let off = get_uint(self.bytes, off_at, frame.wo).unwrap_or(u64::MAX);
         if !tag.has_payload() {
@@ -349,7 +348,7 @@ impl<'a> Validator<'a> {
             .ok()
             .filter(|&o| o >= 1 && o < frame.h)
             .map(|o| frame.h - o)
-            .ok_or(Error::invalid(off_at, "child offset out of bounds"))?;
+            .ok_or_else(|| Error::invalid(off_at, "child offset out of bounds"))?;
         Ok((tag, pos))
     }
 

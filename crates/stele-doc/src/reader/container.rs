@@ -1,11 +1,13 @@
-//! Objects and arrays read in place: headers decoded once, then O(1) or O(log n) access.
+//! Objects and arrays read in place: each header is decoded once into a shape (positions of its
+//! parts), then every access is a multiply-add and a load: binary search by name, O(1) by index.
 
 use std::cmp::Ordering;
 
 use super::DocRef;
 use super::value::Value;
 use crate::format::{
-    ARR_UNIFORM, OBJ_HAS_ORDER, Tag, get_uint, get_varint, width_bytes, width_code_for,
+    ARR_UNIFORM, OBJ_HAS_ORDER, OBJ_ORDER_BY_ID, Tag, get_uint, get_varint, width_bytes,
+    width_code_for,
 };
 
 /// The name with id `id` (its offset in the names area).
@@ -19,19 +21,91 @@ pub(crate) fn name_at(names: &[u8], id: usize) -> &[u8] {
     }
 }
 
-/// An object: properties sorted by name (bytewise) for binary search, plus the input order when
-/// it differs.
-#[derive(Clone, Copy)]
-pub struct Object<'a> {
-    doc: DocRef<'a>,
+/// How an object's input order is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum InputOrder {
+    /// Input order is the sorted order.
+    Sorted,
+    /// Input order is ascending key id (names were first used in this order).
+    ById,
+    /// An explicit permutation follows the tags, entries of this many bytes.
+    Explicit(usize),
+}
+
+/// An object header, decoded: 24 bytes, so values stay small to copy; the positions of its
+/// parts are derived with a shift and a multiply-add when needed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ObjShape {
     /// Position of the header; child offsets count back from here.
     pos: usize,
     len: usize,
-    key_width: usize,
-    offset_width: usize,
-    keys_at: usize,
-    /// Width of the input-order entries; 0 if the object has none.
-    order_width: usize,
+    flags: u8,
+    /// Bytes of flags and count: where the key ids start, relative to `pos`.
+    prefix: u8,
+}
+
+impl ObjShape {
+    #[inline]
+    pub(crate) fn read(bytes: &[u8], pos: usize) -> Option<ObjShape> {
+        let flags = *bytes.get(pos)?;
+        let (len, used) = get_varint(bytes, pos + 1)?;
+        Some(ObjShape {
+            pos,
+            len: usize::try_from(len).ok()?,
+            flags,
+            prefix: 1 + used as u8,
+        })
+    }
+
+    #[inline]
+    fn key_width(&self) -> usize {
+        width_bytes(self.flags >> 2)
+    }
+
+    #[inline]
+    fn offset_width(&self) -> usize {
+        width_bytes(self.flags)
+    }
+
+    #[inline]
+    fn keys_at(&self) -> usize {
+        self.pos + usize::from(self.prefix)
+    }
+
+    #[inline]
+    fn offsets_at(&self) -> usize {
+        self.keys_at() + self.len * self.key_width()
+    }
+
+    #[inline]
+    fn tags_at(&self) -> usize {
+        self.offsets_at() + self.len * self.offset_width()
+    }
+
+    #[inline]
+    fn order_at(&self) -> usize {
+        self.tags_at() + self.len
+    }
+
+    #[inline]
+    fn order(&self) -> InputOrder {
+        if self.flags & OBJ_HAS_ORDER != 0 {
+            InputOrder::Explicit(width_bytes(width_code_for(
+                self.len.saturating_sub(1) as u64
+            )))
+        } else if self.flags & OBJ_ORDER_BY_ID != 0 {
+            InputOrder::ById
+        } else {
+            InputOrder::Sorted
+        }
+    }
+}
+
+/// An object: properties sorted by name (bytewise) for binary search, plus the input order.
+#[derive(Clone, Copy)]
+pub struct Object<'a> {
+    doc: DocRef<'a>,
+    shape: ObjShape,
 }
 
 impl std::fmt::Debug for Object<'_> {
@@ -43,48 +117,42 @@ impl std::fmt::Debug for Object<'_> {
 impl<'a> Object<'a> {
     #[inline]
     pub(crate) fn at(doc: DocRef<'a>, pos: usize) -> Option<Object<'a>> {
-        let flags = *doc.bytes.get(pos)?;
-        let (len, used) = get_varint(doc.bytes, pos + 1)?;
-        let len = usize::try_from(len).ok()?;
-        let order_width = if flags & OBJ_HAS_ORDER != 0 {
-            width_bytes(width_code_for(len.saturating_sub(1) as u64))
-        } else {
-            0
-        };
         Some(Object {
             doc,
-            pos,
-            len,
-            key_width: width_bytes(flags >> 2),
-            offset_width: width_bytes(flags),
-            keys_at: pos + 1 + used,
-            order_width,
+            shape: ObjShape::read(doc.bytes, pos)?,
         })
+    }
+
+    #[inline]
+    pub(crate) fn from_shape(doc: DocRef<'a>, shape: ObjShape) -> Object<'a> {
+        Object { doc, shape }
     }
 
     /// Number of properties.
     #[inline]
     pub fn len(&self) -> usize {
-        self.len
+        self.shape.len
     }
 
     /// Whether the object has no properties.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.shape.len == 0
     }
 
-    /// Whether the object keeps an input order different from the sorted order.
+    /// Whether the object stores an explicit input order (costs one small entry per property;
+    /// most objects need none: their input order is sorted or follows first use of the names).
     pub fn has_original_order(&self) -> bool {
-        self.order_width != 0
+        matches!(self.shape.order(), InputOrder::Explicit(_))
     }
 
     #[inline]
     pub(crate) fn key_id(&self, i: usize) -> usize {
+        let s = &self.shape;
         get_uint(
             self.doc.bytes,
-            self.keys_at + i * self.key_width,
-            self.key_width,
+            s.keys_at() + i * s.key_width(),
+            s.key_width(),
         )
         .unwrap_or(0) as usize
     }
@@ -104,25 +172,24 @@ impl<'a> Object<'a> {
     /// Value of the `i`-th property in sorted order.
     #[inline]
     pub fn value_at(&self, i: usize) -> Option<Value<'a>> {
-        if i >= self.len {
+        let s = &self.shape;
+        if i >= s.len {
             return None;
         }
-        let offsets_at = self.keys_at + self.len * self.key_width;
-        let tags_at = offsets_at + self.len * self.offset_width;
-        let tag = Tag::from_u8(*self.doc.bytes.get(tags_at + i)?)?;
+        let tag = Tag::from_u8(*self.doc.bytes.get(s.tags_at() + i)?)?;
         let offset = get_uint(
             self.doc.bytes,
-            offsets_at + i * self.offset_width,
-            self.offset_width,
+            s.offsets_at() + i * s.offset_width(),
+            s.offset_width(),
         )? as usize;
-        Value::decode(self.doc, tag, self.pos.checked_sub(offset)?)
+        Value::decode(self.doc, tag, s.pos.checked_sub(offset)?)
     }
 
     /// Sorted index of property `key`, by binary search.
     #[inline]
     pub fn find(&self, key: &str) -> Option<usize> {
         let key = key.as_bytes();
-        let (mut lo, mut hi) = (0, self.len);
+        let (mut lo, mut hi) = (0, self.shape.len);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             match self.key_bytes(mid).cmp(key) {
@@ -145,49 +212,63 @@ impl<'a> Object<'a> {
         self.find(key).is_some()
     }
 
-    /// Sorted index of the `i`-th property in input order.
-    #[inline]
-    pub fn original_index(&self, i: usize) -> usize {
-        if self.order_width == 0 {
-            return i;
-        }
-        let tags_at = self.keys_at + self.len * (self.key_width + self.offset_width);
-        let order_at = tags_at + self.len;
-        get_uint(
-            self.doc.bytes,
-            order_at + i * self.order_width,
-            self.order_width,
-        )
-        .unwrap_or(0) as usize
-    }
-
     /// Properties in sorted (bytewise) order.
     pub fn iter(&self) -> ObjectIter<'a> {
         ObjectIter {
             object: *self,
             next: 0,
-            original: false,
+            order: None,
         }
     }
 
     /// Properties in the order of the input (sorted if written with `KeyOrder::Sorted`).
     pub fn iter_original(&self) -> ObjectIter<'a> {
+        let order = match self.shape.order() {
+            InputOrder::Sorted => None,
+            InputOrder::Explicit(width) => {
+                let s = &self.shape;
+                Some(
+                    (0..s.len)
+                        .map(|i| {
+                            get_uint(self.doc.bytes, s.order_at() + i * width, width).unwrap_or(0)
+                                as u32
+                        })
+                        .collect(),
+                )
+            }
+            InputOrder::ById => {
+                let mut by_id: Vec<(usize, u32)> = (0..self.shape.len)
+                    .map(|i| (self.key_id(i), i as u32))
+                    .collect();
+                by_id.sort_unstable();
+                Some(by_id.into_iter().map(|(_, i)| i).collect())
+            }
+        };
         ObjectIter {
             object: *self,
             next: 0,
-            original: true,
+            order,
         }
     }
 
     /// Bytes of this object's header (flags, count, key ids, offsets, tags, order).
     pub fn header_len(&self) -> usize {
-        let tags_end = self.keys_at + self.len * (self.key_width + self.offset_width + 1);
-        tags_end + self.len * self.order_width - self.pos
+        let s = &self.shape;
+        let order_width = match s.order() {
+            InputOrder::Explicit(w) => w,
+            _ => 0,
+        };
+        s.order_at() + s.len * order_width - s.pos
     }
 
-    /// Widths in bytes of (key ids, offsets, order entries).
+    /// Widths in bytes of (key ids, offsets, explicit order entries or 0).
     pub fn widths(&self) -> (usize, usize, usize) {
-        (self.key_width, self.offset_width, self.order_width)
+        let s = &self.shape;
+        let order_width = match s.order() {
+            InputOrder::Explicit(w) => w,
+            _ => 0,
+        };
+        (s.key_width(), s.offset_width(), order_width)
     }
 }
 
@@ -196,20 +277,18 @@ impl<'a> Object<'a> {
 pub struct ObjectIter<'a> {
     object: Object<'a>,
     next: usize,
-    original: bool,
+    /// Sorted indices in the order to visit them; `None` visits in sorted order.
+    order: Option<Vec<u32>>,
 }
 
 impl<'a> Iterator for ObjectIter<'a> {
     type Item = (&'a str, Value<'a>);
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.next >= self.object.len {
-            return None;
-        }
-        let i = if self.original {
-            self.object.original_index(self.next)
-        } else {
-            self.next
+        let i = match &self.order {
+            None if self.next < self.object.len() => self.next,
+            Some(order) => *order.get(self.next)? as usize,
+            None => return None,
         };
         self.next += 1;
         Some((
@@ -219,22 +298,62 @@ impl<'a> Iterator for ObjectIter<'a> {
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let left = self.object.len - self.next.min(self.object.len);
+        let left = self.object.len() - self.next.min(self.object.len());
         (left, Some(left))
     }
 }
 
 impl ExactSizeIterator for ObjectIter<'_> {}
 
+/// An array header, decoded (24 bytes; part positions derived when needed).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ArrShape {
+    pos: usize,
+    len: usize,
+    flags: u8,
+    /// Bytes of flags and count: where the offsets start, relative to `pos`.
+    prefix: u8,
+}
+
+impl ArrShape {
+    #[inline]
+    pub(crate) fn read(bytes: &[u8], pos: usize) -> Option<ArrShape> {
+        let flags = *bytes.get(pos)?;
+        let (len, used) = get_varint(bytes, pos + 1)?;
+        Some(ArrShape {
+            pos,
+            len: usize::try_from(len).ok()?,
+            flags,
+            prefix: 1 + used as u8,
+        })
+    }
+
+    #[inline]
+    fn offset_width(&self) -> usize {
+        width_bytes(self.flags)
+    }
+
+    #[inline]
+    fn offsets_at(&self) -> usize {
+        self.pos + usize::from(self.prefix)
+    }
+
+    #[inline]
+    fn tags_at(&self) -> usize {
+        self.offsets_at() + self.len * self.offset_width()
+    }
+
+    #[inline]
+    fn uniform(&self) -> bool {
+        self.flags & ARR_UNIFORM != 0
+    }
+}
+
 /// An array: O(1) access by index.
 #[derive(Clone, Copy)]
 pub struct Array<'a> {
     doc: DocRef<'a>,
-    pos: usize,
-    len: usize,
-    offset_width: usize,
-    offsets_at: usize,
-    uniform: bool,
+    shape: ArrShape,
 }
 
 impl std::fmt::Debug for Array<'_> {
@@ -246,45 +365,48 @@ impl std::fmt::Debug for Array<'_> {
 impl<'a> Array<'a> {
     #[inline]
     pub(crate) fn at(doc: DocRef<'a>, pos: usize) -> Option<Array<'a>> {
-        let flags = *doc.bytes.get(pos)?;
-        let (len, used) = get_varint(doc.bytes, pos + 1)?;
         Some(Array {
             doc,
-            pos,
-            len: usize::try_from(len).ok()?,
-            offset_width: width_bytes(flags),
-            offsets_at: pos + 1 + used,
-            uniform: flags & ARR_UNIFORM != 0,
+            shape: ArrShape::read(doc.bytes, pos)?,
         })
+    }
+
+    #[inline]
+    pub(crate) fn from_shape(doc: DocRef<'a>, shape: ArrShape) -> Array<'a> {
+        Array { doc, shape }
     }
 
     /// Number of elements.
     #[inline]
     pub fn len(&self) -> usize {
-        self.len
+        self.shape.len
     }
 
     /// Whether the array is empty.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.shape.len == 0
     }
 
     /// Element `i`.
     #[inline]
     pub fn get(&self, i: usize) -> Option<Value<'a>> {
-        if i >= self.len {
+        let s = &self.shape;
+        if i >= s.len {
             return None;
         }
-        let tags_at = self.offsets_at + self.len * self.offset_width;
-        let tag_pos = if self.uniform { tags_at } else { tags_at + i };
+        let tag_pos = if s.uniform() {
+            s.tags_at()
+        } else {
+            s.tags_at() + i
+        };
         let tag = Tag::from_u8(*self.doc.bytes.get(tag_pos)?)?;
         let offset = get_uint(
             self.doc.bytes,
-            self.offsets_at + i * self.offset_width,
-            self.offset_width,
+            s.offsets_at() + i * s.offset_width(),
+            s.offset_width(),
         )? as usize;
-        Value::decode(self.doc, tag, self.pos.checked_sub(offset)?)
+        Value::decode(self.doc, tag, s.pos.checked_sub(offset)?)
     }
 
     /// Elements in order.
@@ -297,13 +419,14 @@ impl<'a> Array<'a> {
 
     /// Bytes of this array's header (flags, count, offsets, tags).
     pub fn header_len(&self) -> usize {
-        let tags = if self.uniform { 1 } else { self.len };
-        self.offsets_at + self.len * self.offset_width + tags - self.pos
+        let s = &self.shape;
+        let tags = if s.uniform() { 1 } else { s.len };
+        s.tags_at() + tags - s.pos
     }
 
     /// Width in bytes of the element offsets.
     pub fn offset_width(&self) -> usize {
-        self.offset_width
+        self.shape.offset_width()
     }
 }
 
@@ -318,7 +441,7 @@ impl<'a> Iterator for ArrayIter<'a> {
     type Item = Value<'a>;
 
     fn next(&mut self) -> Option<Value<'a>> {
-        if self.next >= self.array.len {
+        if self.next >= self.array.len() {
             return None;
         }
         let v = self.array.get(self.next).unwrap_or(Value::Null);
@@ -327,7 +450,7 @@ impl<'a> Iterator for ArrayIter<'a> {
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let left = self.array.len - self.next.min(self.array.len);
+        let left = self.array.len() - self.next.min(self.array.len());
         (left, Some(left))
     }
 }

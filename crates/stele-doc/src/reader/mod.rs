@@ -11,6 +11,7 @@ mod container;
 mod path;
 mod value;
 
+use container::{ArrShape, ObjShape};
 pub use container::{Array, ArrayIter, Object, ObjectIter};
 pub use path::{CachedPath, Path, PathSegment};
 pub use value::{ScaledDecimal, Str, Value};
@@ -22,6 +23,8 @@ use crate::output::JsonOptions;
 /// Where the parts of a document are, read from its trailer.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Layout {
+    /// The root container's header, decoded once per document rather than once per access.
+    root_shape: RootShape,
     pub(crate) root_tag: Tag,
     pub(crate) root_pos: usize,
     pub(crate) names_pos: usize,
@@ -56,20 +59,17 @@ impl Layout {
         let root_tag = bytes
             .get(len - 2)
             .and_then(|&t| Tag::from_u8(t))
-            .ok_or(Error::invalid(len - 2, "unknown root type tag"))?;
+            .ok_or_else(|| Error::invalid(len - 2, "unknown root type tag"))?;
         let names_end = len
             .checked_sub(2 + 2 * w)
             .filter(|&e| e >= 1)
-            .ok_or(Error::invalid(0, "trailer longer than the document"))?;
+            .ok_or_else(|| Error::invalid(0, "trailer longer than the document"))?;
         let root_pos = get_uint(bytes, names_end, w).unwrap_or(u64::MAX);
         let names_pos = get_uint(bytes, names_end + w, w).unwrap_or(u64::MAX);
         let names_pos = usize::try_from(names_pos)
             .ok()
             .filter(|&p| p >= 1 && p <= names_end)
-            .ok_or(Error::invalid(
-                names_end + w,
-                "names area position out of bounds",
-            ))?;
+            .ok_or_else(|| Error::invalid(names_end + w, "names area position out of bounds"))?;
         let root_pos = usize::try_from(root_pos)
             .ok()
             .filter(|&p| {
@@ -79,14 +79,31 @@ impl Layout {
                     p == 0
                 }
             })
-            .ok_or(Error::invalid(names_end, "root position out of bounds"))?;
+            .ok_or_else(|| Error::invalid(names_end, "root position out of bounds"))?;
+        let root_shape = match root_tag {
+            Tag::Object => {
+                ObjShape::read(bytes, root_pos).map_or(RootShape::Other, RootShape::Object)
+            }
+            Tag::Array => {
+                ArrShape::read(bytes, root_pos).map_or(RootShape::Other, RootShape::Array)
+            }
+            _ => RootShape::Other,
+        };
         Ok(Layout {
+            root_shape,
             root_tag,
             root_pos,
             names_pos,
             names_end,
         })
     }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum RootShape {
+    Object(ObjShape),
+    Array(ArrShape),
+    Other,
 }
 
 /// The borrowed view every accessor carries: the document bytes and its names area.
@@ -138,6 +155,7 @@ impl<B: AsRef<[u8]>> Document<B> {
     /// UTF-8, which is undefined behaviour.
     pub unsafe fn new_unchecked(bytes: B) -> Self {
         let layout = Layout::read(bytes.as_ref()).unwrap_or(Layout {
+            root_shape: RootShape::Other,
             root_tag: Tag::Null,
             root_pos: 0,
             names_pos: 1,
@@ -156,6 +174,7 @@ impl<B: AsRef<[u8]>> Document<B> {
         self.bytes
     }
 
+    #[inline]
     pub(crate) fn doc_ref(&self) -> DocRef<'_> {
         let bytes = self.bytes.as_ref();
         DocRef {
@@ -172,9 +191,16 @@ impl<B: AsRef<[u8]>> Document<B> {
     }
 
     /// The root value.
+    #[inline]
     pub fn root(&self) -> Value<'_> {
-        Value::decode(self.doc_ref(), self.layout.root_tag, self.layout.root_pos)
-            .unwrap_or(Value::Null)
+        match self.layout.root_shape {
+            RootShape::Object(shape) => Value::Object(Object::from_shape(self.doc_ref(), shape)),
+            RootShape::Array(shape) => Value::Array(Array::from_shape(self.doc_ref(), shape)),
+            RootShape::Other => {
+                Value::decode(self.doc_ref(), self.layout.root_tag, self.layout.root_pos)
+                    .unwrap_or(Value::Null)
+            }
+        }
     }
 
     /// The root object's property `key`; `None` if absent or the root is not an object.

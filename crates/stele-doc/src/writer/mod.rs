@@ -20,8 +20,8 @@ pub use options::{
 
 use crate::error::{Error, Result};
 use crate::format::{
-    ARR_UNIFORM, HEADER_BYTE, OBJ_HAS_ORDER, Tag, get_varint, put_uint, put_varint, varint_len,
-    width_bytes, width_code_for,
+    ARR_UNIFORM, HEADER_BYTE, OBJ_HAS_ORDER, OBJ_ORDER_BY_ID, Tag, get_varint, put_uint,
+    put_varint, varint_len, width_bytes, width_code_for,
 };
 use number::Number;
 
@@ -558,11 +558,32 @@ impl DocumentWriter {
             _ => true,
         });
         let keep_order = self.opts.key_order == KeyOrder::Original && !in_order;
+        if keep_order {
+            // order[i] = sorted index of the i-th property in input order.
+            self.order.clear();
+            self.order.extend(0..entries.len() as u32);
+            self.order
+                .sort_unstable_by_key(|&i| entries.get(i as usize).map_or(0, |e| e.seq));
+        }
+        // Names are interned in first-use order, so objects whose keys were first seen in this
+        // order (all fresh keys, or the same shape as an earlier object) need no stored order.
+        let by_id = keep_order
+            && self.order.windows(2).all(|w| match w {
+                [a, b] => {
+                    let key = |i: &u32| entries.get(*i as usize).map_or(0, |e| e.key);
+                    key(a) < key(b)
+                }
+                _ => true,
+            });
+        let explicit = keep_order && !by_id;
 
         let wo = width_code_for(Self::max_offset(entries, header_pos));
         let max_key = entries.iter().map(|e| e.key).max().unwrap_or(0);
         let wk = width_code_for(u64::from(max_key));
-        let flags = wo | (wk << 2) | if keep_order { OBJ_HAS_ORDER } else { 0 };
+        let flags = wo
+            | (wk << 2)
+            | if explicit { OBJ_HAS_ORDER } else { 0 }
+            | if by_id { OBJ_ORDER_BY_ID } else { 0 };
         self.out.push(flags);
         put_varint(&mut self.out, entries.len() as u64);
         for e in entries {
@@ -570,12 +591,7 @@ impl DocumentWriter {
         }
         Self::put_offsets(&mut self.out, entries, header_pos, width_bytes(wo));
         self.out.extend(entries.iter().map(|e| e.tag as u8));
-        if keep_order {
-            // order[i] = sorted index of the i-th property in input order.
-            self.order.clear();
-            self.order.extend(0..entries.len() as u32);
-            self.order
-                .sort_unstable_by_key(|&i| entries.get(i as usize).map_or(0, |e| e.seq));
+        if explicit {
             let wp = width_bytes(width_code_for(entries.len().saturating_sub(1) as u64));
             for &i in &self.order {
                 put_uint(&mut self.out, u64::from(i), wp);
