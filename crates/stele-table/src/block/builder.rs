@@ -1,6 +1,6 @@
 //! Encoding one data block.
 
-use super::{FLAG_WIDE_RESTARTS, NIBBLE_EXT, TRAILER_BYTES, VARIABLE_VALUES};
+use super::{FLAG_WIDE_RESTARTS, HINT_BYTES, NIBBLE_EXT, TRAILER_BYTES, VARIABLE_VALUES};
 use crate::varint;
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -95,7 +95,7 @@ impl BlockSizer {
             } else {
                 2
             };
-            if entries_len + restarts * width + TRAILER_BYTES > self.block_bytes {
+            if entries_len + restarts * (width + HINT_BYTES) + TRAILER_BYTES > self.block_bytes {
                 return None;
             }
         }
@@ -118,6 +118,10 @@ pub(crate) struct BlockBuilder {
     sizer: BlockSizer,
     entries: Vec<u8>,
     restarts: Vec<u32>,
+    /// Every restart key, back to back (`restart_key_ends` marks their ends): hints are cut
+    /// from them once the block's common prefix is known.
+    restart_keys: Vec<u8>,
+    restart_key_ends: Vec<usize>,
     last_key: Vec<u8>,
     block_bytes: usize,
 }
@@ -131,6 +135,17 @@ fn header_len(shared: usize, unshared: usize) -> usize {
         }
     };
     1 + ext(shared) + ext(unshared)
+}
+
+/// The 4 bytes of `key` after its first `skip`, zero-padded, as a big-endian integer.
+#[inline]
+pub(crate) fn hint(key: &[u8], skip: usize) -> u32 {
+    let rest = key.get(skip..).unwrap_or_default();
+    let mut h = [0u8; HINT_BYTES];
+    for (d, s) in h.iter_mut().zip(rest) {
+        *d = *s;
+    }
+    u32::from_be_bytes(h)
 }
 
 /// Length of the common prefix of `a` and `b`, 8 bytes at a time.
@@ -160,6 +175,8 @@ impl BlockBuilder {
             sizer: BlockSizer::new(block_bytes, restart_interval),
             entries: Vec::with_capacity(block_bytes),
             restarts: Vec::new(),
+            restart_keys: Vec::new(),
+            restart_key_ends: Vec::new(),
             last_key: Vec::new(),
             block_bytes,
         }
@@ -207,6 +224,8 @@ impl BlockBuilder {
         let unshared = key.len() - shared;
         if restart {
             self.restarts.push(self.entries.len() as u32);
+            self.restart_keys.extend_from_slice(key);
+            self.restart_key_ends.push(self.restart_keys.len());
         }
         let nib = |n: usize| n.min(usize::from(NIBBLE_EXT)) as u8;
         self.entries.push((nib(shared) << 4) | nib(unshared));
@@ -274,15 +293,22 @@ impl BlockBuilder {
         let start = out.len();
         let wide = self.entries.len() > usize::from(u16::MAX);
         let width = if wide { 4 } else { 2 };
-        let used = self.entries.len() + self.restarts.len() * width + TRAILER_BYTES;
+        let restarts_bytes = self.restarts.len() * (width + HINT_BYTES);
+        let used = self.entries.len() + restarts_bytes + TRAILER_BYTES;
         let total = used.div_ceil(self.block_bytes) * self.block_bytes;
         out.extend_from_slice(&self.entries);
-        // Padding goes between the entries and the restarts, so that the restarts sit right
-        // before the trailer: a get reads both from the block's last cache lines.
-        out.resize(
-            start + total - TRAILER_BYTES - self.restarts.len() * width,
-            0,
-        );
+        // Padding goes between the entries and the restarts, so that the hints, restart
+        // offsets and trailer sit together in the block's last cache lines.
+        out.resize(start + total - TRAILER_BYTES - restarts_bytes, 0);
+        let first_key_end = self.restart_key_ends.first().copied().unwrap_or(0);
+        let first_key = self.restart_keys.get(..first_key_end).unwrap_or_default();
+        let prefix_len = common_prefix(first_key, &self.last_key);
+        let mut key_start = 0;
+        for &end in &self.restart_key_ends {
+            let key = self.restart_keys.get(key_start..end).unwrap_or_default();
+            out.extend_from_slice(&hint(key, prefix_len).to_be_bytes());
+            key_start = end;
+        }
         for &r in &self.restarts {
             if wide {
                 out.extend_from_slice(&r.to_le_bytes());
@@ -297,11 +323,14 @@ impl BlockBuilder {
             ValueMode::Unset | ValueMode::Variable => VARIABLE_VALUES,
         };
         out.extend_from_slice(&fixed.to_le_bytes());
+        out.extend_from_slice(&(prefix_len as u32).to_le_bytes());
         out.push(if wide { FLAG_WIDE_RESTARTS } else { 0 });
         let sum = xxh3_64(out.get(start..).unwrap_or_default());
         out.extend_from_slice(&sum.to_le_bytes());
         self.entries.clear();
         self.restarts.clear();
+        self.restart_keys.clear();
+        self.restart_key_ends.clear();
         self.sizer.reset();
         self.last_key.clear();
         total

@@ -1,7 +1,8 @@
 //! Decoding one data block. Every access is bounds-checked: a damaged block yields
 //! `Error::Corrupt` naming it, never a panic.
 
-use super::{FLAG_WIDE_RESTARTS, NIBBLE_EXT, TRAILER_BYTES, VARIABLE_VALUES};
+use super::builder::hint;
+use super::{FLAG_WIDE_RESTARTS, HINT_BYTES, NIBBLE_EXT, TRAILER_BYTES, VARIABLE_VALUES};
 use crate::error::{Error, Part, Result};
 use crate::varint;
 use std::cmp::Ordering;
@@ -19,7 +20,9 @@ pub(crate) struct RawEntry<'a> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct BlockRef<'a> {
     entries: &'a [u8],
+    hints: &'a [u8],
     restarts: &'a [u8],
+    prefix_len: usize,
     wide: bool,
     count: u32,
     fixed_value_len: Option<u32>,
@@ -84,7 +87,8 @@ impl<'a> BlockRef<'a> {
         let entries_len = le_u32(block, t).ok_or_else(|| bad("trailer unreadable"))? as usize;
         let count = le_u32(block, t + 4).ok_or_else(|| bad("trailer unreadable"))?;
         let fixed = le_u32(block, t + 8).ok_or_else(|| bad("trailer unreadable"))?;
-        let flags = *block.get(t + 12).ok_or_else(|| bad("trailer unreadable"))?;
+        let prefix_len = le_u32(block, t + 12).ok_or_else(|| bad("trailer unreadable"))? as usize;
+        let flags = *block.get(t + 16).ok_or_else(|| bad("trailer unreadable"))?;
         if u64::from(count) != expected_count {
             return Err(bad("entry count differs from the index"));
         }
@@ -100,17 +104,26 @@ impl<'a> BlockRef<'a> {
         let restarts_start = restart_count
             .checked_mul(width)
             .and_then(|r| t.checked_sub(r))
-            .filter(|&start| start >= entries_len)
             .ok_or_else(|| bad("entries and restarts overflow the block"))?;
+        let hints_start = restart_count
+            .checked_mul(HINT_BYTES)
+            .and_then(|h| restarts_start.checked_sub(h))
+            .filter(|&start| start >= entries_len)
+            .ok_or_else(|| bad("entries and restart hints overflow the block"))?;
         let entries = block
             .get(..entries_len)
             .ok_or_else(|| bad("entries overflow the block"))?;
         let restarts = block
             .get(restarts_start..t)
             .ok_or_else(|| bad("restarts overflow the block"))?;
+        let hints = block
+            .get(hints_start..restarts_start)
+            .ok_or_else(|| bad("restart hints overflow the block"))?;
         Ok(BlockRef {
             entries,
+            hints,
             restarts,
+            prefix_len,
             wide,
             count,
             fixed_value_len: (fixed != VARIABLE_VALUES).then_some(fixed),
@@ -215,6 +228,15 @@ impl<'a> BlockRef<'a> {
         Ok(raw)
     }
 
+    fn hint_at(&self, r: usize) -> Result<u32> {
+        let at = r * HINT_BYTES;
+        self.hints
+            .get(at..at + HINT_BYTES)
+            .and_then(|h| h.try_into().ok())
+            .map(u32::from_be_bytes)
+            .ok_or_else(|| self.bad("restart hint out of range"))
+    }
+
     /// The whole key stored at restart point `r` (restart keys share no prefix).
     fn restart_key(&self, r: usize) -> Result<&'a [u8]> {
         let mut pos = self.restart_offset(r)?;
@@ -246,27 +268,40 @@ impl<'a> BlockRef<'a> {
     /// because the builder stores the exact common prefix with the previous key.
     pub(crate) fn search(&self, target: &[u8]) -> Result<(u32, Option<&'a [u8]>)> {
         // Binary search for the last restart whose key is <= target.
-        // Every key between two probed keys shares their common prefix with the target, so
-        // comparisons start after the smaller of the two prefixes already matched.
+        // Binary search over the hints for the last restart whose key is <= target. Hints
+        // order keys correctly where they differ, provided the target shares the block's
+        // common prefix; that is checked below on the one restart key read in full.
+        let target_hint = hint(target, self.prefix_len);
         let (mut lo, mut hi) = (0usize, self.restart_count());
-        let (mut lo_lcp, mut hi_lcp) = (0usize, 0usize);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            let k = self.restart_key(mid)?;
-            let skip = lo_lcp.min(hi_lcp);
-            let (lcp, ord) = compare_from(k, target, skip);
+            let h = self.hint_at(mid)?;
+            let ord = if h == target_hint {
+                compare_from(self.restart_key(mid)?, target, 0).1
+            } else {
+                h.cmp(&target_hint)
+            };
             if ord != Ordering::Greater {
                 lo = mid + 1;
-                lo_lcp = lcp;
             } else {
                 hi = mid;
-                hi_lcp = lcp;
             }
         }
-        let Some(r) = lo.checked_sub(1) else {
+        let r = lo.saturating_sub(1);
+        let restart_key = self.restart_key(r)?;
+        let block_prefix = restart_key
+            .get(..self.prefix_len)
+            .ok_or_else(|| self.bad("restart key shorter than the block prefix"))?;
+        let target_prefix = target.get(..self.prefix_len).unwrap_or(target);
+        match target_prefix.cmp(block_prefix) {
+            Ordering::Less => return Ok((0, None)),
+            Ordering::Greater => return Ok((self.count, None)),
+            Ordering::Equal => {}
+        }
+        if lo == 0 {
             // target sorts before the first key.
             return Ok((0, None));
-        };
+        }
         let mut pos = self.restart_offset(r)?;
         let first = r as u32 * self.interval;
         let end = (first + self.interval).min(self.count);
