@@ -5,6 +5,7 @@
 
 mod doc_cmd;
 mod io;
+mod table_cmd;
 mod tour;
 
 use std::process::ExitCode;
@@ -28,6 +29,9 @@ enum Command {
     Convert(doc_cmd::ConvertArgs),
     /// Show how a document's bytes are laid out, or read a value from it by path.
     Inspect(doc_cmd::InspectArgs),
+    /// Sorted tables: build from any input with bounded memory, read through mmap.
+    #[command(subcommand)]
+    Table(table_cmd::TableCommand),
     /// Run the guided tour on the bundled sample: convert, read fields, sizes and timings.
     Tour(tour::TourArgs),
     /// Print shell completions for bash, zsh, fish, elvish or powershell.
@@ -57,6 +61,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Convert(args) => doc_cmd::convert(&args),
         Command::Inspect(args) => doc_cmd::inspect(&args),
+        Command::Table(cmd) => table_cmd::run(&cmd),
         Command::Tour(args) => tour::run(&args),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "stele", &mut std::io::stdout());

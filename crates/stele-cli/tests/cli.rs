@@ -156,9 +156,177 @@ fn help_has_examples_and_completions_generate() {
             .success()
             .stdout(predicate::str::contains("Examples:"));
     }
+    for sub in ["build", "get", "range", "prefix", "stats"] {
+        stele()
+            .args(["table", sub, "--help"])
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("Examples:"));
+    }
     stele()
         .args(["completions", "bash"])
         .assert()
         .success()
         .stdout(predicate::str::contains("stele"));
+}
+
+#[test]
+fn table_build_and_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys.txt");
+    let mut text = String::new();
+    for i in (0..5000).rev() {
+        text.push_str(&format!("key-{i:05}\n"));
+    }
+    std::fs::write(&keys, &text).unwrap();
+    let out = stele()
+        .args(["table", "build"])
+        .arg(&keys)
+        .arg("-o")
+        .arg(dir.path().join("t"))
+        .args(["--memory", "64KiB"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    assert!(table.ends_with(".stt"), "{table}");
+    let files: Vec<_> = std::fs::read_dir(dir.path().join("t")).unwrap().collect();
+    assert_eq!(files.len(), 1, "spill files cleaned up");
+    stele()
+        .args(["table", "get", &table, "key-00042"])
+        .assert()
+        .success()
+        .stdout("key-00042\n");
+    stele()
+        .args(["table", "get", &table, "key-00042", "nope"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("not found").and(predicate::str::contains("nope")));
+    stele()
+        .args([
+            "table",
+            "range",
+            &table,
+            "--from",
+            "key-00010",
+            "--to",
+            "key-00013",
+        ])
+        .assert()
+        .success()
+        .stdout("key-00010\nkey-00011\nkey-00012\n");
+    stele()
+        .args(["table", "range", &table, "--reverse", "-n", "2"])
+        .assert()
+        .success()
+        .stdout("key-04999\nkey-04998\n");
+    stele()
+        .args(["table", "prefix", &table, "key-0499"])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::starts_with("key-04990\n")
+                .and(predicate::str::ends_with("key-04999\n")),
+        );
+    let out = stele()
+        .args(["table", "stats", &table, "--verify", "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["entries"], 5000);
+    assert_eq!(v["verified"], true);
+}
+
+#[test]
+fn table_build_tsv_jsonl_and_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let tsv = dir.path().join("p.tsv");
+    std::fs::write(&tsv, "b\t2\na\t1\n").unwrap();
+    let out = stele()
+        .args(["table", "build", "--format", "tsv", "-o"])
+        .arg(dir.path())
+        .arg(&tsv)
+        .output()
+        .unwrap();
+    let table = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    stele()
+        .args(["table", "range", &table])
+        .assert()
+        .success()
+        .stdout("a\t1\nb\t2\n");
+    let jsonl = dir.path().join("d.jsonl");
+    std::fs::write(&jsonl, "{\"id\":\"x\",\"n\":1.50}\n{\"id\":7,\"n\":2}\n").unwrap();
+    let out = stele()
+        .args([
+            "table",
+            "build",
+            "--format",
+            "jsonl",
+            "--key-field",
+            "id",
+            "-o",
+        ])
+        .arg(dir.path().join("j"))
+        .arg(&jsonl)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    stele()
+        .args(["table", "get", &table, "x", "7"])
+        .assert()
+        .success()
+        .stdout("x\t{\"id\":\"x\",\"n\":1.50}\n7\t{\"id\":7,\"n\":2}\n");
+    // Errors: duplicates, a missing key field, a bad line, a missing table.
+    std::fs::write(&tsv, "a\t1\na\t2\n").unwrap();
+    stele()
+        .args(["table", "build", "--format", "tsv", "-o"])
+        .arg(dir.path().join("d"))
+        .arg(&tsv)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("--duplicates last"));
+    std::fs::write(&tsv, "no tab here\n").unwrap();
+    stele()
+        .args(["table", "build", "--format", "tsv", "-o"])
+        .arg(dir.path().join("d"))
+        .arg(&tsv)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("line 1: no tab"));
+    stele()
+        .args(["table", "build", "--format", "jsonl", "-o"])
+        .arg(dir.path().join("d"))
+        .arg(&jsonl)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("--key-field"));
+    stele()
+        .args(["table", "stats", "/no/such/table.stt"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("/no/such/table.stt"));
+    let corrupt = dir.path().join("bad.stt");
+    std::fs::write(
+        &corrupt,
+        b"definitely not a table, but long enough to have a footer.......",
+    )
+    .unwrap();
+    stele()
+        .args(["table", "stats"])
+        .arg(&corrupt)
+        .assert()
+        .code(1);
+    stele()
+        .args(["table", "build", "--memory", "lots", "x"])
+        .assert()
+        .code(2);
 }

@@ -1,0 +1,485 @@
+//! `stele table ...`: build sorted tables from lines, TSV or JSON Lines, and read them.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use stele_table::{DuplicatePolicy, Sorter, SorterOptions, Table, TableBuilder, TableOptions};
+
+#[derive(Debug, Subcommand)]
+pub enum TableCommand {
+    /// Build a sorted table from a file of keys, TSV pairs or JSON Lines, in any order.
+    Build(BuildArgs),
+    /// Look up keys; prints `key<TAB>value` for each key found.
+    Get(GetArgs),
+    /// Print entries in a key range.
+    Range(RangeArgs),
+    /// Print entries whose key starts with a prefix.
+    Prefix(PrefixArgs),
+    /// Show a table's counts and sizes (checks every block's checksum with --verify).
+    Stats(StatsArgs),
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum InputFormat {
+    /// One key per line, empty values.
+    Lines,
+    /// `key<TAB>value` per line (split at the first tab).
+    Tsv,
+    /// One JSON object per line; the key is `--key-field`, the value the object as a Stele
+    /// document.
+    Jsonl,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Duplicates {
+    /// Fail, naming the key (default).
+    Reject,
+    /// Keep the last value given for a key.
+    Last,
+    /// Keep the first value given for a key.
+    First,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  stele table build names.txt -o tables/                       one key per line, any order
+  stele table build pairs.tsv --format tsv --memory 256MiB -o tables/
+  stele table build docs.jsonl --format jsonl --key-field id -o tables/
+  zstd -dc keys.txt.zst | stele table build - --duplicates last -o tables/
+
+The table is written atomically into the output folder and named by the hash of its content;
+the path is printed when done.")]
+pub struct BuildArgs {
+    /// Input file, or - for standard input.
+    input: PathBuf,
+    /// Folder to write the table into (created if missing).
+    #[arg(short, long, default_value = ".")]
+    output: PathBuf,
+    /// How to read the input.
+    #[arg(long, value_enum, default_value = "lines")]
+    format: InputFormat,
+    /// JSON Lines: the field holding each document's key (a string or a number).
+    #[arg(long)]
+    key_field: Option<String>,
+    /// Memory budget for sorting, e.g. 256MiB, 2GiB; beyond it sorted runs spill to disk.
+    #[arg(long, default_value = "1GiB", value_parser = parse_bytes)]
+    memory: usize,
+    /// What to do with a key given more than once.
+    #[arg(long, value_enum, default_value = "reject")]
+    duplicates: Duplicates,
+    /// The input is already sorted by key: stream it (fails at the first key out of order).
+    #[arg(long)]
+    sorted: bool,
+    /// Print the result as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Parses `256MiB`, `1GiB`, `500MB`, `64K`, or a plain number of bytes.
+fn parse_bytes(text: &str) -> Result<usize, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let n: usize = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size: use e.g. 256MiB, 1GiB or 1000000"))?;
+    let mult: usize = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" => 1000,
+        "kib" => 1 << 10,
+        "m" | "mb" => 1_000_000,
+        "mib" => 1 << 20,
+        "g" | "gb" => 1_000_000_000,
+        "gib" => 1 << 30,
+        other => return Err(format!("unknown size unit {other:?}: use KiB, MiB or GiB")),
+    };
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("{text:?} is too large"))
+}
+
+/// Where build pairs go: the sorter for any order, the builder for sorted input.
+enum Sink {
+    Sorter(Box<Sorter>),
+    Builder(Box<TableBuilder>),
+}
+
+impl Sink {
+    fn add(&mut self, key: &[u8], value: &[u8]) -> stele_table::Result<()> {
+        match self {
+            Sink::Sorter(s) => s.add(key, value),
+            Sink::Builder(b) => b.add(key, value),
+        }
+    }
+}
+
+/// Adds `context` and, for the errors a flag fixes, the flag to use.
+fn with_hint(e: stele_table::Error, context: String) -> anyhow::Error {
+    let hint = match e {
+        stele_table::Error::DuplicateKey { .. } => {
+            " (pass --duplicates last or --duplicates first to accept repeated keys)"
+        }
+        stele_table::Error::OutOfOrder { .. } => {
+            " (drop --sorted: without it the input may be in any order)"
+        }
+        _ => "",
+    };
+    anyhow::Error::new(e).context(format!("{context}{hint}"))
+}
+
+fn open_input(path: &Path) -> Result<(Box<dyn Read>, Option<u64>)> {
+    if path.as_os_str() == "-" {
+        return Ok((Box::new(std::io::stdin().lock()), None));
+    }
+    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let len = file.metadata().ok().map(|m| m.len());
+    Ok((Box::new(file), len))
+}
+
+fn progress(len: Option<u64>) -> ProgressBar {
+    let bar = match len {
+        Some(n) => ProgressBar::new(n),
+        None => ProgressBar::new_spinner(),
+    };
+    let style = ProgressStyle::with_template(
+        "{spinner} {elapsed_precise} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {msg}",
+    )
+    .map(|s| s.progress_chars("=> "));
+    if let Ok(style) = style {
+        bar.set_style(style);
+    }
+    bar
+}
+
+/// Reads the input line by line, feeding (key, value) pairs to `sink`.
+fn feed(args: &BuildArgs, sink: &mut Sink, bar: &ProgressBar) -> Result<u64> {
+    let (input, _) = open_input(&args.input)?;
+    let mut reader = BufReader::with_capacity(1 << 20, input);
+    let mut line = Vec::new();
+    let mut writer = stele_doc::DocumentWriter::new();
+    let mut line_no = 0u64;
+    let name = args.input.display();
+    loop {
+        line.clear();
+        let n = reader
+            .read_until(b'\n', &mut line)
+            .with_context(|| format!("reading {name}"))?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        bar.inc(n as u64);
+        let text = line.strip_suffix(b"\n").unwrap_or(&line);
+        let text = text.strip_suffix(b"\r").unwrap_or(text);
+        if text.is_empty() {
+            continue;
+        }
+        let added = match args.format {
+            InputFormat::Lines => sink.add(text, b""),
+            InputFormat::Tsv => {
+                let Some(tab) = text.iter().position(|&b| b == b'\t') else {
+                    bail!("{name}, line {line_no}: no tab; TSV lines are key<TAB>value");
+                };
+                sink.add(&text[..tab], &text[tab + 1..])
+            }
+            InputFormat::Jsonl => {
+                let field = args.key_field.as_deref().unwrap_or_default();
+                let doc = writer
+                    .from_json(text)
+                    .with_context(|| format!("{name}, line {line_no}"))?;
+                let view = stele_doc::Document::new(doc.as_slice())?;
+                let key = match view.get(field) {
+                    Some(stele_doc::Value::String(s)) => s.to_cow().into_owned().into_bytes(),
+                    Some(v @ (stele_doc::Value::Int(_) | stele_doc::Value::UInt(_))) => {
+                        v.to_json().into_bytes()
+                    }
+                    Some(other) => bail!(
+                        "{name}, line {line_no}: key field {field:?} is a {}, expected a string or an integer",
+                        other.type_name()
+                    ),
+                    None => bail!("{name}, line {line_no}: no key field {field:?}"),
+                };
+                sink.add(&key, &doc)
+            }
+        };
+        added.map_err(|e| with_hint(e, format!("{name}, line {line_no}")))?;
+    }
+    Ok(line_no)
+}
+
+pub fn build(args: &BuildArgs) -> Result<()> {
+    if matches!(args.format, InputFormat::Jsonl) && args.key_field.is_none() {
+        bail!("--format jsonl needs --key-field NAME: the field that holds each document's key");
+    }
+    std::fs::create_dir_all(&args.output)
+        .with_context(|| format!("creating {}", args.output.display()))?;
+    let policy = match args.duplicates {
+        Duplicates::Reject => DuplicatePolicy::Reject,
+        Duplicates::Last => DuplicatePolicy::KeepLast,
+        Duplicates::First => DuplicatePolicy::KeepFirst,
+    };
+    let mut sink = if args.sorted {
+        Sink::Builder(Box::new(TableBuilder::new(
+            &args.output,
+            TableOptions::default().duplicates(policy),
+        )?))
+    } else {
+        Sink::Sorter(Box::new(Sorter::new(
+            SorterOptions::default()
+                .memory_budget_bytes(args.memory)
+                .temp_dir(&args.output)
+                .duplicates(policy),
+        )?))
+    };
+    let (_, len) = open_input(&args.input)?;
+    let bar = progress(len);
+    let started = std::time::Instant::now();
+    feed(args, &mut sink, &bar)?;
+    bar.set_message("sorting and writing");
+    let info = match sink {
+        Sink::Sorter(s) => s.finish(&args.output),
+        Sink::Builder(b) => b.finish(),
+    }
+    .map_err(|e| with_hint(e, format!("building a table from {}", args.input.display())))?;
+    bar.finish_and_clear();
+    let seconds = started.elapsed().as_secs_f64();
+    if args.json {
+        let v = serde_json::json!({
+            "path": info.path.display().to_string(),
+            "entries": info.entries,
+            "blocks": info.blocks,
+            "file_bytes": info.file_bytes,
+            "raw_key_bytes": info.raw_key_bytes,
+            "raw_value_bytes": info.raw_value_bytes,
+            "seconds": seconds,
+        });
+        println!("{v}");
+    } else {
+        println!("{}", info.path.display());
+        eprintln!(
+            "{} entries, {} bytes ({:.2} of raw keys + values), {seconds:.2} s",
+            info.entries,
+            info.file_bytes,
+            info.file_bytes as f64 / (info.raw_key_bytes + info.raw_value_bytes).max(1) as f64
+        );
+    }
+    Ok(())
+}
+
+fn open(path: &Path) -> Result<Table> {
+    Table::open(path).with_context(|| format!("opening table {}", path.display()))
+}
+
+/// Writes `key<TAB>value`: values that are Stele documents print as JSON, other UTF-8 as is,
+/// anything else as hex.
+fn print_entry(out: &mut impl Write, key: &[u8], value: &[u8]) -> Result<()> {
+    out.write_all(key)?;
+    if !value.is_empty() {
+        out.write_all(b"\t")?;
+        if value.first() == Some(&stele_doc::format::HEADER_BYTE)
+            && let Ok(doc) = stele_doc::Document::new(value)
+        {
+            out.write_all(doc.to_json().as_bytes())?;
+        } else if let Ok(text) = std::str::from_utf8(value) {
+            out.write_all(text.as_bytes())?;
+        } else {
+            for b in value {
+                write!(out, "{b:02x}")?;
+            }
+        }
+    }
+    out.write_all(b"\n")?;
+    Ok(())
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  stele table get tables/3f2a...stt react lodash
+  stele table get tables/3f2a...stt missing || echo 'not found (exit code 1)'")]
+pub struct GetArgs {
+    /// The table file.
+    table: PathBuf,
+    /// Keys to look up.
+    #[arg(required = true)]
+    keys: Vec<String>,
+}
+
+pub fn get(args: &GetArgs) -> Result<()> {
+    let table = open(&args.table)?;
+    let mut out = std::io::stdout().lock();
+    let mut missing = Vec::new();
+    for key in &args.keys {
+        match table.get(key.as_bytes())? {
+            Some(value) => print_entry(&mut out, key.as_bytes(), value)?,
+            None => missing.push(key.as_str()),
+        }
+    }
+    out.flush()?;
+    if !missing.is_empty() {
+        bail!(
+            "not found in {}: {}",
+            args.table.display(),
+            missing.join(", ")
+        );
+    }
+    Ok(())
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  stele table range T.stt --from a --to b          keys in [a, b)
+  stele table range T.stt --from x --reverse -n 5  the last 5 keys from x on")]
+pub struct RangeArgs {
+    /// The table file.
+    table: PathBuf,
+    /// First key (inclusive); default the first key.
+    #[arg(long)]
+    from: Option<String>,
+    /// End key (exclusive); default past the last key.
+    #[arg(long)]
+    to: Option<String>,
+    /// At most this many entries.
+    #[arg(short = 'n', long)]
+    limit: Option<usize>,
+    /// Newest first: walk the range backwards.
+    #[arg(long)]
+    reverse: bool,
+}
+
+fn print_iter<'t>(
+    iter: impl DoubleEndedIterator<Item = stele_table::Result<stele_table::Entry<'t>>>,
+    reverse: bool,
+    limit: Option<usize>,
+) -> Result<()> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let limit = limit.unwrap_or(usize::MAX);
+    let iter: Box<dyn Iterator<Item = _>> = if reverse {
+        Box::new(iter.rev())
+    } else {
+        Box::new(iter)
+    };
+    for entry in iter.take(limit) {
+        let (key, value) = entry?;
+        print_entry(&mut out, &key, value)?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+pub fn range(args: &RangeArgs) -> Result<()> {
+    use std::ops::Bound;
+    let table = open(&args.table)?;
+    let lo = args
+        .from
+        .as_deref()
+        .map_or(Bound::Unbounded, |k| Bound::Included(k.as_bytes()));
+    let hi = args
+        .to
+        .as_deref()
+        .map_or(Bound::Unbounded, |k| Bound::Excluded(k.as_bytes()));
+    print_iter(table.range((lo, hi)), args.reverse, args.limit)
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  stele table prefix T.stt @babel/ -n 20")]
+pub struct PrefixArgs {
+    /// The table file.
+    table: PathBuf,
+    /// Key prefix.
+    prefix: String,
+    /// At most this many entries.
+    #[arg(short = 'n', long)]
+    limit: Option<usize>,
+}
+
+pub fn prefix(args: &PrefixArgs) -> Result<()> {
+    let table = open(&args.table)?;
+    print_iter(table.prefix(args.prefix.as_bytes()), false, args.limit)
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  stele table stats T.stt
+  stele table stats T.stt --verify --json")]
+pub struct StatsArgs {
+    /// The table file.
+    table: PathBuf,
+    /// Check every block's checksum (reads the whole file).
+    #[arg(long)]
+    verify: bool,
+    /// Print as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn stats(args: &StatsArgs) -> Result<()> {
+    let table = open(&args.table)?;
+    if args.verify {
+        table
+            .verify_all()
+            .with_context(|| format!("verifying {}", args.table.display()))?;
+    }
+    let s = table.stats();
+    if args.json {
+        let v = serde_json::json!({
+            "entries": s.entries,
+            "blocks": s.blocks,
+            "block_size_bytes": s.block_size_bytes,
+            "restart_interval": s.restart_interval,
+            "file_bytes": s.file_bytes,
+            "index_bytes": s.index_bytes,
+            "raw_key_bytes": s.raw_key_bytes,
+            "raw_value_bytes": s.raw_value_bytes,
+            "verified": args.verify,
+        });
+        println!("{v}");
+    } else {
+        println!("entries          {}", s.entries);
+        println!(
+            "blocks           {} of {} bytes",
+            s.blocks, s.block_size_bytes
+        );
+        println!("restart interval {}", s.restart_interval);
+        println!("file             {} bytes", s.file_bytes);
+        println!("index            {} bytes", s.index_bytes);
+        println!(
+            "raw keys/values  {} / {} bytes (file is {:.2} of raw)",
+            s.raw_key_bytes,
+            s.raw_value_bytes,
+            s.file_bytes as f64 / (s.raw_key_bytes + s.raw_value_bytes).max(1) as f64
+        );
+        if args.verify {
+            println!("checksums        all blocks verified");
+        }
+    }
+    Ok(())
+}
+
+pub fn run(cmd: &TableCommand) -> Result<()> {
+    match cmd {
+        TableCommand::Build(a) => build(a),
+        TableCommand::Get(a) => get(a),
+        TableCommand::Range(a) => range(a),
+        TableCommand::Prefix(a) => prefix(a),
+        TableCommand::Stats(a) => stats(a),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_bytes;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_bytes("256MiB"), Ok(256 << 20));
+        assert_eq!(parse_bytes("1GiB"), Ok(1 << 30));
+        assert_eq!(parse_bytes("1000"), Ok(1000));
+        assert_eq!(parse_bytes("2 GB"), Ok(2_000_000_000));
+        assert!(parse_bytes("lots").is_err());
+        assert!(parse_bytes("5XB").is_err());
+    }
+}
