@@ -16,10 +16,12 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo test"
 cargo test --workspace --locked --release
 echo "== benchmark smoke runs (tiny inputs; the real runs are in docs/benchmarks.md)"
-cargo run --release --locked -q -p stele-bench --bin stele-bench -- doc --quick > target/bench-doc-quick.md
-tail -n 3 target/bench-doc-quick.md
-cargo run --release --locked -q -p stele-bench --bin table_bench -- --test > target/bench-table-test.md
-tail -n 3 target/bench-table-test.md
+out_dir=${CARGO_TARGET_DIR:-target}
+mkdir -p "$out_dir"
+cargo run --release --locked -q -p stele-bench --bin stele-bench -- doc --quick > "$out_dir/bench-doc-quick.md"
+tail -n 3 "$out_dir/bench-doc-quick.md"
+cargo run --release --locked -q -p stele-bench --bin table_bench -- --test > "$out_dir/bench-table-test.md"
+tail -n 3 "$out_dir/bench-table-test.md"
 echo "== tour"
 cargo run --release --locked -q -- tour > /dev/null
 echo "all checks passed"
