@@ -151,6 +151,24 @@ fn spilled_and_in_memory_builds_are_byte_identical() {
     let (t2, runs2) = sort(&pairs, DuplicatePolicy::KeepLast, 128 << 10, d2.path()).unwrap();
     assert_eq!(runs1, 0);
     assert!(runs2 >= 4, "expected several runs, got {runs2}");
+    // Spilling writes each pair once to a run and once to the table: about 2x in all.
+    let mut s = Sorter::new(
+        SorterOptions::default()
+            .memory_budget_bytes(128 << 10)
+            .temp_dir(d2.path())
+            .duplicates(DuplicatePolicy::KeepLast),
+    )
+    .unwrap();
+    for (k, v) in &pairs {
+        s.add(k, v).unwrap();
+    }
+    let spilled = s.spilled_bytes();
+    let info = s.finish(d2.path()).unwrap();
+    let raw = info.raw_key_bytes + info.raw_value_bytes;
+    assert!(
+        spilled > 0 && spilled < raw + raw / 2,
+        "runs of {spilled} bytes for {raw} raw bytes"
+    );
     assert_eq!(t1.path().file_name(), t2.path().file_name());
     assert_eq!(
         std::fs::read(t1.path()).unwrap(),

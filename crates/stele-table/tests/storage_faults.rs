@@ -165,3 +165,15 @@ fn same_content_same_name() {
     assert_eq!(again.path, a.path);
     assert_eq!(files(d1.path()).len(), 1);
 }
+
+#[test]
+fn remove_partials_clears_crash_leftovers_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let info = build(dir.path(), Fault::WriteAfter(u64::MAX)).unwrap();
+    std::fs::write(dir.path().join(".stele-1-2-3.partial"), b"half a table").unwrap();
+    assert_eq!(stele_table::remove_partials(dir.path()).unwrap(), 1);
+    assert_eq!(
+        files(dir.path()),
+        vec![info.path.file_name().unwrap().to_str().unwrap().to_owned()]
+    );
+}

@@ -34,7 +34,9 @@ impl Default for SorterOptions {
 
 impl SorterOptions {
     /// Memory for pairs held before they are sorted (default 256 MiB). Each pair costs its
-    /// key and value bytes plus 48 bytes of bookkeeping. Input that fits is sorted in memory
+    /// key and value bytes plus 48 bytes of bookkeeping (a 24-byte record and room for the
+    /// sort's scatter copy). Not counted: 8 bytes per pair while an in-memory batch is
+    /// written, a few MiB of I/O and encoding buffers, and one sample key per 64 KiB of runs. Input that fits is sorted in memory
     /// and written once. Larger input is cut into sorted runs of this size spilled to disk,
     /// then merged: every byte is then written twice (runs and table) and read back once.
     /// A bigger budget means fewer, larger runs; the merge cost hardly depends on the count.
@@ -118,7 +120,10 @@ impl Sorter {
         })
     }
 
-    /// Adds a pair (any order).
+    /// Adds a pair (any order). When the budget is exceeded, this call sorts the pairs held
+    /// and spills them as a run, so it can fail with I/O errors, and with
+    /// [`Error::DuplicateKey`] under [`DuplicatePolicy::Reject`] if that batch repeats a key
+    /// (duplicates across runs are reported by `finish`).
     pub fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         check_sizes(key, value)?;
         self.batch.push(key, value);
@@ -142,6 +147,12 @@ impl Sorter {
     /// Sorted runs spilled to disk so far.
     pub fn spilled_runs(&self) -> usize {
         self.runs.len()
+    }
+
+    /// Bytes written to runs so far (the table adds its own size: write amplification is
+    /// `(spilled_bytes + file_bytes) / file_bytes`, about 2 when spilling).
+    pub fn spilled_bytes(&self) -> u64 {
+        self.runs.iter().map(|r| r.bytes).sum()
     }
 
     fn spill_dir(&mut self) -> Result<PathBuf> {
