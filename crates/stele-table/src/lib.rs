@@ -48,4 +48,9 @@ pub use list::{ListBuilder, TableList};
 pub use merge::{MergeIter, Merged, merge};
 pub use sorter::{Sorter, SorterOptions};
 pub use storage::{FsStorage, Storage, StorageFile, TABLE_EXTENSION, remove_partials};
+/// The checksum used throughout the format: XXH3-64 with seed 0.
+pub fn checksum(bytes: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(bytes)
+}
+
 pub use table::{Access, Cursor, Entry, Iter, MmapBytes, Table, TableStats};
