@@ -1,9 +1,8 @@
 //! Iteration: a double-ended iterator over a position range, and a lending cursor.
 
-use super::{Entry, Table};
+use super::{Entry, Key, Table};
 use crate::block::BlockRef;
 use crate::error::{Error, Result};
-use std::borrow::Cow;
 use std::fmt;
 
 /// Forward decoding state: the current block and where the next entry starts in it.
@@ -130,9 +129,9 @@ impl<'t, B: AsRef<[u8]>> Iterator for Iter<'t, B> {
             Ok(raw) => {
                 self.front += 1;
                 let key = if raw.shared == 0 {
-                    Cow::Borrowed(raw.suffix)
+                    Key::borrowed(raw.suffix)
                 } else {
-                    Cow::Owned(self.fwd.key_buf.clone())
+                    Key::copied(&self.fwd.key_buf)
                 };
                 Some(Ok((key, raw.value)))
             }

@@ -1,22 +1,23 @@
 //! Reading a table: open (footer and index checked), point reads, ranks, iteration.
 
 mod iter;
+mod key;
 mod mmap;
 
 pub use iter::{Cursor, Iter};
+pub use key::Key;
 pub use mmap::{Access, MmapBytes};
 
 use crate::block::{self, BlockRef};
 use crate::error::{Error, Part, Result};
 use crate::footer::{FOOTER_BYTES, Footer};
 use crate::index::Index;
-use std::borrow::Cow;
 use std::ops::{Bound, RangeBounds};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A key and its value. Values always borrow the table; keys borrow it when stored whole
-/// (restart points: every `restart_interval`-th key) and are rebuilt otherwise.
-pub type Entry<'t> = (Cow<'t, [u8]>, &'t [u8]);
+/// (restart points: every `restart_interval`-th key) and are rebuilt otherwise (see [`Key`]).
+pub type Entry<'t> = (Key<'t>, &'t [u8]);
 
 /// Facts about an open table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,8 +57,8 @@ pub struct TableStats {
 ///
 /// Zero-copy: values are always slices of the file. Keys stored whole (restart points,
 /// every `restart_interval`-th key of a block, and keys that share nothing with the
-/// previous one) are returned as `Cow::Borrowed`; other keys are rebuilt from their shared
-/// prefix and returned as `Cow::Owned`. [`Cursor`] rebuilds keys in one buffer it lends
+/// previous one) are returned borrowed; other keys are rebuilt from their shared prefix,
+/// without allocation up to 30 bytes (see [`Key`]). [`Cursor`] rebuilds keys in one buffer it lends
 /// out, so a scan allocates nothing per entry.
 #[derive(Debug)]
 pub struct Table<B = MmapBytes> {
@@ -262,9 +263,9 @@ impl<B: AsRef<[u8]>> Table<B> {
         let mut offset = block.seek_index(local, key_buf)?;
         let raw = block.decode_into(&mut offset, key_buf)?;
         let key = if raw.shared == 0 {
-            Cow::Borrowed(raw.suffix)
+            Key::borrowed(raw.suffix)
         } else {
-            Cow::Owned(key_buf.clone())
+            Key::copied(key_buf)
         };
         Ok((key, raw.value))
     }
