@@ -15,6 +15,9 @@ use crate::error::{Error, Part, Result};
 use crate::prefix::{le_with_prefix, prefix8};
 use crate::varint;
 
+/// Stride of the in-memory sample of separator prefixes.
+const UPPER_STRIDE: usize = 16;
+
 /// Builds the on-disk index while blocks are written.
 #[derive(Debug, Default)]
 pub(crate) struct IndexBuilder {
@@ -56,6 +59,9 @@ pub(crate) struct Index {
     seps: Vec<u8>,
     /// `prefix8` of each separator: most search steps compare these alone.
     sep_prefixes: Vec<u64>,
+    /// Every `UPPER_STRIDE`-th entry of `sep_prefixes`: small enough to stay in the L1/L2
+    /// cache, it narrows a search to a few cache lines of `sep_prefixes`.
+    upper: Vec<u64>,
     /// `sep_ends[b]` is the end of block b's separator in `seps`.
     sep_ends: Vec<usize>,
     /// Offsets of blocks; one extra element: the end of the last block.
@@ -85,6 +91,7 @@ impl Index {
         let mut idx = Index {
             seps: Vec::new(),
             sep_prefixes: Vec::with_capacity(cap),
+            upper: Vec::new(),
             sep_ends: Vec::with_capacity(cap),
             offsets: Vec::with_capacity(cap + 1),
             cum: Vec::with_capacity(cap + 1),
@@ -144,6 +151,12 @@ impl Index {
         }
         idx.offsets.push(offset);
         idx.cum.push(cum);
+        idx.upper = idx
+            .sep_prefixes
+            .iter()
+            .step_by(UPPER_STRIDE)
+            .copied()
+            .collect();
         idx.build_lookup();
         Ok(idx)
     }
@@ -207,7 +220,13 @@ impl Index {
     /// Like `block_for_key`, searching only blocks `from..` (for ascending batches).
     pub(crate) fn block_for_key_from(&self, from: usize, key: &[u8]) -> usize {
         let key_prefix = prefix8(key);
-        let (mut lo, mut hi) = (from, self.block_count());
+        // Coarse bounds from the sampled prefixes alone: a block whose separator prefix is
+        // smaller than the key's sorts before the key, one whose prefix is larger after it.
+        let below = self.upper.partition_point(|&p| p < key_prefix);
+        let not_above = self.upper.partition_point(|&p| p <= key_prefix);
+        let lo_block = below.saturating_sub(1) * UPPER_STRIDE;
+        let hi_block = (not_above * UPPER_STRIDE).min(self.block_count());
+        let (mut lo, mut hi) = (lo_block.max(from), hi_block.max(from));
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             let sp = self.sep_prefixes.get(mid).copied().unwrap_or(0);

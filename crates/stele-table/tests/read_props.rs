@@ -181,3 +181,39 @@ proptest! {
         }
     }
 }
+
+/// Thousands of blocks whose separators share 8-byte prefixes: exercises the sampled
+/// coarse search of the index and its fallback on prefix ties.
+#[test]
+fn many_blocks_with_shared_prefixes() {
+    let mut model = Model::new();
+    for i in 0..30_000u32 {
+        // Groups of keys share "prefix/xx" (9+ bytes), so many separators tie on 8 bytes.
+        let k = format!("prefix/{:02}/{:06}", i % 7, i).into_bytes();
+        model.insert(k, i.to_le_bytes().to_vec());
+    }
+    let (_dir, t) = build(&model, TableOptions::default().block_size_bytes(256));
+    assert!(t.stats().blocks > 1000, "{:?}", t.stats());
+    for (i, (k, v)) in model.iter().enumerate() {
+        assert_eq!(t.get(k).unwrap(), Some(v.as_slice()));
+        assert_eq!(t.rank(k).unwrap(), i as u64);
+        let mut absent = k.clone();
+        absent.push(0);
+        assert_eq!(t.get(&absent).unwrap(), None);
+        assert_eq!(t.rank(&absent).unwrap(), i as u64 + 1);
+    }
+    for probe in [
+        &b""[..],
+        b"prefix",
+        b"prefix/",
+        b"prefix/06/",
+        b"prefix/99",
+        b"q",
+        b"\xff",
+    ] {
+        assert_eq!(
+            t.rank(probe).unwrap(),
+            model.keys().filter(|k| k.as_slice() < probe).count() as u64
+        );
+    }
+}
