@@ -123,8 +123,11 @@ fn main() {
     );
     let t1 = Instant::now();
     let mut m = 0usize;
-    for e in t.iter() {
-        m += e.unwrap().0.len();
+    let scans: usize = std::env::var("ITER_SCANS").map_or(1, |v| v.parse().unwrap());
+    for _ in 0..scans {
+        for e in t.iter() {
+            m += e.unwrap().0.len();
+        }
     }
     println!("scan (iter): {:.3}s ({m})", t1.elapsed().as_secs_f64());
 

@@ -182,21 +182,25 @@ impl Index {
         }
     }
 
+    #[inline]
     pub(crate) fn block_count(&self) -> usize {
         self.sep_ends.len()
     }
 
     /// Byte range of block `b` in the file.
+    #[inline]
     pub(crate) fn block_range(&self, b: usize) -> Option<(u64, u64)> {
         Some((*self.offsets.get(b)?, *self.offsets.get(b + 1)?))
     }
 
     /// Entries before block `b` (`b == block_count` gives the total).
+    #[inline]
     pub(crate) fn entries_before(&self, b: usize) -> u64 {
         self.cum.get(b).copied().unwrap_or(0)
     }
 
     /// Number of entries in block `b`.
+    #[inline]
     pub(crate) fn entries_in(&self, b: usize) -> u64 {
         self.entries_before(b + 1)
             .saturating_sub(self.entries_before(b))
@@ -241,6 +245,7 @@ impl Index {
 
     /// The block holding global position `pos` (`pos < total`): O(1) for typical tables
     /// through the lookup array, a bounded binary search otherwise.
+    #[inline]
     pub(crate) fn block_for_pos(&self, pos: u64) -> usize {
         let slot = (pos >> self.shift) as usize;
         let mut b = self.lookup.get(slot).copied().unwrap_or(0) as usize;

@@ -73,6 +73,7 @@ pub(crate) fn verify(block: &[u8], part: Part) -> Result<()> {
 
 impl<'a> BlockRef<'a> {
     /// Parses the trailer. `expected_count` comes from the index and must match.
+    #[inline]
     pub(crate) fn parse(
         block: &'a [u8],
         interval: u32,
@@ -132,10 +133,12 @@ impl<'a> BlockRef<'a> {
         })
     }
 
+    #[inline]
     pub(crate) fn count(&self) -> u32 {
         self.count
     }
 
+    #[inline]
     pub(crate) fn part(&self) -> Part {
         self.part
     }
@@ -148,6 +151,7 @@ impl<'a> BlockRef<'a> {
         self.count.div_ceil(self.interval) as usize
     }
 
+    #[inline]
     fn restart_offset(&self, r: usize) -> Result<usize> {
         let v = if self.wide {
             le_u32(self.restarts, r * 4)
@@ -228,6 +232,7 @@ impl<'a> BlockRef<'a> {
         Ok(raw)
     }
 
+    #[inline]
     fn hint_at(&self, r: usize) -> Result<u32> {
         let at = r * HINT_BYTES;
         self.hints
@@ -238,6 +243,7 @@ impl<'a> BlockRef<'a> {
     }
 
     /// The whole key stored at restart point `r` (restart keys share no prefix).
+    #[inline]
     fn restart_key(&self, r: usize) -> Result<&'a [u8]> {
         let mut pos = self.restart_offset(r)?;
         let raw = self.decode(&mut pos)?;
@@ -249,6 +255,7 @@ impl<'a> BlockRef<'a> {
 
     /// Positions at entry `index` (0-based, `< count`): returns its byte offset, with
     /// `key_buf` holding the previous entry's key (enough to decode it).
+    #[inline]
     pub(crate) fn seek_index(&self, index: u32, key_buf: &mut Vec<u8>) -> Result<usize> {
         if index >= self.count {
             return Err(self.bad("entry index past the block"));

@@ -117,6 +117,7 @@ impl<'t, B: AsRef<[u8]>> Iter<'t, B> {
 impl<'t, B: AsRef<[u8]>> Iterator for Iter<'t, B> {
     type Item = Result<Entry<'t>>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if let Some(e) = self.failed.take() {
             self.done = true;
@@ -153,6 +154,7 @@ impl<'t, B: AsRef<[u8]>> Iterator for Iter<'t, B> {
 }
 
 impl<B: AsRef<[u8]>> DoubleEndedIterator for Iter<'_, B> {
+    #[inline]
     fn next_back(&mut self) -> Option<Self::Item> {
         if let Some(e) = self.failed.take() {
             self.done = true;
@@ -207,6 +209,7 @@ impl<'t, B: AsRef<[u8]>> Cursor<'t, B> {
     }
 
     /// The next entry; the key borrows the cursor until the next call.
+    #[inline]
     pub fn next_entry(&mut self) -> Result<Option<(&[u8], &'t [u8])>> {
         if self.pos >= self.end {
             return Ok(None);

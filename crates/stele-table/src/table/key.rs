@@ -26,11 +26,13 @@ enum Repr<'t> {
 }
 
 impl<'t> Key<'t> {
+    #[inline]
     pub(crate) fn borrowed(bytes: &'t [u8]) -> Self {
         Key(Repr::Borrowed(bytes))
     }
 
     /// A copy of `bytes` (inline when short).
+    #[inline]
     pub(crate) fn copied(bytes: &[u8]) -> Self {
         if bytes.len() <= INLINE_BYTES {
             let mut inline = [0u8; INLINE_BYTES];
@@ -47,6 +49,7 @@ impl<'t> Key<'t> {
     }
 
     /// The key's bytes.
+    #[inline]
     pub fn as_bytes(&self) -> &[u8] {
         match &self.0 {
             Repr::Borrowed(b) => b,
@@ -56,11 +59,13 @@ impl<'t> Key<'t> {
     }
 
     /// True if the key is a slice of the table's bytes (zero-copy).
+    #[inline]
     pub fn is_borrowed(&self) -> bool {
         matches!(self.0, Repr::Borrowed(_))
     }
 
     /// The key as an owned vector.
+    #[inline]
     pub fn into_owned(self) -> Vec<u8> {
         match self.0 {
             Repr::Owned(v) => v,
@@ -71,18 +76,21 @@ impl<'t> Key<'t> {
 
 impl Deref for Key<'_> {
     type Target = [u8];
+    #[inline]
     fn deref(&self) -> &[u8] {
         self.as_bytes()
     }
 }
 
 impl AsRef<[u8]> for Key<'_> {
+    #[inline]
     fn as_ref(&self) -> &[u8] {
         self.as_bytes()
     }
 }
 
 impl Borrow<[u8]> for Key<'_> {
+    #[inline]
     fn borrow(&self) -> &[u8] {
         self.as_bytes()
     }
@@ -95,6 +103,7 @@ impl fmt::Debug for Key<'_> {
 }
 
 impl PartialEq for Key<'_> {
+    #[inline]
     fn eq(&self, other: &Self) -> bool {
         self.as_bytes() == other.as_bytes()
     }
@@ -103,24 +112,28 @@ impl PartialEq for Key<'_> {
 impl Eq for Key<'_> {}
 
 impl PartialEq<[u8]> for Key<'_> {
+    #[inline]
     fn eq(&self, other: &[u8]) -> bool {
         self.as_bytes() == other
     }
 }
 
 impl PartialEq<&[u8]> for Key<'_> {
+    #[inline]
     fn eq(&self, other: &&[u8]) -> bool {
         self.as_bytes() == *other
     }
 }
 
 impl PartialOrd for Key<'_> {
+    #[inline]
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
 
 impl Ord for Key<'_> {
+    #[inline]
     fn cmp(&self, other: &Self) -> Ordering {
         self.as_bytes().cmp(other.as_bytes())
     }
@@ -133,6 +146,7 @@ impl Hash for Key<'_> {
 }
 
 impl From<Key<'_>> for Vec<u8> {
+    #[inline]
     fn from(k: Key<'_>) -> Vec<u8> {
         k.into_owned()
     }
