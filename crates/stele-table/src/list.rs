@@ -47,9 +47,16 @@ impl ListBuilder {
 }
 
 /// An immutable list of values read by position. `Send + Sync`.
-#[derive(Debug)]
 pub struct TableList<B = MmapBytes> {
     table: Table<B>,
+}
+
+impl<B: AsRef<[u8]>> std::fmt::Debug for TableList<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableList")
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
 }
 
 impl<B: AsRef<[u8]>> TableList<B> {

@@ -60,12 +60,20 @@ pub struct TableStats {
 /// previous one) are returned borrowed; other keys are rebuilt from their shared prefix,
 /// without allocation up to 30 bytes (see [`Key`]). [`Cursor`] rebuilds keys in one buffer it lends
 /// out, so a scan allocates nothing per entry.
-#[derive(Debug)]
 pub struct Table<B = MmapBytes> {
     bytes: B,
     footer: Footer,
     index: Index,
     verified: Box<[AtomicU64]>,
+}
+
+impl<B: AsRef<[u8]>> std::fmt::Debug for Table<B> {
+    // Not derived: it would print every byte of the table.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table")
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
 }
 
 impl<B: AsRef<[u8]>> Table<B> {
