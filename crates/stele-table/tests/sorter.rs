@@ -194,6 +194,15 @@ fn large_sort_takes_the_radix_path() {
     let mut want: Pairs = pairs.clone();
     want.sort();
     assert_eq!(contents(&t), want);
+    // And with duplicates, keeping the last (duplicates are found from the radix digits).
+    let pairs = shuffled_pairs(70_000, 3);
+    let dir = tempfile::tempdir().unwrap();
+    let (t, _) = sort(&pairs, DuplicatePolicy::KeepLast, 256 << 20, dir.path()).unwrap();
+    let want: Pairs = model(&pairs, DuplicatePolicy::KeepLast)
+        .unwrap()
+        .into_iter()
+        .collect();
+    assert_eq!(contents(&t), want);
 }
 
 #[test]

@@ -211,6 +211,10 @@ impl BlockBuilder {
     #[inline]
     pub(crate) fn try_add_with_lcp(&mut self, key: &[u8], value: &[u8], lcp: usize) -> bool {
         let restart = self.sizer.is_restart();
+        debug_assert!(
+            restart || lcp == common_prefix(&self.last_key, key),
+            "caller's common prefix length is not exact"
+        );
         let old_mode = self.sizer.mode;
         let Some(Admitted { shared, converts }) = self.sizer.admit(lcp, key.len(), value.len())
         else {

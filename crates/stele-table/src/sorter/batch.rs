@@ -1,6 +1,7 @@
 //! The in-memory batch: pairs in an arena, sorted by a parallel MSD radix pass on the first
 //! two key bytes followed by comparison sorts of the buckets.
 
+use crate::block::common_prefix;
 use crate::builder::DuplicatePolicy;
 use crate::error::{Error, Result};
 use rayon::prelude::*;
@@ -32,12 +33,16 @@ pub(crate) struct Batch {
     chunk_bytes: usize,
     chunks: Vec<Vec<u8>>,
     recs: Vec<Rec>,
+    /// After `sort`: `lcps[i]` is the common prefix length of keys `i - 1` and `i`
+    /// (`lcps[0]` is 0), computed from the radix digits without touching the arena.
+    lcps: Vec<u32>,
     arena_bytes: usize,
 }
 
 /// Sorts `recs`, whose keys share their first `depth` bytes and whose `prefix` holds key
-/// bytes `depth..depth + 8`, by key and then insertion order.
-fn sort_level(chunks: &[Vec<u8>], recs: &mut [Rec], depth: usize) {
+/// bytes `depth..depth + 8`, by key and then insertion order, and sets `lcps[1..]` to the
+/// common prefix lengths of neighbours (`lcps[0]` belongs to the caller).
+fn sort_level(chunks: &[Vec<u8>], recs: &mut [Rec], lcps: &mut [u32], depth: usize) {
     if depth >= MAX_RADIX_DEPTH {
         // Keys sharing this long a prefix are rare: compare the rest directly rather than
         // recurse further (which could exhaust the stack for huge keys).
@@ -46,6 +51,13 @@ fn sort_level(chunks: &[Vec<u8>], recs: &mut [Rec], depth: usize) {
             let kb = Batch::key(chunks, b).get(depth..).unwrap_or_default();
             ka.cmp(kb).then(a.loc.cmp(&b.loc))
         });
+        for i in 1..recs.len() {
+            let lcp = common_prefix(
+                Batch::key(chunks, &recs[i - 1]),
+                Batch::key(chunks, &recs[i]),
+            );
+            lcps[i] = lcp as u32;
+        }
         return;
     }
     // A key that ends within this digit sorts before longer keys with the same digit (it is
@@ -53,6 +65,14 @@ fn sort_level(chunks: &[Vec<u8>], recs: &mut [Rec], depth: usize) {
     // `depth + 9`, meaning "continues past this digit".
     let cap = |r: &Rec| (r.key_len as usize).min(depth + 9) as u32;
     recs.sort_unstable_by_key(|r| (r.prefix, cap(r), r.loc));
+    for i in 1..recs.len() {
+        let (a, b) = (&recs[i - 1], &recs[i]);
+        // Equal digits give 8 here; runs that continue past the digit are refined below.
+        let digit_common = ((a.prefix ^ b.prefix).leading_zeros() / 8) as usize;
+        lcps[i] = (depth + digit_common)
+            .min(a.key_len as usize)
+            .min(b.key_len as usize) as u32;
+    }
     let mut i = 0;
     while i < recs.len() {
         let (p, c) = (recs[i].prefix, cap(&recs[i]));
@@ -69,7 +89,7 @@ fn sort_level(chunks: &[Vec<u8>], recs: &mut [Rec], depth: usize) {
                 let r = &mut run[k];
                 r.prefix = key_prefix(Batch::key(chunks, r).get(depth + 8..).unwrap_or_default());
             }
-            sort_level(chunks, run, depth + 8);
+            sort_level(chunks, run, &mut lcps[i..j], depth + 8);
         }
         i = j;
     }
@@ -86,6 +106,7 @@ impl Batch {
             chunk_bytes: (budget_bytes / 16).clamp(4 << 10, CHUNK_BYTES),
             chunks: Vec::new(),
             recs: Vec::new(),
+            lcps: Vec::new(),
             arena_bytes: 0,
         }
     }
@@ -114,6 +135,21 @@ impl Batch {
         }
     }
 
+    /// Common prefix length of keys `i - 1` and `i` (0 for `i == 0`), after `sort`.
+    #[inline]
+    pub(crate) fn lcp_at(&self, i: usize) -> usize {
+        self.lcps.get(i).map_or(0, |&l| l as usize)
+    }
+
+    /// True if key `i` equals key `i - 1` (after `sort`), without touching the arena.
+    #[inline]
+    pub(crate) fn same_as_previous(&self, i: usize) -> bool {
+        i > 0 && {
+            let l = self.lcp_at(i);
+            l == self.recs[i].key_len as usize && l == self.recs[i - 1].key_len as usize
+        }
+    }
+
     /// Key and value lengths of the `i`-th record, without touching the arena.
     #[inline]
     pub(crate) fn lens_at(&self, i: usize) -> (usize, usize) {
@@ -127,8 +163,11 @@ impl Batch {
 
     /// Memory held, as counted against the budget.
     pub(crate) fn memory_bytes(&self) -> usize {
-        // The scatter copy needs one more record per entry while sorting.
-        self.arena_bytes + (self.recs.capacity() + self.recs.len()) * std::mem::size_of::<Rec>()
+        // The scatter copy needs one more record per entry while sorting, and the common
+        // prefix lengths 4 bytes.
+        self.arena_bytes
+            + (self.recs.capacity() + self.recs.len()) * std::mem::size_of::<Rec>()
+            + self.recs.len() * 4
     }
 
     pub(crate) fn push(&mut self, key: &[u8], value: &[u8]) {
@@ -158,6 +197,7 @@ impl Batch {
     pub(crate) fn clear(&mut self) {
         self.chunks.clear();
         self.recs.clear();
+        self.lcps = Vec::new();
         self.arena_bytes = 0;
     }
 
@@ -184,8 +224,10 @@ impl Batch {
     pub(crate) fn sort(&mut self) {
         let chunks = &self.chunks;
         let n = self.recs.len();
+        let mut lcps = vec![0u32; n];
         if n < RADIX_MIN_ENTRIES {
-            sort_level(chunks, &mut self.recs, 0);
+            sort_level(chunks, &mut self.recs, &mut lcps, 0);
+            self.lcps = lcps;
             return;
         }
         let mut counts = vec![0usize; 1 << 16];
@@ -206,20 +248,33 @@ impl Batch {
         }
         // Free the unsorted copy before the recursion allocates nothing more.
         self.recs = Vec::new();
-        let mut buckets: Vec<&mut [Rec]> = Vec::new();
-        let mut rest = out.as_mut_slice();
-        for &c in &counts {
+        let mut buckets: Vec<(&mut [Rec], &mut [u32])> = Vec::new();
+        let mut starts: Vec<(usize, u16)> = Vec::new();
+        let (mut rest, mut rest_lcps) = (out.as_mut_slice(), lcps.as_mut_slice());
+        let mut at = 0;
+        for (id, &c) in counts.iter().enumerate() {
             if c > 0 {
                 let (bucket, tail) = rest.split_at_mut(c);
-                buckets.push(bucket);
-                rest = tail;
+                let (bucket_lcps, lcp_tail) = rest_lcps.split_at_mut(c);
+                buckets.push((bucket, bucket_lcps));
+                starts.push((at, id as u16));
+                (rest, rest_lcps) = (tail, lcp_tail);
+                at += c;
             }
         }
         buckets
             .into_par_iter()
             .with_max_len(1)
-            .for_each(|bucket| sort_level(chunks, bucket, 0));
+            .for_each(|(bucket, bucket_lcps)| sort_level(chunks, bucket, bucket_lcps, 0));
+        // Neighbours across buckets differ in their first two bytes: they share 0 or 1 byte.
+        for w in starts.windows(2) {
+            let [(_, prev_id), (start, id)] = [w[0], w[1]];
+            let common = ((prev_id ^ id).leading_zeros() / 8) as usize;
+            let (a, b) = (&out[start - 1], &out[start]);
+            lcps[start] = common.min(a.key_len as usize).min(b.key_len as usize) as u32;
+        }
         self.recs = out;
+        self.lcps = lcps;
     }
 
     /// Calls `f` for each distinct key of the sorted batch, resolving duplicates.

@@ -1,15 +1,15 @@
 //! The in-memory path's direct write: a sorted batch becomes a table with every step but
 //! the file writes spread over the rayon pool.
 //!
-//! 1. In parallel chunks: resolve duplicates and compute each kept key's common prefix
-//!    with the previous kept key (one pass over the keys in sorted order).
+//! 1. In parallel chunks: resolve duplicates and find each kept key's common prefix with
+//!    the previous kept key, from the common prefix lengths the radix sort computed.
 //! 2. Sequentially, with integers only: place block boundaries with the same size
 //!    arithmetic (`BlockSizer`) as the streaming builder, so the file is byte-identical to
 //!    the one `TableBuilder` (and the spilling path) writes for the same pairs.
 //! 3. In parallel groups of blocks: encode the blocks; the writer appends them in order.
 
 use super::batch::{Batch, PREFETCH_AHEAD};
-use crate::block::{BlockBuilder, BlockSizer, common_prefix};
+use crate::block::{BlockBuilder, BlockSizer};
 use crate::builder::{DuplicatePolicy, EncodedBlocks, TableInfo, TableWriter};
 use crate::error::{Error, Result};
 use crate::index::separator;
@@ -27,6 +27,8 @@ struct Kept {
 }
 
 /// Resolves duplicates in `start..end`; `start` is the first record of a run of equal keys.
+/// Uses the common prefix lengths the sort left, so it reads no key bytes except to name a
+/// rejected duplicate.
 fn keep_range(
     batch: &Batch,
     start: usize,
@@ -36,15 +38,14 @@ fn keep_range(
     let mut out = Vec::with_capacity(end - start);
     let mut i = start;
     while i < end {
-        batch.prefetch(i + PREFETCH_AHEAD);
-        let key = batch.key_at(i);
         let mut j = i + 1;
-        while j < batch.len() && batch.key_at(j) == key {
-            batch.prefetch(j + PREFETCH_AHEAD);
+        while j < batch.len() && batch.same_as_previous(j) {
             j += 1;
         }
         if j - i > 1 && policy == DuplicatePolicy::Reject {
-            return Err(Error::DuplicateKey { key: key.to_vec() });
+            return Err(Error::DuplicateKey {
+                key: batch.key_at(i).to_vec(),
+            });
         }
         let chosen = if policy == DuplicatePolicy::KeepLast {
             j - 1
@@ -52,13 +53,9 @@ fn keep_range(
             i
         };
         // The previous kept key equals the key just before this run.
-        let lcp = match i.checked_sub(1) {
-            Some(p) => common_prefix(batch.key_at(p), key),
-            None => 0,
-        };
         out.push(Kept {
             rec: chosen as u32,
-            lcp: lcp as u32,
+            lcp: batch.lcp_at(i) as u32,
         });
         i = j;
     }
@@ -83,7 +80,7 @@ pub(crate) fn write_sorted(
     let pieces = (rayon::current_num_threads() * 8).max(1);
     let mut starts: Vec<usize> = (0..pieces).map(|p| p * n / pieces).collect();
     for s in starts.iter_mut().skip(1) {
-        while *s > 0 && *s < n && batch.key_at(*s) == batch.key_at(*s - 1) {
+        while *s > 0 && *s < n && batch.same_as_previous(*s) {
             *s += 1;
         }
     }
