@@ -5,6 +5,7 @@
 //! a damaged run surfaces as an I/O error (unexpected end) or as a wrong table whose
 //! checksums are computed over what was read.
 
+use crate::builder::MAX_ITEM_BYTES;
 use crate::error::{Error, Result};
 use crate::varint;
 use std::fs::File;
@@ -123,6 +124,13 @@ impl RunReader {
         let io = |e| Error::io("reading sort run", path, e);
         let key_len = read_varint(&mut self.input).map_err(io)?;
         let value_len = read_varint(&mut self.input).map_err(io)?;
+        if key_len.max(value_len) > MAX_ITEM_BYTES as u64 {
+            // Only a damaged run file can say this; refuse rather than allocate it.
+            return Err(io(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "length in sort run exceeds the item limit (damaged temp file)",
+            )));
+        }
         self.key.resize(key_len as usize, 0);
         self.input.read_exact(&mut self.key).map_err(io)?;
         self.value.resize(value_len as usize, 0);
