@@ -230,21 +230,50 @@ impl Batch {
             self.lcps = lcps;
             return;
         }
-        let mut counts = vec![0usize; 1 << 16];
-        for r in &self.recs {
-            counts[(r.prefix >> 48) as usize] += 1;
-        }
-        let mut next = Vec::with_capacity(counts.len());
-        let mut sum = 0;
-        for &c in &counts {
-            next.push(sum);
-            sum += c;
-        }
+        // Parallel scatter: each piece of the input counts its own histogram and copies its
+        // records into its own sub-slice of every bucket (pieces in input order, so equal
+        // digits keep their order, which the sort does not rely on anyway).
+        let pieces = rayon::current_num_threads().clamp(1, 8);
+        let piece_len = n.div_ceil(pieces);
+        let histograms: Vec<Vec<usize>> = self
+            .recs
+            .par_chunks(piece_len)
+            .map(|piece| {
+                let mut h = vec![0usize; 1 << 16];
+                for r in piece {
+                    h[(r.prefix >> 48) as usize] += 1;
+                }
+                h
+            })
+            .collect();
+        let counts: Vec<usize> = (0..1usize << 16)
+            .map(|b| histograms.iter().map(|h| h[b]).sum())
+            .collect();
         let mut out = vec![Rec::default(); n];
-        for r in &self.recs {
-            let slot = &mut next[(r.prefix >> 48) as usize];
-            out[*slot] = *r;
-            *slot += 1;
+        {
+            // Cut `out` into (bucket, piece) slices, then hand each piece its 65536 slices.
+            let mut per_piece: Vec<Vec<&mut [Rec]>> = (0..histograms.len())
+                .map(|_| Vec::with_capacity(1 << 16))
+                .collect();
+            let mut rest = out.as_mut_slice();
+            for b in 0..1usize << 16 {
+                for (p, h) in histograms.iter().enumerate() {
+                    let (slice, tail) = rest.split_at_mut(h[b]);
+                    per_piece[p].push(slice);
+                    rest = tail;
+                }
+            }
+            self.recs
+                .par_chunks(piece_len)
+                .zip(per_piece.into_par_iter())
+                .for_each(|(piece, mut slots)| {
+                    let mut fill = vec![0usize; 1 << 16];
+                    for r in piece {
+                        let b = (r.prefix >> 48) as usize;
+                        slots[b][fill[b]] = *r;
+                        fill[b] += 1;
+                    }
+                });
         }
         // Free the unsorted copy before the recursion allocates nothing more.
         self.recs = Vec::new();
