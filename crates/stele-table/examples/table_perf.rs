@@ -3,6 +3,7 @@
 //!
 //! `cargo run --release -p stele-table --example table_perf -- KEYS.txt OUT_DIR [copies] [budget_mib]`
 //! `copies` > 1 derives more keys (`key`, `key\x01` + n) to reach e.g. 14M from 4.5M.
+//! Environment: `VALUE_BYTES=8` (8-byte values), `BUILD_ONLY=1`, `ITER_SCANS`, `SAME_KEY_REPS`.
 
 #![allow(
     clippy::unwrap_used,
@@ -59,8 +60,11 @@ fn main() {
             .temp_dir(&out),
     )
     .unwrap();
-    for k in &keys {
-        s.add(k, b"").unwrap();
+    // VALUE_BYTES=8 stores each key's row number (u64 LE), as the stele-bench harness does.
+    let with_values = std::env::var("VALUE_BYTES").is_ok_and(|v| v == "8");
+    for (row, k) in keys.iter().enumerate() {
+        let v = (row as u64).to_le_bytes();
+        s.add(k, if with_values { &v[..] } else { &[] }).unwrap();
     }
     let added = t0.elapsed();
     let c_added = cpu_s() - c0;
@@ -90,7 +94,8 @@ fn main() {
     let (t3, c3) = (Instant::now(), cpu_s());
     let mut b = stele_table::TableBuilder::new(&out, stele_table::TableOptions::default()).unwrap();
     for k in &sorted {
-        b.add(k, b"").unwrap();
+        let v = t.get(k).unwrap().unwrap_or_default();
+        b.add(k, v).unwrap();
     }
     let info2 = b.finish().unwrap();
     println!(
