@@ -17,10 +17,20 @@ fn main() {
         DocumentWriter::new()
     };
     let mut total = 0;
-    for _ in 0..rounds {
-        total += w.from_json(&json).unwrap().len();
+    // A JSON Lines first argument converts line by line (collections); otherwise one document.
+    if args[1].ends_with(".jsonl") {
+        let text = std::fs::read_to_string(&args[1]).unwrap();
+        for _ in 0..rounds {
+            for line in text.lines() {
+                total += w.from_json(line.as_bytes()).unwrap().len();
+            }
+        }
+    } else {
+        for _ in 0..rounds {
+            total += w.from_json(&json).unwrap().len();
+        }
     }
-    if let Some(lines) = args.get(2) {
+    if let Some(lines) = args.get(2).filter(|a| !a.is_empty()) {
         let text = std::fs::read_to_string(lines).unwrap();
         let docs: Vec<Vec<u8>> = text
             .lines()

@@ -150,7 +150,13 @@ pub(crate) fn width_code_for(max: u64) -> u8 {
 #[inline]
 pub(crate) fn put_uint(out: &mut Vec<u8>, value: u64, width: usize) {
     debug_assert!(width == 8 || value < (1u64 << (8 * width)));
-    out.extend_from_slice(&value.to_le_bytes()[..width]);
+    // One fixed-size store per width: a slice of runtime length would call `memcpy`.
+    match width {
+        1 => out.push(value as u8),
+        2 => out.extend_from_slice(&(value as u16).to_le_bytes()),
+        4 => out.extend_from_slice(&(value as u32).to_le_bytes()),
+        _ => out.extend_from_slice(&value.to_le_bytes()),
+    }
 }
 
 /// Reads a `width`-byte little-endian unsigned integer at `pos`, if it is in bounds. `width` is

@@ -21,6 +21,22 @@ pub(crate) fn name_at(names: &[u8], id: usize) -> &[u8] {
     }
 }
 
+/// Bytewise comparison without a `memcmp` call for short names (most keys): the call costs more
+/// than comparing a dozen bytes in place.
+#[inline]
+pub(crate) fn cmp_name(a: &[u8], b: &[u8]) -> Ordering {
+    if a.len() <= 16 && b.len() <= 16 {
+        for (x, y) in a.iter().zip(b) {
+            if x != y {
+                return x.cmp(y);
+            }
+        }
+        a.len().cmp(&b.len())
+    } else {
+        a.cmp(b)
+    }
+}
+
 /// How an object's input order is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum InputOrder {
@@ -192,7 +208,7 @@ impl<'a> Object<'a> {
         let (mut lo, mut hi) = (0, self.shape.len);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            match self.key_bytes(mid).cmp(key) {
+            match cmp_name(self.key_bytes(mid), key) {
                 Ordering::Less => lo = mid + 1,
                 Ordering::Greater => hi = mid,
                 Ordering::Equal => return Some(mid),

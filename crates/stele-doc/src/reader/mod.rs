@@ -33,6 +33,7 @@ pub(crate) struct Layout {
 
 impl Layout {
     /// Reads and checks the header byte and the trailer.
+    #[inline]
     pub(crate) fn read(bytes: &[u8]) -> Result<Layout> {
         if bytes.len() < MIN_DOCUMENT_BYTES {
             return Err(Error::invalid(

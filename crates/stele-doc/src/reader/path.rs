@@ -1,6 +1,7 @@
 //! Paths into documents (`address.city`, `tags[2]`, `a["dotted.key"]`) and a lookup cache that
 //! makes the same path on many documents of one shape nearly free.
 
+use super::container::cmp_name;
 use super::value::Value;
 use crate::error::{Error, Result};
 
@@ -191,7 +192,8 @@ impl CachedPath {
             v = match seg {
                 PathSegment::Key(k) => {
                     let o = v.as_object()?;
-                    let i = if *hint < o.len() && o.key_bytes(*hint) == k.as_bytes() {
+                    let i = if *hint < o.len() && cmp_name(o.key_bytes(*hint), k.as_bytes()).is_eq()
+                    {
                         *hint
                     } else {
                         let i = o.find(k)?;

@@ -49,6 +49,11 @@ struct Frame {
     next_seq: u32,
     /// The key this container has in its parent object, and its name prefix.
     parent_key: (u32, u64),
+    /// Key ids so far arrived in ascending order: then the input order is implied by the ids
+    /// and needs no bytes (`ORDER_BY_ID`).
+    ids_ascending: bool,
+    /// Key id of the last property, for `ids_ascending`.
+    last_key: Option<u32>,
 }
 
 /// Writes one document at a time from a stream of events; reuse it for many documents to reuse
@@ -191,7 +196,10 @@ impl DocumentWriter {
             None => self.root = Some((tag, pos)),
             Some(frame) => {
                 let (key, prefix) = if frame.is_object {
-                    self.pending_key.take().unwrap_or_default()
+                    let (key, prefix) = self.pending_key.take().unwrap_or_default();
+                    frame.ids_ascending &= frame.last_key.is_none_or(|last| last < key);
+                    frame.last_key = Some(key);
+                    (key, prefix)
                 } else {
                     (0, 0)
                 };
@@ -436,6 +444,8 @@ impl DocumentWriter {
             start: self.entries.len(),
             next_seq: 0,
             parent_key,
+            ids_ascending: true,
+            last_key: None,
         });
         Ok(())
     }
@@ -482,7 +492,7 @@ impl DocumentWriter {
         }
         let header_pos = self.out.len();
         let tag = if is_object {
-            self.write_object_header(frame.start, header_pos)?;
+            self.write_object_header(frame.start, header_pos, frame.ids_ascending)?;
             Tag::Object
         } else {
             self.write_array_header(frame.start, header_pos);
@@ -534,7 +544,12 @@ impl DocumentWriter {
         }
     }
 
-    fn write_object_header(&mut self, start: usize, header_pos: usize) -> Result<()> {
+    fn write_object_header(
+        &mut self,
+        start: usize,
+        header_pos: usize,
+        ids_ascending: bool,
+    ) -> Result<()> {
         let names = &self.names;
         let entries = self.entries.get_mut(start..).unwrap_or_default();
         if entries.len() > 1 {
@@ -558,23 +573,9 @@ impl DocumentWriter {
             _ => true,
         });
         let keep_order = self.opts.key_order == KeyOrder::Original && !in_order;
-        if keep_order {
-            // order[i] = sorted index of the i-th property in input order.
-            self.order.clear();
-            self.order.extend(0..entries.len() as u32);
-            self.order
-                .sort_unstable_by_key(|&i| entries.get(i as usize).map_or(0, |e| e.seq));
-        }
-        // Names are interned in first-use order, so objects whose keys were first seen in this
+        // Names are interned in first-use order, so objects whose keys arrived in ascending id
         // order (all fresh keys, or the same shape as an earlier object) need no stored order.
-        let by_id = keep_order
-            && self.order.windows(2).all(|w| match w {
-                [a, b] => {
-                    let key = |i: &u32| entries.get(*i as usize).map_or(0, |e| e.key);
-                    key(a) < key(b)
-                }
-                _ => true,
-            });
+        let by_id = keep_order && ids_ascending;
         let explicit = keep_order && !by_id;
 
         let wo = width_code_for(Self::max_offset(entries, header_pos));
@@ -592,6 +593,11 @@ impl DocumentWriter {
         Self::put_offsets(&mut self.out, entries, header_pos, width_bytes(wo));
         self.out.extend(entries.iter().map(|e| e.tag as u8));
         if explicit {
+            // order[i] = sorted index of the i-th property in input order.
+            self.order.clear();
+            self.order.extend(0..entries.len() as u32);
+            self.order
+                .sort_unstable_by_key(|&i| entries.get(i as usize).map_or(0, |e| e.seq));
             let wp = width_bytes(width_code_for(entries.len().saturating_sub(1) as u64));
             for &i in &self.order {
                 put_uint(&mut self.out, u64::from(i), wp);
@@ -623,8 +629,9 @@ impl DocumentWriter {
         put_uint(&mut self.out, names_pos as u64, width_bytes(w));
         self.out.push(root_tag as u8);
         self.out.push(w);
-        let capacity = self.out.len();
-        let doc = std::mem::replace(&mut self.out, Vec::with_capacity(capacity));
+        // An exact-size copy: the working buffer keeps its capacity for the next document, so
+        // writing never reallocates once warm, and the caller holds no slack.
+        let doc = self.out.clone();
         self.reset();
         debug_assert!(
             crate::validate(&doc).is_ok(),
@@ -638,12 +645,17 @@ impl DocumentWriter {
 /// names bytewise except on ties (zero padding sorts like the end of a shorter name).
 #[inline]
 fn name_prefix(name: &[u8]) -> u64 {
-    let mut buf = [0u8; 8];
-    let n = name.len().min(8);
-    if let (Some(dst), Some(src)) = (buf.get_mut(..n), name.get(..n)) {
-        dst.copy_from_slice(src);
+    match name.first_chunk::<8>() {
+        Some(chunk) => u64::from_be_bytes(*chunk),
+        None => {
+            // Short names: a byte loop (a runtime-length copy would call `memcpy`).
+            let mut prefix = 0u64;
+            for (i, &b) in name.iter().enumerate() {
+                prefix |= u64::from(b) << (56 - 8 * i);
+            }
+            prefix
+        }
     }
-    u64::from_be_bytes(buf)
 }
 
 /// Removes repeated keys from entries sorted by (name, seq) per `policy`; returns how many remain
