@@ -316,16 +316,15 @@ impl Batch {
         let mut i = 0;
         let n = self.recs.len();
         while i < n {
-            let first = &self.recs[i];
-            let key = Self::key(chunks, first);
+            // Equal keys are found from the sort's common prefix lengths; the arena is read
+            // only for the pair written, prefetched ahead since its order is random.
             let mut j = i + 1;
-            while j < n {
-                let r = &self.recs[j];
-                if Self::key(chunks, r) != key {
-                    break;
-                }
+            while j < n && self.same_as_previous(j) {
                 j += 1;
             }
+            self.prefetch(j + PREFETCH_AHEAD);
+            let first = &self.recs[i];
+            let key = Self::key(chunks, first);
             let chosen = match policy {
                 DuplicatePolicy::Reject if j - i > 1 => {
                     return Err(Error::DuplicateKey { key: key.to_vec() });
