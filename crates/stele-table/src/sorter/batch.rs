@@ -36,6 +36,9 @@ pub(crate) struct Batch {
     /// After `sort`: `lcps[i]` is the common prefix length of keys `i - 1` and `i`
     /// (`lcps[0]` is 0), computed from the radix digits without touching the arena.
     lcps: Vec<u32>,
+    /// True while every key added was `>=` the one before: then `lcps` is kept up to date
+    /// by `push` and `sort` has nothing to do (input that arrives sorted is not re-sorted).
+    presorted: bool,
     arena_bytes: usize,
 }
 
@@ -107,6 +110,7 @@ impl Batch {
             chunks: Vec::new(),
             recs: Vec::new(),
             lcps: Vec::new(),
+            presorted: true,
             arena_bytes: 0,
         }
     }
@@ -171,6 +175,9 @@ impl Batch {
     }
 
     pub(crate) fn push(&mut self, key: &[u8], value: &[u8]) {
+        if self.presorted {
+            self.track_order(key);
+        }
         let need = key.len() + value.len();
         let fits = self
             .chunks
@@ -198,7 +205,32 @@ impl Batch {
         self.chunks.clear();
         self.recs.clear();
         self.lcps = Vec::new();
+        self.presorted = true;
         self.arena_bytes = 0;
+    }
+
+    /// Checks that `key` (about to be pushed) is `>=` the last key and records their common
+    /// prefix length; on the first key out of order, stops tracking (one comparison per key
+    /// for sorted input, almost nothing for shuffled input).
+    fn track_order(&mut self, key: &[u8]) {
+        let Some(prev) = self.recs.last() else {
+            self.lcps.push(0);
+            return;
+        };
+        let prev = Self::key(&self.chunks, prev);
+        let lcp = common_prefix(prev, key);
+        let in_order = match (prev.get(lcp), key.get(lcp)) {
+            (Some(a), Some(b)) => a < b,
+            // `prev` is a prefix of `key`, or they are equal (duplicates keep their order).
+            (None, _) => true,
+            (Some(_), None) => false,
+        };
+        if in_order {
+            self.lcps.push(lcp as u32);
+        } else {
+            self.presorted = false;
+            self.lcps = Vec::new();
+        }
     }
 
     fn key<'a>(chunks: &'a [Vec<u8>], r: &Rec) -> &'a [u8] {
@@ -213,7 +245,8 @@ impl Batch {
         &chunk[off..off + r.value_len as usize]
     }
 
-    /// Sorts by key, equal keys in insertion order, using the rayon thread pool.
+    /// Sorts by key, equal keys in insertion order, using the rayon thread pool (nothing to
+    /// do if the keys were added in order).
     ///
     /// An MSD radix sort with 8-byte digits that keeps the digit in the record: records are
     /// compared as integers `(digit, capped length, insertion order)` without touching the
@@ -222,6 +255,10 @@ impl Batch {
     /// made a plain comparison sort slow: each is a cache miss). The first level starts
     /// with a scatter into 65536 buckets on the top 16 bits, which rayon sorts in parallel.
     pub(crate) fn sort(&mut self) {
+        if self.presorted && self.lcps.len() == self.recs.len() {
+            return;
+        }
+        self.presorted = false;
         let chunks = &self.chunks;
         let n = self.recs.len();
         let mut lcps = vec![0u32; n];
