@@ -343,15 +343,33 @@ impl Batch {
         self.lcps = lcps;
     }
 
-    /// Calls `f` for each distinct key of the sorted batch, resolving duplicates.
-    pub(crate) fn for_each_unique(
+    /// Calls `f` for each distinct key of part of the sorted batch, resolving duplicates.
+    /// `pieces + 1` positions cutting the sorted batch into about equal parts, never
+    /// between equal keys (after `sort`).
+    pub(crate) fn cuts(&self, pieces: usize) -> Vec<usize> {
+        let n = self.recs.len();
+        let mut cuts: Vec<usize> = (0..pieces).map(|p| p * n / pieces).collect();
+        for c in cuts.iter_mut().skip(1) {
+            while *c < n && self.same_as_previous(*c) {
+                *c += 1;
+            }
+        }
+        cuts.push(n);
+        cuts.dedup();
+        cuts
+    }
+
+    /// `for_each_unique` over records `start..end` (cut by `cuts`).
+    pub(crate) fn for_each_unique_in(
         &self,
+        start: usize,
+        end: usize,
         policy: DuplicatePolicy,
         mut f: impl FnMut(&[u8], &[u8]) -> Result<()>,
     ) -> Result<()> {
         let chunks = &self.chunks;
-        let mut i = 0;
-        let n = self.recs.len();
+        let mut i = start;
+        let n = end.min(self.recs.len());
         while i < n {
             // Equal keys are found from the sort's common prefix lengths; the arena is read
             // only for the pair written, prefetched ahead since its order is random.

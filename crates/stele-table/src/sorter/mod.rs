@@ -11,6 +11,7 @@ use crate::builder::{
 use crate::error::{Error, Result};
 use crate::storage::unique_name;
 use batch::Batch;
+use rayon::prelude::*;
 use run::{Run, RunWriter};
 use std::path::{Path, PathBuf};
 
@@ -176,10 +177,26 @@ impl Sorter {
         }
         let dir = self.spill_dir()?;
         self.batch.sort();
-        let mut w = RunWriter::create(dir.join(format!("run-{:06}", self.runs.len())))?;
-        self.batch
-            .for_each_unique(self.policy, |k, v| w.add(k, v))?;
-        self.runs.push(w.finish()?);
+        // The sorted batch is written as one run per thread, each a key range of it (cut
+        // between different keys), in parallel. Runs keep their order in `runs`, so ties
+        // between batches still resolve by batch order.
+        let batch = &self.batch;
+        let policy = self.policy;
+        let first_run = self.runs.len();
+        let cuts = batch.cuts(rayon::current_num_threads().max(1));
+        let written: Vec<Result<Run>> = cuts
+            .par_windows(2)
+            .enumerate()
+            .map(|(i, w)| {
+                let path = dir.join(format!("run-{:06}", first_run + i));
+                let mut writer = RunWriter::create(path)?;
+                batch.for_each_unique_in(w[0], w[1], policy, |k, v| writer.add(k, v))?;
+                writer.finish()
+            })
+            .collect();
+        for run in written {
+            self.runs.push(run?);
+        }
         self.batch.clear();
         Ok(())
     }
