@@ -178,9 +178,21 @@ impl<B: AsRef<[u8]>> std::iter::FusedIterator for Iter<'_, B> {}
 
 /// A forward cursor that lends each key from its own buffer: no allocation per entry.
 ///
-/// ```ignore
+/// ```
+/// # fn main() -> stele_table::Result<()> {
+/// # let dir = tempfile::tempdir().map_err(|e| stele_table::Error::Io { op: "temp", path: "".into(), source: e })?;
+/// use stele_table::{Table, TableBuilder, TableOptions};
+/// let mut b = TableBuilder::new(dir.path(), TableOptions::default())?;
+/// b.add(b"apple", b"1")?;
+/// b.add(b"apricot", b"2")?;
+/// let table = Table::open(b.finish()?.path)?;
 /// let mut c = table.cursor();
-/// while let Some((key, value)) = c.next_entry()? { /* ... */ }
+/// let mut keys = Vec::new();
+/// while let Some((key, _value)) = c.next_entry()? {
+///     keys.push(key.to_vec()); // `key` is only valid until the next call
+/// }
+/// assert_eq!(keys, [b"apple".to_vec(), b"apricot".to_vec()]);
+/// # Ok(()) }
 /// ```
 pub struct Cursor<'t, B> {
     table: &'t Table<B>,
