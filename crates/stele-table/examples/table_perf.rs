@@ -90,11 +90,16 @@ fn main() {
     }
     let t = Table::open_with(&info.path, Access::Random).unwrap();
     // Streaming builder over sorted input (from the table just built).
-    let sorted: Vec<Vec<u8>> = t.iter().map(|e| e.unwrap().0.into_owned()).collect();
+    let sorted: Vec<(Vec<u8>, Vec<u8>)> = t
+        .iter()
+        .map(|e| {
+            let (k, v) = e.unwrap();
+            (k.into_owned(), v.to_vec())
+        })
+        .collect();
     let (t3, c3) = (Instant::now(), cpu_s());
     let mut b = stele_table::TableBuilder::new(&out, stele_table::TableOptions::default()).unwrap();
-    for k in &sorted {
-        let v = t.get(k).unwrap().unwrap_or_default();
+    for (k, v) in &sorted {
         b.add(k, v).unwrap();
     }
     let info2 = b.finish().unwrap();
