@@ -8,7 +8,7 @@
 //! - [`TableList`] stores values by position and reads the i-th in O(1) index lookups.
 //!
 //! Files are created atomically (temp file, fsync, rename, fsync of the folder) and named by
-//! the xxh3-128 hash of their bytes. The byte layout is described in `docs/FORMAT-table.md`.
+//! the xxh3-128 hash of their bytes. The byte layout is described in `docs/FORMAT.md` (sorted table format).
 //!
 //! ```no_run
 //! use stele_table::{Sorter, SorterOptions, Table};
