@@ -37,6 +37,14 @@ pub(crate) fn cmp_name(a: &[u8], b: &[u8]) -> Ordering {
     }
 }
 
+/// The flags byte and element count that start every container header, and their size.
+#[inline]
+fn read_prefix(bytes: &[u8], pos: usize) -> Option<(u8, usize, u8)> {
+    let flags = *bytes.get(pos)?;
+    let (len, used) = get_varint(bytes, pos + 1)?;
+    Some((flags, usize::try_from(len).ok()?, 1 + used as u8))
+}
+
 /// How an object's input order is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum InputOrder {
@@ -63,13 +71,12 @@ pub(crate) struct ObjShape {
 impl ObjShape {
     #[inline]
     pub(crate) fn read(bytes: &[u8], pos: usize) -> Option<ObjShape> {
-        let flags = *bytes.get(pos)?;
-        let (len, used) = get_varint(bytes, pos + 1)?;
+        let (flags, len, prefix) = read_prefix(bytes, pos)?;
         Some(ObjShape {
             pos,
-            len: usize::try_from(len).ok()?,
+            len,
             flags,
-            prefix: 1 + used as u8,
+            prefix,
         })
     }
 
@@ -334,13 +341,12 @@ pub(crate) struct ArrShape {
 impl ArrShape {
     #[inline]
     pub(crate) fn read(bytes: &[u8], pos: usize) -> Option<ArrShape> {
-        let flags = *bytes.get(pos)?;
-        let (len, used) = get_varint(bytes, pos + 1)?;
+        let (flags, len, prefix) = read_prefix(bytes, pos)?;
         Some(ArrShape {
             pos,
-            len: usize::try_from(len).ok()?,
+            len,
             flags,
-            prefix: 1 + used as u8,
+            prefix,
         })
     }
 
