@@ -92,6 +92,16 @@ fn open_document<'a>(bytes: &'a [u8], name: &std::path::Path) -> Result<Document
         .with_context(|| format!("{} is not a valid Stele document", name.display()))
 }
 
+/// The document as JSON text per the output flags, with a final newline.
+fn json_text(doc: &Document<&[u8]>, args: &ConvertArgs) -> Vec<u8> {
+    let opts = JsonOptions::new()
+        .pretty(args.pretty)
+        .sorted_keys(args.sort_keys);
+    let mut text = doc.to_json_with(&opts).into_bytes();
+    text.push(b'\n');
+    text
+}
+
 pub fn convert(args: &ConvertArgs) -> Result<()> {
     let input = read_input(&args.input)?;
     let from_doc = is_document(&input);
@@ -99,18 +109,7 @@ pub fn convert(args: &ConvertArgs) -> Result<()> {
         .to
         .unwrap_or(if from_doc { Target::Json } else { Target::Doc });
     let out = match (from_doc, target) {
-        (true, Target::Json) => {
-            let doc = open_document(&input, &args.input)?;
-            let mut text = doc
-                .to_json_with(
-                    &JsonOptions::new()
-                        .pretty(args.pretty)
-                        .sorted_keys(args.sort_keys),
-                )
-                .into_bytes();
-            text.push(b'\n');
-            text
-        }
+        (true, Target::Json) => json_text(&open_document(&input, &args.input)?, args),
         (false, Target::Doc) => stele_doc::from_json_with(&input, write_options(args))
             .with_context(|| format!("converting {}", args.input.display()))?,
         (true, Target::Doc) => {
@@ -121,15 +120,7 @@ pub fn convert(args: &ConvertArgs) -> Result<()> {
         (false, Target::Json) => {
             let doc = stele_doc::from_json_with(&input, write_options(args))
                 .with_context(|| format!("converting {}", args.input.display()))?;
-            let mut text = Document::new(doc)?
-                .to_json_with(
-                    &JsonOptions::new()
-                        .pretty(args.pretty)
-                        .sorted_keys(args.sort_keys),
-                )
-                .into_bytes();
-            text.push(b'\n');
-            text
+            json_text(&Document::new(doc.as_slice())?, args)
         }
     };
     let to_stdout = args.output.as_ref().is_none_or(|p| p.as_os_str() == "-");
