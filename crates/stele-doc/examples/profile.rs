@@ -42,12 +42,20 @@ fn main() {
             .split(',')
             .map(|p| CachedPath::new(p).unwrap())
             .collect();
+        let plain_get = std::env::var_os("PLAIN_GET").is_some();
         for _ in 0..rounds * 10 {
             for d in &docs {
                 // SAFETY: just written by DocumentWriter.
                 let doc = unsafe { Document::new_unchecked(d.as_slice()) };
-                for p in &mut paths {
-                    total += p.get(doc.root()).map_or(0, |v| v.type_name().len());
+                if plain_get {
+                    for p in &paths {
+                        let key = p.path_text();
+                        total += doc.get(key).map_or(0, |v| v.type_name().len());
+                    }
+                } else {
+                    for p in &mut paths {
+                        total += p.get(doc.root()).map_or(0, |v| v.type_name().len());
+                    }
                 }
             }
         }
