@@ -181,7 +181,11 @@ pub fn tables(set: &SetInfo, rows: &[Row]) -> String {
                 bc(&["latency", "median_ns"]).map(|x| x / 1e3),
                 0
             ),
-            cell(f(&c["open_read_bytes"]).map(|x| x / 1024.0), None, 0),
+            cell(
+                f(&c["open_read_bytes"]).map(|x| x / 1024.0),
+                bc(&["open_read_bytes"]).map(|x| x / 1024.0),
+                0
+            ),
         );
     }
     s.push('\n');
