@@ -177,6 +177,24 @@ pub(crate) fn get_uint(bytes: &[u8], pos: usize, width: usize) -> Option<u64> {
     }
 }
 
+/// Writes the decimal digits of `n` at the end of `buf` and returns them (no allocation; 20
+/// bytes hold every `u64`).
+#[inline]
+pub(crate) fn u64_digits(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        if let Some(slot) = buf.get_mut(i) {
+            *slot = b'0' + (n % 10) as u8;
+        }
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    buf.get(i..).unwrap_or_default()
+}
+
 /// Appends `value` as LEB128.
 #[inline]
 pub(crate) fn put_varint(out: &mut Vec<u8>, mut value: u64) {

@@ -4,6 +4,7 @@
 //! characters as `\n`-style or `\u00XX`, everything else (including non-ASCII) written as UTF-8.
 //! With this, a minified input in that canonical form comes back byte for byte.
 
+use crate::format::u64_digits;
 use crate::reader::{ArrayIter, ObjectIter, Value};
 use crate::writer::json::find_special;
 
@@ -145,8 +146,13 @@ fn write_scalar(out: &mut Vec<u8>, v: Value<'_>) {
         Value::Null => out.extend_from_slice(b"null"),
         Value::Bool(true) => out.extend_from_slice(b"true"),
         Value::Bool(false) => out.extend_from_slice(b"false"),
-        Value::Int(i) => out.extend_from_slice(itoa_i64(i, &mut [0u8; 20])),
-        Value::UInt(u) => out.extend_from_slice(u.to_string().as_bytes()),
+        Value::Int(i) => {
+            if i < 0 {
+                out.push(b'-');
+            }
+            out.extend_from_slice(u64_digits(i.unsigned_abs(), &mut [0u8; 20]));
+        }
+        Value::UInt(u) => out.extend_from_slice(u64_digits(u, &mut [0u8; 20])),
         Value::Float(f) => out.extend_from_slice(ryu::Buffer::new().format_finite(f).as_bytes()),
         Value::Decimal(t) => out.extend_from_slice(t.as_bytes()),
         Value::Scaled(d) => d.write_to(out),
@@ -159,29 +165,6 @@ fn write_scalar(out: &mut Vec<u8>, v: Value<'_>) {
     }
 }
 
-/// Formats `v` in decimal into `buf`, returning the digits.
-fn itoa_i64(v: i64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut n = v.unsigned_abs();
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        if let Some(slot) = buf.get_mut(i) {
-            *slot = b'0' + (n % 10) as u8;
-        }
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    if v < 0 {
-        i -= 1;
-        if let Some(slot) = buf.get_mut(i) {
-            *slot = b'-';
-        }
-    }
-    buf.get(i..).unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,8 +172,20 @@ mod tests {
     #[test]
     fn integers_and_escapes() {
         for v in [0i64, 7, -7, 10, i64::MIN, i64::MAX, -100] {
-            assert_eq!(itoa_i64(v, &mut [0; 20]), v.to_string().as_bytes());
+            let mut out = Vec::new();
+            let doc = crate::from_json(v.to_string().as_bytes()).unwrap();
+            write_value(
+                &mut out,
+                crate::Document::new(doc).unwrap().root(),
+                &JsonOptions::new(),
+                0,
+            );
+            assert_eq!(out, v.to_string().as_bytes());
         }
+        assert_eq!(
+            u64_digits(u64::MAX, &mut [0; 20]),
+            u64::MAX.to_string().as_bytes()
+        );
         let mut out = Vec::new();
         write_str(&mut out, "a\"b\\c\n\u{1}\u{7f}é/".as_bytes());
         assert_eq!(

@@ -148,19 +148,7 @@ pub(crate) fn write_scaled(out: &mut Vec<u8>, negative: bool, mantissa: u64, sca
         out.push(b'-');
     }
     let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    let mut m = mantissa;
-    loop {
-        i -= 1;
-        if let Some(slot) = buf.get_mut(i) {
-            *slot = b'0' + (m % 10) as u8;
-        }
-        m /= 10;
-        if m == 0 {
-            break;
-        }
-    }
-    let digits = buf.get(i..).unwrap_or_default();
+    let digits = crate::format::u64_digits(mantissa, &mut buf);
     let scale = usize::from(scale);
     if digits.len() <= scale {
         out.extend_from_slice(b"0.");
