@@ -1,0 +1,145 @@
+//! Closing a container: its children are sorted (objects), deduplicated per policy, and its
+//! header (key ids, offsets, tags, input order) is written after them, in the narrowest widths.
+
+use super::{DocumentWriter, DuplicateKeys, Entry, KeyOrder, name_at};
+use crate::error::{Error, Result};
+use crate::format::{
+    ARR_UNIFORM, OBJ_HAS_ORDER, OBJ_ORDER_BY_ID, put_uint, put_varint, width_bytes, width_code_for,
+};
+
+impl DocumentWriter {
+    /// Largest distance from `header_pos` back to a child payload, for the offset width.
+    fn max_offset(entries: &[Entry], header_pos: usize) -> u64 {
+        entries
+            .iter()
+            .filter(|e| e.tag.has_payload())
+            .map(|e| (header_pos - e.pos) as u64)
+            .max()
+            .unwrap_or(0)
+    }
+
+    fn put_offsets(out: &mut Vec<u8>, entries: &[Entry], header_pos: usize, width: usize) {
+        for e in entries {
+            let off = if e.tag.has_payload() {
+                header_pos - e.pos
+            } else {
+                0
+            };
+            put_uint(out, off as u64, width);
+        }
+    }
+
+    pub(super) fn write_array_header(&mut self, start: usize, header_pos: usize) {
+        let entries = self.entries.get(start..).unwrap_or_default();
+        let wo = width_code_for(Self::max_offset(entries, header_pos));
+        let uniform = entries
+            .split_first()
+            .is_some_and(|(first, rest)| rest.iter().all(|e| e.tag == first.tag));
+        self.out.push(wo | if uniform { ARR_UNIFORM } else { 0 });
+        put_varint(&mut self.out, entries.len() as u64);
+        Self::put_offsets(&mut self.out, entries, header_pos, width_bytes(wo));
+        match entries.first() {
+            Some(first) if uniform => self.out.push(first.tag as u8),
+            _ => self.out.extend(entries.iter().map(|e| e.tag as u8)),
+        }
+    }
+
+    pub(super) fn write_object_header(
+        &mut self,
+        start: usize,
+        header_pos: usize,
+        ids_ascending: bool,
+    ) -> Result<()> {
+        let names = &self.names;
+        let entries = self.entries.get_mut(start..).unwrap_or_default();
+        if entries.len() > 1 {
+            entries.sort_unstable_by(|a, b| {
+                a.prefix.cmp(&b.prefix).then_with(|| {
+                    if a.key == b.key {
+                        a.seq.cmp(&b.seq)
+                    } else {
+                        name_at(names, a.key).cmp(name_at(names, b.key))
+                    }
+                })
+            });
+        }
+        let kept = dedup_sorted(entries, self.opts.duplicate_keys, names)?;
+        self.entries.truncate(start + kept);
+        let entries = self.entries.get(start..).unwrap_or_default();
+
+        // Sorted order is kept for lookups; input order only if asked for and different.
+        let in_order = entries.windows(2).all(|w| match w {
+            [a, b] => a.seq < b.seq,
+            _ => true,
+        });
+        let keep_order = self.opts.key_order == KeyOrder::Original && !in_order;
+        // Names are interned in first-use order, so objects whose keys arrived in ascending id
+        // order (all fresh keys, or the same shape as an earlier object) need no stored order.
+        let by_id = keep_order && ids_ascending;
+        let explicit = keep_order && !by_id;
+
+        let wo = width_code_for(Self::max_offset(entries, header_pos));
+        let max_key = entries.iter().map(|e| e.key).max().unwrap_or(0);
+        let wk = width_code_for(u64::from(max_key));
+        let flags = wo
+            | (wk << 2)
+            | if explicit { OBJ_HAS_ORDER } else { 0 }
+            | if by_id { OBJ_ORDER_BY_ID } else { 0 };
+        self.out.push(flags);
+        put_varint(&mut self.out, entries.len() as u64);
+        for e in entries {
+            put_uint(&mut self.out, u64::from(e.key), width_bytes(wk));
+        }
+        Self::put_offsets(&mut self.out, entries, header_pos, width_bytes(wo));
+        self.out.extend(entries.iter().map(|e| e.tag as u8));
+        if explicit {
+            // order[i] = sorted index of the i-th property in input order.
+            self.order.clear();
+            self.order.extend(0..entries.len() as u32);
+            self.order
+                .sort_unstable_by_key(|&i| entries.get(i as usize).map_or(0, |e| e.seq));
+            let wp = width_bytes(width_code_for(entries.len().saturating_sub(1) as u64));
+            for &i in &self.order {
+                put_uint(&mut self.out, u64::from(i), wp);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Removes repeated keys from entries sorted by (name, seq) per `policy`; returns how many remain
+/// at the front. A kept entry takes the input position (`seq`) of the key's first occurrence.
+fn dedup_sorted(entries: &mut [Entry], policy: DuplicateKeys, names: &[u8]) -> Result<usize> {
+    let n = entries.len();
+    let mut kept = 0;
+    let mut i = 0;
+    while i < n {
+        let Some(&first) = entries.get(i) else { break };
+        let mut j = i + 1;
+        while entries.get(j).is_some_and(|e| e.key == first.key) {
+            j += 1;
+        }
+        let chosen = if j - i == 1 {
+            first
+        } else {
+            match policy {
+                DuplicateKeys::Reject => {
+                    return Err(Error::DuplicateKey {
+                        key: String::from_utf8_lossy(name_at(names, first.key)).into_owned(),
+                    });
+                }
+                DuplicateKeys::FirstWins => first,
+                DuplicateKeys::LastWins => Entry {
+                    seq: first.seq,
+                    ..entries.get(j - 1).copied().unwrap_or(first)
+                },
+            }
+        };
+        if let Some(slot) = entries.get_mut(kept) {
+            *slot = chosen;
+        }
+        kept += 1;
+        i = j;
+    }
+    Ok(kept)
+}
