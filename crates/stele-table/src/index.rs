@@ -15,8 +15,14 @@ use crate::error::{Error, Part, Result};
 use crate::prefix::{le_with_prefix, prefix8};
 use crate::varint;
 
-/// Stride of the in-memory sample of separator prefixes.
-const UPPER_STRIDE: usize = 16;
+/// Separator prefixes per cache line of the in-memory search array, and the stride of the
+/// upper sample: a search reads the small upper sample, then exactly one 64-byte line.
+const LINE: usize = 8;
+
+/// One cache line of separator prefixes (aligned, so a search never straddles two lines).
+#[derive(Debug, Clone, Copy)]
+#[repr(C, align(64))]
+struct Line([u64; LINE]);
 
 /// Builds the on-disk index while blocks are written.
 #[derive(Debug, Default)]
@@ -57,17 +63,23 @@ impl IndexBuilder {
 #[derive(Debug)]
 pub(crate) struct Index {
     seps: Vec<u8>,
-    /// `prefix8` of each separator: most search steps compare these alone.
-    sep_prefixes: Vec<u64>,
-    /// Every `UPPER_STRIDE`-th entry of `sep_prefixes`: small enough to stay in the L1/L2
-    /// cache, it narrows a search to a few cache lines of `sep_prefixes`.
+    /// `prefix8` of each separator, `LINE` to a cache line: most search steps compare these
+    /// alone.
+    sep_prefixes: Vec<Line>,
+    /// `prefix8` of each separator's bytes after the first 8: settles most ties of the first
+    /// prefix without reaching the separator bytes.
+    sep_next: Vec<u64>,
+    /// The first prefix of each line of `sep_prefixes`: small enough to stay in the L1/L2
+    /// cache, it narrows a search to one line (a few on ties).
     upper: Vec<u64>,
+    /// Every `LINE`-th entry of `upper` (a few KiB, in L1): narrows a search of `upper` to
+    /// one line of it.
+    top: Vec<u64>,
     /// `sep_ends[b]` is the end of block b's separator in `seps`.
     sep_ends: Vec<usize>,
-    /// Offsets of blocks; one extra element: the end of the last block.
-    offsets: Vec<u64>,
-    /// Entries before each block; one extra element: the total.
-    cum: Vec<u64>,
+    /// For each block, its offset and the entries before it; one extra element: the end of
+    /// the last block and the total. Kept together so a get finds both in one cache line.
+    marks: Vec<[u64; 2]>,
     /// `lookup[p >> shift]` is the block holding position `p << shift`.
     lookup: Vec<u32>,
     shift: u32,
@@ -90,11 +102,12 @@ impl Index {
             .ok_or_else(|| bad("block count larger than the index"))?;
         let mut idx = Index {
             seps: Vec::new(),
-            sep_prefixes: Vec::with_capacity(cap),
+            sep_prefixes: Vec::with_capacity(cap.div_ceil(LINE)),
+            sep_next: Vec::with_capacity(cap),
             upper: Vec::new(),
+            top: Vec::new(),
             sep_ends: Vec::with_capacity(cap),
-            offsets: Vec::with_capacity(cap + 1),
-            cum: Vec::with_capacity(cap + 1),
+            marks: Vec::with_capacity(cap + 1),
             lookup: Vec::new(),
             shift: 0,
         };
@@ -127,11 +140,21 @@ impl Index {
             }
             let start = idx.seps.len();
             idx.seps.extend_from_slice(sep);
-            idx.sep_prefixes.push(prefix8(sep));
+            let b_usize = idx.sep_ends.len();
+            if b_usize % LINE == 0 {
+                idx.sep_prefixes.push(Line([u64::MAX; LINE]));
+            }
+            if let Some(slot) = idx
+                .sep_prefixes
+                .last_mut()
+                .and_then(|l| l.0.get_mut(b_usize % LINE))
+            {
+                *slot = prefix8(sep);
+            }
+            idx.sep_next.push(prefix8(sep.get(8..).unwrap_or_default()));
             prev_sep = Some((start, idx.seps.len()));
             idx.sep_ends.push(idx.seps.len());
-            idx.offsets.push(offset);
-            idx.cum.push(cum);
+            idx.marks.push([offset, cum]);
             offset = units
                 .checked_mul(u64::from(block_size))
                 .and_then(|l| l.checked_add(offset))
@@ -149,21 +172,16 @@ impl Index {
         if cum != entry_count {
             return Err(bad("entry counts do not add up to the footer's"));
         }
-        idx.offsets.push(offset);
-        idx.cum.push(cum);
-        idx.upper = idx
-            .sep_prefixes
-            .iter()
-            .step_by(UPPER_STRIDE)
-            .copied()
-            .collect();
+        idx.marks.push([offset, cum]);
+        idx.upper = idx.sep_prefixes.iter().map(|l| l.0[0]).collect();
+        idx.top = idx.upper.iter().step_by(LINE).copied().collect();
         idx.build_lookup();
         Ok(idx)
     }
 
     fn build_lookup(&mut self) {
         let blocks = self.sep_ends.len() as u64;
-        let total = self.cum.last().copied().unwrap_or(0);
+        let total = self.entries_before(self.block_count());
         if blocks == 0 || total == 0 {
             return;
         }
@@ -175,7 +193,7 @@ impl Index {
         self.lookup.reserve(slots as usize);
         for slot in 0..slots {
             let p = slot << self.shift;
-            while self.cum.get(b + 1).is_some_and(|&c| c <= p) && b + 1 < self.sep_ends.len() {
+            while self.marks.get(b + 1).is_some_and(|m| m[1] <= p) && b + 1 < self.sep_ends.len() {
                 b += 1;
             }
             self.lookup.push(b as u32);
@@ -190,13 +208,13 @@ impl Index {
     /// Byte range of block `b` in the file.
     #[inline]
     pub(crate) fn block_range(&self, b: usize) -> Option<(u64, u64)> {
-        Some((*self.offsets.get(b)?, *self.offsets.get(b + 1)?))
+        Some((self.marks.get(b)?[0], self.marks.get(b + 1)?[0]))
     }
 
     /// Entries before block `b` (`b == block_count` gives the total).
     #[inline]
     pub(crate) fn entries_before(&self, b: usize) -> u64 {
-        self.cum.get(b).copied().unwrap_or(0)
+        self.marks.get(b).map_or(0, |m| m[1])
     }
 
     /// Number of entries in block `b`.
@@ -224,23 +242,52 @@ impl Index {
     /// Like `block_for_key`, searching only blocks `from..` (for ascending batches).
     pub(crate) fn block_for_key_from(&self, from: usize, key: &[u8]) -> usize {
         let key_prefix = prefix8(key);
-        // Coarse bounds from the sampled prefixes alone: a block whose separator prefix is
-        // smaller than the key's sorts before the key, one whose prefix is larger after it.
-        let below = self.upper.partition_point(|&p| p < key_prefix);
-        let not_above = self.upper.partition_point(|&p| p <= key_prefix);
-        let lo_block = below.saturating_sub(1) * UPPER_STRIDE;
-        let hi_block = (not_above * UPPER_STRIDE).min(self.block_count());
+        // Coarse bounds from the first prefix of each line alone: a block whose separator
+        // prefix is smaller than the key's sorts before the key, one whose prefix is larger
+        // after it. Usually this leaves one line of `sep_prefixes`.
+        let below = match self.top.partition_point(|&p| p < key_prefix) {
+            0 => 0,
+            t => {
+                // Line t - 1 of `upper` starts below the key and line t (if any) does not.
+                let start = (t - 1) * LINE;
+                let line = self
+                    .upper
+                    .get(start..(start + LINE).min(self.upper.len()))
+                    .unwrap_or_default();
+                start + line.partition_point(|&p| p < key_prefix)
+            }
+        };
+        let mut not_above = below;
+        while self.upper.get(not_above).is_some_and(|&p| p <= key_prefix) {
+            not_above += 1;
+        }
+        let lo_block = below.saturating_sub(1) * LINE;
+        let hi_block = (not_above * LINE).min(self.block_count());
         let (mut lo, mut hi) = (lo_block.max(from), hi_block.max(from));
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            let sp = self.sep_prefixes.get(mid).copied().unwrap_or(0);
-            if le_with_prefix(sp, self.sep(mid), key_prefix, key) {
+            if self.sep_le(mid, key_prefix, key) {
                 lo = mid + 1;
             } else {
                 hi = mid;
             }
         }
         lo.saturating_sub(1).max(from)
+    }
+
+    /// Separator of block `b` `<=` `key` (`key_prefix` is its `prefix8`).
+    #[inline]
+    fn sep_le(&self, b: usize, key_prefix: u64, key: &[u8]) -> bool {
+        let sp = self
+            .sep_prefixes
+            .get(b / LINE)
+            .map_or(u64::MAX, |l| l.0[b % LINE]);
+        if sp != key_prefix {
+            return sp < key_prefix;
+        }
+        let sn = self.sep_next.get(b).copied().unwrap_or(0);
+        let kn = prefix8(key.get(8..).unwrap_or_default());
+        le_with_prefix(sn, self.sep(b), kn, key)
     }
 
     /// The block holding global position `pos` (`pos < total`): O(1) for typical tables
@@ -250,7 +297,7 @@ impl Index {
         let slot = (pos >> self.shift) as usize;
         let mut b = self.lookup.get(slot).copied().unwrap_or(0) as usize;
         for _ in 0..8 {
-            if self.cum.get(b + 1).is_some_and(|&c| c <= pos) {
+            if self.marks.get(b + 1).is_some_and(|m| m[1] <= pos) {
                 b += 1;
             } else {
                 return b;
@@ -262,7 +309,7 @@ impl Index {
             .get(slot + 1)
             .map_or(self.block_count(), |&h| h as usize + 1)
             .min(self.block_count());
-        let cums = self.cum.get(b..hi).unwrap_or_default();
-        b + cums.partition_point(|&c| c <= pos).saturating_sub(1)
+        let marks = self.marks.get(b..hi).unwrap_or_default();
+        b + marks.partition_point(|m| m[1] <= pos).saturating_sub(1)
     }
 }

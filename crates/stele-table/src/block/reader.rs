@@ -4,6 +4,7 @@
 use super::builder::hint;
 use super::{FLAG_WIDE_RESTARTS, HINT_BYTES, NIBBLE_EXT, TRAILER_BYTES, VARIABLE_VALUES};
 use crate::error::{Error, Part, Result};
+use crate::prefetch::prefetch;
 use crate::varint;
 use std::cmp::Ordering;
 use xxhash_rust::xxh3::xxh3_64;
@@ -310,6 +311,23 @@ impl<'a> BlockRef<'a> {
             return Ok((0, None));
         }
         let mut pos = self.restart_offset(r)?;
+        // The scan below walks this restart's entries line by line: ask for all their cache
+        // lines now, so the misses overlap instead of coming one after another. (Steps are
+        // 64-byte aligned relative to the block, which in a map starts on a page boundary;
+        // elsewhere a hint may miss a line, which only costs time.)
+        let run_end = if r + 1 < self.restart_count() {
+            self.restart_offset(r + 1)?
+        } else {
+            self.entries.len()
+        };
+        let mut at = pos;
+        while let Some(rest) = self.entries.get(at..run_end.min(self.entries.len())) {
+            if rest.is_empty() {
+                break;
+            }
+            prefetch(rest);
+            at = (at | 63) + 1;
+        }
         let first = r as u32 * self.interval;
         let end = (first + self.interval).min(self.count);
         let raw = self.decode(&mut pos)?;

@@ -12,6 +12,7 @@ use crate::block::{self, BlockRef};
 use crate::error::{Error, Part, Result};
 use crate::footer::{FOOTER_BYTES, Footer};
 use crate::index::Index;
+use crate::prefetch::prefetch;
 use std::ops::{Bound, RangeBounds};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -168,6 +169,12 @@ impl<B: AsRef<[u8]>> Table<B> {
             .zip(usize::try_from(end).ok())
             .and_then(|(s, e)| self.bytes.as_ref().get(s..e))
             .ok_or_else(|| Error::corrupt(part, "block outside the file"))?;
+        // The trailer ends the block and the restart hints and offsets sit just before it,
+        // usually across the last two cache lines: ask for the second-to-last one now, so
+        // it arrives together with the trailer's.
+        if let Some(tail) = bytes.get(bytes.len().saturating_sub(96)..) {
+            prefetch(tail);
+        }
         let (word, bit) = (b / 64, 1u64 << (b % 64));
         let flag = self.verified.get(word);
         // Relaxed is enough: the bytes never change, so a thread that sees the bit set by
