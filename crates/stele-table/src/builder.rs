@@ -2,7 +2,8 @@
 
 use crate::block::{BlockBuilder, MAX_BLOCK_BYTES, MIN_BLOCK_BYTES};
 use crate::error::{Error, Result};
-use crate::footer::{FLAG_LIST, Footer};
+use crate::footer::{DiffInfo, FLAG_DIFF, FLAG_LIST, FLAG_POSITIONAL, Footer};
+use crate::id::TableId;
 use crate::index::{IndexBuilder, separator};
 use crate::storage::{AtomicFile, FsStorage, Storage};
 use std::cmp::Ordering;
@@ -35,6 +36,7 @@ pub struct TableOptions {
     pub(crate) restart_interval: u32,
     pub(crate) duplicates: DuplicatePolicy,
     pub(crate) storage: Arc<dyn Storage>,
+    pub(crate) diff: Option<DiffInfo>,
 }
 
 impl Default for TableOptions {
@@ -44,6 +46,7 @@ impl Default for TableOptions {
             restart_interval: 16,
             duplicates: DuplicatePolicy::Reject,
             storage: Arc::new(FsStorage),
+            diff: None,
         }
     }
 }
@@ -80,6 +83,16 @@ impl TableOptions {
         self
     }
 
+    /// Marks the table as a diff on top of another table (default: not a diff). The table
+    /// then stores the diff's fields in its footer; its values must each start with an
+    /// operation byte ([`DIFF_PUT`](crate::DIFF_PUT) + value or [`DIFF_REMOVE`](crate::DIFF_REMOVE)
+    /// alone), which [`TableBuilder::add`] checks. Used by durable collections.
+    #[must_use]
+    pub fn diff(mut self, diff: DiffInfo) -> Self {
+        self.diff = Some(diff);
+        self
+    }
+
     pub(crate) fn validate(&self) -> Result<()> {
         let b = self.block_size_bytes;
         if !b.is_power_of_two() || !(MIN_BLOCK_BYTES..=MAX_BLOCK_BYTES).contains(&b) {
@@ -106,6 +119,8 @@ impl TableOptions {
 pub struct TableInfo {
     /// Path of the table: `<dir>/<xxh3-128 of the content, hex>.stt`.
     pub path: PathBuf,
+    /// The table's content id (the hash in its file name).
+    pub id: TableId,
     /// Number of entries.
     pub entries: u64,
     /// Number of data blocks.
@@ -138,6 +153,7 @@ pub(crate) struct TableWriter {
     block_size_bytes: u32,
     restart_interval: u32,
     list: bool,
+    diff: Option<DiffInfo>,
     entries: u64,
     raw_key_bytes: u64,
     raw_value_bytes: u64,
@@ -154,6 +170,7 @@ impl TableWriter {
             block_size_bytes: opts.block_size_bytes,
             restart_interval: opts.restart_interval,
             list,
+            diff: opts.diff,
             entries: 0,
             raw_key_bytes: 0,
             raw_value_bytes: 0,
@@ -202,8 +219,13 @@ impl TableWriter {
         let index_offset = self.file.written_bytes() + self.out.len() as u64;
         let blocks = self.index.blocks();
         let index = std::mem::take(&mut self.index).into_bytes();
+        let diff_flags = match self.diff {
+            Some(d) if d.positional => FLAG_DIFF | FLAG_POSITIONAL,
+            Some(_) => FLAG_DIFF,
+            None => 0,
+        };
         let footer = Footer {
-            flags: if self.list { FLAG_LIST } else { 0 },
+            flags: if self.list { FLAG_LIST } else { diff_flags },
             block_size: self.block_size_bytes,
             restart_interval: self.restart_interval,
             entry_count: self.entries,
@@ -213,14 +235,17 @@ impl TableWriter {
             raw_key_bytes: self.raw_key_bytes,
             raw_value_bytes: self.raw_value_bytes,
             index_checksum: xxhash_rust::xxh3::xxh3_64(&index),
+            parent: self.diff.map_or([0; 16], |d| d.parent.to_bytes()),
+            logical_len: self.diff.map_or(self.entries, |d| d.logical_len),
         };
         self.out.extend_from_slice(&index);
         self.out.extend_from_slice(&footer.encode());
         self.file.write_all(&self.out)?;
         let file_bytes = self.file.written_bytes();
-        let path = self.file.commit()?;
+        let (path, id) = self.file.commit()?;
         Ok(TableInfo {
             path,
+            id,
             entries: self.entries,
             blocks,
             file_bytes,
@@ -253,6 +278,13 @@ impl TableBuilder {
     }
 
     pub(crate) fn with_kind(dir: &Path, opts: TableOptions, list: bool) -> Result<Self> {
+        if list && opts.diff.is_some() {
+            return Err(Error::InvalidOption {
+                name: "diff",
+                value: 1,
+                reason: "a list table cannot be a diff (list diffs are positional tables)",
+            });
+        }
         let writer = TableWriter::new(dir, &opts, list)?;
         Ok(TableBuilder {
             block: BlockBuilder::new(opts.block_size_bytes as usize, opts.restart_interval),
@@ -284,6 +316,9 @@ impl TableBuilder {
     /// duplicate policy allows).
     pub fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         check_sizes(key, value)?;
+        if let Some(diff) = self.writer.diff {
+            check_diff_entry(key, value, diff.positional)?;
+        }
         if self.any {
             match key.cmp(&self.last_key) {
                 Ordering::Greater => {}
@@ -362,6 +397,32 @@ impl TableBuilder {
         self.writer.finish_block(&mut self.block, &self.block_sep)?;
         self.writer.finish()
     }
+}
+
+/// Values of a diff start with an operation byte; keys of a positional diff are positions.
+fn check_diff_entry(key: &[u8], value: &[u8], positional: bool) -> Result<()> {
+    let ok_value = match value.split_first() {
+        Some((&crate::DIFF_PUT, _)) => true,
+        Some((&crate::DIFF_REMOVE, rest)) => rest.is_empty() && !positional,
+        _ => false,
+    };
+    if !ok_value {
+        return Err(Error::InvalidDiffEntry {
+            key: key.to_vec(),
+            reason: if positional {
+                "a list diff value must be the put byte (1) followed by the value"
+            } else {
+                "a diff value must be the put byte (1) followed by the value, or the remove byte (0) alone"
+            },
+        });
+    }
+    if positional && key.len() != 8 {
+        return Err(Error::InvalidDiffEntry {
+            key: key.to_vec(),
+            reason: "a list diff key must be an 8-byte big-endian position",
+        });
+    }
+    Ok(())
 }
 
 pub(crate) fn check_sizes(key: &[u8], value: &[u8]) -> Result<()> {

@@ -85,6 +85,14 @@ pub enum Error {
         /// The duplicated key.
         key: Vec<u8>,
     },
+    /// An entry added to a diff table is not a diff operation.
+    #[error("invalid diff entry for key {:?}: {reason}", key.escape_ascii().to_string())]
+    InvalidDiffEntry {
+        /// The entry's key.
+        key: Vec<u8>,
+        /// What is wrong.
+        reason: &'static str,
+    },
     /// A key or value is larger than the format allows.
     #[error("{what} of {len} bytes is larger than the limit of {max_bytes} bytes")]
     TooLarge {

@@ -31,6 +31,7 @@ mod block;
 mod builder;
 mod error;
 mod footer;
+mod id;
 mod index;
 mod list;
 mod merge;
@@ -43,7 +44,8 @@ mod varint;
 
 pub use builder::{DuplicatePolicy, MAX_ITEM_BYTES, TableBuilder, TableInfo, TableOptions};
 pub use error::{Error, Part, Result};
-pub use footer::{FORMAT_VERSION, MAGIC};
+pub use footer::{DIFF_PUT, DIFF_REMOVE, DiffInfo, FOOTER_BYTES, FORMAT_VERSION, MAGIC};
+pub use id::{ParseTableIdError, TableId};
 pub use list::{ListBuilder, TableList};
 pub use merge::{MergeIter, Merged, merge};
 pub use sorter::{Sorter, SorterOptions};

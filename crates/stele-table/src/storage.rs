@@ -7,6 +7,7 @@
 //! [`remove_partials`] clears).
 
 use crate::error::{Error, Result};
+use crate::id::TableId;
 use std::fmt::Debug;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -160,8 +161,8 @@ impl AtomicFile {
         Ok(())
     }
 
-    /// fsync, rename to the content name, fsync the folder. Returns the final path.
-    pub(crate) fn commit(mut self) -> Result<PathBuf> {
+    /// fsync, rename to the content name, fsync the folder. Returns the final path and id.
+    pub(crate) fn commit(mut self) -> Result<(PathBuf, TableId)> {
         let mut file = self.file.take().ok_or_else(|| {
             Error::io(
                 "committing",
@@ -174,8 +175,8 @@ impl AtomicFile {
         file.sync()
             .map_err(|e| Error::io("syncing table file", &self.temp_path, e))?;
         drop(file);
-        let name = format!("{:032x}.{TABLE_EXTENSION}", self.hasher.digest128());
-        let final_path = self.dir.join(name);
+        let id = TableId::from_u128(self.hasher.digest128());
+        let final_path = self.dir.join(id.file_name());
         self.storage
             .rename(&self.temp_path, &final_path)
             .map_err(|e| Error::io("renaming table file into place", &final_path, e))?;
@@ -184,7 +185,7 @@ impl AtomicFile {
         self.storage
             .sync_dir(&self.dir)
             .map_err(|e| Error::io("syncing folder", &self.dir, e))?;
-        Ok(final_path)
+        Ok((final_path, id))
     }
 }
 

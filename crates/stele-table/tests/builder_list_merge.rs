@@ -113,7 +113,7 @@ fn empty_table_and_large_entries() {
     assert_eq!(t.get(b"z").unwrap(), Some(big_v.as_slice()));
     assert_eq!(
         t.stats().file_bytes % 4096,
-        (88 + t.stats().index_bytes) % 4096
+        (stele_table::FOOTER_BYTES as u64 + t.stats().index_bytes) % 4096
     );
     t.verify_all().unwrap();
 }

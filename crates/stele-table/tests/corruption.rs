@@ -85,7 +85,7 @@ fn every_flipped_byte_is_an_error() {
 #[test]
 fn errors_name_the_damaged_part() {
     let (bytes, entries) = small_table();
-    let footer = stele_table::MAGIC.len() + 80;
+    let footer = stele_table::FOOTER_BYTES;
     let cases = [
         (0usize, "data block 0"),
         (bytes.len() - footer - 1, "index"),
@@ -148,7 +148,7 @@ fn checksum_valid_garbage_never_panics() {
     let (bytes, entries) = small_table();
     let t = Table::from_bytes(bytes.clone()).unwrap();
     let block_size = t.stats().block_size_bytes as usize;
-    let data_end = bytes.len() - 88 - t.stats().index_bytes as usize;
+    let data_end = bytes.len() - stele_table::FOOTER_BYTES - t.stats().index_bytes as usize;
     drop(t);
     let mut x: u64 = 0x2545_f491_4f6c_dd1d;
     for round in 0..1000 {

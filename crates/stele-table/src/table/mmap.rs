@@ -23,12 +23,21 @@ pub enum Access {
 pub struct MmapBytes {
     map: Mmap,
     path: PathBuf,
+    /// Kept open so that advisory locks taken on it (durable collections hold a shared lock
+    /// on every table they read) last as long as the map.
+    _file: File,
 }
 
 impl MmapBytes {
     /// Maps `path` read-only with the given access advice.
     pub fn map(path: &Path, access: Access) -> Result<Self> {
         let file = File::open(path).map_err(|e| Error::io("opening table", path, e))?;
+        Self::map_file(file, path, access)
+    }
+
+    /// Maps an open file read-only; `path` is only used in messages. The file stays open
+    /// (with any lock taken on it) as long as the map.
+    pub fn map_file(file: File, path: &Path, access: Access) -> Result<Self> {
         let len = file
             .metadata()
             .map_err(|e| Error::io("reading metadata of table", path, e))?
@@ -60,6 +69,7 @@ impl MmapBytes {
         Ok(MmapBytes {
             map,
             path: path.to_path_buf(),
+            _file: file,
         })
     }
 

@@ -124,6 +124,12 @@ impl<B: AsRef<[u8]>> Table<B> {
         })
     }
 
+    /// For a diff table (see [`TableOptions::diff`](crate::TableOptions::diff)): the table it
+    /// applies to, the resulting length and whether keys are positions. `None` otherwise.
+    pub fn diff_info(&self) -> Option<crate::DiffInfo> {
+        self.footer.diff()
+    }
+
     /// The bytes the table reads from.
     pub fn bytes(&self) -> &B {
         &self.bytes
