@@ -184,7 +184,9 @@ impl Footer {
             return bad("a diff must name its parent, and only a diff has one");
         }
         if f.flags & FLAG_DIFF == 0 && f.logical_len != f.entry_count {
-            return bad("logical length differs from the entry count of a table that is not a diff");
+            return bad(
+                "logical length differs from the entry count of a table that is not a diff",
+            );
         }
         if u64_at(b, 96) != 0 {
             return bad("reserved field is not zero");
@@ -201,7 +203,7 @@ impl Footer {
                 "file length does not match the index position in the footer (truncated or extended)",
             ));
         }
-        if f.index_offset % u64::from(f.block_size) != 0 {
+        if !f.index_offset.is_multiple_of(u64::from(f.block_size)) {
             return bad("index offset is not a multiple of the block size");
         }
         if f.block_count > f.index_offset / u64::from(f.block_size) {

@@ -90,7 +90,11 @@ mod tests {
             Some(id)
         );
         assert_eq!(TableId::from_path(Path::new("/x/0123.stt")), None);
-        assert!("+123456789abcdef0011223344556677".parse::<TableId>().is_err());
+        assert!(
+            "+123456789abcdef0011223344556677"
+                .parse::<TableId>()
+                .is_err()
+        );
         assert!("".parse::<TableId>().is_err());
     }
 }

@@ -141,7 +141,7 @@ impl Index {
             let start = idx.seps.len();
             idx.seps.extend_from_slice(sep);
             let b_usize = idx.sep_ends.len();
-            if b_usize % LINE == 0 {
+            if b_usize.is_multiple_of(LINE) {
                 idx.sep_prefixes.push(Line([u64::MAX; LINE]));
             }
             if let Some(slot) = idx

@@ -40,7 +40,7 @@ fn generate(n: usize) -> (String, Vec<String>) {
             0 => (r % 1_000_000).to_string(),
             1 => format!("\"value {:x}\"", r % 65_536),
             2 => format!("{}.25", r % 10_000),
-            _ => (r % 2 == 0).to_string(),
+            _ => r.is_multiple_of(2).to_string(),
         };
         json.push_str(&format!("\"{k}\":{v}"));
     }

@@ -53,7 +53,7 @@ impl BlockSizer {
     }
 
     pub(crate) fn is_restart(&self) -> bool {
-        self.entry_count % self.restart_interval == 0
+        self.entry_count.is_multiple_of(self.restart_interval)
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -220,10 +220,8 @@ impl BlockBuilder {
         else {
             return false;
         };
-        if converts {
-            if let ValueMode::Fixed(fixed) = old_mode {
-                self.convert_to_variable(fixed);
-            }
+        if converts && let ValueMode::Fixed(fixed) = old_mode {
+            self.convert_to_variable(fixed);
         }
         let unshared = key.len() - shared;
         if restart {

@@ -53,7 +53,7 @@ impl<'t> Forward<'t> {
             }
         };
         let raw = block.decode_into(&mut self.offset, &mut self.key_buf)?;
-        if self.local % table.restart_interval() == 0 && raw.shared != 0 {
+        if self.local.is_multiple_of(table.restart_interval()) && raw.shared != 0 {
             return Err(Error::corrupt(
                 block.part(),
                 "restart entry shares a prefix",

@@ -297,10 +297,10 @@ fn orchestrate(cli: &Cli) -> Result<()> {
         let mut rows = Vec::new();
         let mut failures = 0usize;
         for j in PLAN {
-            if let Some(w) = &wanted {
-                if !w.iter().any(|x| x == j.store) {
-                    continue;
-                }
+            if let Some(w) = &wanted
+                && !w.iter().any(|x| x == j.store)
+            {
+                continue;
             }
             if j.store.starts_with("stele") && !stele::AVAILABLE {
                 rows.push(report::Row::skipped(j, "stele-table not built yet"));
