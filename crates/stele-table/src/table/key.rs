@@ -25,6 +25,14 @@ enum Repr<'t> {
     Owned(Vec<u8>),
 }
 
+impl<'t> From<&'t [u8]> for Key<'t> {
+    /// A key borrowing `bytes`.
+    #[inline]
+    fn from(bytes: &'t [u8]) -> Self {
+        Key::borrowed(bytes)
+    }
+}
+
 impl<'t> Key<'t> {
     #[inline]
     pub(crate) fn borrowed(bytes: &'t [u8]) -> Self {
