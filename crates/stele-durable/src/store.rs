@@ -112,7 +112,9 @@ impl Store {
     }
 
     /// Opens the store in `dir` with options.
-    pub fn open_with(dir: impl AsRef<Path>, opts: StoreOptions) -> Result<Store> {
+    pub fn open_with(dir: impl AsRef<Path>, mut opts: StoreOptions) -> Result<Store> {
+        // Tables are written through the store's storage too.
+        opts.table = opts.table.storage(Arc::clone(&opts.storage));
         let dir = dir.as_ref().to_path_buf();
         let roots = dir.join(ROOTS);
         fs::create_dir_all(&roots).map_err(|e| Error::io("creating store folder", &roots, e))?;
