@@ -324,25 +324,25 @@ impl DurableMap {
     pub fn range<'k, R: RangeBounds<&'k [u8]>>(&self, range: R) -> MapIter<'_> {
         let lo = range.start_bound().map(|k| *k);
         let hi = range.end_bound().map(|k| *k);
-        MapIter {
-            merger: Merger::new(self.sources(lo, hi)),
-        }
+        MapIter::new(self.sources(lo, hi), self.diff.is_empty())
     }
 
     /// All entries in key order; `.rev()` walks backwards.
     pub fn iter(&self) -> MapIter<'_> {
-        MapIter {
-            merger: Merger::new(self.sources(Bound::Unbounded, Bound::Unbounded)),
-        }
+        MapIter::new(
+            self.sources(Bound::Unbounded, Bound::Unbounded),
+            self.diff.is_empty(),
+        )
     }
 
     /// Entries whose keys start with `prefix`.
     pub fn prefix(&self, prefix: &[u8]) -> MapIter<'_> {
         let end = prefix_successor(prefix);
         let hi = end.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
-        MapIter {
-            merger: Merger::new(self.sources(Bound::Included(prefix), hi)),
-        }
+        MapIter::new(
+            self.sources(Bound::Included(prefix), hi),
+            self.diff.is_empty(),
+        )
     }
 
     /// The entry with the smallest key.

@@ -214,7 +214,30 @@ impl<'a> Merger<'a> {
 /// Entries of a map in key order (double-ended), values borrowed from the tables or the
 /// in-memory diff.
 pub struct MapIter<'a> {
-    pub(crate) merger: Merger<'a>,
+    pub(crate) inner: Inner<'a>,
+}
+
+pub(crate) enum Inner<'a> {
+    /// A base table alone (no diffs, nothing unsaved): its own iterator, nothing to merge.
+    Single(stele_table::Iter<'a, MmapBytes>),
+    Merged(Merger<'a>),
+}
+
+impl<'a> MapIter<'a> {
+    pub(crate) fn new(mut sources: Vec<Source<'a>>, memory_is_empty: bool) -> Self {
+        if memory_is_empty
+            && sources.len() == 2
+            && let Some(Source::Table { diff: None, .. }) = sources.get(1)
+            && let Some(Source::Table { iter, .. }) = sources.pop()
+        {
+            return MapIter {
+                inner: Inner::Single(iter),
+            };
+        }
+        MapIter {
+            inner: Inner::Merged(Merger::new(sources)),
+        }
+    }
 }
 
 impl std::fmt::Debug for MapIter<'_> {
@@ -227,8 +250,12 @@ impl<'a> Iterator for MapIter<'a> {
     type Item = Result<(Key<'a>, &'a [u8])>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        let merger = match &mut self.inner {
+            Inner::Single(it) => return it.next().map(|e| e.map_err(Error::from)),
+            Inner::Merged(m) => m,
+        };
         loop {
-            match self.merger.next_op()? {
+            match merger.next_op()? {
                 Ok((k, Op::Put(v))) => return Some(Ok((k, v))),
                 Ok((_, Op::Remove)) => continue,
                 Err(e) => return Some(Err(e)),
@@ -239,8 +266,12 @@ impl<'a> Iterator for MapIter<'a> {
 
 impl DoubleEndedIterator for MapIter<'_> {
     fn next_back(&mut self) -> Option<Self::Item> {
+        let merger = match &mut self.inner {
+            Inner::Single(it) => return it.next_back().map(|e| e.map_err(Error::from)),
+            Inner::Merged(m) => m,
+        };
         loop {
-            match self.merger.next_back_op()? {
+            match merger.next_back_op()? {
                 Ok((k, Op::Put(v))) => return Some(Ok((k, v))),
                 Ok((_, Op::Remove)) => continue,
                 Err(e) => return Some(Err(e)),
