@@ -5,7 +5,6 @@ use crate::map::Binding;
 use crate::merge::{Op, decode_op};
 use crate::root::Kind;
 use crate::store::{MAX_LAYERS, Store};
-use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::Arc;
 use stele_table::{DiffInfo, ListBuilder, Table, TableBuilder, TableId, TableList};
@@ -36,7 +35,7 @@ pub struct DurableList {
     /// Base first, newest diff last.
     layers: Vec<Arc<ListLayer>>,
     /// Unsaved values by position; every key is below `len`.
-    diff: Arc<BTreeMap<u64, Vec<u8>>>,
+    diff: imbl::OrdMap<u64, Arc<[u8]>>,
     len: u64,
     binding: Option<Binding>,
 }
@@ -65,7 +64,7 @@ impl Store {
         DurableList {
             store: self.clone(),
             layers: Vec::new(),
-            diff: Arc::default(),
+            diff: imbl::OrdMap::default(),
             len: 0,
             binding: None,
         }
@@ -121,7 +120,7 @@ impl Store {
         Ok(DurableList {
             store: self.clone(),
             layers,
-            diff: Arc::default(),
+            diff: imbl::OrdMap::default(),
             len: len.unwrap_or(0),
             binding: None,
         })
@@ -227,7 +226,7 @@ impl DurableList {
     /// Appends a value.
     pub fn push(&mut self, value: &[u8]) -> Result<()> {
         check_item("value", value)?;
-        Arc::make_mut(&mut self.diff).insert(self.len, value.to_vec());
+        self.diff.insert(self.len, Arc::from(value));
         self.len += 1;
         Ok(())
     }
@@ -241,7 +240,7 @@ impl DurableList {
                 len: self.len,
             });
         }
-        Arc::make_mut(&mut self.diff).insert(i, value.to_vec());
+        self.diff.insert(i, Arc::from(value));
         Ok(())
     }
 
@@ -251,7 +250,7 @@ impl DurableList {
             return Ok(None);
         };
         let value = self.get(last)?.map(<[u8]>::to_vec);
-        Arc::make_mut(&mut self.diff).remove(&last);
+        self.diff.remove(&last);
         self.len = last;
         Ok(value)
     }
@@ -259,8 +258,9 @@ impl DurableList {
     /// Shortens the list to `len` values (no effect if it is not longer).
     pub fn truncate(&mut self, len: u64) {
         if len < self.len {
-            let diff = Arc::make_mut(&mut self.diff);
-            let _dropped = diff.split_off(&len);
+            // `split` drops the key `len` itself and returns the keys above it apart.
+            let (below, _above) = self.diff.split(&len);
+            self.diff = below;
             self.len = len;
         }
     }
@@ -322,7 +322,7 @@ impl DurableList {
         drop(guard);
         debug_assert_eq!(reopened.len, self.len);
         self.layers = reopened.layers;
-        self.diff = Arc::default();
+        self.diff = imbl::OrdMap::default();
         Ok(id)
     }
 
@@ -348,7 +348,7 @@ impl DurableList {
         let reopened = self.store.open_list(info.id)?;
         drop(guard);
         self.layers = reopened.layers;
-        self.diff = Arc::default();
+        self.diff = imbl::OrdMap::default();
         Ok(info.id)
     }
 

@@ -1,10 +1,9 @@
 //! Durable maps: a stack of sorted tables (a base and diffs) plus an in-memory diff.
 
 use crate::error::{Error, Result, check_item};
-use crate::merge::{MapIter, Merger, Op, Source, decode_op};
+use crate::merge::{MapIter, MemDiff, Merger, Op, Source, decode_op};
 use crate::root::Kind;
 use crate::store::{MAX_LAYERS, Store};
-use std::collections::BTreeMap;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 use stele_table::{
@@ -76,7 +75,9 @@ pub struct DurableMap {
     pub(crate) store: Store,
     /// Base first, newest diff last. Shared by snapshots; never changed in place.
     pub(crate) layers: Vec<Arc<Layer>>,
-    pub(crate) diff: Arc<BTreeMap<Vec<u8>, Option<Vec<u8>>>>,
+    /// Unsaved changes: `None` is a removal. A persistent map, so a clone (a snapshot)
+    /// costs O(1) and later changes copy only the nodes they touch.
+    pub(crate) diff: MemDiff,
     pub(crate) len: u64,
     pub(crate) binding: Option<Binding>,
 }
@@ -125,7 +126,7 @@ impl Store {
         DurableMap {
             store: self.clone(),
             layers: Vec::new(),
-            diff: Arc::default(),
+            diff: MemDiff::default(),
             len: 0,
             binding: None,
         }
@@ -178,7 +179,7 @@ impl Store {
         Ok(DurableMap {
             store: self.clone(),
             layers,
-            diff: Arc::default(),
+            diff: MemDiff::default(),
             len,
             binding: None,
         })
@@ -280,7 +281,7 @@ impl DurableMap {
         check_item("key", key)?;
         check_item("value", value)?;
         let existed = self.contains(key)?;
-        Arc::make_mut(&mut self.diff).insert(key.to_vec(), Some(value.to_vec()));
+        self.diff.insert(key.to_vec(), Some(Arc::from(value)));
         if !existed {
             self.len += 1;
         }
@@ -293,12 +294,11 @@ impl DurableMap {
             return Ok(false);
         }
         let below = self.get_below(key, self.layers.len())?.is_some();
-        let diff = Arc::make_mut(&mut self.diff);
         if below {
-            diff.insert(key.to_vec(), None);
+            self.diff.insert(key.to_vec(), None);
         } else {
             // Only the memory diff had it: nothing to hide below.
-            diff.remove(key);
+            self.diff.remove(key);
         }
         self.len -= 1;
         Ok(true)
@@ -309,7 +309,7 @@ impl DurableMap {
         if bounds_are_empty(lo, hi) {
             return sources;
         }
-        sources.push(Source::Memory(self.diff.range::<[u8], _>((lo, hi))));
+        sources.push(Source::Memory(self.diff.range::<_, [u8]>((lo, hi))));
         for layer in self.layers.iter().rev() {
             sources.push(Source::Table {
                 iter: layer.table.range((lo, hi)),
@@ -500,7 +500,7 @@ impl DurableMap {
             diff,
         }));
         self.layers = layers;
-        self.diff = Arc::default();
+        self.diff = MemDiff::default();
         Ok(info.id)
     }
 
@@ -530,7 +530,7 @@ impl DurableMap {
             table,
             diff: None,
         })];
-        self.diff = Arc::default();
+        self.diff = MemDiff::default();
         Ok(info.id)
     }
 
