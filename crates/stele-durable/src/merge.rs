@@ -33,10 +33,6 @@ pub(crate) type MemRange<'a> =
     imbl::ordmap::RangedIter<'a, Vec<u8>, Option<Arc<[u8]>>, imbl::shared_ptr::DefaultSharedPtr>;
 
 /// One layer's entries within the bounds of the iteration.
-#[expect(
-    clippy::large_enum_variant,
-    reason = "a handful per iteration, held in one Vec: boxing would add an allocation each"
-)]
 pub(crate) enum Source<'a> {
     Memory(MemRange<'a>),
     /// A table; `diff` names it when its values carry operation bytes.
