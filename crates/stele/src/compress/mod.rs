@@ -1,0 +1,1 @@
+//! Per-collection compression of stored documents (zstd with trained dictionaries).
