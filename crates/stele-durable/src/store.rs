@@ -308,6 +308,8 @@ impl Store {
             std::process::id(),
             path.file_name().and_then(|n| n.to_str()).unwrap_or("root")
         ));
+        // A temp file left by a crashed switch of the same name (we hold the roots lock).
+        let _ = std::fs::remove_file(&temp);
         let result = (|| {
             let mut file = storage
                 .create(&temp)
@@ -397,6 +399,13 @@ impl Store {
     /// temp files. Waits for writers that are creating tables to finish. Tables still open
     /// somewhere are kept and listed in the report.
     pub fn collect_garbage(&self) -> Result<GcReport> {
+        self.collect_garbage_keeping(&[])
+    }
+
+    /// Like [`collect_garbage`](Self::collect_garbage), and also keeps the stacks under
+    /// the tables in `keep` (for callers that record collections elsewhere than in roots,
+    /// such as a database manifest).
+    pub fn collect_garbage_keeping(&self, keep: &[TableId]) -> Result<GcReport> {
         let dir = &self.inner.dir;
         let gc_path = dir.join(GC_LOCK);
         let gc_lock = self.lock_file(&gc_path)?;
@@ -410,6 +419,9 @@ impl Store {
         let mut live = HashSet::new();
         for (_, info) in self.roots()? {
             live.extend(self.stack_ids(info.id)?);
+        }
+        for id in keep {
+            live.extend(self.stack_ids(*id)?);
         }
         let storage = &self.inner.opts.storage;
         for entry in fs::read_dir(dir).map_err(|e| Error::io("listing store", dir, e))? {

@@ -25,6 +25,16 @@ pub const PARTIAL_EXTENSION: &str = "partial";
 pub trait StorageFile: Write + Send + Debug {
     /// Makes the written bytes durable (fsync).
     fn sync(&mut self) -> io::Result<()>;
+
+    /// Cuts the file to `len` bytes (used to drop a torn log tail). Files that cannot be
+    /// cut report `Unsupported`.
+    fn set_len(&mut self, len: u64) -> io::Result<()> {
+        let _ = len;
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this storage cannot cut files",
+        ))
+    }
 }
 
 /// File operations used to create tables; implement it to inject faults.
@@ -37,6 +47,13 @@ pub trait Storage: Send + Sync + Debug {
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
     /// Removes a file.
     fn remove(&self, path: &Path) -> io::Result<()>;
+
+    /// Opens an existing file, or creates it, for appending (write-ahead logs). The default
+    /// uses the real file system; seams that inject faults wrap it.
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
+        let f = OpenOptions::new().append(true).create(true).open(path)?;
+        Ok(Box::new(FsFile(f)))
+    }
 }
 
 /// The real file system.
@@ -61,6 +78,10 @@ impl Write for FsFile {
 impl StorageFile for FsFile {
     fn sync(&mut self) -> io::Result<()> {
         self.0.sync_all()
+    }
+
+    fn set_len(&mut self, len: u64) -> io::Result<()> {
+        self.0.set_len(len)
     }
 }
 

@@ -18,6 +18,93 @@ pub enum Error {
     /// A document failed to convert or validate.
     #[error(transparent)]
     Document(#[from] stele_doc::Error),
+    /// Another process has the database open.
+    #[error(
+        "database {} is in use by pid {pid} (close it there first; a database is opened by one process at a time)",
+        path.display()
+    )]
+    InUse {
+        /// The database folder.
+        path: PathBuf,
+        /// The process holding it, as it wrote in the lock file (0 if unreadable).
+        pid: u32,
+    },
+    /// Collection names are 1 to 100 of `A-Z a-z 0-9 _ - .`, not starting with `.` or `_`.
+    #[error(
+        "invalid collection name {name:?}: use 1 to 100 letters, digits, '_', '-' or '.', not starting with '.' or '_'"
+    )]
+    InvalidCollectionName {
+        /// The name given.
+        name: String,
+    },
+    /// Document ids are 1 to 1024 bytes of UTF-8.
+    #[error("invalid document id {id:?}: {reason}")]
+    InvalidId {
+        /// The id given (shortened).
+        id: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// A batch's log record would exceed the limit.
+    #[error(
+        "batch of {bytes} bytes exceeds the limit of {max_bytes} bytes: split it into smaller batches"
+    )]
+    BatchTooLarge {
+        /// Size of the batch's log record.
+        bytes: usize,
+        /// The limit.
+        max_bytes: usize,
+    },
+    /// Writing the log failed and the partial write could not be removed: no more writes
+    /// until the database is reopened (which cuts the torn tail). Reads keep working.
+    #[error(
+        "the write-ahead log {} could not be repaired after a failed write ({reason}); reopen the database to recover",
+        path.display()
+    )]
+    LogPoisoned {
+        /// The log segment.
+        path: PathBuf,
+        /// What failed.
+        reason: String,
+    },
+    /// The commit was in a group whose log write failed; nothing of it was applied.
+    #[error("commit failed: writing the log failed ({reason}); nothing of this batch was applied")]
+    CommitFailed {
+        /// The failure of the group's write.
+        reason: String,
+    },
+    /// A log segment other than the last has a bad record: acknowledged data would be
+    /// lost if it were skipped.
+    #[error(
+        "log segment {} is corrupt at byte {offset}: {reason} (restore it from a backup; records after it cannot be replayed)",
+        path.display()
+    )]
+    CorruptLog {
+        /// The segment.
+        path: PathBuf,
+        /// Offset of the bad record.
+        offset: usize,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// The manifest does not decode.
+    #[error("manifest {} is corrupt: {reason}", path.display())]
+    CorruptManifest {
+        /// The manifest file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// A stored document does not decode.
+    #[error("stored document {id:?} in collection {collection:?} is corrupt: {reason}")]
+    CorruptDocument {
+        /// The collection.
+        collection: String,
+        /// The document id.
+        id: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// An operating system call failed.
     #[error("{op} {}: {source}", path.display())]
     Io {
@@ -29,4 +116,15 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// More variants of [`Error`] live here to keep the enum readable.
+impl Error {
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
 }

@@ -1,12 +1,24 @@
 //! Stele's document store: an embedded database of JSON documents.
 //!
 //! A [`Database`] is a folder. It holds collections of documents by string id, stored in
-//! Stele's binary document format (`stele-doc`) inside durable maps (`stele-durable`),
-//! compressed per collection with zstd dictionaries trained from the collection's own
-//! documents. Writes go through a checksummed write-ahead log with group commit; reads see
-//! a consistent snapshot of every collection.
+//! Stele's binary document format (`stele-doc`) inside durable maps (`stele-durable`).
+//! Writes go through a checksummed write-ahead log with group commit (many writers, one
+//! fsync); [`Database::commit`] returns once a batch is on disk. Reads go through a
+//! [`Snapshot`]: a consistent view of every collection that writers never disturb.
+//!
+//! Layout of the folder and of every file: `docs/FORMAT.md` ("Document store").
 
+mod batch;
 pub mod compress;
+mod db;
 mod error;
+mod manifest;
+mod snapshot;
+mod stored;
+mod wal;
 
+pub use batch::{Batch, MAX_ID_BYTES, check_collection_name};
+pub use db::{Database, DatabaseOptions};
 pub use error::{Error, Result};
+pub use snapshot::{Doc, Snapshot};
+pub use wal::MAX_RECORD_BYTES;

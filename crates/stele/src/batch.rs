@@ -1,0 +1,104 @@
+//! Batches: operations across collections committed all or nothing.
+
+use crate::error::{Error, Result};
+use crate::wal::LoggedOp;
+use stele_doc::{Document, DocumentWriter};
+
+/// Longest document id, in bytes.
+pub const MAX_ID_BYTES: usize = 1024;
+
+/// Checks a collection name: 1 to 100 of `A-Z a-z 0-9 _ - .`, not starting with `.` or `_`
+/// (names starting with `_` are reserved).
+pub fn check_collection_name(name: &str) -> Result<()> {
+    let ok = (1..=100).contains(&name.len())
+        && !name.starts_with(['.', '_'])
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::InvalidCollectionName {
+            name: name.chars().take(120).collect(),
+        })
+    }
+}
+
+pub(crate) fn check_id(id: &str) -> Result<()> {
+    let reason = if id.is_empty() {
+        "it is empty"
+    } else if id.len() > MAX_ID_BYTES {
+        "it is longer than 1024 bytes"
+    } else {
+        return Ok(());
+    };
+    Err(Error::InvalidId {
+        id: id.chars().take(80).collect(),
+        reason,
+    })
+}
+
+/// Puts and deletes across collections, applied by [`Database::commit`](crate::Database::commit)
+/// all or nothing. Documents are converted and checked when added, so a bad one is
+/// reported here, before anything is written.
+#[derive(Debug, Default)]
+pub struct Batch {
+    ops: Vec<LoggedOp>,
+    writer: DocumentWriter,
+}
+
+impl Batch {
+    pub(crate) fn new() -> Self {
+        Batch::default()
+    }
+
+    /// Inserts or replaces document `id` of `collection` with JSON text (one value, usually
+    /// an object). The collection is created on first write.
+    pub fn put_json(&mut self, collection: &str, id: &str, json: &[u8]) -> Result<()> {
+        check_collection_name(collection)?;
+        check_id(id)?;
+        let doc = self.writer.from_json(json)?;
+        self.push(collection, id, Some(&doc));
+        Ok(())
+    }
+
+    /// Inserts or replaces with a document already in Stele's binary format; the bytes are
+    /// validated.
+    pub fn put_document(&mut self, collection: &str, id: &str, doc: &[u8]) -> Result<()> {
+        check_collection_name(collection)?;
+        check_id(id)?;
+        Document::new(doc)?;
+        self.push(collection, id, Some(doc));
+        Ok(())
+    }
+
+    /// Deletes document `id` of `collection` (nothing happens if it does not exist).
+    pub fn delete(&mut self, collection: &str, id: &str) -> Result<()> {
+        check_collection_name(collection)?;
+        check_id(id)?;
+        self.push(collection, id, None);
+        Ok(())
+    }
+
+    fn push(&mut self, collection: &str, id: &str, doc: Option<&[u8]>) {
+        self.ops.push(LoggedOp {
+            collection: collection.to_owned(),
+            id: id.as_bytes().to_vec(),
+            value: doc.map(crate::stored::encode),
+        });
+    }
+
+    /// Number of operations.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// True if the batch has no operations.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    pub(crate) fn into_ops(self) -> Vec<LoggedOp> {
+        self.ops
+    }
+}

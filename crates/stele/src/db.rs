@@ -1,0 +1,491 @@
+//! The database: opening and recovery, commits with group commit, checkpoints.
+
+use crate::batch::Batch;
+use crate::error::{Error, Result};
+use crate::manifest::{self, Manifest};
+use crate::snapshot::Snapshot;
+use crate::wal::{self, LoggedOp, WalWriter};
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Seek, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+use stele_durable::{DurableMap, Store, StoreOptions};
+use stele_table::{FsStorage, Storage, TableId, TableOptions};
+
+const LOCK_FILE: &str = "LOCK";
+const WAL_DIR: &str = "wal";
+const TABLES_DIR: &str = "tables";
+
+/// Options of a [`Database`].
+#[derive(Debug, Clone)]
+pub struct DatabaseOptions {
+    pub(crate) storage: Arc<dyn Storage>,
+    pub(crate) checkpoint_bytes: u64,
+    pub(crate) compact_layers: usize,
+    pub(crate) table: TableOptions,
+}
+
+impl Default for DatabaseOptions {
+    fn default() -> Self {
+        DatabaseOptions {
+            storage: Arc::new(FsStorage),
+            checkpoint_bytes: 64 << 20,
+            compact_layers: 8,
+            table: TableOptions::default(),
+        }
+    }
+}
+
+impl DatabaseOptions {
+    /// Log bytes written since the last checkpoint that trigger the next one (default
+    /// 64 MiB). A checkpoint writes each collection's unsaved changes as a diff table,
+    /// records the tables in the manifest and starts a new log segment. Larger values mean
+    /// fewer, larger diff tables and longer recovery after a crash (the log is replayed).
+    #[must_use]
+    pub fn checkpoint_bytes(mut self, bytes: u64) -> Self {
+        self.checkpoint_bytes = bytes;
+        self
+    }
+
+    /// Diff tables a collection may collect before a checkpoint compacts it into one
+    /// table (default 8). Fewer layers make reads faster; compaction rewrites the
+    /// collection.
+    #[must_use]
+    pub fn compact_layers(mut self, layers: usize) -> Self {
+        self.compact_layers = layers.max(1);
+        self
+    }
+
+    /// Layout of the tables written (default 4 KiB blocks).
+    #[must_use]
+    pub fn table_options(mut self, table: TableOptions) -> Self {
+        self.table = table;
+        self
+    }
+
+    /// File operations for every write (default: the real file system). For fault
+    /// injection in tests.
+    #[must_use]
+    pub fn storage(mut self, storage: Arc<dyn Storage>) -> Self {
+        self.storage = storage;
+        self
+    }
+}
+
+/// A consistent state of every collection.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct State {
+    /// Sequence number of the last batch applied.
+    pub(crate) seq: u64,
+    pub(crate) collections: BTreeMap<String, DurableMap>,
+}
+
+#[derive(Debug)]
+struct Writer {
+    /// Every applied batch, durable or not yet.
+    state: State,
+    /// Log records not yet handed to a leader.
+    pending: Vec<u8>,
+    /// Tickets order commits for waiting; unlike sequence numbers they are never reused.
+    next_ticket: u64,
+    durable_ticket: u64,
+    /// Tickets up to this one failed with `failure`.
+    failed_ticket: u64,
+    failure: String,
+    leader_active: bool,
+    /// Log bytes since the last checkpoint.
+    logged_bytes: u64,
+    /// Set when the log cannot be written any more (until reopened).
+    poisoned: Option<String>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Inner {
+    dir: PathBuf,
+    opts: DatabaseOptions,
+    pub(crate) store: Store,
+    _lock: File,
+    writer: Mutex<Writer>,
+    wal: Mutex<WalWriter>,
+    group_done: Condvar,
+    visible: RwLock<Arc<State>>,
+}
+
+/// An embedded database of JSON documents in a folder. Cheap to clone; `Send + Sync`.
+///
+/// ```no_run
+/// # fn main() -> stele::Result<()> {
+/// let db = stele::Database::open("/tmp/shop")?;
+/// let mut batch = db.batch();
+/// batch.put_json("orders", "o-1", br#"{"customer": "ada", "total": 12.50}"#)?;
+/// batch.delete("orders", "o-0");
+/// db.commit(batch)?;                      // durable when it returns
+/// let snap = db.snapshot();               // a consistent view of every collection
+/// if let Some(doc) = snap.get("orders", "o-1")? {
+///     println!("{}", doc.document()?.to_json());
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Database {
+    pub(crate) inner: Arc<Inner>,
+}
+
+fn lock_poisoned<T>(_: std::sync::PoisonError<T>) -> Error {
+    Error::CommitFailed {
+        reason: "a thread panicked while holding the database's writer lock".into(),
+    }
+}
+
+/// Takes the folder lock, or names the process that holds it.
+fn take_lock(dir: &Path) -> Result<File> {
+    let path = dir.join(LOCK_FILE);
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| Error::io("opening lock file", &path, e))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(fs::TryLockError::WouldBlock) => {
+            let mut text = String::new();
+            let _ = file.read_to_string(&mut text);
+            let pid = text.trim().parse().unwrap_or(0);
+            return Err(Error::InUse {
+                path: dir.to_path_buf(),
+                pid,
+            });
+        }
+        Err(fs::TryLockError::Error(e)) => return Err(Error::io("locking", &path, e)),
+    }
+    let written = file
+        .set_len(0)
+        .and_then(|()| file.rewind())
+        .and_then(|()| writeln!(file, "{}", std::process::id()));
+    written.map_err(|e| Error::io("writing lock file", &path, e))?;
+    Ok(file)
+}
+
+pub(crate) fn apply(store: &Store, state: &mut State, ops: &[LoggedOp]) -> Result<()> {
+    for op in ops {
+        match &op.value {
+            Some(v) => {
+                let map = state
+                    .collections
+                    .entry(op.collection.clone())
+                    .or_insert_with(|| store.new_map());
+                map.put(&op.id, v)?;
+            }
+            None => {
+                if let Some(map) = state.collections.get_mut(&op.collection) {
+                    map.remove(&op.id)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Database {
+    /// Opens the database in folder `dir`, creating it if needed, and recovers from the
+    /// log. Fails with [`Error::InUse`] if another process has it open.
+    pub fn open(dir: impl AsRef<Path>) -> Result<Database> {
+        Self::open_with(dir, DatabaseOptions::default())
+    }
+
+    /// Opens with options.
+    pub fn open_with(dir: impl AsRef<Path>, opts: DatabaseOptions) -> Result<Database> {
+        let dir = dir.as_ref().to_path_buf();
+        let wal_dir = dir.join(WAL_DIR);
+        fs::create_dir_all(&wal_dir).map_err(|e| Error::io("creating folder", &wal_dir, e))?;
+        let lock = take_lock(&dir)?;
+        let store = Store::open_with(
+            dir.join(TABLES_DIR),
+            StoreOptions::default()
+                .storage(Arc::clone(&opts.storage))
+                .table_options(opts.table.clone()),
+        )?;
+        let manifest_path = dir.join(manifest::FILE_NAME);
+        let manifest = match fs::read(&manifest_path) {
+            Ok(bytes) => Manifest::decode(&bytes, &manifest_path)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Manifest::default(),
+            Err(e) => return Err(Error::io("reading manifest", &manifest_path, e)),
+        };
+        let mut state = State {
+            seq: manifest.seq,
+            collections: BTreeMap::new(),
+        };
+        for (name, id) in &manifest.collections {
+            let map = match id {
+                Some(id) => store.open_map(*id)?,
+                None => store.new_map(),
+            };
+            state.collections.insert(name.clone(), map);
+        }
+        // Replay the log.
+        let segments = wal::list_segments(&wal_dir)?;
+        let mut logged_bytes = 0u64;
+        let mut last = None;
+        for (i, (first, path)) in segments.iter().enumerate() {
+            let bytes = fs::read(path).map_err(|e| Error::io("reading log segment", path, e))?;
+            let (batches, valid, why) = wal::read_segment(&bytes);
+            let is_last = i + 1 == segments.len();
+            if let (Some(reason), false) = (why, is_last) {
+                return Err(Error::CorruptLog {
+                    path: path.clone(),
+                    offset: valid,
+                    reason,
+                });
+            }
+            for batch in batches {
+                if batch.seq <= state.seq {
+                    continue; // already in the tables
+                }
+                if batch.seq != state.seq + 1 {
+                    return Err(Error::CorruptLog {
+                        path: path.clone(),
+                        offset: valid,
+                        reason: "a batch is missing before this segment's records",
+                    });
+                }
+                apply(&store, &mut state, &batch.ops)?;
+                state.seq = batch.seq;
+            }
+            logged_bytes += valid as u64;
+            if is_last {
+                last = Some((*first, valid as u64, bytes.len() as u64));
+            }
+        }
+        let (first, valid, file_bytes) = last.unwrap_or((state.seq + 1, 0, 0));
+        let wal = WalWriter::open(
+            Arc::clone(&opts.storage),
+            &wal_dir,
+            first,
+            valid,
+            file_bytes,
+        )?;
+        let visible = Arc::new(state.clone());
+        Ok(Database {
+            inner: Arc::new(Inner {
+                dir,
+                opts,
+                store,
+                _lock: lock,
+                writer: Mutex::new(Writer {
+                    state,
+                    pending: Vec::new(),
+                    next_ticket: 1,
+                    durable_ticket: 0,
+                    failed_ticket: 0,
+                    failure: String::new(),
+                    leader_active: false,
+                    logged_bytes,
+                    poisoned: None,
+                }),
+                wal: Mutex::new(wal),
+                group_done: Condvar::new(),
+                visible: RwLock::new(visible),
+            }),
+        })
+    }
+
+    /// The database folder.
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// A new, empty batch.
+    pub fn batch(&self) -> Batch {
+        Batch::new()
+    }
+
+    /// A consistent view of every collection as of the last durable commit. Cheap (no
+    /// copying); it keeps its tables on disk while it lives.
+    pub fn snapshot(&self) -> Snapshot {
+        let state = match self.inner.visible.read() {
+            Ok(g) => Arc::clone(&g),
+            Err(p) => Arc::clone(&p.into_inner()),
+        };
+        Snapshot::new(state)
+    }
+
+    /// Applies `batch` atomically and durably: when this returns `Ok`, every operation is
+    /// on disk and visible to new snapshots; on error none is applied. Commits from many
+    /// threads share one log write and one fsync (group commit).
+    pub fn commit(&self, batch: Batch) -> Result<()> {
+        let ops = batch.into_ops();
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let inner = &*self.inner;
+        let mut w = inner.writer.lock().map_err(lock_poisoned)?;
+        if let Some(reason) = &w.poisoned {
+            return Err(Error::LogPoisoned {
+                path: inner.dir.join(WAL_DIR),
+                reason: reason.clone(),
+            });
+        }
+        let seq = w.state.seq + 1;
+        // Apply on a copy (O(collections)) so that a failure leaves the state untouched.
+        let mut next = w.state.clone();
+        apply(&inner.store, &mut next, &ops)?;
+        let before = w.pending.len();
+        wal::encode_batch(&mut w.pending, seq, &ops)?;
+        w.logged_bytes += (w.pending.len() - before) as u64;
+        next.seq = seq;
+        w.state = next;
+        let ticket = w.next_ticket;
+        w.next_ticket += 1;
+        loop {
+            if w.durable_ticket >= ticket {
+                return Ok(());
+            }
+            if w.failed_ticket >= ticket {
+                return Err(Error::CommitFailed {
+                    reason: w.failure.clone(),
+                });
+            }
+            if w.leader_active {
+                w = inner.group_done.wait(w).map_err(lock_poisoned)?;
+            } else {
+                w = self.lead(w)?;
+            }
+        }
+    }
+
+    /// Writes every pending record with one fsync, then publishes the state. Called with
+    /// the writer lock held and no other leader; returns with the lock held again.
+    fn lead<'a>(&'a self, mut w: MutexGuard<'a, Writer>) -> Result<MutexGuard<'a, Writer>> {
+        let inner = &*self.inner;
+        w.leader_active = true;
+        let records = std::mem::take(&mut w.pending);
+        let upto = w.next_ticket - 1;
+        let published = w.state.clone();
+        drop(w);
+        let result = match inner.wal.lock() {
+            Ok(mut wal) => wal.append(&records),
+            Err(_) => Err(Error::CommitFailed {
+                reason: "a thread panicked while writing the log".into(),
+            }),
+        };
+        let mut w = inner.writer.lock().map_err(lock_poisoned)?;
+        w.leader_active = false;
+        match result {
+            Ok(()) => {
+                w.durable_ticket = upto;
+                self.publish(Arc::new(published));
+                if w.pending.is_empty() && w.logged_bytes >= inner.opts.checkpoint_bytes {
+                    // The commits are durable whatever happens here; a failed checkpoint
+                    // is retried at the next one and the log still holds everything.
+                    let _ = self.checkpoint_locked(&mut w);
+                }
+            }
+            Err(e) => {
+                // Nothing after the last durable group was applied: go back to it.
+                let durable = self.snapshot_state();
+                w.state = (*durable).clone();
+                w.pending.clear();
+                w.failed_ticket = w.next_ticket - 1;
+                w.failure = e.to_string();
+                if let Error::LogPoisoned { reason, .. } = &e {
+                    w.poisoned = Some(reason.clone());
+                }
+            }
+        }
+        inner.group_done.notify_all();
+        Ok(w)
+    }
+
+    fn snapshot_state(&self) -> Arc<State> {
+        match self.inner.visible.read() {
+            Ok(g) => Arc::clone(&g),
+            Err(p) => Arc::clone(&p.into_inner()),
+        }
+    }
+
+    fn publish(&self, state: Arc<State>) {
+        match self.inner.visible.write() {
+            Ok(mut g) => *g = state,
+            Err(p) => *p.into_inner() = state,
+        }
+    }
+
+    /// Writes every collection's unsaved changes as diff tables, compacts collections
+    /// with too many layers, records the tables in the manifest, starts a new log segment
+    /// and removes files nothing needs any more. Waits for commits in flight.
+    pub fn checkpoint(&self) -> Result<()> {
+        self.checkpoint_with(false)
+    }
+
+    /// Merges every collection into a single table each, then checkpoints.
+    pub fn compact(&self) -> Result<()> {
+        self.checkpoint_with(true)
+    }
+
+    fn checkpoint_with(&self, compact_all: bool) -> Result<()> {
+        let mut w = self.inner.writer.lock().map_err(lock_poisoned)?;
+        while w.leader_active || !w.pending.is_empty() {
+            if w.leader_active {
+                w = self.inner.group_done.wait(w).map_err(lock_poisoned)?;
+            } else {
+                w = self.lead(w)?;
+            }
+        }
+        if compact_all {
+            for map in w.state.collections.values_mut() {
+                map.compact()?;
+            }
+        }
+        self.checkpoint_locked(&mut w)
+    }
+
+    /// The checkpoint itself; the writer lock is held, nothing is pending or in flight,
+    /// so the working state is exactly the durable one.
+    fn checkpoint_locked(&self, w: &mut Writer) -> Result<()> {
+        let inner = &*self.inner;
+        let mut state = w.state.clone();
+        for map in state.collections.values_mut() {
+            if map.unsaved_changes() > 0 || map.id().is_none() {
+                map.save()?;
+            }
+            if map.layer_ids().len() > inner.opts.compact_layers {
+                map.compact()?;
+            }
+        }
+        let manifest = Manifest {
+            seq: state.seq,
+            collections: state
+                .collections
+                .iter()
+                .map(|(name, map)| (name.clone(), map.id()))
+                .collect(),
+        };
+        manifest.write(&*inner.opts.storage, &inner.dir)?;
+        // From here the tables hold everything; the log restarts after `seq`.
+        w.state = state.clone();
+        w.logged_bytes = 0;
+        self.publish(Arc::new(state));
+        let wal_dir = inner.dir.join(WAL_DIR);
+        {
+            let mut wal = inner.wal.lock().map_err(|_| Error::CommitFailed {
+                reason: "a thread panicked while writing the log".into(),
+            })?;
+            wal.rotate(w.state.seq + 1)?;
+        }
+        for (first, path) in wal::list_segments(&wal_dir)? {
+            if first <= w.state.seq {
+                inner
+                    .opts
+                    .storage
+                    .remove(&path)
+                    .map_err(|e| Error::io("removing old log segment", &path, e))?;
+            }
+        }
+        let keep: Vec<TableId> = manifest.collections.values().flatten().copied().collect();
+        inner.store.collect_garbage_keeping(&keep)?;
+        Ok(())
+    }
+}

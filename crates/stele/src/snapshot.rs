@@ -1,0 +1,111 @@
+//! Consistent reads of every collection.
+
+use crate::db::State;
+use crate::error::Result;
+use std::borrow::Cow;
+use std::sync::Arc;
+use stele_doc::Document;
+
+/// A consistent view of every collection as of one commit. Cheap to take and to clone;
+/// `Send + Sync`. Holds its tables on disk while it lives.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    state: Arc<State>,
+}
+
+/// A stored document, borrowed from the snapshot's files when stored uncompressed.
+#[derive(Debug, Clone)]
+pub struct Doc<'a> {
+    bytes: Cow<'a, [u8]>,
+}
+
+impl Doc<'_> {
+    /// The document in Stele's binary format.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// A reader over the document (validated first: stored bytes are not trusted blindly).
+    pub fn document(&self) -> Result<Document<&[u8]>> {
+        Ok(Document::new(&*self.bytes)?)
+    }
+
+    /// The document as JSON text, keys in their original order.
+    pub fn to_json(&self) -> Result<String> {
+        Ok(self.document()?.to_json())
+    }
+
+    /// The bytes, owned.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes.into_owned()
+    }
+}
+
+impl Snapshot {
+    pub(crate) fn new(state: Arc<State>) -> Self {
+        Snapshot { state }
+    }
+
+    /// Sequence number of the last batch this snapshot contains (0 for none).
+    pub fn seq(&self) -> u64 {
+        self.state.seq
+    }
+
+    /// Names of the collections, sorted.
+    pub fn collections(&self) -> Vec<&str> {
+        self.state.collections.keys().map(String::as_str).collect()
+    }
+
+    /// Number of documents in `collection` (0 if it does not exist).
+    pub fn count(&self, collection: &str) -> u64 {
+        self.state
+            .collections
+            .get(collection)
+            .map_or(0, |m| m.len())
+    }
+
+    /// The document `id` of `collection`.
+    pub fn get(&self, collection: &str, id: &str) -> Result<Option<Doc<'_>>> {
+        let Some(map) = self.state.collections.get(collection) else {
+            return Ok(None);
+        };
+        match map.get(id.as_bytes())? {
+            Some(stored) => Ok(Some(Doc {
+                bytes: crate::stored::decode(collection, id.as_bytes(), stored)?,
+            })),
+            None => Ok(None),
+        }
+    }
+
+    /// True if document `id` exists in `collection`.
+    pub fn contains(&self, collection: &str, id: &str) -> Result<bool> {
+        match self.state.collections.get(collection) {
+            Some(map) => Ok(map.contains(id.as_bytes())?),
+            None => Ok(false),
+        }
+    }
+
+    /// Every document of `collection` in id order (byte order of the UTF-8 ids).
+    pub fn iter<'a>(
+        &'a self,
+        collection: &'a str,
+    ) -> impl Iterator<Item = Result<(String, Doc<'a>)>> + 'a {
+        let maps = self.state.collections.get(collection);
+        maps.into_iter().flat_map(move |map| {
+            map.iter().map(move |entry| {
+                let (id, stored) = entry?;
+                let bytes = crate::stored::decode(collection, &id, stored)?;
+                Ok((String::from_utf8_lossy(&id).into_owned(), Doc { bytes }))
+            })
+        })
+    }
+
+    /// Tables per collection (base first), for statistics.
+    pub fn layers(&self, collection: &str) -> Vec<stele_table::TableId> {
+        self.state
+            .collections
+            .get(collection)
+            .map(|m| m.layer_ids())
+            .unwrap_or_default()
+    }
+}

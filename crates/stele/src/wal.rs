@@ -1,0 +1,346 @@
+//! The write-ahead log: checksummed records appended to segment files, one fsync per group
+//! of commits.
+//!
+//! A segment is `wal/<first sequence number, 20 digits>.log`: records back to back.
+//!
+//! ```text
+//! record:  u32 payload length | u64 XXH3-64 of (length bytes + payload) | payload
+//! payload: u8 kind (1 batch) | u64 sequence number | varint operation count | operations
+//! op:      u8 code (1 put, 2 delete) | varint len | collection | varint len | id
+//!          | (put) varint len | stored value
+//! ```
+//!
+//! Integers are little-endian. On open, records of the last segment are read up to the
+//! first one that is incomplete or fails its checksum (a write torn by a crash); the file
+//! is cut there. A bad record in an earlier segment is corruption, reported, never skipped.
+
+use crate::error::{Error, Result};
+use std::fs;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use stele_table::{Storage, StorageFile};
+
+const KIND_BATCH: u8 = 1;
+const OP_PUT: u8 = 1;
+const OP_DELETE: u8 = 2;
+/// Largest payload of one record (one batch).
+pub const MAX_RECORD_BYTES: usize = 1 << 30;
+const HEADER_BYTES: usize = 12;
+
+/// One operation of a batch as logged: `value` is `None` for a delete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LoggedOp {
+    pub collection: String,
+    pub id: Vec<u8>,
+    pub value: Option<Arc<[u8]>>,
+}
+
+/// A batch read back from the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LoggedBatch {
+    pub seq: u64,
+    pub ops: Vec<LoggedOp>,
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    put_varint(out, b.len() as u64);
+    out.extend_from_slice(b);
+}
+
+/// Appends the record of batch `seq` to `out`.
+pub(crate) fn encode_batch(out: &mut Vec<u8>, seq: u64, ops: &[LoggedOp]) -> Result<()> {
+    let start = out.len();
+    out.extend_from_slice(&[0; HEADER_BYTES]);
+    out.push(KIND_BATCH);
+    out.extend_from_slice(&seq.to_le_bytes());
+    put_varint(out, ops.len() as u64);
+    for op in ops {
+        out.push(if op.value.is_some() {
+            OP_PUT
+        } else {
+            OP_DELETE
+        });
+        put_bytes(out, op.collection.as_bytes());
+        put_bytes(out, &op.id);
+        if let Some(v) = &op.value {
+            put_bytes(out, v);
+        }
+    }
+    let payload_len = out.len() - start - HEADER_BYTES;
+    if payload_len > MAX_RECORD_BYTES {
+        out.truncate(start);
+        return Err(Error::BatchTooLarge {
+            bytes: payload_len,
+            max_bytes: MAX_RECORD_BYTES,
+        });
+    }
+    let len_bytes = (payload_len as u32).to_le_bytes();
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    hasher.update(&len_bytes);
+    hasher.update(out.get(start + HEADER_BYTES..).unwrap_or(&[]));
+    let sum = hasher.digest();
+    if let Some(h) = out.get_mut(start..start + HEADER_BYTES) {
+        h[..4].copy_from_slice(&len_bytes);
+        h[4..].copy_from_slice(&sum.to_le_bytes());
+    }
+    Ok(())
+}
+
+/// A reader over a payload that fails instead of panicking.
+struct Cursor<'a> {
+    bytes: &'a [u8],
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        if n > self.bytes.len() {
+            return None;
+        }
+        let (head, rest) = self.bytes.split_at(n);
+        self.bytes = rest;
+        Some(head)
+    }
+
+    fn u8(&mut self) -> Option<u8> {
+        self.take(1)?.first().copied()
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+
+    fn varint(&mut self) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.u8()?;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
+    }
+
+    fn bytes(&mut self) -> Option<&'a [u8]> {
+        let n = usize::try_from(self.varint()?).ok()?;
+        self.take(n)
+    }
+}
+
+fn decode_payload(payload: &[u8]) -> Option<LoggedBatch> {
+    let mut c = Cursor { bytes: payload };
+    if c.u8()? != KIND_BATCH {
+        return None;
+    }
+    let seq = c.u64()?;
+    let count = c.varint()?;
+    let mut ops = Vec::new();
+    for _ in 0..count {
+        let code = c.u8()?;
+        let collection = std::str::from_utf8(c.bytes()?).ok()?.to_owned();
+        let id = c.bytes()?.to_vec();
+        let value = match code {
+            OP_PUT => Some(Arc::from(c.bytes()?)),
+            OP_DELETE => None,
+            _ => return None,
+        };
+        ops.push(LoggedOp {
+            collection,
+            id,
+            value,
+        });
+    }
+    c.bytes.is_empty().then_some(LoggedBatch { seq, ops })
+}
+
+/// The records of one segment, and the length of its valid prefix.
+pub(crate) fn read_segment(bytes: &[u8]) -> (Vec<LoggedBatch>, usize, Option<&'static str>) {
+    let mut batches = Vec::new();
+    let mut at = 0usize;
+    loop {
+        let Some(header) = bytes.get(at..at + HEADER_BYTES) else {
+            let why = (at != bytes.len()).then_some("incomplete record header");
+            return (batches, at, why);
+        };
+        let len = u32::from_le_bytes([header[0], header[1], header[2], header[3]]) as usize;
+        let mut sum = [0u8; 8];
+        sum.copy_from_slice(&header[4..12]);
+        let Some(payload) = bytes.get(at + HEADER_BYTES..at + HEADER_BYTES + len) else {
+            return (batches, at, Some("incomplete record"));
+        };
+        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+        hasher.update(&header[..4]);
+        hasher.update(payload);
+        if hasher.digest() != u64::from_le_bytes(sum) {
+            return (batches, at, Some("record checksum mismatch"));
+        }
+        let Some(batch) = decode_payload(payload) else {
+            return (batches, at, Some("record does not decode"));
+        };
+        batches.push(batch);
+        at += HEADER_BYTES + len;
+    }
+}
+
+/// The path of the segment whose first sequence number is `first_seq`.
+pub(crate) fn segment_path(wal_dir: &Path, first_seq: u64) -> PathBuf {
+    wal_dir.join(format!("{first_seq:020}.log"))
+}
+
+/// Segments in `wal_dir`, by first sequence number.
+pub(crate) fn list_segments(wal_dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
+    let mut out = Vec::new();
+    let entries = fs::read_dir(wal_dir).map_err(|e| Error::io("listing log", wal_dir, e))?;
+    for entry in entries {
+        let path = entry
+            .map_err(|e| Error::io("listing log", wal_dir, e))?
+            .path();
+        let first = path
+            .extension()
+            .filter(|e| *e == "log")
+            .and_then(|_| path.file_stem()?.to_str()?.parse::<u64>().ok());
+        if let Some(first) = first {
+            out.push((first, path));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// The open segment being appended to.
+#[derive(Debug)]
+pub(crate) struct WalWriter {
+    storage: Arc<dyn Storage>,
+    dir: PathBuf,
+    path: PathBuf,
+    file: Box<dyn StorageFile>,
+    /// Bytes of the segment known to be durable.
+    durable_bytes: u64,
+}
+
+impl WalWriter {
+    /// Opens (or creates) segment `first_seq`, whose valid length is `valid_bytes`; a
+    /// longer file is cut to it.
+    pub(crate) fn open(
+        storage: Arc<dyn Storage>,
+        wal_dir: &Path,
+        first_seq: u64,
+        valid_bytes: u64,
+        file_bytes: u64,
+    ) -> Result<Self> {
+        let path = segment_path(wal_dir, first_seq);
+        let mut file = storage
+            .open_append(&path)
+            .map_err(|e| Error::io("opening log segment", &path, e))?;
+        if file_bytes > valid_bytes {
+            file.set_len(valid_bytes)
+                .map_err(|e| Error::io("cutting the torn tail of log segment", &path, e))?;
+            file.sync()
+                .map_err(|e| Error::io("syncing log segment", &path, e))?;
+        }
+        storage
+            .sync_dir(wal_dir)
+            .map_err(|e| Error::io("syncing folder", wal_dir, e))?;
+        Ok(WalWriter {
+            storage,
+            dir: wal_dir.to_path_buf(),
+            path,
+            file,
+            durable_bytes: valid_bytes,
+        })
+    }
+
+    /// Writes and fsyncs `records`. On failure the segment is cut back to its durable
+    /// length; if that fails too, the error says the log must be reopened.
+    pub(crate) fn append(&mut self, records: &[u8]) -> Result<()> {
+        let written = self
+            .file
+            .write_all(records)
+            .and_then(|()| self.file.flush())
+            .and_then(|()| self.file.sync());
+        match written {
+            Ok(()) => {
+                self.durable_bytes += records.len() as u64;
+                Ok(())
+            }
+            Err(e) => {
+                let cut = self
+                    .file
+                    .set_len(self.durable_bytes)
+                    .and_then(|()| self.file.sync());
+                Err(match cut {
+                    Ok(()) => Error::io("appending to log segment", &self.path, e),
+                    Err(cut_err) => Error::LogPoisoned {
+                        path: self.path.clone(),
+                        reason: format!("{e}; then cutting the partial write failed: {cut_err}"),
+                    },
+                })
+            }
+        }
+    }
+
+    /// Starts a new segment for records from `first_seq` on.
+    pub(crate) fn rotate(&mut self, first_seq: u64) -> Result<()> {
+        let next = WalWriter::open(Arc::clone(&self.storage), &self.dir, first_seq, 0, 0)?;
+        *self = next;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Vec<LoggedOp> {
+        vec![
+            LoggedOp {
+                collection: "books".into(),
+                id: b"b1".to_vec(),
+                value: Some(Arc::from(&b"\x00doc"[..])),
+            },
+            LoggedOp {
+                collection: "authors".into(),
+                id: b"a9".to_vec(),
+                value: None,
+            },
+        ]
+    }
+
+    #[test]
+    fn round_trip_and_torn_tails() {
+        let mut log = Vec::new();
+        encode_batch(&mut log, 7, &sample()).unwrap();
+        let first_len = log.len();
+        encode_batch(&mut log, 8, &sample()[1..]).unwrap();
+        let (batches, valid, why) = read_segment(&log);
+        assert_eq!(valid, log.len());
+        assert_eq!(why, None);
+        assert_eq!(batches.len(), 2);
+        assert_eq!(batches[0].seq, 7);
+        assert_eq!(batches[0].ops, sample());
+        // Every truncation keeps exactly the whole records before the cut.
+        for len in 0..log.len() {
+            let (batches, valid, _) = read_segment(&log[..len]);
+            let whole = usize::from(len >= first_len);
+            assert_eq!(batches.len(), whole, "cut at {len}");
+            assert_eq!(valid, if whole == 1 { first_len } else { 0 });
+        }
+        // Every flipped byte of the last record drops that record only.
+        for i in first_len..log.len() {
+            let mut bad = log.clone();
+            bad[i] ^= 0x20;
+            let (batches, valid, why) = read_segment(&bad);
+            assert_eq!((batches.len(), valid), (1, first_len), "byte {i}");
+            assert!(why.is_some());
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! The database against a model: batches, snapshots, reopen, checkpoints, compaction, the
+//! folder lock and group commit.
+#![allow(
+    clippy::unwrap_used,
+    reason = "tests: a failed unwrap is a failed test"
+)]
+
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+use stele::{Database, DatabaseOptions, Error};
+
+type Model = BTreeMap<(String, String), String>;
+
+fn json_of(db: &stele::Snapshot, coll: &str, id: &str) -> Option<String> {
+    db.get(coll, id).unwrap().map(|d| d.to_json().unwrap())
+}
+
+fn check(db: &Database, model: &Model) {
+    let snap = db.snapshot();
+    for coll in ["a", "b"] {
+        let want: Vec<(String, String)> = model
+            .iter()
+            .filter(|((c, _), _)| c == coll)
+            .map(|((_, id), v)| (id.clone(), v.clone()))
+            .collect();
+        assert_eq!(snap.count(coll), want.len() as u64, "count of {coll}");
+        let got: Vec<(String, String)> = snap
+            .iter(coll)
+            .map(|e| {
+                let (id, doc) = e.unwrap();
+                (id, doc.to_json().unwrap())
+            })
+            .collect();
+        assert_eq!(got, want);
+        for (id, v) in &want {
+            assert_eq!(json_of(&snap, coll, id).as_ref(), Some(v));
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Put(bool, u8, u32),
+    Delete(bool, u8),
+    Commit,
+    Reopen,
+    Checkpoint,
+    Compact,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        8 => (any::<bool>(), 0u8..20, any::<u32>()).prop_map(|(c, i, v)| Op::Put(c, i, v)),
+        3 => (any::<bool>(), 0u8..20).prop_map(|(c, i)| Op::Delete(c, i)),
+        4 => Just(Op::Commit),
+        1 => Just(Op::Reopen),
+        1 => Just(Op::Checkpoint),
+        1 => Just(Op::Compact),
+    ]
+}
+
+fn small() -> DatabaseOptions {
+    // Tiny checkpoints and layer limits so that every path runs.
+    DatabaseOptions::default()
+        .checkpoint_bytes(300)
+        .compact_layers(2)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn database_matches_model(ops in prop::collection::vec(op(), 1..60)) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut db = Database::open_with(dir.path(), small()).unwrap();
+        let mut model = Model::new();
+        let mut staged = model.clone();
+        let mut batch = db.batch();
+        for op in ops {
+            match op {
+                Op::Put(c, i, v) => {
+                    let (coll, id) = (if c { "a" } else { "b" }, format!("id{i}"));
+                    let json = format!(r#"{{"v":{v},"id":"{id}"}}"#);
+                    batch.put_json(coll, &id, json.as_bytes()).unwrap();
+                    staged.insert((coll.into(), id), json);
+                }
+                Op::Delete(c, i) => {
+                    let (coll, id) = (if c { "a" } else { "b" }, format!("id{i}"));
+                    batch.delete(coll, &id).unwrap();
+                    staged.remove(&(coll.to_string(), id));
+                }
+                Op::Commit => {
+                    db.commit(std::mem::replace(&mut batch, db.batch())).unwrap();
+                    model = staged.clone();
+                }
+                Op::Reopen => {
+                    // An uncommitted batch is dropped with the handle.
+                    batch = db.batch();
+                    staged = model.clone();
+                    drop(db);
+                    db = Database::open_with(dir.path(), small()).unwrap();
+                }
+                Op::Checkpoint => db.checkpoint().unwrap(),
+                Op::Compact => {
+                    db.compact().unwrap();
+                    for coll in ["a", "b"] {
+                        prop_assert!(db.snapshot().layers(coll).len() <= 1);
+                    }
+                }
+            }
+            check(&db, &model);
+        }
+    }
+}
+
+#[test]
+fn snapshots_are_isolated_and_batches_atomic() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    let mut b = db.batch();
+    b.put_json("books", "b1", br#"{"title":"Dune"}"#).unwrap();
+    b.put_json("authors", "a1", br#"{"name":"Herbert"}"#)
+        .unwrap();
+    db.commit(b).unwrap();
+    let before = db.snapshot();
+    let mut b = db.batch();
+    b.delete("books", "b1").unwrap();
+    b.put_json("books", "b2", br#"{"title":"Emma"}"#).unwrap();
+    db.commit(b).unwrap();
+    assert!(before.get("books", "b1").unwrap().is_some());
+    assert!(before.get("books", "b2").unwrap().is_none());
+    let after = db.snapshot();
+    assert!(after.get("books", "b1").unwrap().is_none());
+    assert_eq!(
+        after
+            .get("books", "b2")
+            .unwrap()
+            .unwrap()
+            .to_json()
+            .unwrap(),
+        r#"{"title":"Emma"}"#
+    );
+    assert_eq!(after.collections(), vec!["authors", "books"]);
+    // A bad document fails when added, before anything is written.
+    let mut b = db.batch();
+    let err = b.put_json("books", "b3", b"{\"title\": ").unwrap_err();
+    assert!(matches!(err, Error::Document(_)), "{err}");
+    assert!(matches!(
+        b.put_json("_system", "x", b"1").unwrap_err(),
+        Error::InvalidCollectionName { .. }
+    ));
+    assert!(matches!(
+        b.delete("books", "").unwrap_err(),
+        Error::InvalidId { .. }
+    ));
+}
+
+#[test]
+fn a_second_open_names_the_process_holding_the_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    // flock is per open file: a second open in this process conflicts like another process.
+    let err = Database::open(dir.path()).unwrap_err();
+    match &err {
+        Error::InUse { pid, .. } => assert_eq!(*pid, std::process::id()),
+        e => panic!("{e}"),
+    }
+    assert!(err.to_string().contains("in use by pid"), "{err}");
+    drop(db);
+    Database::open(dir.path()).unwrap();
+}
+
+#[test]
+fn concurrent_commits_share_fsyncs_and_all_land() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open_with(
+        dir.path(),
+        DatabaseOptions::default().checkpoint_bytes(64 << 10),
+    )
+    .unwrap();
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let db = db.clone();
+            s.spawn(move || {
+                for i in 0..200 {
+                    let mut b = db.batch();
+                    let json = format!(r#"{{"t":{t},"i":{i}}}"#);
+                    b.put_json("c", &format!("{t}-{i:03}"), json.as_bytes())
+                        .unwrap();
+                    db.commit(b).unwrap();
+                }
+            });
+        }
+    });
+    assert_eq!(db.snapshot().count("c"), 800);
+    drop(db);
+    let db = Database::open(dir.path()).unwrap();
+    let snap = db.snapshot();
+    assert_eq!(snap.count("c"), 800);
+    assert_eq!(
+        snap.get("c", "3-199").unwrap().unwrap().to_json().unwrap(),
+        r#"{"t":3,"i":199}"#
+    );
+}
