@@ -1,0 +1,156 @@
+//! A child process commits batches across collections and is killed with SIGKILL at
+//! random moments; after each kill the database opens, every acknowledged batch is there
+//! and no batch is there in part. `STELE_CRASH_ROUNDS` sets the rounds (default 50).
+#![allow(
+    clippy::unwrap_used,
+    reason = "tests: a failed unwrap is a failed test"
+)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, SystemTime};
+use stele::{Database, DatabaseOptions};
+
+const CHILD_ENV: &str = "STELE_DB_CRASH_CHILD_DIR";
+const IDS: u64 = 50;
+
+fn options() -> DatabaseOptions {
+    // Small checkpoints so that kills also land in checkpoints and compactions.
+    DatabaseOptions::default()
+        .checkpoint_bytes(16 << 10)
+        .compact_layers(3)
+}
+
+/// Batch `n` writes `n` into document `n % IDS` of both collections and a counter.
+fn batch_of(db: &Database, n: u64) -> stele::Batch {
+    let mut b = db.batch();
+    let id = format!("d{:03}", n % IDS);
+    let json = format!(
+        r#"{{"n":{n},"pad":"{}"}}"#,
+        "x".repeat((n % 7) as usize * 40)
+    );
+    b.put_json("left", &id, json.as_bytes()).unwrap();
+    b.put_json("right", &id, json.as_bytes()).unwrap();
+    b.put_json("meta", "last", format!(r#"{{"n":{n}}}"#).as_bytes())
+        .unwrap();
+    if n % 5 == 0 {
+        b.delete("left", &format!("d{:03}", (n + 1) % IDS)).unwrap();
+    }
+    b
+}
+
+fn n_of(json: &str) -> u64 {
+    let digits: String = json
+        .trim_start_matches("{\"n\":")
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().unwrap()
+}
+
+#[test]
+fn crash_child() {
+    let Some(dir) = std::env::var_os(CHILD_ENV) else {
+        return; // only runs when started by the parent below
+    };
+    let db = Database::open_with(dir, options()).unwrap();
+    let start = match db.snapshot().get("meta", "last").unwrap() {
+        Some(d) => n_of(&d.to_json().unwrap()) + 1,
+        None => 1,
+    };
+    let mut out = std::io::stdout().lock();
+    for n in start.. {
+        db.commit(batch_of(&db, n)).unwrap();
+        writeln!(out, "ack {n}").unwrap();
+        out.flush().unwrap();
+    }
+}
+
+fn next_random(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
+/// What the database must hold after batches 1..=last, computed by replaying them.
+fn expected(last: u64) -> std::collections::BTreeMap<(String, String), u64> {
+    let mut m = std::collections::BTreeMap::new();
+    for n in 1..=last {
+        let id = format!("d{:03}", n % IDS);
+        m.insert(("left".to_string(), id.clone()), n);
+        m.insert(("right".to_string(), id), n);
+        m.insert(("meta".to_string(), "last".to_string()), n);
+        if n % 5 == 0 {
+            m.remove(&("left".to_string(), format!("d{:03}", (n + 1) % IDS)));
+        }
+    }
+    m
+}
+
+#[test]
+fn killed_writers_lose_nothing_acknowledged_and_leave_no_partial_batch() {
+    let rounds: u32 = std::env::var("STELE_CRASH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(50);
+    let dir = tempfile::tempdir().unwrap();
+    let mut seed = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1;
+    eprintln!("seed {seed}");
+    let exe = std::env::current_exe().unwrap();
+    let mut acked_total = 0u64;
+    for round in 0..rounds {
+        let mut child = Command::new(&exe)
+            .args(["crash_child", "--exact", "--nocapture", "--test-threads=1"])
+            .env(CHILD_ENV, dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut acked = 0u64;
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Some(n) = line.strip_prefix("ack ") {
+                    acked = n.parse().unwrap();
+                }
+            }
+            acked
+        });
+        std::thread::sleep(Duration::from_millis(30 + next_random(&mut seed) % 150));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        acked_total = acked_total.max(reader.join().unwrap());
+
+        let db = Database::open_with(dir.path(), options()).unwrap();
+        let snap = db.snapshot();
+        let last = snap
+            .get("meta", "last")
+            .unwrap()
+            .map_or(0, |d| n_of(&d.to_json().unwrap()));
+        assert!(
+            last >= acked_total,
+            "round {round}: at {last}, {acked_total} acknowledged"
+        );
+        let want = expected(last);
+        let mut got = std::collections::BTreeMap::new();
+        for coll in ["left", "right", "meta"] {
+            for e in snap.iter(coll) {
+                let (id, doc) = e.unwrap();
+                got.insert((coll.to_string(), id), n_of(&doc.to_json().unwrap()));
+            }
+        }
+        assert_eq!(
+            got, want,
+            "round {round}: the state is not batches 1..={last}"
+        );
+        acked_total = last;
+    }
+    assert!(acked_total > 0, "nothing was ever committed");
+    eprintln!("{rounds} rounds, {acked_total} batches");
+}
