@@ -179,13 +179,14 @@ fn a_full_disk_at_any_step_loses_nothing_acknowledged() {
         let mut got = content(&db);
         // A batch whose commit failed may be on disk only if the log could not be cut
         // back (fsync failures leave the file's state unknown): then it must be whole.
-        if let (true, Some((id, json, _))) = (poisoned, &failed) {
-            if got.get(id) == Some(json) && acked.get(id) != Some(json) {
-                got.insert(id.clone(), acked.get(id).cloned().unwrap_or_default());
-                if acked.get(id).is_none() {
-                    got.remove(id);
-                }
-            }
+        if let (true, Some((id, json, _))) = (poisoned, &failed)
+            && got.get(id) == Some(json)
+            && acked.get(id) != Some(json)
+        {
+            match acked.get(id) {
+                Some(old) => got.insert(id.clone(), old.clone()),
+                None => got.remove(id),
+            };
         }
         assert_eq!(got, acked, "step {fail_at}: after reopening");
     }
