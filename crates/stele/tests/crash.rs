@@ -33,7 +33,7 @@ fn batch_of(db: &Database, n: u64) -> stele::Batch {
     b.put_json("right", &id, json.as_bytes()).unwrap();
     b.put_json("meta", "last", format!(r#"{{"n":{n}}}"#).as_bytes())
         .unwrap();
-    if n % 5 == 0 {
+    if n.is_multiple_of(5) {
         b.delete("left", &format!("d{:03}", (n + 1) % IDS)).unwrap();
     }
     b
