@@ -237,6 +237,14 @@ impl DurableMap {
         self.diff.len()
     }
 
+    /// Facts about each table of the stack, base first.
+    pub fn table_stats(&self) -> Vec<(TableId, stele_table::TableStats)> {
+        self.layers
+            .iter()
+            .map(|l| (l.id, l.table.stats()))
+            .collect()
+    }
+
     /// Number of entries.
     pub fn len(&self) -> u64 {
         self.len

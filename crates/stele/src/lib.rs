@@ -20,5 +20,5 @@ mod wal;
 pub use batch::{Batch, MAX_ID_BYTES, check_collection_name};
 pub use db::{Database, DatabaseOptions};
 pub use error::{Error, Result};
-pub use snapshot::{Doc, Snapshot};
+pub use snapshot::{CollectionStats, Doc, Snapshot};
 pub use wal::MAX_RECORD_BYTES;

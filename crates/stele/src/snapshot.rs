@@ -108,4 +108,44 @@ impl Snapshot {
             .map(|m| m.layer_ids())
             .unwrap_or_default()
     }
+
+    /// Facts about `collection` (zeros if it does not exist).
+    pub fn stats(&self, collection: &str) -> CollectionStats {
+        let mut stats = CollectionStats {
+            name: collection.to_owned(),
+            documents: self.count(collection),
+            layers: 0,
+            table_bytes: 0,
+            stored_bytes: 0,
+            unsaved_changes: 0,
+        };
+        if let Some(map) = self.state.collections.get(collection) {
+            stats.unsaved_changes = map.unsaved_changes();
+            for (_, t) in map.table_stats() {
+                stats.layers += 1;
+                stats.table_bytes += t.file_bytes;
+                stats.stored_bytes += t.raw_value_bytes;
+            }
+        }
+        stats
+    }
+}
+
+/// Facts about one collection in a snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CollectionStats {
+    /// The collection's name.
+    pub name: String,
+    /// Number of documents.
+    pub documents: u64,
+    /// Tables holding it (a base and diffs); 0 before the first checkpoint.
+    pub layers: usize,
+    /// Bytes of those table files on disk.
+    pub table_bytes: u64,
+    /// Bytes of the stored values in those tables (documents as stored, after any
+    /// compression; diffs count superseded versions too until compaction).
+    pub stored_bytes: u64,
+    /// Documents changed since the last checkpoint (held in memory and in the log).
+    pub unsaved_changes: usize,
 }
