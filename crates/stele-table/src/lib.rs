@@ -53,4 +53,4 @@ pub fn checksum(bytes: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(bytes)
 }
 
-pub use table::{Access, Cursor, Entry, Iter, Key, MmapBytes, Table, TableStats};
+pub use table::{Access, Cursor, Entry, Iter, Key, MmapBytes, Table, TableStats, prefix_successor};

@@ -353,7 +353,7 @@ impl<B: AsRef<[u8]>> Table<B> {
 
 /// The smallest byte string greater than every string starting with `prefix`
 /// (`None` if there is none: the prefix is empty or all 0xFF).
-pub(crate) fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
     let mut end = prefix.to_vec();
     while let Some(last) = end.pop() {
         if last < u8::MAX {
