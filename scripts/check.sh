@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every check and test of the project: what CI runs (.ci/run) and what README tells people to run.
-#   scripts/check.sh            fmt, clippy, all Rust tests, benchmark smoke runs, Python tests
+#   scripts/check.sh            fmt, clippy, all Rust tests, benchmark smoke runs, Python package tests
+# Needs Rust, python3 (3.10+, with venv) and access to PyPI for the pinned Python tools.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +23,17 @@ cargo run --release --locked -q -p stele-bench --bin stele-bench -- doc --quick 
 tail -n 3 "$out_dir/bench-doc-quick.md"
 cargo run --release --locked -q -p stele-bench --bin table_bench -- --test > "$out_dir/bench-table-test.md"
 tail -n 3 "$out_dir/bench-table-test.md"
+echo "== Python package: build (maturin), pytest, benchmark smoke run"
+# A venv of our own (.venv, git-ignored) with the pinned tools; reused between runs.
+venv=${STELE_VENV:-.venv}
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check \
+  -r crates/stele-py/requirements-dev.txt -r crates/stele-py/requirements-bench.txt
+VIRTUAL_ENV="$(cd "$venv" && pwd)" "$venv/bin/maturin" develop --release --locked -q \
+  -m crates/stele-py/Cargo.toml
+"$venv/bin/python" -m pytest -q crates/stele-py/tests
+"$venv/bin/python" crates/stele-py/bench/bench_py.py --quick > "$out_dir/bench-py-quick.md"
+tail -n 8 "$out_dir/bench-py-quick.md"
 echo "== tour"
 cargo run --release --locked -q -- tour > /dev/null
 echo "all checks passed"

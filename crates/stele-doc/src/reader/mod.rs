@@ -222,14 +222,11 @@ impl<B: AsRef<[u8]>> Document<B> {
 
     /// JSON text with the given options.
     pub fn to_json_with(&self, opts: &JsonOptions) -> String {
-        let mut out = Vec::new();
-        self.write_json(&mut out, opts);
-        // The writer emits only UTF-8 (validated strings, ASCII elsewhere).
-        String::from_utf8(out).unwrap_or_default()
+        self.root().to_json_with(opts)
     }
 
     /// Appends JSON text to `out`.
     pub fn write_json(&self, out: &mut Vec<u8>, opts: &JsonOptions) {
-        crate::output::write_value(out, self.root(), opts, 0);
+        self.root().write_json(out, opts);
     }
 }

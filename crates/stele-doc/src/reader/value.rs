@@ -321,8 +321,19 @@ impl<'a> Value<'a> {
 
     /// Compact JSON text of this value in original key order.
     pub fn to_json(&self) -> String {
+        self.to_json_with(&crate::JsonOptions::default())
+    }
+
+    /// JSON text of this value with the given options (pretty, sorted keys).
+    pub fn to_json_with(&self, opts: &crate::JsonOptions) -> String {
         let mut out = Vec::new();
-        crate::output::write_value(&mut out, *self, &crate::JsonOptions::default(), 0);
+        self.write_json(&mut out, opts);
+        // The writer emits only UTF-8 (validated strings, ASCII elsewhere).
         String::from_utf8(out).unwrap_or_default()
+    }
+
+    /// Appends the JSON text of this value to `out`.
+    pub fn write_json(&self, out: &mut Vec<u8>, opts: &crate::JsonOptions) {
+        crate::output::write_value(out, *self, opts, 0);
     }
 }

@@ -1,0 +1,33 @@
+"""Exceptions raised by stele. Every message is the text of the Rust error it comes from."""
+
+from __future__ import annotations
+
+
+class SteleError(Exception):
+    """Base class of every error stele raises (except KeyError, IndexError, TypeError, OSError)."""
+
+
+class CorruptError(SteleError):
+    """Bytes or a file are damaged: a document fails validation, a table checksum mismatches."""
+
+
+class FormatError(SteleError):
+    """A file is not what it was opened as: not a table, an unsupported format version, a list."""
+
+
+class InvalidInput(SteleError, ValueError):
+    """Input or arguments are refused: malformed JSON, a duplicate key, a bad path or option.
+
+    For malformed JSON, ``line``, ``column`` (1-based) and ``offset`` (bytes) say where.
+    """
+
+    line: int | None = None
+    column: int | None = None
+    offset: int | None = None
+
+
+class InUseError(SteleError):
+    """Reserved: a database directory is locked by another process (database API, not yet)."""
+
+
+__all__ = ["SteleError", "CorruptError", "FormatError", "InvalidInput", "InUseError"]

@@ -1,0 +1,130 @@
+//! Rust errors to Python exceptions.
+//!
+//! The exception classes live in `stele/_errors.py` (`InvalidInput` is also a `ValueError`, which
+//! needs multiple inheritance); they are looked up once. Messages are the Rust error's text.
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyType;
+
+static ERRORS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+
+/// The exception classes of `stele._errors`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Kind {
+    Stele,
+    Corrupt,
+    Format,
+    InvalidInput,
+}
+
+impl Kind {
+    fn class_name(self) -> &'static str {
+        match self {
+            Kind::Stele => "SteleError",
+            Kind::Corrupt => "CorruptError",
+            Kind::Format => "FormatError",
+            Kind::InvalidInput => "InvalidInput",
+        }
+    }
+}
+
+/// A new exception of `kind` with `message`.
+pub(crate) fn new_err(py: Python<'_>, kind: Kind, message: String) -> PyErr {
+    let class = ERRORS
+        .get_or_try_init(py, || py.import("stele._errors").map(Bound::unbind))
+        .and_then(|m| m.bind(py).getattr(kind.class_name()))
+        .and_then(|c| c.cast_into::<PyType>().map_err(PyErr::from));
+    match class {
+        Ok(class) => PyErr::from_type(class, message),
+        Err(e) => e,
+    }
+}
+
+/// Maps an error of `stele-doc`.
+pub(crate) fn doc_err(py: Python<'_>, e: stele_doc::Error) -> PyErr {
+    use stele_doc::Error as E;
+    let kind = match &e {
+        E::Invalid { .. } => Kind::Corrupt,
+        E::Json { .. }
+        | E::DuplicateKey { .. }
+        | E::TooDeep { .. }
+        | E::NonFiniteFloat { .. }
+        | E::InvalidNumber { .. }
+        | E::Path { .. } => Kind::InvalidInput,
+        _ => Kind::Stele,
+    };
+    let err = new_err(py, kind, e.to_string());
+    let position = match e {
+        E::Json {
+            offset,
+            line,
+            column,
+            ..
+        } => Some((offset, Some((line, column)))),
+        E::Invalid { offset, .. } => Some((offset, None)),
+        _ => None,
+    };
+    if let Some((offset, line_column)) = position {
+        let value = err.value(py);
+        // Attributes are a convenience: failing to set them must not hide the error itself.
+        let _ = value.setattr("offset", offset);
+        if let Some((line, column)) = line_column {
+            let _ = value.setattr("line", line);
+            let _ = value.setattr("column", column);
+        }
+    }
+    err
+}
+
+/// Maps an error of `stele-table`. I/O errors become the matching `OSError` subclass
+/// (`FileNotFoundError`, `PermissionError`, ...) with the Rust message (operation and path).
+pub(crate) fn table_err(py: Python<'_>, e: stele_table::Error) -> PyErr {
+    use stele_table::Error as E;
+    let kind = match &e {
+        E::Io { source, .. } => {
+            return PyErr::from(std::io::Error::new(source.kind(), e.to_string()));
+        }
+        E::ChecksumMismatch { .. } | E::Corrupt { .. } => Kind::Corrupt,
+        E::NotATable { .. } | E::UnsupportedVersion { .. } | E::WrongKind { .. } => Kind::Format,
+        E::OutOfOrder { .. }
+        | E::DuplicateKey { .. }
+        | E::TooLarge { .. }
+        | E::InvalidOption { .. } => Kind::InvalidInput,
+        _ => Kind::Stele,
+    };
+    new_err(py, kind, e.to_string())
+}
+
+/// `TypeError` for an argument of the wrong type.
+pub(crate) fn type_err(what: &str, got: &Bound<'_, PyAny>) -> PyErr {
+    let name = got
+        .get_type()
+        .name()
+        .map_or_else(|_| "?".to_owned(), |n| n.to_string());
+    PyTypeError::new_err(format!("{what}, not {name}"))
+}
+
+/// The value of option `name` whose spelling is `got`; `InvalidInput` listing the choices if
+/// there is none.
+pub(crate) fn choice<T: Copy>(
+    py: Python<'_>,
+    name: &str,
+    got: &str,
+    choices: &[(&str, T)],
+) -> PyResult<T> {
+    if let Some(&(_, value)) = choices.iter().find(|(spelling, _)| *spelling == got) {
+        return Ok(value);
+    }
+    let names = choices
+        .iter()
+        .map(|(spelling, _)| format!("{spelling:?}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Err(new_err(
+        py,
+        Kind::InvalidInput,
+        format!("invalid {name} {got:?}: expected one of {names}"),
+    ))
+}

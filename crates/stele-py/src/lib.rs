@@ -1,0 +1,29 @@
+//! Python bindings of Stele (`import stele`): lazy JSON documents and sorted tables.
+//!
+//! The native module is `stele._stele`; the Python package `stele` (in `python/stele/`)
+//! re-exports it with the exception classes, type stubs and `collections.abc` registrations.
+//! Build with maturin (`pyproject.toml` turns on the `extension-module` feature).
+
+mod document;
+mod errors;
+mod table;
+
+use pyo3::prelude::*;
+
+/// The native part of the `stele` package.
+#[pymodule]
+fn _stele(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<document::PyView>()?;
+    m.add_class::<document::PyDocument>()?;
+    m.add_class::<document::PyObjectView>()?;
+    m.add_class::<document::PyArrayView>()?;
+    m.add_class::<document::PyArrayIter>()?;
+    m.add_class::<table::PyTable>()?;
+    m.add_class::<table::PyTableIter>()?;
+    m.add_function(wrap_pyfunction!(document::dumps, m)?)?;
+    m.add_function(wrap_pyfunction!(document::loads, m)?)?;
+    m.add_function(wrap_pyfunction!(document::json_to_document, m)?)?;
+    m.add_function(wrap_pyfunction!(document::document_to_json, m)?)?;
+    m.add("DETACH_BYTES", document::DETACH_BYTES)?;
+    Ok(())
+}

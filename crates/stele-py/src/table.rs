@@ -1,0 +1,518 @@
+//! Sorted tables: build from pairs in any order, read through mmap.
+//!
+//! A [`PyTable`] holds an `Arc<stele_table::Table>`. Reads copy keys and values into `bytes`
+//! objects, so nothing handed to Python borrows the mapping. Iterators hold a clone of the
+//! `Arc` and the key bounds still to visit; they decode a chunk of entries at a time with the
+//! table's streaming iterator and resume after the last key they returned (one seek per chunk),
+//! so no iterator state borrows the table across Python calls.
+
+use std::collections::VecDeque;
+use std::ops::Bound as KeyBound;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use pyo3::exceptions::{PyIndexError, PyKeyError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
+use stele_table::{DuplicatePolicy, Sorter, SorterOptions, Table};
+
+use crate::document::PyDocument;
+use crate::errors::{Kind, choice, new_err, table_err, type_err};
+
+/// Pairs handed to the sorter per release of the GIL, at most.
+const BATCH_PAIRS: usize = 4096;
+/// Bytes of keys and values handed to the sorter per release of the GIL, at most.
+const BATCH_BYTES: usize = 4 << 20;
+
+/// A key given as `bytes` or `str` (UTF-8), borrowed from the immutable Python object.
+fn key_arg<'a>(key: &'a Bound<'_, PyAny>) -> PyResult<&'a [u8]> {
+    if let Ok(b) = key.cast::<PyBytes>() {
+        return Ok(b.as_bytes());
+    }
+    if let Ok(s) = key.cast::<PyString>() {
+        return Ok(s.to_str()?.as_bytes());
+    }
+    Err(type_err("table keys are bytes or str", key))
+}
+
+/// A value given as `bytes`, `str` (UTF-8) or a `Document` (its bytes).
+fn value_arg<'a>(value: &'a Bound<'_, PyAny>) -> PyResult<&'a [u8]> {
+    if let Ok(d) = value.cast::<PyDocument>() {
+        return Ok(crate::document::document_bytes(d));
+    }
+    key_arg(value).map_err(|_| type_err("table values are bytes, str or Document", value))
+}
+
+/// A sorted, immutable table of byte-string keys and values, read through mmap.
+///
+/// A read-only mapping: `t[key]`, `key in t`, `len(t)`, iteration over keys in order; keys
+/// are `bytes` or `str`, values come back as `bytes`.
+#[pyclass(module = "stele", name = "Table", frozen, mapping)]
+#[derive(Debug)]
+pub(crate) struct PyTable {
+    table: Arc<Table>,
+}
+
+/// What a table iterator yields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Yield {
+    Keys,
+    Values,
+    Items,
+}
+
+impl PyTable {
+    fn iter(
+        &self,
+        lo: KeyBound<Vec<u8>>,
+        hi: KeyBound<Vec<u8>>,
+        reverse: bool,
+        what: Yield,
+    ) -> PyTableIter {
+        PyTableIter {
+            table: Arc::clone(&self.table),
+            state: Mutex::new(IterState {
+                lo,
+                hi,
+                reverse,
+                what,
+                chunk: 16,
+                buffered: VecDeque::new(),
+                done: false,
+            }),
+        }
+    }
+
+    fn entry<'py>(
+        &self,
+        py: Python<'py>,
+        entry: Option<stele_table::Entry<'_>>,
+    ) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        entry
+            .map(|(k, v)| PyTuple::new(py, [PyBytes::new(py, k.as_bytes()), PyBytes::new(py, v)]))
+            .transpose()
+    }
+}
+
+#[pymethods]
+impl PyTable {
+    /// Table(path): opens a table file (same as `Table.open`).
+    #[new]
+    fn new(py: Python<'_>, path: PathBuf) -> PyResult<PyTable> {
+        PyTable::open(py, path)
+    }
+
+    /// Table.open(path): opens a table file; checks its footer and index (`FormatError` if it
+    /// is not a table, `CorruptError` if damaged, `FileNotFoundError` if missing).
+    #[staticmethod]
+    fn open(py: Python<'_>, path: PathBuf) -> PyResult<PyTable> {
+        let table = py
+            .detach(|| Table::open(&path))
+            .map_err(|e| table_err(py, e))?;
+        Ok(PyTable {
+            table: Arc::new(table),
+        })
+    }
+
+    /// Table.build(pairs, path, *, memory=256 MiB, duplicates="reject", temp_dir=None)
+    ///
+    /// Builds a table from an iterable of (key, value) pairs in any order and opens it. Keys are
+    /// bytes or str; values bytes, str or Document. `path` is a folder (the file is named by the
+    /// hash of its content) or a file path ending in `.stt`. `memory` is the budget in bytes for
+    /// pairs held before sorting: beyond it sorted runs spill to `temp_dir` (default: the
+    /// system's) and are merged. `duplicates`: "reject" (`InvalidInput`), "keep_last" or
+    /// "keep_first". Sorting and writing run without the GIL.
+    #[staticmethod]
+    #[pyo3(signature = (pairs, path, *, memory = 256 << 20, duplicates = "reject", temp_dir = None))]
+    fn build(
+        py: Python<'_>,
+        pairs: &Bound<'_, PyAny>,
+        path: PathBuf,
+        memory: usize,
+        duplicates: &str,
+        temp_dir: Option<PathBuf>,
+    ) -> PyResult<PyTable> {
+        let policy = choice(
+            py,
+            "duplicates",
+            duplicates,
+            &[
+                ("reject", DuplicatePolicy::Reject),
+                ("keep_last", DuplicatePolicy::KeepLast),
+                ("keep_first", DuplicatePolicy::KeepFirst),
+            ],
+        )?;
+        let mut opts = SorterOptions::default()
+            .memory_budget_bytes(memory)
+            .duplicates(policy);
+        if let Some(dir) = temp_dir {
+            opts = opts.temp_dir(dir);
+        }
+        let mut sorter = Sorter::new(opts).map_err(|e| table_err(py, e))?;
+        // Pairs are borrowed from the Python objects in `held`, which stay alive (and, being
+        // bytes, str or documents, unchanged) while the sorter copies them without the GIL.
+        let mut held: Vec<Bound<'_, PyAny>> = Vec::with_capacity(BATCH_PAIRS);
+        let mut add_batch = |held: &mut Vec<Bound<'_, PyAny>>| -> PyResult<()> {
+            let mut batch = Vec::with_capacity(held.len());
+            for pair in held.iter() {
+                let (k, v) = (pair.get_item(0)?, pair.get_item(1)?);
+                batch.push((k, v));
+            }
+            let slices = batch
+                .iter()
+                .map(|(k, v)| Ok((key_arg(k)?, value_arg(v)?)))
+                .collect::<PyResult<Vec<_>>>()?;
+            py.detach(|| slices.iter().try_for_each(|(k, v)| sorter.add(k, v)))
+                .map_err(|e| table_err(py, e))?;
+            held.clear();
+            Ok(())
+        };
+        let mut bytes = 0;
+        for pair in pairs.try_iter()? {
+            let pair = pair?;
+            let n = pair.len().unwrap_or(0);
+            if n != 2 {
+                return Err(type_err("Table.build takes (key, value) pairs", &pair));
+            }
+            bytes += pair.get_item(0).map_or(0, |k| k.len().unwrap_or(0))
+                + pair.get_item(1).map_or(0, |v| v.len().unwrap_or(0));
+            held.push(pair);
+            if held.len() >= BATCH_PAIRS || bytes >= BATCH_BYTES {
+                add_batch(&mut held)?;
+                bytes = 0;
+            }
+        }
+        add_batch(&mut held)?;
+        let is_file = path.extension().is_some_and(|e| e == "stt");
+        let dir = if is_file {
+            path.parent()
+                .map(|p| {
+                    if p.as_os_str().is_empty() {
+                        PathBuf::from(".")
+                    } else {
+                        p.to_path_buf()
+                    }
+                })
+                .unwrap_or_else(|| PathBuf::from("."))
+        } else {
+            path.clone()
+        };
+        let table = py.detach(|| -> stele_table::Result<Table> {
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| io_err("creating the table folder", &dir, e))?;
+            let info = sorter.finish(&dir)?;
+            let final_path = if is_file {
+                std::fs::rename(&info.path, &path)
+                    .map_err(|e| io_err("renaming the table to", &path, e))?;
+                path
+            } else {
+                info.path
+            };
+            Table::open(final_path)
+        });
+        Ok(PyTable {
+            table: Arc::new(table.map_err(|e| table_err(py, e))?),
+        })
+    }
+
+    /// The path of the table file.
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.table.path().to_path_buf()
+    }
+
+    fn __len__(&self) -> usize {
+        usize::try_from(self.table.len()).unwrap_or(usize::MAX)
+    }
+
+    /// `t[key]`: the value (bytes); `KeyError` if absent.
+    fn __getitem__<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        match self
+            .table
+            .get(key_arg(key)?)
+            .map_err(|e| table_err(py, e))?
+        {
+            Some(v) => Ok(PyBytes::new(py, v)),
+            None => Err(PyKeyError::new_err(key.clone().unbind())),
+        }
+    }
+
+    /// get(key, default=None): the value (bytes), `default` if absent.
+    #[pyo3(signature = (key, default = None))]
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+        default: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        Ok(
+            match self
+                .table
+                .get(key_arg(key)?)
+                .map_err(|e| table_err(py, e))?
+            {
+                Some(v) => PyBytes::new(py, v).into_any(),
+                None => default.unwrap_or_else(|| py.None().into_bound(py)),
+            },
+        )
+    }
+
+    /// get_many(keys): the values of many keys (None where absent), looked up without the GIL;
+    /// fastest when the keys are sorted.
+    fn get_many<'py>(
+        &self,
+        py: Python<'py>,
+        keys: Vec<Bound<'py, PyAny>>,
+    ) -> PyResult<Vec<Option<Bound<'py, PyBytes>>>> {
+        let keys = keys
+            .iter()
+            .map(|k| key_arg(k))
+            .collect::<PyResult<Vec<_>>>()?;
+        let table = &self.table;
+        let values = py
+            .detach(|| table.get_many(&keys))
+            .map_err(|e| table_err(py, e))?;
+        Ok(values
+            .into_iter()
+            .map(|v| v.map(|v| PyBytes::new(py, v)))
+            .collect())
+    }
+
+    fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let Ok(key) = key_arg(key) else {
+            return Ok(false);
+        };
+        self.table.contains(key).map_err(|e| table_err(py, e))
+    }
+
+    /// Iterates over the keys in order.
+    fn __iter__(&self) -> PyTableIter {
+        self.keys()
+    }
+
+    /// Keys in order (an iterator).
+    fn keys(&self) -> PyTableIter {
+        self.iter(KeyBound::Unbounded, KeyBound::Unbounded, false, Yield::Keys)
+    }
+
+    /// Values in key order (an iterator).
+    fn values(&self) -> PyTableIter {
+        self.iter(
+            KeyBound::Unbounded,
+            KeyBound::Unbounded,
+            false,
+            Yield::Values,
+        )
+    }
+
+    /// (key, value) pairs in key order (an iterator).
+    fn items(&self) -> PyTableIter {
+        self.iter(
+            KeyBound::Unbounded,
+            KeyBound::Unbounded,
+            false,
+            Yield::Items,
+        )
+    }
+
+    /// range(start=None, end=None, *, reverse=False): (key, value) pairs with
+    /// `start <= key < end` (None: unbounded), in key order or reversed.
+    #[pyo3(signature = (start = None, end = None, *, reverse = false))]
+    fn range(
+        &self,
+        start: Option<Bound<'_, PyAny>>,
+        end: Option<Bound<'_, PyAny>>,
+        reverse: bool,
+    ) -> PyResult<PyTableIter> {
+        let lo = match &start {
+            Some(k) => KeyBound::Included(key_arg(k)?.to_vec()),
+            None => KeyBound::Unbounded,
+        };
+        let hi = match &end {
+            Some(k) => KeyBound::Excluded(key_arg(k)?.to_vec()),
+            None => KeyBound::Unbounded,
+        };
+        Ok(self.iter(lo, hi, reverse, Yield::Items))
+    }
+
+    /// prefix(prefix, *, reverse=False): (key, value) pairs whose key starts with `prefix`.
+    #[pyo3(signature = (prefix, *, reverse = false))]
+    fn prefix(&self, prefix: &Bound<'_, PyAny>, reverse: bool) -> PyResult<PyTableIter> {
+        let p = key_arg(prefix)?;
+        let hi = stele_table::prefix_successor(p).map_or(KeyBound::Unbounded, KeyBound::Excluded);
+        Ok(self.iter(KeyBound::Included(p.to_vec()), hi, reverse, Yield::Items))
+    }
+
+    /// nth(i): the (key, value) pair at position `i` in key order (negative counts from the
+    /// end); `IndexError` past the end.
+    fn nth<'py>(&self, py: Python<'py>, i: i64) -> PyResult<Bound<'py, PyTuple>> {
+        let len = self.table.len();
+        let pos = if i < 0 {
+            len.checked_sub(i.unsigned_abs())
+        } else {
+            Some(i as u64)
+        };
+        let entry = match pos {
+            Some(p) => self.table.nth(p).map_err(|e| table_err(py, e))?,
+            None => None,
+        };
+        self.entry(py, entry)?.ok_or_else(|| {
+            PyIndexError::new_err(format!(
+                "position {i} out of range for a table of {len} entries"
+            ))
+        })
+    }
+
+    /// rank(key): the number of keys smaller than `key` (its position, present or not).
+    fn rank(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<u64> {
+        self.table.rank(key_arg(key)?).map_err(|e| table_err(py, e))
+    }
+
+    /// The (key, value) pair with the smallest key, or None if the table is empty.
+    fn first<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        let entry = self.table.first().map_err(|e| table_err(py, e))?;
+        self.entry(py, entry)
+    }
+
+    /// The (key, value) pair with the largest key, or None if the table is empty.
+    fn last<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        let entry = self.table.last().map_err(|e| table_err(py, e))?;
+        self.entry(py, entry)
+    }
+
+    /// Counts and sizes: entries, blocks, block_size_bytes, restart_interval, file_bytes,
+    /// index_bytes, raw_key_bytes, raw_value_bytes, path.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.table.stats();
+        let d = PyDict::new(py);
+        d.set_item("entries", s.entries)?;
+        d.set_item("blocks", s.blocks)?;
+        d.set_item("block_size_bytes", s.block_size_bytes)?;
+        d.set_item("restart_interval", s.restart_interval)?;
+        d.set_item("file_bytes", s.file_bytes)?;
+        d.set_item("index_bytes", s.index_bytes)?;
+        d.set_item("raw_key_bytes", s.raw_key_bytes)?;
+        d.set_item("raw_value_bytes", s.raw_value_bytes)?;
+        d.set_item("path", self.table.path())?;
+        Ok(d)
+    }
+
+    /// Checks every block's checksum (reads the whole file, without the GIL); `CorruptError`
+    /// names the damaged part.
+    fn verify(&self, py: Python<'_>) -> PyResult<()> {
+        let table = &self.table;
+        py.detach(|| table.verify_all())
+            .map_err(|e| table_err(py, e))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<stele.Table {:?} entries={}>",
+            self.table.path(),
+            self.table.len()
+        )
+    }
+}
+
+fn io_err(op: &'static str, path: &std::path::Path, source: std::io::Error) -> stele_table::Error {
+    stele_table::Error::Io {
+        op,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Where a table iterator is: the bounds not yet visited and the decoded chunk.
+#[derive(Debug)]
+struct IterState {
+    lo: KeyBound<Vec<u8>>,
+    hi: KeyBound<Vec<u8>>,
+    reverse: bool,
+    what: Yield,
+    /// Entries to decode at the next refill: grows from 16 to 1024, so taking the first few
+    /// entries stays cheap and long scans amortize the seek.
+    chunk: usize,
+    buffered: VecDeque<Py<PyAny>>,
+    done: bool,
+}
+
+impl IterState {
+    fn refill(&mut self, py: Python<'_>, table: &Table) -> PyResult<()> {
+        let bounds = (as_ref(&self.lo), as_ref(&self.hi));
+        let mut it = table.range(bounds);
+        let mut last: Option<Vec<u8>> = None;
+        for _ in 0..self.chunk {
+            let next = if self.reverse {
+                it.next_back()
+            } else {
+                it.next()
+            };
+            let Some(entry) = next else {
+                self.done = true;
+                break;
+            };
+            let (k, v) = entry.map_err(|e| table_err(py, e))?;
+            let item = match self.what {
+                Yield::Keys => PyBytes::new(py, k.as_bytes()).into_any(),
+                Yield::Values => PyBytes::new(py, v).into_any(),
+                Yield::Items => {
+                    PyTuple::new(py, [PyBytes::new(py, k.as_bytes()), PyBytes::new(py, v)])?
+                        .into_any()
+                }
+            };
+            self.buffered.push_back(item.unbind());
+            last = Some(k.into_owned());
+        }
+        if let Some(k) = last {
+            if self.reverse {
+                self.hi = KeyBound::Excluded(k);
+            } else {
+                self.lo = KeyBound::Excluded(k);
+            }
+        }
+        self.chunk = (self.chunk * 4).min(1024);
+        Ok(())
+    }
+}
+
+fn as_ref(b: &KeyBound<Vec<u8>>) -> KeyBound<&[u8]> {
+    match b {
+        KeyBound::Included(k) => KeyBound::Included(k.as_slice()),
+        KeyBound::Excluded(k) => KeyBound::Excluded(k.as_slice()),
+        KeyBound::Unbounded => KeyBound::Unbounded,
+    }
+}
+
+/// Iterator over a table's keys, values or (key, value) pairs; holds the table open.
+#[pyclass(module = "stele", name = "TableIterator", frozen)]
+#[derive(Debug)]
+pub(crate) struct PyTableIter {
+    table: Arc<Table>,
+    state: Mutex<IterState>,
+}
+
+#[pymethods]
+impl PyTableIter {
+    fn __iter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        // `try_lock`: a thread that waited here would hold the GIL the owner needs to finish.
+        let mut state = self.state.try_lock().map_err(|_| {
+            new_err(
+                py,
+                Kind::Stele,
+                "table iterator already in use (by another thread, or poisoned by a panic)".into(),
+            )
+        })?;
+        if state.buffered.is_empty() && !state.done {
+            state.refill(py, &self.table)?;
+        }
+        Ok(state.buffered.pop_front())
+    }
+}
