@@ -81,10 +81,14 @@ impl Batch {
     }
 
     fn push(&mut self, collection: &str, id: &str, doc: Option<&[u8]>) {
-        self.ops.push(LoggedOp {
-            collection: collection.to_owned(),
-            id: id.as_bytes().to_vec(),
-            value: doc.map(crate::stored::encode),
+        let (collection, id) = (collection.to_owned(), id.as_bytes().to_vec());
+        self.ops.push(match doc {
+            Some(doc) => LoggedOp::Put {
+                collection,
+                id,
+                value: crate::stored::encode(doc),
+            },
+            None => LoggedOp::Delete { collection, id },
         });
     }
 

@@ -2,6 +2,7 @@
 
 use crate::batch::Batch;
 use crate::error::{Error, Result};
+use crate::index::IndexDef;
 use crate::manifest::{self, Manifest};
 use crate::snapshot::Snapshot;
 use crate::wal::{self, LoggedOp, WalWriter};
@@ -79,6 +80,89 @@ pub(crate) struct State {
     /// Sequence number of the last batch applied.
     pub(crate) seq: u64,
     pub(crate) collections: BTreeMap<String, DurableMap>,
+    /// By (collection, index name).
+    pub(crate) indexes: BTreeMap<(String, String), IndexState>,
+}
+
+/// An index and its entries: keys are value tuple + id, values empty.
+#[derive(Debug, Clone)]
+pub(crate) struct IndexState {
+    pub(crate) def: Arc<IndexDef>,
+    pub(crate) map: DurableMap,
+}
+
+impl State {
+    /// The indexes of `collection`.
+    pub(crate) fn indexes_of<'a>(
+        &'a self,
+        collection: &'a str,
+    ) -> impl Iterator<Item = &'a IndexState> + 'a {
+        self.indexes
+            .range((collection.to_owned(), String::new())..)
+            .take_while(move |((c, _), _)| c == collection)
+            .map(|(_, ix)| ix)
+    }
+}
+
+/// The index keys of a stored document, per index of its collection (in `indexes_of` order).
+fn stored_keys(
+    defs: &[Arc<IndexDef>],
+    collection: &str,
+    id: &[u8],
+    stored: Option<&[u8]>,
+) -> Result<Vec<Vec<Vec<u8>>>> {
+    let Some(stored) = stored else {
+        return Ok(vec![Vec::new(); defs.len()]);
+    };
+    let bytes = crate::stored::decode(collection, id, stored)?;
+    let doc = stele_doc::Document::new(&*bytes)?;
+    Ok(defs.iter().map(|d| d.keys(&doc, id)).collect())
+}
+
+/// Moves the index entries of document `id` from its old stored value to its new one.
+fn reindex(state: &mut State, collection: &str, id: &[u8], new: Option<&[u8]>) -> Result<()> {
+    let defs: Vec<Arc<IndexDef>> = state
+        .indexes_of(collection)
+        .map(|ix| Arc::clone(&ix.def))
+        .collect();
+    if defs.is_empty() {
+        return Ok(());
+    }
+    let old = match state.collections.get(collection) {
+        Some(map) => map.get(id)?.map(<[u8]>::to_vec),
+        None => None,
+    };
+    let old_keys = stored_keys(&defs, collection, id, old.as_deref())?;
+    let new_keys = stored_keys(&defs, collection, id, new)?;
+    for ((def, old), new) in defs.iter().zip(old_keys).zip(new_keys) {
+        let Some(ix) = state
+            .indexes
+            .get_mut(&(collection.to_owned(), def.name.clone()))
+        else {
+            continue;
+        };
+        for k in old.iter().filter(|k| !new.contains(k)) {
+            ix.map.remove(k)?;
+        }
+        for k in new.iter().filter(|k| !old.contains(k)) {
+            ix.map.put(k, &[])?;
+        }
+    }
+    Ok(())
+}
+
+/// Builds index `def` over the documents `state` holds.
+fn build_index(store: &Store, state: &State, def: &IndexDef) -> Result<DurableMap> {
+    let mut pairs = Vec::new();
+    if let Some(map) = state.collections.get(&def.collection) {
+        for entry in map.iter() {
+            let (id, stored) = entry?;
+            let bytes = crate::stored::decode(&def.collection, &id, stored)?;
+            let doc = stele_doc::Document::new(&*bytes)?;
+            pairs.extend(def.keys(&doc, &id).into_iter().map(|k| (k, [0u8; 0])));
+        }
+    }
+    Ok(store.build_map(pairs)?)
 }
 
 #[derive(Debug)]
@@ -171,17 +255,54 @@ fn take_lock(dir: &Path) -> Result<File> {
 
 pub(crate) fn apply(store: &Store, state: &mut State, ops: &[LoggedOp]) -> Result<()> {
     for op in ops {
-        match &op.value {
-            Some(v) => {
+        match op {
+            LoggedOp::Put {
+                collection,
+                id,
+                value,
+            } => {
+                reindex(state, collection, id, Some(value))?;
                 let map = state
                     .collections
-                    .entry(op.collection.clone())
+                    .entry(collection.clone())
                     .or_insert_with(|| store.new_map());
-                map.put(&op.id, v)?;
+                map.put(id, value)?;
             }
-            None => {
-                if let Some(map) = state.collections.get_mut(&op.collection) {
-                    map.remove(&op.id)?;
+            LoggedOp::Delete { collection, id } => {
+                if state.collections.contains_key(collection) {
+                    reindex(state, collection, id, None)?;
+                }
+                if let Some(map) = state.collections.get_mut(collection) {
+                    map.remove(id)?;
+                }
+            }
+            LoggedOp::CreateIndex(def) => {
+                let key = (def.collection.clone(), def.name.clone());
+                if state.indexes.contains_key(&key) {
+                    return Err(Error::InvalidIndex {
+                        index: def.name.clone(),
+                        reason: "an index of this name already exists on the collection (drop it first)",
+                    });
+                }
+                let map = build_index(store, state, def)?;
+                state.indexes.insert(
+                    key,
+                    IndexState {
+                        def: Arc::new(def.clone()),
+                        map,
+                    },
+                );
+            }
+            LoggedOp::DropIndex { collection, name } => {
+                if state
+                    .indexes
+                    .remove(&(collection.clone(), name.clone()))
+                    .is_none()
+                {
+                    return Err(Error::InvalidIndex {
+                        index: name.clone(),
+                        reason: "no index of this name on the collection",
+                    });
                 }
             }
         }
@@ -216,8 +337,17 @@ impl Database {
         };
         let mut state = State {
             seq: manifest.seq,
-            collections: BTreeMap::new(),
+            ..State::default()
         };
+        for (def, id) in &manifest.indexes {
+            let map = match id {
+                Some(id) => store.open_map(*id)?,
+                None => store.new_map(),
+            };
+            let key = (def.collection.clone(), def.name.clone());
+            let def = Arc::new(def.clone());
+            state.indexes.insert(key, IndexState { def, map });
+        }
         for (name, id) in &manifest.collections {
             let map = match id {
                 Some(id) => store.open_map(*id)?,
@@ -316,7 +446,26 @@ impl Database {
     /// on disk and visible to new snapshots; on error none is applied. Commits from many
     /// threads share one log write and one fsync (group commit).
     pub fn commit(&self, batch: Batch) -> Result<()> {
-        let ops = batch.into_ops();
+        self.commit_ops(batch.into_ops())
+    }
+
+    /// Creates index `name` on `collection` over the field paths `fields` (see
+    /// [`FieldPath`](crate::FieldPath)) and builds it for the documents already there;
+    /// from then on every write keeps it current. Blocks other writers while it builds.
+    pub fn create_index(&self, collection: &str, name: &str, fields: &[&str]) -> Result<()> {
+        let def = IndexDef::new(collection, name, fields)?;
+        self.commit_ops(vec![LoggedOp::CreateIndex(def)])
+    }
+
+    /// Drops index `name` of `collection`.
+    pub fn drop_index(&self, collection: &str, name: &str) -> Result<()> {
+        self.commit_ops(vec![LoggedOp::DropIndex {
+            collection: collection.to_owned(),
+            name: name.to_owned(),
+        }])
+    }
+
+    fn commit_ops(&self, ops: Vec<LoggedOp>) -> Result<()> {
         if ops.is_empty() {
             return Ok(());
         }
@@ -435,9 +584,15 @@ impl Database {
             }
         }
         if compact_all {
-            for map in w.state.collections.values_mut() {
+            let mut state = w.state.clone();
+            let maps = state
+                .collections
+                .values_mut()
+                .chain(state.indexes.values_mut().map(|ix| &mut ix.map));
+            for map in maps {
                 map.compact()?;
             }
+            w.state = state;
         }
         self.checkpoint_locked(&mut w)
     }
@@ -447,7 +602,11 @@ impl Database {
     fn checkpoint_locked(&self, w: &mut Writer) -> Result<()> {
         let inner = &*self.inner;
         let mut state = w.state.clone();
-        for map in state.collections.values_mut() {
+        let maps = state
+            .collections
+            .values_mut()
+            .chain(state.indexes.values_mut().map(|ix| &mut ix.map));
+        for map in maps {
             if map.unsaved_changes() > 0 || map.id().is_none() {
                 map.save()?;
             }
@@ -461,6 +620,11 @@ impl Database {
                 .collections
                 .iter()
                 .map(|(name, map)| (name.clone(), map.id()))
+                .collect(),
+            indexes: state
+                .indexes
+                .values()
+                .map(|ix| ((*ix.def).clone(), ix.map.id()))
                 .collect(),
         };
         manifest.write(&*inner.opts.storage, &inner.dir)?;
@@ -484,7 +648,13 @@ impl Database {
                     .map_err(|e| Error::io("removing old log segment", &path, e))?;
             }
         }
-        let keep: Vec<TableId> = manifest.collections.values().flatten().copied().collect();
+        let keep: Vec<TableId> = manifest
+            .collections
+            .values()
+            .copied()
+            .chain(manifest.indexes.iter().map(|(_, id)| *id))
+            .flatten()
+            .collect();
         inner.store.collect_garbage_keeping(&keep)?;
         Ok(())
     }

@@ -105,6 +105,30 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// A field path does not parse.
+    #[error(
+        "invalid field path {path:?}: {reason} (write names separated by dots, `[]` for every element of an array: `address.city`, `tags[]`)"
+    )]
+    InvalidFieldPath {
+        /// The path given.
+        path: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// An index definition or name is not acceptable, or the index does not exist / exists.
+    #[error("index {index:?}: {reason}")]
+    InvalidIndex {
+        /// The index name.
+        index: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// A query cannot run as asked.
+    #[error("invalid query: {reason}")]
+    InvalidQuery {
+        /// What is wrong.
+        reason: String,
+    },
     /// An operating system call failed.
     #[error("{op} {}: {source}", path.display())]
     Io {

@@ -10,6 +10,8 @@
 //! 16  u64 sequence number of the last batch the tables contain
 //! 24  per collection, sorted by name: varint name length, name (UTF-8),
 //!     16 bytes top table id (all zero: no table yet)
+//! ..  u32 number of indexes, then per index: varint length + collection, varint length +
+//!     index name, varint field count, per field varint length + path, 16 bytes table id
 //! end u64 XXH3-64 of every byte before it
 //! ```
 //!
@@ -18,6 +20,7 @@
 //! or removes a key.
 
 use crate::error::{Error, Result};
+use crate::index::IndexDef;
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::Path;
@@ -33,6 +36,17 @@ pub(crate) const FILE_NAME: &str = "MANIFEST";
 pub(crate) struct Manifest {
     pub seq: u64,
     pub collections: BTreeMap<String, Option<TableId>>,
+    pub indexes: Vec<(IndexDef, Option<TableId>)>,
+}
+
+fn put_text(out: &mut Vec<u8>, text: &str) {
+    let mut n = text.len() as u64;
+    while n >= 0x80 {
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+    out.extend_from_slice(text.as_bytes());
 }
 
 impl Manifest {
@@ -43,13 +57,22 @@ impl Manifest {
         out.extend_from_slice(&(self.collections.len() as u32).to_le_bytes());
         out.extend_from_slice(&self.seq.to_le_bytes());
         for (name, id) in &self.collections {
-            let mut n = name.len() as u64;
+            put_text(&mut out, name);
+            out.extend_from_slice(&id.map_or([0; 16], TableId::to_bytes));
+        }
+        out.extend_from_slice(&(self.indexes.len() as u32).to_le_bytes());
+        for (def, id) in &self.indexes {
+            put_text(&mut out, &def.collection);
+            put_text(&mut out, &def.name);
+            let mut n = def.fields.len() as u64;
             while n >= 0x80 {
                 out.push((n as u8) | 0x80);
                 n >>= 7;
             }
             out.push(n as u8);
-            out.extend_from_slice(name.as_bytes());
+            for f in &def.fields {
+                put_text(&mut out, f.as_str());
+            }
             out.extend_from_slice(&id.map_or([0; 16], TableId::to_bytes));
         }
         let sum = xxh3_64(&out);
@@ -71,48 +94,51 @@ impl Manifest {
         if xxh3_64(body) != u64::from_le_bytes(sum) {
             return Err(bad("checksum mismatch"));
         }
-        let mut at = 0usize;
-        let mut take = |n: usize| -> Result<&[u8]> {
-            let s = body.get(at..at + n).ok_or_else(|| bad("truncated"))?;
-            at += n;
-            Ok(s)
-        };
-        if take(8)? != MAGIC {
+        let mut r = Reader { body, at: 0 };
+        if r.take(8).ok_or_else(|| bad("truncated"))? != MAGIC {
             return Err(bad("no manifest magic"));
         }
-        let word = |b: &[u8]| u32::from_le_bytes(b.try_into().unwrap_or([0; 4]));
-        if word(take(4)?) != VERSION {
+        if r.u32().ok_or_else(|| bad("truncated"))? != VERSION {
             return Err(bad("unsupported manifest version"));
         }
-        let count = word(take(4)?);
-        let seq = u64::from_le_bytes(take(8)?.try_into().unwrap_or([0; 8]));
+        let count = r.u32().ok_or_else(|| bad("truncated"))?;
+        let seq = r.u64().ok_or_else(|| bad("truncated"))?;
         let mut collections = BTreeMap::new();
         for _ in 0..count {
-            let mut len = 0u64;
-            let mut shift = 0;
-            loop {
-                let b = *take(1)?.first().ok_or_else(|| bad("truncated"))?;
-                len |= u64::from(b & 0x7f) << shift;
-                if b & 0x80 == 0 {
-                    break;
-                }
-                shift += 7;
-                if shift > 63 {
-                    return Err(bad("name length does not decode"));
-                }
-            }
-            let len = usize::try_from(len).map_err(|_| bad("name too long"))?;
-            let name = std::str::from_utf8(take(len)?)
-                .map_err(|_| bad("collection name is not UTF-8"))?
-                .to_owned();
-            let id: [u8; 16] = take(16)?.try_into().map_err(|_| bad("truncated"))?;
-            let id = (id != [0; 16]).then(|| TableId::from_bytes(id));
+            let name = r
+                .text()
+                .ok_or_else(|| bad("a collection entry does not decode"))?;
+            let id = r.id().ok_or_else(|| bad("truncated"))?;
             collections.insert(name, id);
         }
-        if at != body.len() {
-            return Err(bad("bytes after the last collection"));
+        let index_count = r.u32().ok_or_else(|| bad("truncated"))?;
+        let mut indexes = Vec::new();
+        for _ in 0..index_count {
+            let entry = (|| {
+                let collection = r.text()?;
+                let name = r.text()?;
+                let n = r.varint()?;
+                if n == 0 || n > 16 {
+                    return None;
+                }
+                let mut fields = Vec::new();
+                for _ in 0..n {
+                    fields.push(r.text()?);
+                }
+                let id = r.id()?;
+                let refs: Vec<&str> = fields.iter().map(String::as_str).collect();
+                Some((IndexDef::new(&collection, &name, &refs).ok()?, id))
+            })();
+            indexes.push(entry.ok_or_else(|| bad("an index entry does not decode"))?);
         }
-        Ok(Manifest { seq, collections })
+        if r.at != body.len() {
+            return Err(bad("bytes after the last entry"));
+        }
+        Ok(Manifest {
+            seq,
+            collections,
+            indexes,
+        })
     }
 
     /// Writes the manifest into `dir` atomically.
@@ -144,6 +170,50 @@ impl Manifest {
     }
 }
 
+/// Reads the manifest body; every method returns `None` past the end.
+struct Reader<'a> {
+    body: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let s = self.body.get(self.at..self.at.checked_add(n)?)?;
+        self.at += n;
+        Some(s)
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+
+    fn varint(&mut self) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = *self.take(1)?.first()?;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
+    }
+
+    fn text(&mut self) -> Option<String> {
+        let n = usize::try_from(self.varint()?).ok()?;
+        Some(std::str::from_utf8(self.take(n)?).ok()?.to_owned())
+    }
+
+    fn id(&mut self) -> Option<Option<TableId>> {
+        let id: [u8; 16] = self.take(16)?.try_into().ok()?;
+        Some((id != [0; 16]).then(|| TableId::from_bytes(id)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,6 +227,10 @@ mod tests {
         m.collections
             .insert("books".into(), Some(TableId::from_u128(7)));
         m.collections.insert("empty".into(), None);
+        m.indexes.push((
+            IndexDef::new("books", "by_year", &["year", "tags[]"]).unwrap(),
+            Some(TableId::from_u128(9)),
+        ));
         let bytes = m.encode();
         let p = Path::new("MANIFEST");
         assert_eq!(Manifest::decode(&bytes, p).unwrap(), m);

@@ -109,6 +109,20 @@ impl Snapshot {
             .unwrap_or_default()
     }
 
+    /// The indexes of `collection`, by name.
+    pub fn indexes(&self, collection: &str) -> Vec<crate::IndexDef> {
+        self.index_states(collection)
+            .map(|ix| (*ix.def).clone())
+            .collect()
+    }
+
+    pub(crate) fn index_states<'a>(
+        &'a self,
+        collection: &'a str,
+    ) -> impl Iterator<Item = &'a crate::db::IndexState> + 'a {
+        self.state.indexes_of(collection)
+    }
+
     /// Facts about `collection` (zeros if it does not exist).
     pub fn stats(&self, collection: &str) -> CollectionStats {
         let mut stats = CollectionStats {

@@ -6,8 +6,12 @@
 //! ```text
 //! record:  u32 payload length | u64 XXH3-64 of (length bytes + payload) | payload
 //! payload: u8 kind (1 batch) | u64 sequence number | varint operation count | operations
-//! op:      u8 code (1 put, 2 delete) | varint len | collection | varint len | id
-//!          | (put) varint len | stored value
+//! op:      u8 code, then by code:
+//!          1 put:          varint len | collection | varint len | id | varint len | stored value
+//!          2 delete:       varint len | collection | varint len | id
+//!          3 create index: varint len | collection | varint len | name | varint field count
+//!                          | per field: varint len | path
+//!          4 drop index:   varint len | collection | varint len | name
 //! ```
 //!
 //! Integers are little-endian. On open, records of the last segment are read up to the
@@ -15,6 +19,7 @@
 //! is cut there. A bad record in an earlier segment is corruption, reported, never skipped.
 
 use crate::error::{Error, Result};
+use crate::index::{FieldPath, IndexDef};
 use std::fs;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -24,16 +29,29 @@ use stele_table::{Storage, StorageFile};
 const KIND_BATCH: u8 = 1;
 const OP_PUT: u8 = 1;
 const OP_DELETE: u8 = 2;
+const OP_CREATE_INDEX: u8 = 3;
+const OP_DROP_INDEX: u8 = 4;
 /// Largest payload of one record (one batch).
 pub const MAX_RECORD_BYTES: usize = 1 << 30;
 const HEADER_BYTES: usize = 12;
 
-/// One operation of a batch as logged: `value` is `None` for a delete.
+/// One operation of a batch as logged.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct LoggedOp {
-    pub collection: String,
-    pub id: Vec<u8>,
-    pub value: Option<Arc<[u8]>>,
+pub(crate) enum LoggedOp {
+    Put {
+        collection: String,
+        id: Vec<u8>,
+        value: Arc<[u8]>,
+    },
+    Delete {
+        collection: String,
+        id: Vec<u8>,
+    },
+    CreateIndex(IndexDef),
+    DropIndex {
+        collection: String,
+        name: String,
+    },
 }
 
 /// A batch read back from the log.
@@ -64,15 +82,36 @@ pub(crate) fn encode_batch(out: &mut Vec<u8>, seq: u64, ops: &[LoggedOp]) -> Res
     out.extend_from_slice(&seq.to_le_bytes());
     put_varint(out, ops.len() as u64);
     for op in ops {
-        out.push(if op.value.is_some() {
-            OP_PUT
-        } else {
-            OP_DELETE
-        });
-        put_bytes(out, op.collection.as_bytes());
-        put_bytes(out, &op.id);
-        if let Some(v) = &op.value {
-            put_bytes(out, v);
+        match op {
+            LoggedOp::Put {
+                collection,
+                id,
+                value,
+            } => {
+                out.push(OP_PUT);
+                put_bytes(out, collection.as_bytes());
+                put_bytes(out, id);
+                put_bytes(out, value);
+            }
+            LoggedOp::Delete { collection, id } => {
+                out.push(OP_DELETE);
+                put_bytes(out, collection.as_bytes());
+                put_bytes(out, id);
+            }
+            LoggedOp::CreateIndex(def) => {
+                out.push(OP_CREATE_INDEX);
+                put_bytes(out, def.collection.as_bytes());
+                put_bytes(out, def.name.as_bytes());
+                put_varint(out, def.fields.len() as u64);
+                for f in &def.fields {
+                    put_bytes(out, f.as_str().as_bytes());
+                }
+            }
+            LoggedOp::DropIndex { collection, name } => {
+                out.push(OP_DROP_INDEX);
+                put_bytes(out, collection.as_bytes());
+                put_bytes(out, name.as_bytes());
+            }
         }
     }
     let payload_len = out.len() - start - HEADER_BYTES;
@@ -144,19 +183,41 @@ fn decode_payload(payload: &[u8]) -> Option<LoggedBatch> {
     let seq = c.u64()?;
     let count = c.varint()?;
     let mut ops = Vec::new();
+    let text = |b: &[u8]| std::str::from_utf8(b).ok().map(str::to_owned);
     for _ in 0..count {
         let code = c.u8()?;
-        let collection = std::str::from_utf8(c.bytes()?).ok()?.to_owned();
-        let id = c.bytes()?.to_vec();
-        let value = match code {
-            OP_PUT => Some(Arc::from(c.bytes()?)),
-            OP_DELETE => None,
+        let collection = text(c.bytes()?)?;
+        ops.push(match code {
+            OP_PUT => LoggedOp::Put {
+                collection,
+                id: c.bytes()?.to_vec(),
+                value: Arc::from(c.bytes()?),
+            },
+            OP_DELETE => LoggedOp::Delete {
+                collection,
+                id: c.bytes()?.to_vec(),
+            },
+            OP_CREATE_INDEX => {
+                let name = text(c.bytes()?)?;
+                let n = c.varint()?;
+                if n > 16 {
+                    return None;
+                }
+                let mut fields = Vec::new();
+                for _ in 0..n {
+                    fields.push(FieldPath::parse(&text(c.bytes()?)?).ok()?);
+                }
+                LoggedOp::CreateIndex(IndexDef {
+                    name,
+                    collection,
+                    fields,
+                })
+            }
+            OP_DROP_INDEX => LoggedOp::DropIndex {
+                collection,
+                name: text(c.bytes()?)?,
+            },
             _ => return None,
-        };
-        ops.push(LoggedOp {
-            collection,
-            id,
-            value,
         });
     }
     c.bytes.is_empty().then_some(LoggedBatch { seq, ops })
@@ -302,15 +363,19 @@ mod tests {
 
     fn sample() -> Vec<LoggedOp> {
         vec![
-            LoggedOp {
+            LoggedOp::Put {
                 collection: "books".into(),
                 id: b"b1".to_vec(),
-                value: Some(Arc::from(&b"\x00doc"[..])),
+                value: Arc::from(&b"\x00doc"[..]),
             },
-            LoggedOp {
+            LoggedOp::Delete {
                 collection: "authors".into(),
                 id: b"a9".to_vec(),
-                value: None,
+            },
+            LoggedOp::CreateIndex(IndexDef::new("books", "by_tag", &["tags[]", "year"]).unwrap()),
+            LoggedOp::DropIndex {
+                collection: "books".into(),
+                name: "old".into(),
             },
         ]
     }

@@ -1,0 +1,223 @@
+//! Order-preserving encoding of JSON values for index keys.
+//!
+//! Byte order of encodings is value order: null < false < true < numbers (by numeric
+//! value, exactly, whatever their JSON spelling) < strings (by UTF-8 bytes). Every encoding
+//! delimits itself, so tuples of values concatenate and compare element by element.
+//!
+//! ```text
+//! null     0x10            false 0x20          true 0x21
+//! number   0x30 negative:  exponent and digits below, every byte complemented
+//!          0x31 zero
+//!          0x32 positive:  u16 big-endian (exponent + 0x8000), then one byte per
+//!                          significant digit (digit + 1), then 0x00
+//!          (value = 0.d1d2d3... x 10^exponent, d1 != 0, no trailing zero digits)
+//! string   0x40, the bytes with 0x00 written as 0x00 0xFF, then 0x00 0x00
+//! ```
+
+use stele_doc::{JsonOptions, Value};
+
+const NULL: u8 = 0x10;
+const FALSE: u8 = 0x20;
+const TRUE: u8 = 0x21;
+const NEGATIVE: u8 = 0x30;
+const ZERO: u8 = 0x31;
+const POSITIVE: u8 = 0x32;
+const STRING: u8 = 0x40;
+
+/// A JSON number's exact decimal form: sign, significant digits, exponent (value =
+/// 0.digits x 10^exponent). `None` for text that is not a JSON number.
+fn decimal(text: &str) -> Option<(bool, Vec<u8>, i64)> {
+    let (negative, rest) = match text.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, text),
+    };
+    let (mantissa, exp) = match rest.find(['e', 'E']) {
+        Some(i) => (rest.get(..i)?, rest.get(i + 1..)?.parse::<i64>().ok()?),
+        None => (rest, 0),
+    };
+    let (int, frac) = match mantissa.find('.') {
+        Some(i) => (mantissa.get(..i)?, mantissa.get(i + 1..)?),
+        None => (mantissa, ""),
+    };
+    if int.is_empty() || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let all: Vec<u8> = int.bytes().chain(frac.bytes()).map(|b| b - b'0').collect();
+    let Some(first) = all.iter().position(|&d| d != 0) else {
+        return Some((false, Vec::new(), 0)); // zero, whatever its sign
+    };
+    let last = all.iter().rposition(|&d| d != 0).unwrap_or(first);
+    // The first significant digit sits at position `first` of the integer+fraction digits;
+    // its place value is 10^(int.len() - 1 - first).
+    let exponent = exp.checked_add(int.len() as i64 - first as i64)?;
+    Some((negative, all.get(first..=last)?.to_vec(), exponent))
+}
+
+fn encode_number(text: &str, out: &mut Vec<u8>) -> bool {
+    let Some((negative, digits, exponent)) = decimal(text) else {
+        return false;
+    };
+    if digits.is_empty() {
+        out.push(ZERO);
+        return true;
+    }
+    // Exponents beyond what u16 holds are clamped: such numbers still sort by sign and
+    // magnitude class, and JSON rarely carries them.
+    let e = (exponent.clamp(-0x7fff, 0x7fff) + 0x8000) as u16;
+    let start = out.len() + 1;
+    out.push(if negative { NEGATIVE } else { POSITIVE });
+    out.extend_from_slice(&e.to_be_bytes());
+    out.extend(digits.iter().map(|d| d + 1));
+    out.push(0);
+    if negative {
+        for b in out.get_mut(start..).unwrap_or(&mut []) {
+            *b = !*b;
+        }
+    }
+    true
+}
+
+fn encode_string(s: &[u8], out: &mut Vec<u8>) {
+    out.push(STRING);
+    for &b in s {
+        out.push(b);
+        if b == 0 {
+            out.push(0xff);
+        }
+    }
+    out.extend_from_slice(&[0, 0]);
+}
+
+/// Appends the encoding of a scalar value; arrays and objects are not indexed (false).
+pub(crate) fn encode_value(v: &Value<'_>, out: &mut Vec<u8>) -> bool {
+    match v {
+        Value::Null => out.push(NULL),
+        Value::Bool(false) => out.push(FALSE),
+        Value::Bool(true) => out.push(TRUE),
+        Value::String(s) => encode_string(s.to_cow().as_bytes(), out),
+        Value::Int(_) | Value::UInt(_) | Value::Float(_) | Value::Decimal(_) | Value::Scaled(_) => {
+            let mut text = Vec::new();
+            v.write_json(&mut text, &JsonOptions::new());
+            return std::str::from_utf8(&text).is_ok_and(|t| encode_number(t, out));
+        }
+        // Objects, arrays, and value kinds a later format may add, are not indexed.
+        _ => return false,
+    }
+    true
+}
+
+/// The length of the encoded value at the start of `bytes`, if it is one.
+pub(crate) fn encoded_len(bytes: &[u8]) -> Option<usize> {
+    match *bytes.first()? {
+        NULL | FALSE | TRUE | ZERO => Some(1),
+        POSITIVE => Some(3 + bytes.get(3..)?.iter().position(|&b| b == 0)? + 1),
+        NEGATIVE => Some(3 + bytes.get(3..)?.iter().position(|&b| b == 0xff)? + 1),
+        STRING => {
+            let mut i = 1;
+            loop {
+                match (bytes.get(i)?, bytes.get(i + 1)) {
+                    (0, Some(0)) => return Some(i + 2),
+                    (0, Some(0xff)) => i += 2,
+                    (0, _) => return None,
+                    _ => i += 1,
+                }
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The encoding of a string used as a prefix: without the terminator, so every encoded
+/// string starting with it sorts from here.
+pub(crate) fn string_prefix(s: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len() + 1);
+    encode_string(s.as_bytes(), &mut out);
+    out.truncate(out.len() - 2);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn enc(json: &str) -> Vec<u8> {
+        let doc = stele_doc::Document::new(stele_doc::from_json(json.as_bytes()).unwrap()).unwrap();
+        let mut out = Vec::new();
+        assert!(encode_value(&doc.root(), &mut out), "{json}");
+        assert_eq!(encoded_len(&out), Some(out.len()), "{json}");
+        out
+    }
+
+    #[test]
+    fn order_is_value_order() {
+        let ordered = [
+            "null",
+            "false",
+            "true",
+            "-1e300",
+            "-12.5",
+            "-12.25",
+            "-2",
+            "-1",
+            "-0.5",
+            "-0.05",
+            "0",
+            "1e-7",
+            "0.1",
+            "0.5",
+            "1",
+            "1.05",
+            "2",
+            "10",
+            "12.25",
+            "12.5",
+            "100",
+            "9007199254740993",
+            "18446744073709551615",
+            "1e30",
+            r#""""#,
+            r#""\u0000""#,
+            r#""a""#,
+            r#""a\u0000""#,
+            r#""ab""#,
+            r#""b""#,
+            r#""é""#,
+        ];
+        for pair in ordered.windows(2) {
+            assert!(enc(pair[0]) < enc(pair[1]), "{} < {}", pair[0], pair[1]);
+        }
+        // Same value, different spellings: same key.
+        for same in [
+            ["1", "1.0"],
+            ["100", "1e2"],
+            ["-0", "0"],
+            ["12.50", "12.5"],
+            ["0.001", "1E-3"],
+        ] {
+            assert_eq!(enc(same[0]), enc(same[1]), "{same:?}");
+        }
+    }
+
+    #[test]
+    fn prefixes_of_strings() {
+        let p = string_prefix("ab");
+        assert!(enc(r#""ab""#).starts_with(&p));
+        assert!(enc(r#""abc""#).starts_with(&p));
+        assert!(!enc(r#""a""#).starts_with(&p));
+    }
+
+    #[test]
+    fn lengths_of_garbage_never_panic() {
+        for bytes in [
+            &[][..],
+            &[0x32],
+            &[0x32, 0, 0],
+            &[0x40, 0],
+            &[0x40, 0, 1],
+            &[0x30, 1, 2, 3],
+            &[7],
+        ] {
+            let _ = encoded_len(bytes);
+        }
+    }
+}
