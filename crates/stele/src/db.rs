@@ -92,6 +92,13 @@ pub(crate) struct IndexState {
 }
 
 impl State {
+    /// Every durable map: collections, then indexes.
+    fn maps_mut(&mut self) -> impl Iterator<Item = &mut DurableMap> {
+        self.collections
+            .values_mut()
+            .chain(self.indexes.values_mut().map(|ix| &mut ix.map))
+    }
+
     /// The indexes of `collection`.
     pub(crate) fn indexes_of<'a>(
         &'a self,
@@ -585,11 +592,7 @@ impl Database {
         }
         if compact_all {
             let mut state = w.state.clone();
-            let maps = state
-                .collections
-                .values_mut()
-                .chain(state.indexes.values_mut().map(|ix| &mut ix.map));
-            for map in maps {
+            for map in state.maps_mut() {
                 map.compact()?;
             }
             w.state = state;
@@ -602,11 +605,7 @@ impl Database {
     fn checkpoint_locked(&self, w: &mut Writer) -> Result<()> {
         let inner = &*self.inner;
         let mut state = w.state.clone();
-        let maps = state
-            .collections
-            .values_mut()
-            .chain(state.indexes.values_mut().map(|ix| &mut ix.map));
-        for map in maps {
+        for map in state.maps_mut() {
             if map.unsaved_changes() > 0 || map.id().is_none() {
                 map.save()?;
             }
