@@ -30,6 +30,23 @@ impl Doc<'_> {
         Ok(Document::new(&*self.bytes)?)
     }
 
+    /// A reader over the document without validating it again: the fast path for
+    /// documents read from a database this program's Stele wrote.
+    ///
+    /// # Safety
+    ///
+    /// The database's files must not have been altered by anything but Stele. Every
+    /// document was validated when it was written, and the log and tables are checksummed,
+    /// so accidental corruption is caught before this point; deliberately crafted files
+    /// with valid checksums are not, and an invalid document read this way may produce
+    /// `str` values that are not UTF-8 (undefined behaviour). With files of unknown
+    /// origin, use [`document`](Self::document).
+    pub unsafe fn document_unchecked(&self) -> Document<&[u8]> {
+        // SAFETY: the caller guarantees the bytes are a document Stele wrote and validated
+        // (see above), which is `Document::new_unchecked`'s requirement.
+        unsafe { Document::new_unchecked(&*self.bytes) }
+    }
+
     /// The document as JSON text, keys in their original order.
     pub fn to_json(&self) -> Result<String> {
         Ok(self.document()?.to_json())

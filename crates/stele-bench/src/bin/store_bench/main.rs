@@ -1,0 +1,300 @@
+//! The document store on every collection of `../shared/data/collections`: ingest rate,
+//! bytes on disk, random get (+ 3 fields), full scan with a 3-field projection, index
+//! build and query rate.
+//!
+//! ```text
+//! cargo run --release -p stele-bench --bin store_bench -- [--quick] [--data DIR] [--only NAME]
+//! ```
+//!
+//! `--quick`: the first 500 documents of three collections (a smoke run for CI).
+
+#[path = "../../doc/data.rs"]
+#[allow(
+    dead_code,
+    reason = "shared with the doc benchmark; this binary uses a part"
+)]
+mod data;
+#[path = "../../doc/table.rs"]
+#[allow(
+    dead_code,
+    reason = "shared with the doc benchmark; this binary uses a part"
+)]
+mod table;
+
+use anyhow::{Context, Result};
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::time::Instant;
+use stele::{Database, Query};
+use table::{Table, f};
+
+#[derive(Debug)]
+struct Args {
+    quick: bool,
+    data: PathBuf,
+    only: Option<String>,
+}
+
+fn parse_args() -> Result<Args> {
+    let mut args = Args {
+        quick: false,
+        data: data::default_data_dir(),
+        only: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--quick" | "--test" => args.quick = true,
+            "--data" => args.data = PathBuf::from(it.next().context("--data needs a folder")?),
+            "--only" => args.only = Some(it.next().context("--only needs a name")?),
+            other => {
+                anyhow::bail!("unknown argument {other:?} (use --quick, --data DIR, --only NAME)")
+            }
+        }
+    }
+    Ok(args)
+}
+
+/// xorshift64 for reproducible random ids.
+fn next_random(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
+fn percentile(sorted_ns: &[u64], p: f64) -> u64 {
+    let i = ((sorted_ns.len() as f64 - 1.0) * p).round() as usize;
+    sorted_ns.get(i).copied().unwrap_or(0)
+}
+
+/// The first three top-level keys of the first document.
+fn three_fields(json: &[u8]) -> Result<Vec<String>> {
+    let doc = stele_doc::Document::new(stele_doc::from_json(json)?)?;
+    let root = doc.root();
+    let obj = root
+        .as_object()
+        .context("first document is not an object")?;
+    Ok(obj
+        .iter_original()
+        .take(3)
+        .map(|(k, _)| k.to_owned())
+        .collect())
+}
+
+struct Row {
+    name: String,
+    docs: usize,
+    ingest_docs_per_s: f64,
+    checkpoint_s: f64,
+    json_bytes: usize,
+    zstd3_bytes: usize,
+    disk_bytes: u64,
+    get_median_ns: u64,
+    get_p99_ns: u64,
+    get3_median_ns: u64,
+    get3_p99_ns: u64,
+    get3_trusted_median_ns: u64,
+    scan_ns_per_doc: f64,
+    index_build_s: f64,
+    query_us: f64,
+}
+
+fn run_one(c: &data::Collection, work: &std::path::Path) -> Result<Row> {
+    let n = c.len();
+    let dir = work.join(c.name.replace('/', "_"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let db = Database::open(&dir)?;
+    let coll = "c";
+    let ids: Vec<String> = (0..n).map(|i| format!("{i:08}")).collect();
+    // Ingest: convert and commit in batches of 1,000 documents.
+    let t = Instant::now();
+    let mut batch = db.batch();
+    for (i, json) in c.docs().enumerate() {
+        batch.put_json(coll, &ids[i], json)?;
+        if batch.len() == 1000 {
+            db.commit(std::mem::replace(&mut batch, db.batch()))?;
+        }
+    }
+    db.commit(batch)?;
+    let ingest_s = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    db.compact()?;
+    let checkpoint_s = t.elapsed().as_secs_f64();
+    let snap = db.snapshot();
+    let stats = snap.stats(coll);
+    anyhow::ensure!(
+        stats.documents == n as u64,
+        "document count {} != {n}",
+        stats.documents
+    );
+    // Sizes against JSON Lines and whole-file zstd -3.
+    let mut jsonl = Vec::with_capacity(c.json_bytes() + n);
+    for d in c.docs() {
+        jsonl.extend_from_slice(d);
+        jsonl.push(b'\n');
+    }
+    let zstd3_bytes = zstd::bulk::compress(&jsonl, 3)?.len();
+    // Random gets, and gets reading 3 fields.
+    let first = c.docs().next().context("empty collection")?;
+    let fields = three_fields(first)?;
+    let probes = if n < 1000 { n * 20 } else { 100_000.min(n * 5) };
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut get_ns = Vec::with_capacity(probes);
+    let mut get3_ns = Vec::with_capacity(probes);
+    let mut get3_trusted_ns = Vec::with_capacity(probes);
+    for _ in 0..probes {
+        let id = &ids[(next_random(&mut seed) % n as u64) as usize];
+        let t = Instant::now();
+        let doc = snap.get(coll, id)?.context("missing id")?;
+        black_box(doc.bytes().len());
+        get_ns.push(t.elapsed().as_nanos() as u64);
+        let id = &ids[(next_random(&mut seed) % n as u64) as usize];
+        let t = Instant::now();
+        let doc = snap.get(coll, id)?.context("missing id")?;
+        let d = doc.document()?;
+        for k in &fields {
+            black_box(d.get(k).map(|v| v.type_name()));
+        }
+        get3_ns.push(t.elapsed().as_nanos() as u64);
+        let id = &ids[(next_random(&mut seed) % n as u64) as usize];
+        let t = Instant::now();
+        let doc = snap.get(coll, id)?.context("missing id")?;
+        // SAFETY: this benchmark's database was written by Stele just now, in this process.
+        let d = unsafe { doc.document_unchecked() };
+        for k in &fields {
+            black_box(d.get(k).map(|v| v.type_name()));
+        }
+        get3_trusted_ns.push(t.elapsed().as_nanos() as u64);
+    }
+    get3_trusted_ns.sort_unstable();
+    get_ns.sort_unstable();
+    get3_ns.sort_unstable();
+    // Full scan with a 3-field projection (the RavenDB `select new { ... }` example).
+    let refs: Vec<&str> = fields.iter().map(String::as_str).collect();
+    let t = Instant::now();
+    let out = snap.query(&Query::new(coll).select(&refs))?;
+    let scan_ns_per_doc = t.elapsed().as_nanos() as f64 / n as f64;
+    anyhow::ensure!(out.rows.len() == n, "scan returned {} rows", out.rows.len());
+    // Index on the first field, then equality queries on values drawn from documents.
+    let t = Instant::now();
+    db.create_index(coll, "first", &[&fields[0]])?;
+    let index_build_s = t.elapsed().as_secs_f64();
+    let snap = db.snapshot();
+    let mut values = Vec::new();
+    for _ in 0..1000 {
+        let id = &ids[(next_random(&mut seed) % n as u64) as usize];
+        let doc = snap.get(coll, id)?.context("missing id")?;
+        let d = doc.document()?;
+        if let Some(v) = d.get(&fields[0])
+            && v.as_object().is_none()
+            && v.as_array().is_none()
+        {
+            values.push(v.to_json());
+        }
+    }
+    let t = Instant::now();
+    let mut hits = 0usize;
+    for v in &values {
+        hits += snap
+            .query(&Query::new(coll).eq(&fields[0], v).limit(10))?
+            .rows
+            .len();
+    }
+    let query_us = t.elapsed().as_secs_f64() * 1e6 / values.len().max(1) as f64;
+    anyhow::ensure!(values.is_empty() || hits > 0, "no query found its document");
+    drop(snap);
+    drop(db);
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(Row {
+        name: c.name.clone(),
+        docs: n,
+        ingest_docs_per_s: n as f64 / ingest_s,
+        checkpoint_s,
+        json_bytes: c.json_bytes(),
+        zstd3_bytes,
+        disk_bytes: stats.table_bytes,
+        get_median_ns: percentile(&get_ns, 0.5),
+        get_p99_ns: percentile(&get_ns, 0.99),
+        get3_median_ns: percentile(&get3_ns, 0.5),
+        get3_p99_ns: percentile(&get3_ns, 0.99),
+        get3_trusted_median_ns: percentile(&get3_trusted_ns, 0.5),
+        scan_ns_per_doc,
+        index_build_s,
+        query_us,
+    })
+}
+
+fn main() -> Result<()> {
+    let args = parse_args()?;
+    let base = args.data.join("collections");
+    let mut files = data::find_files(&base, ".jsonl.zst")?;
+    if let Some(only) = &args.only {
+        files.retain(|p| p.to_string_lossy().contains(only.as_str()));
+    }
+    if args.quick {
+        files.retain(|p| {
+            let s = p.to_string_lossy();
+            s.contains("geonames") || s.contains("github-webhooks") || s.contains("mongodb-zips")
+        });
+    }
+    anyhow::ensure!(!files.is_empty(), "no collections under {}", base.display());
+    let limit = args.quick.then_some(500);
+    let work = PathBuf::from(std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into()))
+        .join("store-bench");
+    std::fs::create_dir_all(&work)?;
+    println!("# Document store benchmark\n");
+    println!(
+        "Compression: off (stored values are raw Stele documents). Ids: line numbers. Batches of 1,000 documents per commit."
+    );
+    println!(
+        "get+3: get, validate the document, read 3 top-level fields; trusted: without validating again (`Doc::document_unchecked`).\n"
+    );
+    let mut t = Table::new(&[
+        "collection",
+        "docs",
+        "ingest docs/s",
+        "compact s",
+        "JSON MB",
+        "zstd-3 / JSON",
+        "disk / JSON",
+        "disk / zstd-3",
+        "get p50 ns",
+        "get p99 ns",
+        "get+3 p50 ns",
+        "get+3 p99 ns",
+        "get+3 trusted p50 ns",
+        "scan 3 fields ns/doc",
+        "index build s",
+        "eq query us",
+    ]);
+    for path in &files {
+        let name = data::short_name(path, &base, ".jsonl.zst");
+        let c = data::load_jsonl_zst(path, name.clone(), limit)?;
+        if c.len() == 0 {
+            continue;
+        }
+        let r = run_one(&c, &work).with_context(|| format!("collection {name}"))?;
+        eprintln!("{name}: done");
+        t.row(vec![
+            r.name,
+            r.docs.to_string(),
+            f(r.ingest_docs_per_s, 0),
+            f(r.checkpoint_s, 2),
+            f(r.json_bytes as f64 / 1e6, 1),
+            f(r.zstd3_bytes as f64 / r.json_bytes as f64, 3),
+            f(r.disk_bytes as f64 / r.json_bytes as f64, 3),
+            f(r.disk_bytes as f64 / r.zstd3_bytes as f64, 2),
+            r.get_median_ns.to_string(),
+            r.get_p99_ns.to_string(),
+            r.get3_median_ns.to_string(),
+            r.get3_p99_ns.to_string(),
+            r.get3_trusted_median_ns.to_string(),
+            f(r.scan_ns_per_doc, 0),
+            f(r.index_build_s, 3),
+            f(r.query_us, 1),
+        ]);
+    }
+    t.print();
+    Ok(())
+}
