@@ -542,6 +542,90 @@ impl DurableMap {
         Ok(info.id)
     }
 
+    /// This map without its unsaved changes: the stack as saved (a snapshot, O(layers)).
+    pub fn saved_only(&self) -> DurableMap {
+        let top = self.layers.last();
+        let len = match top.and_then(|l| l.diff) {
+            Some(d) => d.logical_len,
+            None => top.map_or(0, |l| l.table.len()),
+        };
+        DurableMap {
+            store: self.store.clone(),
+            layers: self.layers.clone(),
+            diff: MemDiff::default(),
+            len,
+            binding: None,
+        }
+    }
+
+    /// Replaces the bottom layers `covered` (which must be this map's first layers, in
+    /// order) by `base`, a table holding exactly their merged content (built, for example,
+    /// by [`compact`](Self::compact) on [`saved_only`](Self::saved_only) of an earlier
+    /// snapshot). The layers saved on top of them since are merged into one new diff on
+    /// `base`, so a compaction can run without stopping writers and be swapped in after.
+    /// Returns `false`, changing nothing, if the map's bottom layers are no longer
+    /// `covered` (another compaction won). Unsaved changes are kept.
+    pub fn rebase(&mut self, covered: &[TableId], base: TableId) -> Result<bool> {
+        let ids = self.layer_ids();
+        if covered.is_empty() || !ids.starts_with(covered) {
+            return Ok(false);
+        }
+        let base_map = self.store.open_map(base)?;
+        let [base_layer] = base_map.layers.as_slice() else {
+            return Err(Error::BadStack {
+                top: base,
+                reason: "is not a single table, so it cannot be the base of a rebase",
+            });
+        };
+        let above = &self.layers[covered.len()..];
+        let mut layers = vec![Arc::clone(base_layer)];
+        if let Some(top) = above.last() {
+            let len = top.diff.map_or_else(|| top.table.len(), |d| d.logical_len);
+            let guard = self.store.write_guard()?;
+            let opts = self.store.options().table.clone();
+            let mut b =
+                TableBuilder::new(self.store.dir(), opts.diff(DiffInfo::new(base, len, false)))?;
+            // The newest operation of every key the layers above mention.
+            let sources = above
+                .iter()
+                .rev()
+                .map(|l| Source::Table {
+                    iter: l.table.iter(),
+                    diff: l.diff.map(|_| l.id),
+                })
+                .collect();
+            let mut ops = Merger::new(sources);
+            let mut buf = Vec::new();
+            while let Some(item) = ops.next_op() {
+                let (k, op) = item?;
+                buf.clear();
+                match op {
+                    Op::Put(v) => {
+                        buf.push(stele_table::DIFF_PUT);
+                        buf.extend_from_slice(v);
+                    }
+                    // A removal matters only if the new base has the key.
+                    Op::Remove if base_layer.table.get(&k)?.is_some() => {
+                        buf.push(stele_table::DIFF_REMOVE);
+                    }
+                    Op::Remove => continue,
+                }
+                b.add(&k, &buf)?;
+            }
+            let info = b.finish()?;
+            let table = self.store.open_table(info.id, None)?;
+            drop(guard);
+            let diff = table.diff_info();
+            layers.push(Arc::new(Layer {
+                id: info.id,
+                table,
+                diff,
+            }));
+        }
+        self.layers = layers;
+        Ok(true)
+    }
+
     /// Saves, then points the root this map was opened from at the new top table, if the
     /// root has not moved since (else [`Error::RootConflict`]). Returns the new top id.
     pub fn commit(&mut self) -> Result<TableId> {

@@ -16,6 +16,10 @@ enum MapOp {
     Compact,
     Reopen,
     Snapshot,
+    /// Compacts what is saved now, on the side (as a background compaction would).
+    StartCompaction,
+    /// Swaps the side compaction in with `rebase`.
+    FinishCompaction,
 }
 
 fn key() -> impl Strategy<Value = Vec<u8>> {
@@ -30,6 +34,8 @@ fn map_op() -> impl Strategy<Value = MapOp> {
         1 => Just(MapOp::Compact),
         1 => Just(MapOp::Reopen),
         1 => Just(MapOp::Snapshot),
+        1 => Just(MapOp::StartCompaction),
+        1 => Just(MapOp::FinishCompaction),
     ]
 }
 
@@ -150,6 +156,7 @@ proptest! {
         let mut model: Model = initial.iter().cloned().collect();
         let mut map = store.build_map(initial.clone()).unwrap();
         let mut snapshots: Vec<(DurableMap, Model)> = Vec::new();
+        let mut pending = None;
         let probes: Vec<Vec<u8>> = vec![vec![], b"a".to_vec(), b"ab".to_vec(), vec![0], vec![0xff, 0xff], b"b".to_vec()];
         for op in ops {
             match op {
@@ -174,6 +181,23 @@ proptest! {
                     map = store.open_map(id).unwrap();
                 }
                 MapOp::Snapshot => snapshots.push((map.clone(), model.clone())),
+                MapOp::StartCompaction => {
+                    let mut side = map.saved_only();
+                    let covered = side.layer_ids();
+                    if !covered.is_empty() {
+                        pending = Some((covered, side.compact().unwrap()));
+                    }
+                }
+                MapOp::FinishCompaction => {
+                    if let Some((covered, base)) = pending.take() {
+                        let before = map.layer_ids();
+                        let swapped = map.rebase(&covered, base).unwrap();
+                        prop_assert_eq!(swapped, before.starts_with(&covered));
+                        if swapped {
+                            prop_assert!(map.layer_ids().len() <= 2);
+                        }
+                    }
+                }
             }
             check_map(&map, &model, &probes);
         }
