@@ -6,11 +6,12 @@ use crate::index::IndexDef;
 use crate::manifest::{self, Manifest};
 use crate::snapshot::Snapshot;
 use crate::wal::{self, LoggedOp, WalWriter};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+use std::sync::{Weak, mpsc};
 use stele_durable::{DurableMap, Store, StoreOptions};
 use stele_table::{FsStorage, Storage, TableId, TableOptions};
 
@@ -24,6 +25,7 @@ pub struct DatabaseOptions {
     pub(crate) storage: Arc<dyn Storage>,
     pub(crate) checkpoint_bytes: u64,
     pub(crate) compact_layers: usize,
+    pub(crate) background_compaction: bool,
     pub(crate) table: TableOptions,
 }
 
@@ -33,6 +35,7 @@ impl Default for DatabaseOptions {
             storage: Arc::new(FsStorage),
             checkpoint_bytes: 64 << 20,
             compact_layers: 8,
+            background_compaction: true,
             table: TableOptions::default(),
         }
     }
@@ -55,6 +58,16 @@ impl DatabaseOptions {
     #[must_use]
     pub fn compact_layers(mut self, layers: usize) -> Self {
         self.compact_layers = layers.max(1);
+        self
+    }
+
+    /// Compact collections with too many layers on a background thread (default: on).
+    /// The merge runs without blocking readers or writers; only swapping its result in
+    /// (rewriting the diffs saved meanwhile, usually small) holds the writer lock. Off:
+    /// checkpoints compact in line, holding the writer lock while they merge.
+    #[must_use]
+    pub fn background_compaction(mut self, on: bool) -> Self {
+        self.background_compaction = on;
         self
     }
 
@@ -84,6 +97,13 @@ pub(crate) struct State {
     pub(crate) indexes: BTreeMap<(String, String), IndexState>,
 }
 
+/// Names one map of the state: a collection or an index.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum MapRef {
+    Collection(String),
+    Index(String, String),
+}
+
 /// An index and its entries: keys are value tuple + id, values empty.
 #[derive(Debug, Clone)]
 pub(crate) struct IndexState {
@@ -100,6 +120,29 @@ impl State {
     }
 
     /// The indexes of `collection`.
+    fn map_mut(&mut self, r: &MapRef) -> Option<&mut DurableMap> {
+        match r {
+            MapRef::Collection(c) => self.collections.get_mut(c),
+            MapRef::Index(c, n) => self
+                .indexes
+                .get_mut(&(c.clone(), n.clone()))
+                .map(|ix| &mut ix.map),
+        }
+    }
+
+    /// Every map, named.
+    fn map_refs(&self) -> impl Iterator<Item = (MapRef, &DurableMap)> {
+        let colls = self
+            .collections
+            .iter()
+            .map(|(c, m)| (MapRef::Collection(c.clone()), m));
+        let ixs = self
+            .indexes
+            .iter()
+            .map(|((c, n), ix)| (MapRef::Index(c.clone(), n.clone()), &ix.map));
+        colls.chain(ixs)
+    }
+
     pub(crate) fn indexes_of<'a>(
         &'a self,
         collection: &'a str,
@@ -201,6 +244,12 @@ pub(crate) struct Inner {
     wal: Mutex<WalWriter>,
     group_done: Condvar,
     visible: RwLock<Arc<State>>,
+    /// Queue of the background compactor (if enabled), and the maps queued or running.
+    compactor: Option<Mutex<mpsc::Sender<MapRef>>>,
+    compacting: Mutex<HashSet<MapRef>>,
+    /// Compactions finished on the side: (map, layers covered, new base), swapped in by
+    /// the next checkpoint.
+    ready: Mutex<Vec<(MapRef, Vec<TableId>, TableId)>>,
 }
 
 /// An embedded database of JSON documents in a folder. Cheap to clone; `Send + Sync`.
@@ -239,18 +288,29 @@ fn take_lock(dir: &Path) -> Result<File> {
         .truncate(false)
         .open(&path)
         .map_err(|e| Error::io("opening lock file", &path, e))?;
-    match file.try_lock() {
-        Ok(()) => {}
-        Err(fs::TryLockError::WouldBlock) => {
-            let mut text = String::new();
-            let _ = file.read_to_string(&mut text);
-            let pid = text.trim().parse().unwrap_or(0);
-            return Err(Error::InUse {
-                path: dir.to_path_buf(),
-                pid,
-            });
+    // An instance of this process that is still closing (its last handle was just dropped,
+    // by another thread) gets a moment to finish; another process holding it does not.
+    let mut waited_ms = 0;
+    loop {
+        match file.try_lock() {
+            Ok(()) => break,
+            Err(fs::TryLockError::WouldBlock) => {
+                let mut text = String::new();
+                let _ = file.rewind();
+                let _ = file.read_to_string(&mut text);
+                let pid = text.trim().parse().unwrap_or(0);
+                if pid == std::process::id() && waited_ms < 1000 {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                    waited_ms += 10;
+                    continue;
+                }
+                return Err(Error::InUse {
+                    path: dir.to_path_buf(),
+                    pid,
+                });
+            }
+            Err(fs::TryLockError::Error(e)) => return Err(Error::io("locking", &path, e)),
         }
-        Err(fs::TryLockError::Error(e)) => return Err(Error::io("locking", &path, e)),
     }
     let written = file
         .set_len(0)
@@ -405,7 +465,9 @@ impl Database {
             file_bytes,
         )?;
         let visible = Arc::new(state.clone());
-        Ok(Database {
+        let (tx, rx) = mpsc::channel();
+        let background = opts.background_compaction;
+        let db = Database {
             inner: Arc::new(Inner {
                 dir,
                 opts,
@@ -425,8 +487,19 @@ impl Database {
                 wal: Mutex::new(wal),
                 group_done: Condvar::new(),
                 visible: RwLock::new(visible),
+                compactor: background.then(|| Mutex::new(tx)),
+                compacting: Mutex::new(HashSet::new()),
+                ready: Mutex::new(Vec::new()),
             }),
-        })
+        };
+        if background {
+            let weak = Arc::downgrade(&db.inner);
+            std::thread::Builder::new()
+                .name("stele-compactor".into())
+                .spawn(move || compactor(&weak, &rx))
+                .map_err(|e| Error::io("starting the compaction thread", &db.inner.dir, e))?;
+        }
+        Ok(db)
     }
 
     /// The database folder.
@@ -581,7 +654,9 @@ impl Database {
         self.checkpoint_with(true)
     }
 
-    fn checkpoint_with(&self, compact_all: bool) -> Result<()> {
+    /// The writer lock, once no commit is in flight or pending: the working state is
+    /// then exactly the durable one.
+    fn quiet_writer(&self) -> Result<MutexGuard<'_, Writer>> {
         let mut w = self.inner.writer.lock().map_err(lock_poisoned)?;
         while w.leader_active || !w.pending.is_empty() {
             if w.leader_active {
@@ -590,6 +665,11 @@ impl Database {
                 w = self.lead(w)?;
             }
         }
+        Ok(w)
+    }
+
+    fn checkpoint_with(&self, compact_all: bool) -> Result<()> {
+        let mut w = self.quiet_writer()?;
         if compact_all {
             let mut state = w.state.clone();
             for map in state.maps_mut() {
@@ -605,12 +685,37 @@ impl Database {
     fn checkpoint_locked(&self, w: &mut Writer) -> Result<()> {
         let inner = &*self.inner;
         let mut state = w.state.clone();
+        let ready = std::mem::take(&mut *inner.ready.lock().map_err(lock_poisoned)?);
+        for (r, covered, base) in ready {
+            if let Some(map) = state.map_mut(&r) {
+                // `false` when the map was compacted another way meanwhile. An error (say,
+                // a full disk while rewriting the newer diffs) leaves the map as it was:
+                // the compaction is dropped and tried again later.
+                let _ = map.rebase(&covered, base);
+            }
+        }
+        let background = inner.compactor.is_some();
         for map in state.maps_mut() {
             if map.unsaved_changes() > 0 || map.id().is_none() {
                 map.save()?;
             }
-            if map.layer_ids().len() > inner.opts.compact_layers {
+            if !background && map.layer_ids().len() > inner.opts.compact_layers {
                 map.compact()?;
+            }
+        }
+        if let Some(queue) = &inner.compactor {
+            let deep: Vec<MapRef> = state
+                .map_refs()
+                .filter(|(_, m)| m.layer_ids().len() > inner.opts.compact_layers)
+                .map(|(r, _)| r)
+                .collect();
+            let mut queued = inner.compacting.lock().map_err(lock_poisoned)?;
+            for r in deep {
+                if queued.insert(r.clone())
+                    && let Ok(tx) = queue.lock()
+                {
+                    let _ = tx.send(r);
+                }
             }
         }
         let manifest = Manifest {
@@ -657,4 +762,47 @@ impl Database {
         inner.store.collect_garbage_keeping(&keep)?;
         Ok(())
     }
+}
+
+/// The background compactor: merges the saved layers of one map at a time without any
+/// lock and leaves the result for the next checkpoint to swap in with `rebase`. It holds
+/// the database only for an instant at either end, so closing is never delayed by a merge;
+/// a merge finished after the database closed is dropped (its table collected later).
+fn compactor(weak: &Weak<Inner>, queue: &mpsc::Receiver<MapRef>) {
+    while let Ok(r) = queue.recv() {
+        // Errors leave the map as it was; a later checkpoint queues it again.
+        let done = compact_on_the_side(weak, &r).ok().flatten();
+        let Some(inner) = weak.upgrade() else { return };
+        if let Some((covered, base)) = done
+            && let Ok(mut ready) = inner.ready.lock()
+        {
+            ready.push((r.clone(), covered, base));
+        }
+        if let Ok(mut queued) = inner.compacting.lock() {
+            queued.remove(&r);
+        }
+    }
+}
+
+/// Compacts what map `r` has saved now into a new base; returns the layers it covers and
+/// the base.
+fn compact_on_the_side(weak: &Weak<Inner>, r: &MapRef) -> Result<Option<(Vec<TableId>, TableId)>> {
+    let mut side = {
+        let Some(inner) = weak.upgrade() else {
+            return Ok(None);
+        };
+        let w = inner.writer.lock().map_err(lock_poisoned)?;
+        let mut state = w.state.clone();
+        drop(w);
+        match state.map_mut(r) {
+            Some(map) => map.saved_only(),
+            None => return Ok(None),
+        }
+    };
+    let covered = side.layer_ids();
+    if covered.len() <= 1 {
+        return Ok(None);
+    }
+    let base = side.compact()?;
+    Ok(Some((covered, base)))
 }

@@ -202,3 +202,54 @@ fn concurrent_commits_share_fsyncs_and_all_land() {
         r#"{"t":3,"i":199}"#
     );
 }
+
+#[test]
+fn background_compaction_bounds_the_layers_while_writes_continue() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open_with(dir.path(), DatabaseOptions::default().compact_layers(3)).unwrap();
+    let mut most_layers = 0;
+    for round in 0..40u32 {
+        let mut b = db.batch();
+        for i in 0..20u32 {
+            let json = format!(r#"{{"round":{round},"i":{i}}}"#);
+            b.put_json(
+                "c",
+                &format!("k{:03}", (round * 7 + i) % 100),
+                json.as_bytes(),
+            )
+            .unwrap();
+        }
+        db.commit(b).unwrap();
+        db.checkpoint().unwrap();
+        most_layers = most_layers.max(db.snapshot().layers("c").len());
+    }
+    // Give the compactor a moment for its last merge, then let a checkpoint swap it in.
+    let mut layers = usize::MAX;
+    for _ in 0..200 {
+        db.checkpoint().unwrap();
+        layers = db.snapshot().layers("c").len();
+        if layers <= 3 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(layers <= 3, "still {layers} layers");
+    assert!(most_layers < 40, "layers grew without bound: {most_layers}");
+    // Content is what was written last for every key.
+    let snap = db.snapshot();
+    assert_eq!(snap.count("c"), 100);
+    let last = snap.get("c", "k006").unwrap().unwrap().to_json().unwrap();
+    drop(snap);
+    drop(db);
+    let db = Database::open(dir.path()).unwrap();
+    assert_eq!(
+        db.snapshot()
+            .get("c", "k006")
+            .unwrap()
+            .unwrap()
+            .to_json()
+            .unwrap(),
+        last
+    );
+    assert_eq!(db.snapshot().count("c"), 100);
+}
