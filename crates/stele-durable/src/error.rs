@@ -105,6 +105,15 @@ pub enum Error {
         /// The store's folder.
         dir: PathBuf,
     },
+    /// A path that is not a table file name.
+    #[error(
+        "{} is not a table path: table files are named <32 hex digits>.stt (their content hash)",
+        path.display()
+    )]
+    NotATablePath {
+        /// The path given.
+        path: PathBuf,
+    },
     /// A list position past the end.
     #[error("position {index} is out of range for a list of {len} values")]
     OutOfRange {

@@ -126,6 +126,13 @@ impl Store {
         })
     }
 
+    /// Opens the list whose top table is the file at `path` (`<dir>/<id>.stt`), in the
+    /// store of its folder.
+    pub fn open_list_path(path: impl AsRef<std::path::Path>) -> Result<DurableList> {
+        let (store, id) = Store::for_table_path(path.as_ref())?;
+        store.open_list(id)
+    }
+
     fn open_list_bound(&self, id: TableId, name: &str) -> Result<DurableList> {
         let mut l = self.open_list(id)?;
         l.binding = Some(Binding::new(name, Some(id)));

@@ -191,6 +191,13 @@ impl Store {
         Ok(m)
     }
 
+    /// Opens the map whose top table is the file at `path` (`<dir>/<id>.stt`), in the store
+    /// of its folder.
+    pub fn open_map_path(path: impl AsRef<std::path::Path>) -> Result<DurableMap> {
+        let (store, id) = Store::for_table_path(path.as_ref())?;
+        store.open_map(id)
+    }
+
     /// A snapshot of the map that root `name` points at, bound to the root so that
     /// [`DurableMap::commit`] can move it forward.
     pub fn map_at_root(&self, name: &str) -> Result<DurableMap> {

@@ -130,6 +130,18 @@ impl Store {
         })
     }
 
+    /// The store of a table file's folder and the table's id.
+    pub(crate) fn for_table_path(path: &Path) -> Result<(Store, TableId)> {
+        let id = TableId::from_path(path).ok_or_else(|| Error::NotATablePath {
+            path: path.to_path_buf(),
+        })?;
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        Ok((Store::open(dir)?, id))
+    }
+
     /// The store's folder.
     pub fn dir(&self) -> &Path {
         &self.inner.dir

@@ -350,3 +350,20 @@ fn an_io_failure_at_any_step_leaves_the_previous_state() {
         fail_at += 1;
     }
 }
+
+#[test]
+fn collections_open_by_path_or_by_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let mut m = store.build_map(pairs(20, "v")).unwrap();
+    m.put(b"extra", b"1").unwrap();
+    let id = m.save().unwrap();
+    let by_path = Store::open_map_path(store.table_path(id)).unwrap();
+    assert_eq!(by_path.len(), 21);
+    assert_eq!(by_path.layer_ids(), m.layer_ids());
+    let l = store.build_list([b"a", b"b"]).unwrap();
+    let by_path = Store::open_list_path(store.table_path(l.id().unwrap())).unwrap();
+    assert_eq!(by_path.get(1).unwrap(), Some(&b"b"[..]));
+    let err = Store::open_map_path(dir.path().join("nope.txt")).unwrap_err();
+    assert!(matches!(err, Error::NotATablePath { .. }), "{err}");
+}
