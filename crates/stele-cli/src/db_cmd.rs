@@ -89,7 +89,7 @@ pub struct ImportArgs {
     #[arg(long)]
     skip_bad: bool,
     /// Documents per committed batch.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 10_000)]
     batch: usize,
     /// Print the result as JSON.
     #[arg(long)]

@@ -236,6 +236,18 @@ fn a_bad_record_stops_and_nothing_stays_behind() {
         "{err}"
     );
     assert_eq!(db.snapshot().count("e"), 0);
+    // Blank lines before the first record count (the format is detected after them).
+    for (name, text) in [
+        ("lead.jsonl", "\n\n{\"a\":1}\n{bad}\n"),
+        ("lead.json", "\n\n[{\"a\":1},\n {bad}]"),
+    ] {
+        let opts = ImportOptions::new();
+        let err = import_reader(&db, "f", name, text.as_bytes(), None, &opts, |_| {}).unwrap_err();
+        let ImportError::BadRecord(bad) = &err else {
+            panic!("{err}")
+        };
+        assert_eq!((bad.line, bad.record), (4, 2), "{err}");
+    }
 }
 
 /// Fails the `fail_at`-th log fsync once.
