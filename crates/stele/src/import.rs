@@ -717,8 +717,7 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
                     column: 1,
                     record,
                 };
-                let text = text.to_vec();
-                self.record(source, &text, at, None)?;
+                self.record(source, text, at, None)?;
             }
         } else {
             let mut splitter = ArraySplitter::new(&mut input);
@@ -740,12 +739,9 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
                     }
                 };
                 record += 1;
-                let text = std::mem::take(&mut buf);
-                self.record(source, &text, at, None)?;
-                buf = text;
-                buf.clear();
+                self.progress.bytes_read = splitter.input.get_ref().count;
+                self.record(source, &buf, at, None)?;
             }
-            self.progress.bytes_read = splitter.input.get_ref().count;
         }
         self.progress.bytes_read = input.get_ref().count;
         self.write()
@@ -762,10 +758,9 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
         for entry in std::fs::read_dir(dir).map_err(read_err)? {
             let entry = entry.map_err(read_err)?;
             let path = entry.path();
-            if path.extension().is_some_and(|e| e == "json")
-                && entry.file_type().map_err(read_err)?.is_file()
-            {
-                total += entry.metadata().map_err(read_err)?.len();
+            // Follows symbolic links: a link to a .json file is imported.
+            if path.extension().is_some_and(|e| e == "json") && path.is_file() {
+                total += std::fs::metadata(&path).map_err(read_err)?.len();
                 files.push(path);
             }
         }
