@@ -85,6 +85,9 @@ pub struct ImportArgs {
     /// The field holding each document's id: a string or an integer; a path like meta.id.
     #[arg(long)]
     id_field: Option<String>,
+    /// What to do with repeated keys in one object (reject: a bad record).
+    #[arg(long, value_enum, default_value = "last")]
+    duplicates: crate::doc_cmd::Duplicates,
     /// Skip bad records (the first ones are listed on stderr) instead of stopping.
     #[arg(long)]
     skip_bad: bool,
@@ -133,7 +136,8 @@ pub fn import(args: &ImportArgs) -> Result<()> {
     let db = open_or_create(&args.db)?;
     let mut opts = ImportOptions::new()
         .skip_bad(args.skip_bad)
-        .batch_docs(args.batch);
+        .batch_docs(args.batch)
+        .write_options(stele_doc::WriteOptions::default().duplicate_keys(args.duplicates.into()));
     if let Some(f) = args.format {
         opts = opts.format(match f {
             Format::Json => ImportFormat::Json,

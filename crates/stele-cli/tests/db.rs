@@ -215,6 +215,24 @@ fn import_errors_name_file_and_line_and_leave_nothing_behind() {
         .stderr(predicate::str::contains(
             "a.json:3: record 2: no id field \"id\"",
         ));
+    // Duplicate keys: last wins by default, or a bad record.
+    let dup = dir.path().join("dup.jsonl");
+    std::fs::write(&dup, "{\"a\":1}\n{\"a\":1,\"a\":2}\n").unwrap();
+    on("import", &db)
+        .args(["dup"])
+        .arg(&dup)
+        .args(["--duplicates", "reject"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "dup.jsonl:2: record 2: duplicate key \"a\"",
+        ));
+    on("import", &db).args(["dup"]).arg(&dup).assert().success();
+    on("get", &db)
+        .args(["dup", "0000000002"])
+        .assert()
+        .success()
+        .stdout("{\"a\":2}\n");
     // A folder of files.
     let folder = dir.path().join("docs");
     std::fs::create_dir(&folder).unwrap();

@@ -52,7 +52,7 @@ use crate::error::Error;
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use stele_doc::{CachedPath, Document, DocumentWriter, Value};
+use stele_doc::{CachedPath, Document, DocumentWriter, Value, WriteOptions};
 
 /// How the input is laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,6 +93,7 @@ pub struct ImportOptions {
     skip_bad: bool,
     batch_docs: usize,
     batch_bytes: usize,
+    write: WriteOptions,
 }
 
 impl Default for ImportOptions {
@@ -103,6 +104,7 @@ impl Default for ImportOptions {
             skip_bad: false,
             batch_docs: 10_000,
             batch_bytes: 8 << 20,
+            write: WriteOptions::default(),
         }
     }
 }
@@ -150,6 +152,14 @@ impl ImportOptions {
     #[must_use]
     pub fn batch_docs(mut self, docs: usize) -> Self {
         self.batch_docs = docs.max(1);
+        self
+    }
+
+    /// How JSON becomes documents: duplicate keys, key order, depth limit, string
+    /// compression (default: [`WriteOptions::default`], e.g. the last of duplicate keys wins).
+    #[must_use]
+    pub fn write_options(mut self, write: WriteOptions) -> Self {
+        self.write = write;
         self
     }
 
@@ -575,7 +585,7 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
             opts,
             format,
             ids,
-            writer: DocumentWriter::new(),
+            writer: DocumentWriter::with_options(opts.write.clone()),
             spool: Spool::new(db.dir())?,
             report: ImportReport::default(),
             progress: ImportProgress {
