@@ -175,15 +175,14 @@ pub fn import(args: &ImportArgs) -> Result<()> {
         )
     };
     bar.finish_and_clear();
-    let report = result.map_err(|e| {
-        let hint = match e {
-            ImportError::BadRecord(_) => " (pass --skip-bad to skip bad records)",
-            _ => "",
-        };
-        anyhow::Error::new(e).context(format!(
-            "importing {name} into collection {:?}{hint}",
+    let report = result.map_err(|e| match e {
+        ImportError::BadRecord(bad) => anyhow::anyhow!(
+            "{bad}\nnothing was imported: fix the record, or pass --skip-bad to skip bad records"
+        ),
+        e => anyhow::Error::new(e).context(format!(
+            "importing {name} into collection {:?}",
             args.collection
-        ))
+        )),
     })?;
     db.checkpoint()
         .with_context(|| format!("checkpointing database {}", args.db.display()))?;

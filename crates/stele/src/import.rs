@@ -679,7 +679,7 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
                     }
                     None => {
                         return Err(bad(format!(
-                            "no id field {name:?} (every document needs one; or generate ids)"
+                            "no id field {name:?} (every document needs one)"
                         )));
                     }
                 }
