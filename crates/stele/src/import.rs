@@ -312,7 +312,7 @@ pub fn import_path(
     path: impl AsRef<Path>,
     opts: &ImportOptions,
     progress: impl FnMut(ImportProgress),
-) -> IResult<ImportReport> {
+) -> Result<ImportReport, ImportError> {
     let path = path.as_ref();
     let name = path.display().to_string();
     let read_err = |error| ImportError::Read {
@@ -357,7 +357,7 @@ pub fn import_reader(
     len: Option<u64>,
     opts: &ImportOptions,
     progress: impl FnMut(ImportProgress),
-) -> IResult<ImportReport> {
+) -> Result<ImportReport, ImportError> {
     let mut reader = reader;
     let (format, prefix) = match opts.format {
         Some(ImportFormat::Dir) => {
