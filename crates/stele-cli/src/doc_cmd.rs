@@ -65,13 +65,19 @@ pub struct ConvertArgs {
     compress_min: usize,
 }
 
-fn write_options(args: &ConvertArgs) -> WriteOptions {
-    WriteOptions::default()
-        .duplicate_keys(match args.duplicates {
+impl From<Duplicates> for DuplicateKeys {
+    fn from(d: Duplicates) -> Self {
+        match d {
             Duplicates::Last => DuplicateKeys::LastWins,
             Duplicates::First => DuplicateKeys::FirstWins,
             Duplicates::Reject => DuplicateKeys::Reject,
-        })
+        }
+    }
+}
+
+fn write_options(args: &ConvertArgs) -> WriteOptions {
+    WriteOptions::default()
+        .duplicate_keys(args.duplicates.into())
         .key_order(if args.sorted_only {
             KeyOrder::Sorted
         } else {

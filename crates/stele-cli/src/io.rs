@@ -1,7 +1,7 @@
 //! Reading inputs and writing outputs: a path, or `-` for standard input/output.
 
 use std::io::{Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
@@ -25,15 +25,7 @@ pub fn write_output(path: Option<&Path>, bytes: &[u8]) -> Result<()> {
         None => write_stdout(bytes),
         Some(p) if p.as_os_str() == "-" => write_stdout(bytes),
         Some(p) => {
-            let dir = p
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            let name = p
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+            let tmp = temp_beside(p);
             std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
             std::fs::rename(&tmp, p).with_context(|| {
                 let _ = std::fs::remove_file(&tmp);
@@ -41,6 +33,20 @@ pub fn write_output(path: Option<&Path>, bytes: &[u8]) -> Result<()> {
             })
         }
     }
+}
+
+/// A temporary name in the folder of `path`, for writing a file that is then renamed into
+/// place (same file system, so the rename is atomic).
+pub fn temp_beside(path: &Path) -> PathBuf {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    dir.join(format!(".{name}.tmp-{}", std::process::id()))
 }
 
 fn write_stdout(bytes: &[u8]) -> Result<()> {

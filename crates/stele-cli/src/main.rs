@@ -3,6 +3,7 @@
 //! Each group of subcommands lives in its own module; this file parses the command line,
 //! dispatches, and turns errors into a message and an exit code.
 
+mod db_cmd;
 mod doc_cmd;
 mod io;
 mod table_cmd;
@@ -32,6 +33,20 @@ enum Command {
     /// Sorted tables: build from any input with bounded memory, read through mmap.
     #[command(subcommand)]
     Table(table_cmd::TableCommand),
+    /// Import a JSON array, JSON Lines or a folder of .json files into a collection.
+    Import(db_cmd::ImportArgs),
+    /// Print documents by id.
+    Get(db_cmd::GetArgs),
+    /// Insert or replace one document.
+    Put(db_cmd::PutArgs),
+    /// Delete documents by id.
+    Delete(db_cmd::DeleteArgs),
+    /// Write a collection as JSON Lines, keys in their original order.
+    Export(db_cmd::ExportArgs),
+    /// Merge every collection's tables into one table each.
+    Compact(db_cmd::CompactArgs),
+    /// Show a database's collections: documents, tables, bytes on disk.
+    Stats(db_cmd::StatsArgs),
     /// Run the guided tour on the bundled sample: convert, read fields, sizes and timings.
     Tour(tour::TourArgs),
     /// Print shell completions for bash, zsh, fish, elvish or powershell.
@@ -62,6 +77,13 @@ fn main() -> ExitCode {
         Command::Convert(args) => doc_cmd::convert(&args),
         Command::Inspect(args) => doc_cmd::inspect(&args),
         Command::Table(cmd) => table_cmd::run(&cmd),
+        Command::Import(args) => db_cmd::import(&args),
+        Command::Get(args) => db_cmd::get(&args),
+        Command::Put(args) => db_cmd::put(&args),
+        Command::Delete(args) => db_cmd::delete(&args),
+        Command::Export(args) => db_cmd::export(&args),
+        Command::Compact(args) => db_cmd::compact(&args),
+        Command::Stats(args) => db_cmd::stats(&args),
         Command::Tour(args) => tour::run(&args),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "stele", &mut std::io::stdout());

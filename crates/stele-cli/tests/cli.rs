@@ -144,6 +144,9 @@ fn tour_runs_on_the_bundled_sample() {
         ))
         .stdout(predicate::str::contains(
             "first document: customer.address.city = \"Lima\"",
+        ))
+        .stdout(predicate::str::contains(
+            "export: 1000 lines, equal to the input's documents",
         ));
 }
 

@@ -12,6 +12,8 @@ mod batch;
 pub mod compress;
 mod db;
 mod error;
+pub mod export;
+pub mod import;
 mod index;
 mod manifest;
 pub mod query;

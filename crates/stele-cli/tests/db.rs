@@ -1,0 +1,308 @@
+//! The database commands end to end: import, get, put, delete, export, compact, stats,
+//! with their errors and exit codes.
+
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use std::path::Path;
+
+fn stele() -> Command {
+    Command::cargo_bin("stele").unwrap()
+}
+
+/// `stele CMD DB`, more arguments to follow.
+fn on(cmd: &str, db: &Path) -> Command {
+    let mut c = stele();
+    c.arg(cmd).arg(db);
+    c
+}
+
+const SAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/orders.jsonl");
+
+fn stdout_of(args: &[&str], db: &Path) -> String {
+    let out = on(args[0], db)
+        .args(&args[1..])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn import_get_export_round_trip_and_stats() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("shop.db");
+    on("import", &db)
+        .args(["orders", SAMPLE, "--id-field", "id", "--json"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("\"documents\":1000"));
+    let got = stdout_of(&["get", "orders", "order-00000", "order-00001"], &db);
+    let sample = std::fs::read_to_string(SAMPLE).unwrap();
+    let first_two: Vec<&str> = sample.lines().take(2).collect();
+    assert_eq!(got.lines().collect::<Vec<_>>(), first_two);
+    // Export to a file, then import it elsewhere: same data, byte for byte.
+    let out = dir.path().join("orders.jsonl");
+    on("export", &db)
+        .args(["orders", "-o"])
+        .arg(&out)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("exported 1000 documents"));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), sample);
+    on("import", &db)
+        .args(["copy", "-", "--id-field", "id"])
+        .write_stdin(sample.clone())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "imported 1000 documents into \"copy\"",
+        ));
+    assert_eq!(stdout_of(&["export", "copy"], &db), sample);
+    // Stats as text and JSON.
+    on("stats", &db)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("orders"))
+        .stdout(predicate::str::contains("compression"));
+    let stats: serde_json::Value =
+        serde_json::from_str(&stdout_of(&["stats", "--json"], &db)).unwrap();
+    let colls = stats["collections"].as_array().unwrap();
+    assert_eq!(colls.len(), 2);
+    assert_eq!(colls[1]["name"], "orders");
+    assert_eq!(colls[1]["documents"], 1000);
+    assert!(colls[1]["table_bytes"].as_u64().unwrap() > 0);
+    assert!(colls[1]["compression"].is_null());
+    // Compact merges tables.
+    let compacted: serde_json::Value =
+        serde_json::from_str(&stdout_of(&["compact", "--json"], &db)).unwrap();
+    assert_eq!(compacted["layers"], 2);
+}
+
+#[test]
+fn put_get_delete_with_json_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    on("put", &db)
+        .args(["c", "a", r#"{"z":1,"a":[true,null]}"#, "--json"])
+        .assert()
+        .success()
+        .stdout("{\"collection\":\"c\",\"id\":\"a\",\"replaced\":false}\n");
+    on("put", &db)
+        .args(["c", "b\"q", "-"])
+        .write_stdin("{\"n\": 2.50}")
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("created"));
+    on("get", &db)
+        .args(["c", "a", "b\"q", "--json"])
+        .assert()
+        .success()
+        .stdout(
+            "{\"id\":\"a\",\"document\":{\"z\":1,\"a\":[true,null]}}\n{\"id\":\"b\\\"q\",\"document\":{\"n\":2.50}}\n",
+        );
+    on("get", &db)
+        .args(["c", "a", "--pretty"])
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with("{\n  \"z\": 1,"));
+    // A missing id: the others print, exit code 1.
+    on("get", &db)
+        .args(["c", "a", "nope"])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("\"z\":1"))
+        .stderr(predicate::str::contains(
+            "not found in collection \"c\": nope",
+        ));
+    on("delete", &db)
+        .args(["c", "a", "nope", "--json"])
+        .assert()
+        .success()
+        .stdout("{\"collection\":\"c\",\"deleted\":1,\"not_found\":[\"nope\"]}\n");
+    on("get", &db).args(["c", "a"]).assert().code(1);
+    // Bad JSON names the line and column.
+    on("put", &db)
+        .args(["c", "x", "{\n\"a\": tru}"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("the JSON argument"))
+        .stderr(predicate::str::contains("line 2, column"));
+}
+
+#[test]
+fn missing_database_and_collection_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    for cmd in [
+        vec!["get", "c", "a"],
+        vec!["delete", "c", "a"],
+        vec!["export", "c"],
+        vec!["stats"],
+        vec!["compact"],
+    ] {
+        on(cmd[0], &db)
+            .args(&cmd[1..])
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains("no database at"));
+    }
+    assert!(!db.exists(), "reading commands create nothing");
+    on("put", &db).args(["c", "a", "{}"]).assert().success();
+    for cmd in [
+        vec!["get", "d", "a"],
+        vec!["delete", "d", "a"],
+        vec!["export", "d"],
+    ] {
+        on(cmd[0], &db)
+            .args(&cmd[1..])
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains("no collection \"d\" in database"))
+            .stderr(predicate::str::contains("it has: c"));
+    }
+    on("put", &db)
+        .args(["_bad", "a", "{}"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("invalid collection name"));
+    stele().args(["get"]).arg(&db).assert().code(2);
+}
+
+#[test]
+fn import_errors_name_file_and_line_and_leave_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let bad = dir.path().join("bad.jsonl");
+    let mut text: String = (0..30).map(|i| format!("{{\"id\":{i}}}\n")).collect();
+    text.push_str("{\"id\":30,}\n{\"id\":31}\n");
+    std::fs::write(&bad, &text).unwrap();
+    on("import", &db)
+        .args(["c"])
+        .arg(&bad)
+        .args(["--id-field", "id", "--batch", "7"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("bad.jsonl:31:10: record 31"))
+        .stderr(predicate::str::contains("--skip-bad"));
+    on("stats", &db)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("no collections yet"));
+    on("import", &db)
+        .args(["c"])
+        .arg(&bad)
+        .args(["--id-field", "id", "--skip-bad"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "imported 31 documents into \"c\" (1 skipped)",
+        ))
+        .stderr(predicate::str::contains("skipped "))
+        .stderr(predicate::str::contains("bad.jsonl:31:10"));
+    // A JSON array, a missing id field.
+    let arr = dir.path().join("a.json");
+    std::fs::write(&arr, "[\n {\"id\": \"x\"},\n {\"name\": \"y\"}\n]").unwrap();
+    on("import", &db)
+        .args(["arr"])
+        .arg(&arr)
+        .args(["--id-field", "id"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "a.json:3: record 2: no id field \"id\"",
+        ));
+    // Duplicate keys: last wins by default, or a bad record.
+    let dup = dir.path().join("dup.jsonl");
+    std::fs::write(&dup, "{\"a\":1}\n{\"a\":1,\"a\":2}\n").unwrap();
+    on("import", &db)
+        .args(["dup"])
+        .arg(&dup)
+        .args(["--duplicates", "reject"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "dup.jsonl:2: record 2: duplicate key \"a\"",
+        ));
+    on("import", &db).args(["dup"]).arg(&dup).assert().success();
+    on("get", &db)
+        .args(["dup", "0000000002"])
+        .assert()
+        .success()
+        .stdout("{\"a\":2}\n");
+    // A folder of files.
+    let folder = dir.path().join("docs");
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::write(folder.join("one.json"), "{\"a\":1}").unwrap();
+    std::fs::write(folder.join("two.json"), "[2]").unwrap();
+    on("import", &db)
+        .args(["files"])
+        .arg(&folder)
+        .assert()
+        .success();
+    on("get", &db)
+        .args(["files", "two"])
+        .assert()
+        .success()
+        .stdout("[2]\n");
+    on("import", &db)
+        .args(["x", "/nonexistent/file.jsonl"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("/nonexistent/file.jsonl"));
+}
+
+#[test]
+fn a_database_in_use_by_another_process_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    // An import reading a pipe that stays open holds the database.
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("stele"))
+        .arg("import")
+        .arg(&db)
+        .args(["c", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let lock = db.join("LOCK");
+    let pid = child.id().to_string();
+    for _ in 0..500 {
+        if std::fs::read_to_string(&lock).is_ok_and(|t| t.trim() == pid) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    on("stats", &db)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(format!("in use by pid {pid}")));
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"{\"a\":1}\n").unwrap();
+    }
+    assert!(child.wait().unwrap().success());
+    on("get", &db)
+        .args(["c", "0000000001"])
+        .assert()
+        .success()
+        .stdout("{\"a\":1}\n");
+}
+
+#[test]
+fn database_commands_have_examples() {
+    for cmd in [
+        "import", "get", "put", "delete", "export", "compact", "stats",
+    ] {
+        stele()
+            .args([cmd, "--help"])
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("Example"));
+    }
+}
