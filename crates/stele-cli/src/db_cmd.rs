@@ -69,9 +69,10 @@ pub enum Format {
 
 The format is detected when not given: a folder is `dir`, input starting with `[` is `json`,
 anything else `jsonl`. Without --id-field, ids number the records from 1 (0000000001, ...;
-folders: the file names). An import is all or nothing: the input is read and checked first,
-then written in batches that are undone if a later one fails; a bad record stops the import
-with its file and line (nothing is written), unless --skip-bad.")]
+folders: the file names). An import is all or nothing, even if the process is killed: the
+input is read and checked first, then written into a hidden staging collection that lands in
+one atomic step; a bad record stops the import with its file and line (nothing is written),
+unless --skip-bad.")]
 pub struct ImportArgs {
     /// The database folder (created if missing).
     db: PathBuf,

@@ -80,6 +80,12 @@ impl Batch {
         Ok(())
     }
 
+    /// Puts a document this crate's writer produced into any collection, internal ones
+    /// included (no name check, no second validation).
+    pub(crate) fn put_trusted(&mut self, collection: &str, id: &str, doc: &[u8]) {
+        self.push(collection, id, Some(doc));
+    }
+
     fn push(&mut self, collection: &str, id: &str, doc: Option<&[u8]>) {
         let (collection, id) = (collection.to_owned(), id.as_bytes().to_vec());
         self.ops.push(match doc {

@@ -372,6 +372,26 @@ pub(crate) fn apply(store: &Store, state: &mut State, ops: &[LoggedOp]) -> Resul
                     });
                 }
             }
+            LoggedOp::DropCollection { collection } => {
+                state.collections.remove(collection);
+                state.indexes.retain(|(c, _), _| c != collection);
+            }
+            LoggedOp::MergeCollection { collection, into } => {
+                let Some(from) = state.collections.remove(collection) else {
+                    continue;
+                };
+                state.indexes.retain(|(c, _), _| c != collection);
+                // A snapshot of the source: the puts below change only the target.
+                for entry in from.iter() {
+                    let (id, value) = entry?;
+                    reindex(state, into, &id, Some(value))?;
+                    state
+                        .collections
+                        .entry(into.clone())
+                        .or_insert_with(|| store.new_map())
+                        .put(&id, value)?;
+                }
+            }
         }
     }
     Ok(())
@@ -464,6 +484,13 @@ impl Database {
             valid,
             file_bytes,
         )?;
+        // Staging collections of imports a crash interrupted: dropped below, logged.
+        let leftovers: Vec<String> = state
+            .collections
+            .keys()
+            .filter(|c| c.starts_with(crate::import::STAGING_PREFIX))
+            .cloned()
+            .collect();
         let visible = Arc::new(state.clone());
         let (tx, rx) = mpsc::channel();
         let background = opts.background_compaction;
@@ -498,6 +525,13 @@ impl Database {
                 .name("stele-compactor".into())
                 .spawn(move || compactor(&weak, &rx))
                 .map_err(|e| Error::io("starting the compaction thread", &db.inner.dir, e))?;
+        }
+        if !leftovers.is_empty() {
+            let ops = leftovers
+                .into_iter()
+                .map(|collection| LoggedOp::DropCollection { collection })
+                .collect();
+            db.commit_ops(ops)?;
         }
         Ok(db)
     }
@@ -545,7 +579,7 @@ impl Database {
         }])
     }
 
-    fn commit_ops(&self, ops: Vec<LoggedOp>) -> Result<()> {
+    pub(crate) fn commit_ops(&self, ops: Vec<LoggedOp>) -> Result<()> {
         if ops.is_empty() {
             return Ok(());
         }

@@ -24,18 +24,15 @@
 //!    ([`ImportOptions::skip_bad`] off, the default) before anything has been written, or is
 //!    counted and skipped.
 //! 2. **Write.** The spool is committed in batches of [`ImportOptions::batch_docs`]
-//!    documents or [`ImportOptions::batch_bytes`] bytes. Before each batch, the version each
-//!    id had before (or its absence) is appended to a second anonymous file, the undo log.
-//!    If a commit fails (disk full, I/O error), the undo log is applied backwards, batch by
-//!    batch, and the error says that the collection was restored; if restoring fails too,
-//!    the error says how many documents may remain.
+//!    documents or [`ImportOptions::batch_bytes`] bytes into a hidden staging collection,
+//!    then one logged operation merges the staging collection into the target (replacing
+//!    documents with the same ids, updating the target's indexes) and drops it. If a commit
+//!    fails (disk full, I/O error), the staging collection is dropped; if the process dies,
+//!    the next open of the database drops it. Either way the target never holds part of an
+//!    import.
 //!
-//! Memory stays bounded by one record plus one batch. Limits: other writers of the same
-//! documents *during* the import (threads of this process; other processes cannot open
-//! the database) would be overwritten by a rollback; and a crash of the process during
-//! step 2 leaves the batches committed so far (each batch is atomic and durable, the
-//! import as a whole is not). Step 1 is where almost every failure happens (bad input),
-//! and nothing is written before it succeeds.
+//! Memory stays bounded by one record plus one batch. The merge holds the writer lock
+//! while it moves the documents (about a microsecond each); readers are not blocked.
 //!
 //! # Ids
 //!
@@ -49,9 +46,11 @@
 use crate::batch::{check_collection_name, check_id};
 use crate::db::Database;
 use crate::error::Error;
+use crate::wal::LoggedOp;
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use stele_doc::{CachedPath, Document, DocumentWriter, Value, WriteOptions};
 
 /// How the input is laid out.
@@ -794,15 +793,41 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
         self.write()
     }
 
-    /// Step 2: commits the spool in batches, keeping an undo log; rolls back on failure.
+    /// Step 2: commits the spool in batches into a staging collection, then merges it into
+    /// the target in one logged operation; drops the staging collection on failure.
     fn write(mut self) -> IResult<ImportReport> {
         (self.callback)(self.progress);
         self.progress.phase = ImportPhase::Writing;
         self.report.skipped = self.progress.skipped;
         self.report.bytes_read = self.progress.bytes_read;
+        let staging = format!(
+            "{STAGING_PREFIX}{}-{}",
+            std::process::id(),
+            STAGING_COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        let result = self.write_staged(&staging);
+        if let Err(cause) = result {
+            self.progress.phase = ImportPhase::RollingBack;
+            (self.callback)(self.progress);
+            let drop = self.db.commit_ops(vec![LoggedOp::DropCollection {
+                collection: staging.clone(),
+            }]);
+            return Err(match drop {
+                Ok(()) => cause,
+                Err(e) => ImportError::RollbackFailed {
+                    collection: self.collection.to_owned(),
+                    cause: cause.to_string(),
+                    rollback: e.to_string(),
+                    written: self.progress.written,
+                },
+            });
+        }
+        self.report.documents = self.progress.written;
+        Ok(self.report)
+    }
+
+    fn write_staged(&mut self, staging: &str) -> IResult<()> {
         let mut reader = self.spool.reader(0, self.spool.len)?;
-        let mut undo = Spool::new(self.db.dir())?;
-        let mut undo_starts = Vec::new();
         let mut pending: Vec<(String, Vec<u8>)> = Vec::new();
         let mut pending_bytes = 0;
         loop {
@@ -815,11 +840,11 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
             let full =
                 pending.len() >= self.opts.batch_docs || pending_bytes >= self.opts.batch_bytes;
             if !pending.is_empty() && (full || at_end) {
-                undo_starts.push(undo.len);
-                let result = self.commit_batch(&pending, &mut undo);
-                if let Err(cause) = result {
-                    return Err(self.roll_back(cause, &mut undo, &undo_starts));
+                let mut batch = self.db.batch();
+                for (id, doc) in &pending {
+                    batch.put_trusted(staging, id, doc);
                 }
+                self.db.commit(batch)?;
                 self.progress.written += pending.len() as u64;
                 self.report.batches += 1;
                 pending.clear();
@@ -830,56 +855,19 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
                 break;
             }
         }
-        self.report.documents = self.progress.written;
-        Ok(self.report)
-    }
-
-    /// Records the previous version of every id of `docs`, then commits them.
-    fn commit_batch(&mut self, docs: &[(String, Vec<u8>)], undo: &mut Spool) -> IResult<()> {
-        let snap = self.db.snapshot();
-        let mut batch = self.db.batch();
-        for (id, doc) in docs {
-            let before = snap.get(self.collection, id)?;
-            undo.push(id.as_bytes(), before.as_ref().map(|d| d.bytes()))?;
-            batch.put_document(self.collection, id, doc)?;
-        }
-        undo.file.flush().map_err(|e| undo.err(e))?;
-        self.db.commit(batch)?;
+        // The whole import lands in one logged operation: all of it, or (after a crash
+        // before this point) none, once the next open drops the staging collection.
+        self.db.commit_ops(vec![LoggedOp::MergeCollection {
+            collection: staging.to_owned(),
+            into: self.collection.to_owned(),
+        }])?;
         Ok(())
     }
-
-    /// Applies the undo log backwards, one batch per committed batch.
-    fn roll_back(&mut self, cause: ImportError, undo: &mut Spool, starts: &[u64]) -> ImportError {
-        self.progress.phase = ImportPhase::RollingBack;
-        (self.callback)(self.progress);
-        // The last start belongs to the batch that failed: it changed nothing.
-        let committed = starts.len().saturating_sub(1);
-        let mut restore = || -> IResult<()> {
-            for i in (0..committed).rev() {
-                let (from, to) = (starts[i], starts[i + 1]);
-                let mut reader = undo.reader(from, to)?;
-                let mut batch = self.db.batch();
-                while let Some((id, before)) = reader.next()? {
-                    match before {
-                        Some(doc) => batch.put_document(self.collection, &id, &doc)?,
-                        None => batch.delete(self.collection, &id)?,
-                    }
-                }
-                self.db.commit(batch)?;
-            }
-            Ok(())
-        };
-        match restore() {
-            Ok(()) => cause,
-            Err(e) => ImportError::RollbackFailed {
-                collection: self.collection.to_owned(),
-                cause: cause.to_string(),
-                rollback: e.to_string(),
-                written: self.progress.written,
-            },
-        }
-    }
 }
+
+/// Names of the staging collections imports write into before they land.
+pub(crate) const STAGING_PREFIX: &str = "_import-";
+static STAGING_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 enum SplitError {
     Io(std::io::Error),

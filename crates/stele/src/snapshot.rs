@@ -68,8 +68,19 @@ impl Snapshot {
         self.state.seq
     }
 
-    /// Names of the collections, sorted.
+    /// Names of the collections, sorted (internal ones, starting with `_`, left out).
     pub fn collections(&self) -> Vec<&str> {
+        self.state
+            .collections
+            .keys()
+            .map(String::as_str)
+            .filter(|c| !c.starts_with('_'))
+            .collect()
+    }
+
+    /// Names of every collection, internal ones (staging collections of imports) included.
+    #[doc(hidden)]
+    pub fn all_collections(&self) -> Vec<&str> {
         self.state.collections.keys().map(String::as_str).collect()
     }
 

@@ -12,6 +12,8 @@
 //!          3 create index: varint len | collection | varint len | name | varint field count
 //!                          | per field: varint len | path
 //!          4 drop index:   varint len | collection | varint len | name
+//!          5 drop collection:  varint len | collection
+//!          6 merge collection: varint len | source collection | varint len | target
 //! ```
 //!
 //! Integers are little-endian. On open, records of the last segment are read up to the
@@ -31,6 +33,8 @@ const OP_PUT: u8 = 1;
 const OP_DELETE: u8 = 2;
 const OP_CREATE_INDEX: u8 = 3;
 const OP_DROP_INDEX: u8 = 4;
+const OP_DROP_COLLECTION: u8 = 5;
+const OP_MERGE_COLLECTION: u8 = 6;
 /// Largest payload of one record (one batch).
 pub const MAX_RECORD_BYTES: usize = 1 << 30;
 const HEADER_BYTES: usize = 12;
@@ -51,6 +55,16 @@ pub(crate) enum LoggedOp {
     DropIndex {
         collection: String,
         name: String,
+    },
+    /// Removes a collection with its documents and indexes.
+    DropCollection {
+        collection: String,
+    },
+    /// Puts every document of `collection` into `into` (replacing documents with the same
+    /// id), then drops `collection`: how a staged import lands atomically.
+    MergeCollection {
+        collection: String,
+        into: String,
     },
 }
 
@@ -111,6 +125,15 @@ pub(crate) fn encode_batch(out: &mut Vec<u8>, seq: u64, ops: &[LoggedOp]) -> Res
                 out.push(OP_DROP_INDEX);
                 put_bytes(out, collection.as_bytes());
                 put_bytes(out, name.as_bytes());
+            }
+            LoggedOp::DropCollection { collection } => {
+                out.push(OP_DROP_COLLECTION);
+                put_bytes(out, collection.as_bytes());
+            }
+            LoggedOp::MergeCollection { collection, into } => {
+                out.push(OP_MERGE_COLLECTION);
+                put_bytes(out, collection.as_bytes());
+                put_bytes(out, into.as_bytes());
             }
         }
     }
@@ -216,6 +239,11 @@ fn decode_payload(payload: &[u8]) -> Option<LoggedBatch> {
             OP_DROP_INDEX => LoggedOp::DropIndex {
                 collection,
                 name: text(c.bytes()?)?,
+            },
+            OP_DROP_COLLECTION => LoggedOp::DropCollection { collection },
+            OP_MERGE_COLLECTION => LoggedOp::MergeCollection {
+                collection,
+                into: text(c.bytes()?)?,
             },
             _ => return None,
         });
@@ -376,6 +404,13 @@ mod tests {
             LoggedOp::DropIndex {
                 collection: "books".into(),
                 name: "old".into(),
+            },
+            LoggedOp::DropCollection {
+                collection: "_staging".into(),
+            },
+            LoggedOp::MergeCollection {
+                collection: "_staging".into(),
+                into: "books".into(),
             },
         ]
     }
