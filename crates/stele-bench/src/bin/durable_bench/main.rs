@@ -27,8 +27,16 @@ use serde_json::Value;
 
 use phases::{ReadPlan, logical};
 
-/// Every system, in table order. `stele-16k` (16 KiB blocks) is not in the default list.
-const SYSTEMS: &[&str] = &["stele", "stele-16k", "bifurcan", "lmdb", "rocksdb"];
+/// Every system, in table order. `stele-16k` (16 KiB blocks) and `stele-16k-r1` (16 KiB
+/// blocks, a restart point at every entry) are not in the default list.
+const SYSTEMS: &[&str] = &[
+    "stele",
+    "stele-16k",
+    "stele-16k-r1",
+    "bifurcan",
+    "lmdb",
+    "rocksdb",
+];
 const BIFURCAN: &str = "io/lacuna/bifurcan/0.2.0-alpha7/bifurcan-0.2.0-alpha7.jar";
 
 #[derive(Parser, Debug)]
@@ -42,7 +50,7 @@ struct Cli {
     /// Entry counts (1 KiB each), comma-separated; k and m suffixes.
     #[arg(long, default_value = "100k,500k,2m,4m")]
     sizes: String,
-    /// Comma-separated systems: stele, stele-16k, bifurcan, lmdb, rocksdb.
+    /// Comma-separated systems: stele, stele-16k, stele-16k-r1, bifurcan, lmdb, rocksdb.
     #[arg(long, default_value = "stele,bifurcan,lmdb,rocksdb")]
     systems: String,
     /// Memory limit of the cgroup every phase runs in, MiB (0: no cgroup).
@@ -144,12 +152,17 @@ fn main() -> Result<()> {
 fn run_one(system: &str, phase: &str, dir: &Path, plan: ReadPlan) -> Result<Value> {
     let n = plan.entries;
     match (system, phase) {
-        ("stele", "build") => phases::measure_build(dir, || systems::stele::build(dir, n, None)),
-        ("stele-16k", "build") => {
-            phases::measure_build(dir, || systems::stele::build(dir, n, Some(16 << 10)))
+        ("stele", "build") => {
+            phases::measure_build(dir, || systems::stele::build(dir, n, None, None))
         }
+        ("stele-16k", "build") => {
+            phases::measure_build(dir, || systems::stele::build(dir, n, Some(16 << 10), None))
+        }
+        ("stele-16k-r1", "build") => phases::measure_build(dir, || {
+            systems::stele::build(dir, n, Some(16 << 10), Some(1))
+        }),
         ("lmdb", "build") => phases::measure_build(dir, || systems::lmdb::build(dir, n)),
-        ("stele" | "stele-16k", "read") => {
+        ("stele" | "stele-16k" | "stele-16k-r1", "read") => {
             phases::measure_reads(plan, || systems::stele::open(dir))
         }
         ("lmdb", "read") => phases::measure_reads(plan, || systems::lmdb::open(dir)),
@@ -530,8 +543,13 @@ fn report(rows: &[Row], l: &Launcher, load_start: &str, test: bool) -> String {
             .fold(f64::NAN, f64::max);
         let cold_logical = f(rd, "cold_gets") * logical(1) as f64;
         let warm_logical = f(rd, "warm_gets") * logical(1) as f64;
+        let peak = if peak.is_nan() {
+            "-".to_string()
+        } else {
+            format!("{:.0}", peak / (1u64 << 20) as f64)
+        };
         md.push_str(&format!(
-            "| {} | {size} | {} | {:.1} | {:.2} ({:.2}) | {:.2} | {:.0} | {:.2} | {} | {:.1} | {} | {:.2} | {:.0} |\n",
+            "| {} | {size} | {} | {:.1} | {:.2} ({:.2}) | {:.2} | {:.0} | {:.2} | {} | {:.1} | {} | {:.2} | {peak} |\n",
             r.entries,
             r.system,
             f(b, "build_s"),
@@ -544,7 +562,6 @@ fn report(rows: &[Row], l: &Launcher, load_start: &str, test: bool) -> String {
             ratio(f(rd, "cold_read_bytes"), cold_logical),
             us(rd, "warm"),
             ratio(f(rd, "warm_read_bytes"), warm_logical),
-            peak / (1u64 << 20) as f64,
         ));
     }
     md.push('\n');

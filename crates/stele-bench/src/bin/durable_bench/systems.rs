@@ -18,13 +18,22 @@ pub mod stele {
     use stele_table::TableOptions;
 
     /// `Store::build_map` over the pairs in generation (random) order, default store
-    /// options (256 MiB sort budget) but for the block size (`None`: the default 4 KiB),
-    /// then a root pointing at the result.
-    pub fn build(dir: &Path, n: u64, block_bytes: Option<u32>) -> Result<(u64, String)> {
-        let mut opts = StoreOptions::default();
+    /// options (256 MiB sort budget) but for the block size and restart interval (`None`:
+    /// the defaults, 4 KiB and 16), then a root pointing at the result.
+    pub fn build(
+        dir: &Path,
+        n: u64,
+        block_bytes: Option<u32>,
+        restart_interval: Option<u32>,
+    ) -> Result<(u64, String)> {
+        let mut table = TableOptions::default();
         if let Some(b) = block_bytes {
-            opts = opts.table_options(TableOptions::default().block_size_bytes(b));
+            table = table.block_size_bytes(b);
         }
+        if let Some(r) = restart_interval {
+            table = table.restart_interval(r);
+        }
+        let opts = StoreOptions::default().table_options(table);
         let store = Store::open_with(dir, opts)?;
         let pairs = (0..n).map(|i| {
             let k = data::key(i);
@@ -37,8 +46,9 @@ pub mod stele {
             map.len(),
             format!(
                 "Store::build_map of the pairs in random order, default StoreOptions (256 MiB \
-                 sort budget) with {} KiB blocks, switch_root",
-                block_bytes.unwrap_or(4096) / 1024
+                 sort budget) with {} KiB blocks, restart interval {}, switch_root",
+                block_bytes.unwrap_or(4096) / 1024,
+                restart_interval.unwrap_or(16)
             ),
         ))
     }
