@@ -31,13 +31,23 @@ pub fn peak_rss_bytes() -> Result<u64> {
 /// Bytes this process caused to be fetched from the storage layer (`read_bytes` of
 /// `/proc/self/io`): page cache hits do not count, page faults on a mapping and read-ahead do.
 pub fn storage_read_bytes() -> Result<u64> {
+    io_counter("read_bytes")
+}
+
+/// A field of `/proc/self/io` (`read_bytes`, `write_bytes`, `cancelled_write_bytes`, ...).
+/// `write_bytes` counts pages when they are dirtied, also those of files deleted before
+/// write-back (which `cancelled_write_bytes` counts again).
+pub fn io_counter(field: &str) -> Result<u64> {
     let text = std::fs::read_to_string("/proc/self/io").context("reading /proc/self/io")?;
     for line in text.lines() {
-        if let Some(rest) = line.strip_prefix("read_bytes:") {
-            return rest.trim().parse().context("parsing read_bytes");
+        if let Some(rest) = line.strip_prefix(field).and_then(|r| r.strip_prefix(':')) {
+            return rest
+                .trim()
+                .parse()
+                .with_context(|| format!("parsing {field} of /proc/self/io"));
         }
     }
-    bail!("read_bytes not found in /proc/self/io")
+    bail!("{field} not found in /proc/self/io")
 }
 
 /// Largest peak RSS among the waited-for children of this process (`getrusage(RUSAGE_CHILDREN)`).
