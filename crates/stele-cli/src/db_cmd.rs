@@ -12,7 +12,7 @@ use stele::export::{ExportOptions, export_jsonl};
 use stele::import::{ImportError, ImportFormat, ImportOptions, ImportPhase, ImportProgress};
 
 /// Opens the database at `dir`, which must exist already.
-fn open_existing(dir: &Path) -> Result<Database> {
+pub(crate) fn open_existing(dir: &Path) -> Result<Database> {
     if !dir.join("wal").is_dir() {
         bail!(
             "no database at {}: check the path, or create one with `stele import` or `stele put`",
@@ -23,12 +23,12 @@ fn open_existing(dir: &Path) -> Result<Database> {
 }
 
 /// Opens the database at `dir`, creating it if needed.
-fn open_or_create(dir: &Path) -> Result<Database> {
+pub(crate) fn open_or_create(dir: &Path) -> Result<Database> {
     Database::open(dir).with_context(|| format!("opening database {}", dir.display()))
 }
 
 /// Fails unless `collection` exists, listing the ones that do.
-fn require_collection(db: &Database, dir: &Path, collection: &str) -> Result<()> {
+pub(crate) fn require_collection(db: &Database, dir: &Path, collection: &str) -> Result<()> {
     let snap = db.snapshot();
     let names = snap.collections();
     if !names.contains(&collection) {
@@ -46,7 +46,7 @@ fn require_collection(db: &Database, dir: &Path, collection: &str) -> Result<()>
 }
 
 /// `s` as a JSON string literal.
-fn json_str(s: &str) -> String {
+pub(crate) fn json_str(s: &str) -> String {
     serde_json::Value::from(s).to_string()
 }
 

@@ -6,6 +6,7 @@
 mod db_cmd;
 mod doc_cmd;
 mod io;
+mod query_cmd;
 mod table_cmd;
 mod tour;
 
@@ -47,6 +48,11 @@ enum Command {
     Compact(db_cmd::CompactArgs),
     /// Show a database's collections: documents, tables, bytes on disk.
     Stats(db_cmd::StatsArgs),
+    /// Find documents by equality, range or prefix on a field, with order, limit and projection.
+    Query(query_cmd::QueryArgs),
+    /// Secondary indexes: create, list, drop.
+    #[command(subcommand)]
+    Index(query_cmd::IndexCommand),
     /// Run the guided tour on the bundled sample: convert, read fields, sizes and timings.
     Tour(tour::TourArgs),
     /// Print shell completions for bash, zsh, fish, elvish or powershell.
@@ -84,6 +90,8 @@ fn main() -> ExitCode {
         Command::Export(args) => db_cmd::export(&args),
         Command::Compact(args) => db_cmd::compact(&args),
         Command::Stats(args) => db_cmd::stats(&args),
+        Command::Query(args) => query_cmd::query(&args),
+        Command::Index(cmd) => query_cmd::index(&cmd),
         Command::Tour(args) => tour::run(&args),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "stele", &mut std::io::stdout());

@@ -306,3 +306,125 @@ fn database_commands_have_examples() {
             .stdout(predicate::str::contains("Example"));
     }
 }
+
+#[test]
+fn query_and_index_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("shop.db");
+    on("import", &db)
+        .args(["orders", SAMPLE, "--id-field", "id"])
+        .assert()
+        .success();
+    // Without an index: a full scan, said by --explain and on stderr.
+    on("query", &db)
+        .args(["orders", "--eq", "status=\"shipped\"", "--explain"])
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with("full scan filtering on status"));
+    let scanned = stdout_of(
+        &[
+            "query",
+            "orders",
+            "--eq",
+            "status=\"shipped\"",
+            "--select",
+            "status",
+        ],
+        &db,
+    );
+    assert!(scanned.lines().count() > 10, "{scanned}");
+    assert!(
+        scanned
+            .lines()
+            .all(|l| l.contains(r#""document":{"status":"shipped"}"#)),
+        "{scanned}"
+    );
+    // With an index: the same rows, through the index.
+    stele()
+        .args(["index", "create"])
+        .arg(&db)
+        .args(["orders", "by_status", "status"])
+        .assert()
+        .success();
+    let listed = stele()
+        .args(["index", "list"])
+        .arg(&db)
+        .args(["orders", "--json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    assert_eq!(
+        String::from_utf8(listed).unwrap(),
+        "{\"name\":\"by_status\",\"fields\":[\"status\"]}\n"
+    );
+    on("query", &db)
+        .args(["orders", "--eq", "status=\"shipped\"", "--explain"])
+        .assert()
+        .success()
+        .stdout("index scan of \"by_status\" on status, in index order\n");
+    let indexed = stdout_of(
+        &[
+            "query",
+            "orders",
+            "--eq",
+            "status=\"shipped\"",
+            "--select",
+            "status",
+        ],
+        &db,
+    );
+    let mut a: Vec<&str> = scanned.lines().collect();
+    let mut b: Vec<&str> = indexed.lines().collect();
+    a.sort_unstable();
+    b.sort_unstable();
+    assert_eq!(a, b);
+    // Ranges, order and limit.
+    let top = stdout_of(
+        &[
+            "query",
+            "orders",
+            "--range",
+            "total>=0",
+            "--order-by",
+            "total",
+            "--desc",
+            "--limit",
+            "3",
+            "--select",
+            "total",
+        ],
+        &db,
+    );
+    assert_eq!(top.lines().count(), 3, "{top}");
+    // Errors: a string without quotes, two filters, a bad range, a missing index.
+    on("query", &db)
+        .args(["orders", "--eq", "status=shipped"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("a string needs quotes"));
+    on("query", &db)
+        .args(["orders", "--eq", "status=\"x\"", "--prefix", "status=s"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("one of --eq, --range or --prefix"));
+    on("query", &db)
+        .args(["orders", "--range", "total~3"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("--range takes"));
+    stele()
+        .args(["index", "drop"])
+        .arg(&db)
+        .args(["orders", "nope"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("no index of this name"));
+    stele()
+        .args(["index", "drop"])
+        .arg(&db)
+        .args(["orders", "by_status"])
+        .assert()
+        .success();
+}
