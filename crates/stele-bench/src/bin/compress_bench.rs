@@ -60,11 +60,17 @@ const QUICK_DOCS: usize = 500;
 struct Input {
     json: Collection,
     docs: Docs,
+    /// The same documents written without LZ4 string compression (`compress_strings(None)`).
+    plain: Docs,
 }
 
 impl Input {
     fn doc_slices(&self) -> Vec<&[u8]> {
         self.docs.iter().collect()
+    }
+
+    fn plain_slices(&self) -> Vec<&[u8]> {
+        self.plain.iter().collect()
     }
 
     fn jsonl(&self) -> Vec<u8> {
@@ -98,7 +104,11 @@ fn main() -> Result<()> {
         let json = data::load_jsonl_zst(&path, name, limit)?;
         let mut w = stele_doc::DocumentWriter::new();
         let docs = Docs::convert(&mut w, &json)?;
-        inputs.push(Input { json, docs });
+        let mut w = stele_doc::DocumentWriter::with_options(
+            stele_doc::WriteOptions::default().compress_strings(None),
+        );
+        let plain = Docs::convert(&mut w, &json)?;
+        inputs.push(Input { json, docs, plain });
     }
     ensure!(
         !inputs.is_empty(),
@@ -325,11 +335,11 @@ type Variant = (&'static str, fn(&mut CompressOptions));
 
 const VARIANTS: [Variant; 9] = [
     ("dict 8K", |o| o.dictionary_bytes = 8 * 1024),
+    ("dict 32K unscaled", |o| o.dictionary_sample_ratio = 1),
     ("dict 64K", |o| o.dictionary_bytes = 64 * 1024),
     ("dict 110K", |o| o.dictionary_bytes = 110 * 1024),
-    ("train 64", |o| o.train_after = 64),
+    ("train 256", |o| o.train_after = 256),
     ("train 1024", |o| o.train_after = 1024),
-    ("samples 4096", |o| o.sample_docs = 4096),
     ("level 1", |o| o.level = 1),
     ("level 9", |o| o.level = 9),
     ("level 19", |o| o.level = 19),
@@ -338,16 +348,17 @@ const VARIANTS: [Variant; 9] = [
 fn variants_table(inputs: &[Input]) -> Result<()> {
     println!("## Variants: stored size / whole-file zstd -3 (lower is better)\n");
     println!(
-        "Each column changes one default (default: 32 KB dictionary, trained after 256 \
+        "Each column changes one default (default: 32 KB dictionary, trained after 64 \
          documents, 1024 samples kept, level 3, Stele documents). \"JSON docs\" feeds the JSON \
          text instead of Stele documents through the same compressor. Dictionaries counted.\n"
     );
     let mut header = vec!["collection", "default"];
     header.extend(VARIANTS.iter().map(|v| v.0));
     header.push("JSON docs");
+    header.push("no-LZ4 docs");
     let mut t = Table::new(&header);
-    let mut cols: Vec<Vec<f64>> = vec![Vec::new(); VARIANTS.len() + 2];
-    let mut secs = vec![0.0f64; VARIANTS.len() + 2];
+    let mut cols: Vec<Vec<f64>> = vec![Vec::new(); VARIANTS.len() + 3];
+    let mut secs = vec![0.0f64; VARIANTS.len() + 3];
     for i in inputs {
         let z3 = whole_file(i)? as f64;
         let mut row = vec![i.json.name.clone()];
@@ -358,6 +369,7 @@ fn variants_table(inputs: &[Input]) -> Result<()> {
             runs.push(ours(&i.doc_slices(), o)?);
         }
         runs.push(ours(&i.json.doc_slices(), CompressOptions::default())?);
+        runs.push(ours(&i.plain_slices(), CompressOptions::default())?);
         for (k, run) in runs.iter().enumerate() {
             let r = run.total() as f64 / z3;
             row.push(ratio(r));
@@ -382,11 +394,11 @@ fn variants_table(inputs: &[Input]) -> Result<()> {
 /// each block one zstd frame (level 3, magicless) with a 32 KB dictionary trained on the first
 /// 256 documents, plus one varint length per document. Reading one document means decoding
 /// its whole block (no cache counted).
-fn blocks(i: &Input, block: usize) -> Result<(usize, f64)> {
-    let docs: Vec<&[u8]> = i.docs.iter().collect();
+fn blocks(docs: &[&[u8]], block: usize) -> Result<(usize, f64)> {
     let first: Vec<&[u8]> = docs.iter().take(256).copied().collect();
+    let first_bytes: usize = first.iter().map(|d| d.len()).sum();
     let dict = if docs.len() >= 64 {
-        zstd::dict::from_samples(&first, 32 * 1024).ok()
+        zstd::dict::from_samples(&first, (32 * 1024).min(first_bytes / 10).max(1024)).ok()
     } else {
         None
     };
@@ -425,7 +437,7 @@ fn blocks(i: &Input, block: usize) -> Result<(usize, f64)> {
         *lens = 0;
         Ok(n)
     };
-    for d in &docs {
+    for d in docs {
         buf.extend_from_slice(d);
         let mut v = Vec::new();
         stele_varint(&mut v, d.len());
@@ -461,9 +473,10 @@ const BLOCKS: [usize; 4] = [4 * 1024, 16 * 1024, 64 * 1024, 256 * 1024];
 fn blocks_table(inputs: &[Input]) -> Result<()> {
     println!("## Blocks of documents (not per document): size / zstd-3, and cost of one read\n");
     println!(
-        "Consecutive Stele documents grouped into blocks of about N raw bytes, one zstd frame \
-         per block (level 3, 32 KB dictionary from the first 256 documents), plus one length \
-         per document. A read of one document decodes its whole block: \"us/read\" is the mean \
+        "Consecutive Stele documents written without LZ4 strings, grouped into blocks of about \
+         N raw bytes, one zstd frame per block (level 3, a dictionary from the first 256 \
+         documents: 32 KB or a tenth of their bytes), plus one length per document. \
+         \"per doc\" = the same no-LZ4 documents through the default `Compressor`. A read of one document decodes its whole block: \"us/read\" is the mean \
          CPU time to decode one block (what a cache miss costs; a block cache hides it for \
          neighbours).\n"
     );
@@ -472,30 +485,37 @@ fn blocks_table(inputs: &[Input]) -> Result<()> {
         header.push(format!("{} KB", b / 1024));
         header.push(format!("{} KB us/read", b / 1024));
     }
+    header.push("16 KB, LZ4 docs".to_owned());
     let h: Vec<&str> = header.iter().map(String::as_str).collect();
     let mut t = Table::new(&h);
-    let mut cols: Vec<Vec<f64>> = vec![Vec::new(); BLOCKS.len() + 1];
+    let mut cols: Vec<Vec<f64>> = vec![Vec::new(); BLOCKS.len() + 2];
     for i in inputs {
         let z3 = whole_file(i)? as f64;
-        let per_doc = ours(&i.doc_slices(), CompressOptions::default())?.total() as f64 / z3;
+        let plain = i.plain_slices();
+        let per_doc = ours(&plain, CompressOptions::default())?.total() as f64 / z3;
         let mut row = vec![i.json.name.clone(), ratio(per_doc)];
         if let Some(c) = cols.get_mut(0) {
             c.push(per_doc);
         }
         for (k, b) in BLOCKS.iter().enumerate() {
-            let (size, us) = blocks(i, *b)?;
+            let (size, us) = blocks(&plain, *b)?;
             row.push(ratio(size as f64 / z3));
             row.push(f(us, 1));
             if let Some(c) = cols.get_mut(k + 1) {
                 c.push(size as f64 / z3);
             }
         }
+        let (size, _) = blocks(&i.doc_slices(), 16 * 1024)?;
+        row.push(ratio(size as f64 / z3));
+        if let Some(c) = cols.last_mut() {
+            c.push(size as f64 / z3);
+        }
         t.row(row);
     }
     let mut g = vec!["**geomean**".to_owned()];
-    for c in &cols {
+    for (k, c) in cols.iter().enumerate() {
         g.push(ratio(geomean(c)));
-        if g.len() > 2 {
+        if k > 0 && k <= BLOCKS.len() {
             g.push(String::new());
         }
     }

@@ -19,13 +19,21 @@ pub struct CompressOptions {
     /// zstd level. Higher levels shrink small documents only slightly (they are dominated by
     /// what the dictionary already holds) and cost write throughput. Default 3.
     pub level: i32,
-    /// Maximum size of a trained dictionary in bytes. Bigger dictionaries cover more of a
-    /// varied collection but cost training time, memory per reader (prepared dictionaries are
-    /// a few times their size) and help little on uniform ones. Default 32 KiB.
+    /// Maximum size of a trained dictionary in bytes; a dictionary is also at most
+    /// `1/dictionary_sample_ratio` of the bytes it is trained on, so that small collections
+    /// do not pay for a dictionary bigger than what it saves. Bigger dictionaries cover more of
+    /// a varied collection but cost training time, memory per reader (prepared dictionaries
+    /// are a few times their size), storage (every adopted one is kept while documents use it)
+    /// and help little on uniform ones. Default 32 KiB.
     pub dictionary_bytes: usize,
+    /// See `dictionary_bytes`. Default 10 (zstd suggests samples of ~100x the dictionary;
+    /// below 10x dictionaries stop paying for themselves on small collections).
+    pub dictionary_sample_ratio: usize,
     /// Documents seen before the first dictionary is trained; until then documents are
     /// compressed without one (or stored raw when that is smaller). Fewer: the dictionary comes
-    /// sooner but is fitted to fewer documents. Default 256 (RavenDB's figure).
+    /// sooner but is fitted to fewer documents (the retraining on a full ring of
+    /// `sample_docs` corrects that). Default 64: smaller than RavenDB's 256, measured better
+    /// on every small collection and equal on the big ones.
     pub train_after: usize,
     /// Recent documents kept as training samples (at least `train_after`). When the ring first
     /// fills after the first training, one more training runs on it (adopted only if better).
@@ -42,8 +50,9 @@ pub struct CompressOptions {
     /// often (each training costs milliseconds to a second). Default 1.15.
     pub retrain_drift: f64,
     /// A new dictionary is adopted only if it stores held-out recent documents at least this
-    /// fraction smaller than the current one (0.02 = 2 %). Avoids churning dictionaries (each
-    /// one is kept while any document uses it). Default 0.02.
+    /// fraction smaller than the current one (0.02 = 2 %), and (when replacing one) if that
+    /// saving over `sample_docs` documents exceeds its own size. Avoids churning dictionaries
+    /// (each one is kept while any document uses it). Default 0.02.
     pub adoption_margin: f64,
 }
 
@@ -53,7 +62,8 @@ impl Default for CompressOptions {
             enabled: true,
             level: 3,
             dictionary_bytes: 32 * 1024,
-            train_after: 256,
+            dictionary_sample_ratio: 10,
+            train_after: 64,
             sample_docs: 1024,
             sample_bytes: 8 << 20,
             sample_doc_bytes: 16 * 1024,
@@ -103,6 +113,9 @@ impl NewDictionary {
         self.eval
     }
 }
+
+/// Smallest dictionary worth training (zstd's trainer needs room for its header and tables).
+const MIN_DICTIONARY_BYTES: usize = 1024;
 
 struct Current {
     id: DictionaryId,
@@ -403,7 +416,13 @@ impl Compressor {
         }
         // zstd's trainer fails on too little input (too few or too small samples); that only
         // means "no dictionary yet".
-        let Ok(bytes) = zstd::dict::from_samples(&train, self.opts.dictionary_bytes) else {
+        let train_bytes: usize = train.iter().map(|s| s.len()).sum();
+        let size = self
+            .opts
+            .dictionary_bytes
+            .min(train_bytes / self.opts.dictionary_sample_ratio.max(1))
+            .max(MIN_DICTIONARY_BYTES);
+        let Ok(bytes) = zstd::dict::from_samples(&train, size) else {
             return Ok(());
         };
         let mut cctx = context(self.opts.level, Some(&bytes))?;
@@ -419,6 +438,14 @@ impl Compressor {
             old_total += out.len();
         }
         if (new_total as f64) > (old_total as f64) * (1.0 - self.opts.adoption_margin) {
+            return Ok(());
+        }
+        // Replacing a dictionary must also pay for storing the new one (the old one stays
+        // while documents use it): the saving per held-out document, over a ring of future
+        // documents, must exceed the dictionary's size.
+        let saved_per_doc = (old_total - new_total) as f64 / eval.len().max(1) as f64;
+        let cap_docs = self.opts.sample_docs.max(self.opts.train_after);
+        if self.current.is_some() && saved_per_doc * (cap_docs as f64) < bytes.len() as f64 {
             return Ok(());
         }
         let Some(id) = self.last_id.checked_add(1) else {
