@@ -79,7 +79,7 @@ fn every_codec_round_trips_on_real_documents() {
         eprintln!("shared data not found; skipping");
         return;
     }
-    let mut seen = [0usize; 3];
+    let mut seen = [0usize; 4];
     let mut dec = Decoder::new().unwrap();
     for f in &files {
         let docs = first_docs(f, 400);
@@ -99,6 +99,31 @@ fn every_codec_round_trips_on_real_documents() {
                 f.display()
             );
             stele_doc::Document::new(&dec.decode(s, &dicts).unwrap()).unwrap();
+        }
+        // Blocks of 16 documents (the last one shorter) through a fresh compressor.
+        let mut c = Compressor::new(CompressOptions {
+            train_after: 64,
+            ..CompressOptions::default()
+        })
+        .unwrap();
+        let mut bdicts = Dictionaries::new();
+        let mut out = Vec::new();
+        for chunk in docs.chunks(16) {
+            let refs: Vec<&[u8]> = chunk.iter().map(Vec::as_slice).collect();
+            c.compress_block(&refs, &mut out).unwrap();
+            if let Some(nd) = c.take_new_dictionary() {
+                bdicts.insert(nd.id(), nd.bytes()).unwrap();
+                c.adopt(nd).unwrap();
+            }
+            let h = parse_header(&out).unwrap();
+            assert_eq!((h.codec, h.docs as usize), (Codec::Block, chunk.len()));
+            let b = dec.decode_block(&out, &bdicts).unwrap();
+            assert_eq!(b.len(), chunk.len());
+            assert!(b.iter().eq(refs.iter().copied()));
+            assert!(
+                dec.decode(&out, &bdicts).is_err(),
+                "a block is not one document"
+            );
         }
         // Raw: every document, borrowed.
         let mut raw = Vec::new();
@@ -176,9 +201,13 @@ fn corrupt_and_truncated_values_give_errors_not_panics() {
         .collect();
     assert_eq!(codecs, [Codec::ZstdDict, Codec::ZstdDict, Codec::Zstd]);
     for s in &picked {
-        let original = dec.decode(s, &dicts).unwrap().into_owned();
+        let original = dec.decode_block(s, &dicts).unwrap();
         // Every truncation fails (a shorter frame cannot produce the stated length).
         for n in 0..s.len() {
+            assert!(
+                dec.decode_block(&s[..n], &dicts).is_err(),
+                "truncated to {n}"
+            );
             assert!(dec.decode(&s[..n], &dicts).is_err(), "truncated to {n}");
         }
         // Every byte changed several ways: an error, or (rarely, when zstd cannot tell) some
@@ -187,10 +216,14 @@ fn corrupt_and_truncated_values_give_errors_not_panics() {
             for x in [0x01u8, 0x80, 0xff] {
                 let mut c = s.clone();
                 c[i] ^= x;
-                match dec.decode(&c, &dicts) {
+                match dec.decode_block(&c, &dicts) {
                     // Possible where zstd cannot tell (or the codec byte became raw): still
-                    // exactly the stated length.
-                    Ok(d) => assert_eq!(d.len() as u64, parse_header(&c).unwrap().raw_len),
+                    // exactly the stated lengths.
+                    Ok(b) => {
+                        let h = parse_header(&c).unwrap();
+                        assert_eq!(b.iter().map(<[u8]>::len).sum::<usize>() as u64, h.raw_len);
+                        assert_eq!(b.len(), h.docs as usize);
+                    }
                     Err(e) => assert!(
                         matches!(
                             e,
@@ -202,7 +235,7 @@ fn corrupt_and_truncated_values_give_errors_not_panics() {
             }
         }
         // The decoder still works after all that.
-        assert_eq!(dec.decode(s, &dicts).unwrap(), original.as_slice());
+        assert_eq!(dec.decode_block(s, &dicts).unwrap(), original);
     }
 }
 
@@ -423,11 +456,15 @@ proptest! {
             let h = parse_header(&bytes).unwrap();
             prop_assert_eq!(d.len() as u64, h.raw_len);
         }
+        if let Ok(b) = dec.decode_block(&bytes, &dicts) {
+            let h = parse_header(&bytes).unwrap();
+            prop_assert_eq!(b.len(), h.docs as usize);
+        }
     }
 
     #[test]
     fn arbitrary_codec_headers_never_panic(
-        codec in 0u8..3,
+        codec in 0u8..4,
         id in 0u32..4,
         len in 0u64..100_000,
         tail in proptest::collection::vec(any::<u8>(), 0..64),
@@ -438,10 +475,12 @@ proptest! {
             while x >= 0x80 { v.push((x as u8) | 0x80); x >>= 7; }
             v.push(x as u8);
         };
-        if codec == 2 { put(u64::from(id)); }
+        if codec >= 2 { put(u64::from(id)); }
+        if codec == 3 { put(len % 5); }
         if codec != 0 { put(len); }
         v.extend_from_slice(&tail);
         let _ = decode(&v, &dicts);
+        let _ = Decoder::new().unwrap().decode_block(&v, &dicts);
     }
 }
 

@@ -30,7 +30,6 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail, ensure};
 use clap::Parser;
 use stele::compress::{CompressOptions, Compressor, Decoder, Dictionaries};
-use zstd::zstd_safe::{CParameter, DParameter, FrameFormat};
 
 use data::{Collection, Docs};
 use table::{Table, bytes, f, geomean, ratio};
@@ -390,82 +389,44 @@ fn variants_table(inputs: &[Input]) -> Result<()> {
     Ok(())
 }
 
-/// Block variant: consecutive Stele documents grouped into blocks of about `block` raw bytes,
-/// each block one zstd frame (level 3, magicless) with a 32 KB dictionary trained on the first
-/// 256 documents, plus one varint length per document. Reading one document means decoding
-/// its whole block (no cache counted).
+/// Block variant: consecutive documents grouped into blocks of about `block` raw bytes through
+/// `Compressor::compress_block` with default options (dictionaries trained, persisted and
+/// adopted as for single documents). Returns bytes (values plus dictionaries) and the mean CPU
+/// microseconds to decode one block, which is what reading one uncached document costs.
 fn blocks(docs: &[&[u8]], block: usize) -> Result<(usize, f64)> {
-    let first: Vec<&[u8]> = docs.iter().take(256).copied().collect();
-    let first_bytes: usize = first.iter().map(|d| d.len()).sum();
-    let dict = if docs.len() >= 64 {
-        zstd::dict::from_samples(&first, (32 * 1024).min(first_bytes / 10).max(1024)).ok()
-    } else {
-        None
-    };
-    let mut cctx = match &dict {
-        Some(d) => zstd::bulk::Compressor::with_dictionary(3, d)?,
-        None => zstd::bulk::Compressor::new(3)?,
-    };
-    let mut dctx = match &dict {
-        Some(d) => zstd::bulk::Decompressor::with_dictionary(d)?,
-        None => zstd::bulk::Decompressor::new()?,
-    };
-    for p in [
-        CParameter::Format(FrameFormat::Magicless),
-        CParameter::ChecksumFlag(false),
-        CParameter::DictIdFlag(false),
-    ] {
-        cctx.set_parameter(p)?;
-    }
-    dctx.set_parameter(DParameter::Format(FrameFormat::Magicless))?;
-    let mut total = dict.as_ref().map_or(0, Vec::len);
-    let mut frames: Vec<(Vec<u8>, usize)> = Vec::new();
-    let mut buf = Vec::new();
-    let mut lens = 0usize;
-    let flush = |buf: &mut Vec<u8>,
-                 lens: &mut usize,
-                 cctx: &mut zstd::bulk::Compressor<'_>,
-                 frames: &mut Vec<(Vec<u8>, usize)>|
-     -> Result<usize> {
-        if buf.is_empty() {
-            return Ok(0);
+    let mut c = Compressor::new(CompressOptions::default())?;
+    let mut dicts = Dictionaries::new();
+    let mut total = 0;
+    let mut values: Vec<(Vec<u8>, usize, usize)> = Vec::new();
+    let mut start = 0;
+    let mut raw = 0;
+    for (k, d) in docs.iter().enumerate() {
+        raw += d.len();
+        if raw < block && k + 1 < docs.len() {
+            continue;
         }
-        let z = cctx.compress(buf)?;
-        let n = z.len() + *lens + 2;
-        frames.push((z, buf.len()));
-        buf.clear();
-        *lens = 0;
-        Ok(n)
-    };
-    for d in docs {
-        buf.extend_from_slice(d);
-        let mut v = Vec::new();
-        stele_varint(&mut v, d.len());
-        lens += v.len();
-        if buf.len() >= block {
-            total += flush(&mut buf, &mut lens, &mut cctx, &mut frames)?;
+        let group = docs.get(start..=k).context("block range")?;
+        let mut out = Vec::new();
+        c.compress_block(group, &mut out)?;
+        total += out.len();
+        values.push((out, start, k + 1));
+        if let Some(nd) = c.take_new_dictionary() {
+            total += nd.bytes().len();
+            dicts.insert(nd.id(), nd.bytes())?;
+            c.adopt(nd)?;
         }
+        start = k + 1;
+        raw = 0;
     }
-    total += flush(&mut buf, &mut lens, &mut cctx, &mut frames)?;
+    let mut dec = Decoder::new()?;
     let t = thread_cpu_secs();
-    for (z, n) in &frames {
-        let out = dctx.decompress(z, *n)?;
-        ensure!(
-            out.len() == *n,
-            "block decodes to {} bytes, not {n}",
-            out.len()
-        );
+    for (v, a, b) in &values {
+        let got = dec.decode_block(v, &dicts)?;
+        let want = docs.get(*a..*b).context("block range")?;
+        ensure!(got.iter().eq(want.iter().copied()), "block decodes wrong");
     }
-    let per_block_us = (thread_cpu_secs() - t) * 1e6 / frames.len().max(1) as f64;
+    let per_block_us = (thread_cpu_secs() - t) * 1e6 / values.len().max(1) as f64;
     Ok((total, per_block_us))
-}
-
-fn stele_varint(out: &mut Vec<u8>, mut v: usize) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
 }
 
 const BLOCKS: [usize; 4] = [4 * 1024, 16 * 1024, 64 * 1024, 256 * 1024];
@@ -474,9 +435,9 @@ fn blocks_table(inputs: &[Input]) -> Result<()> {
     println!("## Blocks of documents (not per document): size / zstd-3, and cost of one read\n");
     println!(
         "Consecutive Stele documents written without LZ4 strings, grouped into blocks of about \
-         N raw bytes, one zstd frame per block (level 3, a dictionary from the first 256 \
-         documents: 32 KB or a tenth of their bytes), plus one length per document. \
-         \"per doc\" = the same no-LZ4 documents through the default `Compressor`. A read of one document decodes its whole block: \"us/read\" is the mean \
+         N raw bytes by `Compressor::compress_block` (default options: dictionaries trained \
+         and adopted as for single documents, counted), one zstd frame per block plus one \
+         length per document. \"per doc\" = the same no-LZ4 documents one value each. A read of one document decodes its whole block: \"us/read\" is the mean \
          CPU time to decode one block (what a cache miss costs; a block cache hides it for \
          neighbours).\n"
     );

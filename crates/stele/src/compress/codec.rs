@@ -4,7 +4,14 @@
 //! raw        := 0x00 | document bytes
 //! zstd       := 0x01 | varint raw_len | zstd frame (magicless, no checksum, no dictionary id)
 //! zstd+dict  := 0x02 | varint dict_id | varint raw_len | zstd frame (same, with dictionary dict_id)
+//! block      := 0x03 | varint dict_id (0: none) | varint count | varint len * count | zstd frame
 //! ```
+//!
+//! A block holds `count >= 1` consecutive documents compressed together in one frame (their
+//! lengths first, then the frame of their concatenation): far smaller than one frame per
+//! document on collections of small documents, at the price of decoding the whole block to
+//! read one of them ([`Decoder::decode_block`]; a cache of decoded blocks hides it for
+//! neighbours).
 //!
 //! Varints are LEB128 and canonical (overlong forms are rejected). `raw_len` is the length of the
 //! decompressed document: decoding allocates exactly that much, after checking that a frame of
@@ -34,6 +41,8 @@ pub enum Codec {
     Zstd = 1,
     /// One zstd frame compressed with a collection dictionary.
     ZstdDict = 2,
+    /// Several documents in one zstd frame, with or without a dictionary.
+    Block = 3,
 }
 
 impl Codec {
@@ -43,6 +52,7 @@ impl Codec {
             0 => Some(Codec::Raw),
             1 => Some(Codec::Zstd),
             2 => Some(Codec::ZstdDict),
+            3 => Some(Codec::Block),
             _ => None,
         }
     }
@@ -62,8 +72,10 @@ pub struct Header {
     pub codec: Codec,
     /// The dictionary it needs ([`Codec::ZstdDict`] only).
     pub dictionary: Option<DictionaryId>,
-    /// Length of the document once decoded.
+    /// Length of the document once decoded (of all documents, for a block).
     pub raw_len: u64,
+    /// Documents in the value (1 unless a block).
+    pub docs: u32,
     /// Where the payload starts in the stored value.
     pub payload_at: usize,
 }
@@ -116,9 +128,14 @@ pub fn parse_header(stored: &[u8]) -> Result<Header> {
     let Some(codec) = Codec::from_byte(first) else {
         return Err(corrupt(
             0,
-            format!("unknown codec byte {first:#04x} (known: 0 raw, 1 zstd, 2 zstd+dictionary)"),
+            format!(
+                "unknown codec byte {first:#04x} (known: 0 raw, 1 zstd, 2 zstd+dictionary, 3 block)"
+            ),
         ));
     };
+    if codec == Codec::Block {
+        return Ok(parse_block(stored)?.0);
+    }
     let mut pos = 1;
     let dictionary = if codec == Codec::ZstdDict {
         let (id, p) = get_varint(stored, pos, "dictionary id")?;
@@ -134,16 +151,7 @@ pub fn parse_header(stored: &[u8]) -> Result<Header> {
         (stored.len() - pos) as u64
     } else {
         let (n, p) = get_varint(stored, pos, "document length")?;
-        let frame = (stored.len() - p) as u64;
-        if frame == 0 {
-            return Err(corrupt(p, "zstd frame is missing"));
-        }
-        if n > MAX_DOCUMENT_BYTES || n > frame.saturating_mul(MAX_EXPANSION) {
-            return Err(corrupt(
-                pos,
-                format!("document length {n} is impossible for a {frame}-byte zstd frame"),
-            ));
-        }
+        check_frame(stored, p, n, pos)?;
         pos = p;
         n
     };
@@ -151,8 +159,74 @@ pub fn parse_header(stored: &[u8]) -> Result<Header> {
         codec,
         dictionary,
         raw_len,
+        docs: 1,
         payload_at: pos,
     })
+}
+
+/// Checks that a frame starting at `frame_at` can decode to `n` bytes (`len_at`: where the
+/// length was written, for the error).
+fn check_frame(stored: &[u8], frame_at: usize, n: u64, len_at: usize) -> Result<()> {
+    let frame = (stored.len() - frame_at) as u64;
+    if frame == 0 {
+        return Err(corrupt(frame_at, "zstd frame is missing"));
+    }
+    if n > MAX_DOCUMENT_BYTES || n > frame.saturating_mul(MAX_EXPANSION) {
+        return Err(corrupt(
+            len_at,
+            format!("decoded length {n} is impossible for a {frame}-byte zstd frame"),
+        ));
+    }
+    Ok(())
+}
+
+/// Most documents one block may hold.
+pub const MAX_BLOCK_DOCS: u32 = 1 << 20;
+
+/// Parses a block's header: the header and the end offset of each document in the decoded
+/// bytes.
+fn parse_block(stored: &[u8]) -> Result<(Header, Vec<usize>)> {
+    let (id, mut pos) = get_varint(stored, 1, "dictionary id")?;
+    if id > u64::from(DictionaryId::MAX) {
+        return Err(corrupt(1, format!("dictionary id {id} is out of range")));
+    }
+    let count_at = pos;
+    let (count, p) = get_varint(stored, pos, "document count")?;
+    pos = p;
+    if count == 0 || count > u64::from(MAX_BLOCK_DOCS) {
+        return Err(corrupt(
+            count_at,
+            format!("block document count {count} is out of range (1..={MAX_BLOCK_DOCS})"),
+        ));
+    }
+    // Each length takes at least one byte: a count beyond the value's size is corrupt
+    // before anything is allocated for it.
+    if count > (stored.len() - pos) as u64 {
+        return Err(corrupt(
+            count_at,
+            format!(
+                "block claims {count} documents in a {}-byte value",
+                stored.len()
+            ),
+        ));
+    }
+    let mut ends = Vec::with_capacity(count as usize);
+    let mut total: u64 = 0;
+    for _ in 0..count {
+        let (n, p) = get_varint(stored, pos, "document length")?;
+        total = total.saturating_add(n);
+        ends.push(usize::try_from(total).unwrap_or(usize::MAX));
+        pos = p;
+    }
+    check_frame(stored, pos, total, count_at)?;
+    let header = Header {
+        codec: Codec::Block,
+        dictionary: (id != 0).then_some(id as DictionaryId),
+        raw_len: total,
+        docs: count as u32,
+        payload_at: pos,
+    };
+    Ok((header, ends))
 }
 
 /// The dictionary a stored value needs, if any (for reference counting dictionaries).
@@ -268,8 +342,10 @@ impl Decoder {
     pub fn decode<'a>(&mut self, stored: &'a [u8], dicts: &Dictionaries) -> Result<Cow<'a, [u8]>> {
         let h = parse_header(stored)?;
         let payload = stored.get(h.payload_at..).unwrap_or_default();
-        if h.codec == Codec::Raw {
-            return Ok(Cow::Borrowed(payload));
+        match h.codec {
+            Codec::Raw => return Ok(Cow::Borrowed(payload)),
+            Codec::Block => return Err(not_single(&h)),
+            Codec::Zstd | Codec::ZstdDict => {}
         }
         let mut out = Vec::new();
         self.decompress(&h, payload, dicts, &mut out)?;
@@ -286,11 +362,33 @@ impl Decoder {
         let h = parse_header(stored)?;
         let payload = stored.get(h.payload_at..).unwrap_or_default();
         out.clear();
-        if h.codec == Codec::Raw {
-            out.extend_from_slice(payload);
-            return Ok(());
+        match h.codec {
+            Codec::Raw => {
+                out.extend_from_slice(payload);
+                return Ok(());
+            }
+            Codec::Block => return Err(not_single(&h)),
+            Codec::Zstd | Codec::ZstdDict => {}
         }
         self.decompress(&h, payload, dicts, out)
+    }
+
+    /// Decodes a block (or a single-document value, as a block of one): every document of it.
+    pub fn decode_block(&mut self, stored: &[u8], dicts: &Dictionaries) -> Result<Block> {
+        let Some(&first) = stored.first() else {
+            return Err(corrupt(0, "stored value is empty (no codec byte)"));
+        };
+        if first != Codec::Block as u8 {
+            let mut bytes = Vec::new();
+            self.decode_into(stored, dicts, &mut bytes)?;
+            let ends = vec![bytes.len()];
+            return Ok(Block { bytes, ends });
+        }
+        let (h, ends) = parse_block(stored)?;
+        let payload = stored.get(h.payload_at..).unwrap_or_default();
+        let mut bytes = Vec::new();
+        self.decompress(&h, payload, dicts, &mut bytes)?;
+        Ok(Block { bytes, ends })
     }
 
     fn decompress(
@@ -331,6 +429,47 @@ impl Decoder {
             ));
         }
         Ok(())
+    }
+}
+
+fn not_single(h: &Header) -> Error {
+    corrupt(
+        0,
+        format!(
+            "value is a block of {} documents, not one document; read it with decode_block",
+            h.docs
+        ),
+    )
+}
+
+/// The decoded documents of a block, in order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Block {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Block {
+    /// Number of documents.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether the block holds no document (never, for a decoded block).
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Document `i`.
+    pub fn get(&self, i: usize) -> Option<&[u8]> {
+        let end = *self.ends.get(i)?;
+        let start = if i == 0 { 0 } else { *self.ends.get(i - 1)? };
+        self.bytes.get(start..end)
+    }
+
+    /// The documents in order.
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        (0..self.len()).filter_map(|i| self.get(i))
     }
 }
 

@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use zstd::bulk;
 use zstd::zstd_safe::{CParameter, FrameFormat};
 
-use super::codec::{Codec, DictionaryId, encode_raw, put_varint};
+use super::codec::{Codec, DictionaryId, MAX_BLOCK_DOCS, encode_raw, put_varint};
 use crate::{Error, Result};
 
 /// Options of a collection's [`Compressor`]. Defaults come from `stele-bench`'s
@@ -162,6 +162,7 @@ pub struct Compressor {
     window: (usize, usize, usize),
     best_window: Option<f64>,
     scratch: Vec<u8>,
+    block: Vec<u8>,
     stats: CompressStats,
 }
 
@@ -274,6 +275,7 @@ impl Compressor {
             window: (0, 0, 0),
             best_window: None,
             scratch: Vec::new(),
+            block: Vec::new(),
             stats: CompressStats::default(),
         })
     }
@@ -315,6 +317,50 @@ impl Compressor {
         self.stats.docs += 1;
         self.observe(doc, out.len())?;
         Ok(codec)
+    }
+
+    /// Compresses consecutive documents together into one block value in `out` (cleared
+    /// first): much smaller than one value per document on collections of small documents;
+    /// reading any of them decodes the whole block ([`super::Decoder::decode_block`]). Blocks
+    /// are always zstd-compressed (with the adopted dictionary, if any), even when
+    /// `enabled` is off. The documents count as samples like those of `compress`.
+    pub fn compress_block(&mut self, docs: &[&[u8]], out: &mut Vec<u8>) -> Result<()> {
+        if docs.is_empty() || docs.len() > MAX_BLOCK_DOCS as usize {
+            return Err(Error::Zstd {
+                op: "compress block",
+                message: format!(
+                    "a block holds 1 to {MAX_BLOCK_DOCS} documents, not {}",
+                    docs.len()
+                ),
+            });
+        }
+        self.block.clear();
+        for d in docs {
+            self.block.extend_from_slice(d);
+        }
+        let (cctx, id) = match &mut self.current {
+            Some(c) => (&mut c.cctx, c.id),
+            None => (&mut self.plain, 0),
+        };
+        self.scratch.clear();
+        self.scratch
+            .reserve(zstd::zstd_safe::compress_bound(self.block.len()));
+        cctx.compress_to_buffer(&self.block, &mut self.scratch)
+            .map_err(zstd_io("compress"))?;
+        out.clear();
+        out.push(Codec::Block as u8);
+        put_varint(out, u64::from(id));
+        put_varint(out, docs.len() as u64);
+        for d in docs {
+            put_varint(out, d.len() as u64);
+        }
+        out.extend_from_slice(&self.scratch);
+        let total = self.block.len().max(1);
+        for d in docs {
+            self.stats.docs += 1;
+            self.observe(d, out.len() * d.len() / total)?;
+        }
+        Ok(())
     }
 
     /// The dictionary trained since the last call, if it beat the current setup on held-out
