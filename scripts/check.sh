@@ -22,6 +22,8 @@ cargo run --release --locked -q -p stele-bench --bin stele-bench -- doc --quick 
 tail -n 3 "$out_dir/bench-doc-quick.md"
 cargo run --release --locked -q -p stele-bench --bin table_bench -- --test > "$out_dir/bench-table-test.md"
 tail -n 3 "$out_dir/bench-table-test.md"
+cargo run --release --locked -q -p stele-bench --bin compress_bench -- --quick > "$out_dir/bench-compress-quick.md"
+tail -n 3 "$out_dir/bench-compress-quick.md"
 echo "== tour"
 cargo run --release --locked -q -- tour > /dev/null
 echo "all checks passed"
