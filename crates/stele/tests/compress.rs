@@ -307,6 +307,13 @@ fn no_dictionary_before_enough_samples_then_training() {
         } else if i + 1 == 200 {
             let nd = nd.expect("training after 200 documents");
             assert_eq!(nd.id(), 1);
+            // At most a tenth of the training samples (7/8 of those seen), not the 4 KB cap.
+            let seen: usize = docs[..200].iter().map(Vec::len).sum();
+            assert!(
+                nd.bytes().len() <= (seen / 10).max(1024),
+                "{}",
+                nd.bytes().len()
+            );
             let (new, old) = nd.evaluation();
             assert!(new < old, "{new} vs {old}");
             // Not used before adoption.
