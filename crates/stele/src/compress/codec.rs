@@ -401,7 +401,13 @@ impl Decoder {
         let want = usize::try_from(h.raw_len)
             .map_err(|_| corrupt(1, format!("document length {} exceeds memory", h.raw_len)))?;
         out.clear();
-        out.reserve_exact(want);
+        // Fallible: a damaged header may claim up to 4 GiB; fail instead of aborting.
+        out.try_reserve_exact(want).map_err(|_| {
+            corrupt(
+                1,
+                format!("cannot allocate {want} bytes for the decoded value"),
+            )
+        })?;
         let res = match h.dictionary {
             Some(id) => {
                 let Some(d) = dicts.get(id) else {
