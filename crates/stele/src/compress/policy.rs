@@ -257,7 +257,9 @@ impl Compressor {
 
     /// A compressor for a reopened collection: `current` is the dictionary in use when it was
     /// closed (id and bytes as persisted), `last_id` the greatest dictionary id ever persisted
-    /// for the collection (new ids continue after it).
+    /// for the collection (new ids continue after it). An id handed out by
+    /// [`Compressor::take_new_dictionary`] but never persisted may be handed out again after a
+    /// restart; no stored value can name it, so ids of persisted dictionaries stay unique.
     pub fn resume(
         opts: CompressOptions,
         current: Option<(DictionaryId, &[u8])>,
