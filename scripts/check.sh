@@ -27,6 +27,8 @@ cargo run --release --locked -q -p stele-bench --bin store_bench -- --quick > "$
 tail -n 3 "$out_dir/bench-store-quick.md"
 cargo run --release --locked -q -p stele-bench --bin durable_bench -- --test > "$out_dir/bench-durable-test.md"
 tail -n 3 "$out_dir/bench-durable-test.md"
+cargo run --release --locked -q -p stele-bench --bin compress_bench -- --quick > "$out_dir/bench-compress-quick.md"
+tail -n 3 "$out_dir/bench-compress-quick.md"
 echo "== Python package: build (maturin), pytest, benchmark smoke run"
 # A venv of our own (.venv, git-ignored) with the pinned tools; reused between runs.
 venv=${STELE_VENV:-.venv}

@@ -140,6 +140,34 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A stored value (codec header and compressed payload) is damaged.
+    #[error(
+        "stored document value is corrupt at byte {offset}: {problem}; the value cannot be \
+         decoded (restore it from a backup or delete the document)"
+    )]
+    CorruptValue {
+        /// Byte offset in the stored value where the problem was found.
+        offset: usize,
+        /// What is wrong there.
+        problem: String,
+    },
+    /// A stored value needs a compression dictionary that is not loaded.
+    #[error(
+        "stored document needs compression dictionary {id}, which is not loaded; load every \
+         dictionary of the collection before reading its documents"
+    )]
+    MissingDictionary {
+        /// The dictionary's id within its collection.
+        id: u32,
+    },
+    /// zstd failed outside decoding (creating a context, compressing, loading a dictionary).
+    #[error("zstd could not {op}: {message}")]
+    Zstd {
+        /// What was being done.
+        op: &'static str,
+        /// zstd's message.
+        message: String,
+    },
 }
 
 /// More variants of [`Error`] live here to keep the enum readable.

@@ -1,1 +1,24 @@
 //! Per-collection compression of stored documents (zstd with trained dictionaries).
+//!
+//! Every stored value starts with a codec byte (raw, zstd, zstd with a dictionary) and, for a
+//! dictionary, the dictionary's id, so each document can be read alone ([`codec`] has the byte
+//! layout). A collection's [`Compressor`] compresses documents, keeps recent ones as samples,
+//! trains a dictionary once enough exist (RavenDB 5.0's scheme), retrains when the stored/raw
+//! ratio drifts, and proposes a new dictionary only when it beats the current one on held-out
+//! recent documents. A proposed dictionary is used only after the database has persisted it and
+//! handed it back ([`Compressor::adopt`]). Readers decode with a [`Decoder`] (one reusable zstd
+//! context) and the collection's [`Dictionaries`].
+//!
+//! Per-document values keep every document readable alone but stay 2-5x bigger than zstd over
+//! the whole collection on most data; [`Compressor::compress_block`] stores runs of documents
+//! as one value (a block) for the database to use where size matters more than the cost of
+//! decoding a block per uncached read (`docs/benchmarks.md`, "Document compression").
+
+pub mod codec;
+mod policy;
+
+pub use codec::{
+    Block, Codec, Decoder, Dictionaries, DictionaryId, Header, MAX_BLOCK_DOCS, MAX_DOCUMENT_BYTES,
+    decode, encode_raw, parse_header, stored_dictionary,
+};
+pub use policy::{CompressOptions, CompressStats, Compressor, NewDictionary};

@@ -1,0 +1,485 @@
+//! The stored-value codec: a small header naming how a document was stored, then the payload.
+//!
+//! ```text
+//! raw        := 0x00 | document bytes
+//! zstd       := 0x01 | varint raw_len | zstd frame (magicless, no checksum, no dictionary id)
+//! zstd+dict  := 0x02 | varint dict_id | varint raw_len | zstd frame (same, with dictionary dict_id)
+//! block      := 0x03 | varint dict_id (0: none) | varint count | varint len * count | zstd frame
+//! ```
+//!
+//! A block holds `count >= 1` consecutive documents compressed together in one frame (their
+//! lengths first, then the frame of their concatenation): far smaller than one frame per
+//! document on collections of small documents, at the price of decoding the whole block to
+//! read one of them ([`Decoder::decode_block`]; a cache of decoded blocks hides it for
+//! neighbours).
+//!
+//! Varints are LEB128 and canonical (overlong forms are rejected). `raw_len` is the length of the
+//! decompressed document: decoding allocates exactly that much, after checking that a frame of
+//! the given size can expand to it at all, so hostile bytes cannot ask for huge buffers.
+//! Frames are "magicless" and carry neither a checksum nor zstd's own dictionary id: the codec
+//! byte and our header say all of that, and the durable map checksums its blocks.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use zstd::dict::DecoderDictionary;
+use zstd::zstd_safe::{self, DCtx, DParameter, FrameFormat};
+
+use crate::{Error, Result};
+
+/// Identifies a dictionary within one collection. Ids start at 1, grow, and are never reused.
+pub type DictionaryId = u32;
+
+/// How a stored value holds its document (the first byte of every stored value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Codec {
+    /// The document bytes as they are.
+    Raw = 0,
+    /// One zstd frame, no dictionary.
+    Zstd = 1,
+    /// One zstd frame compressed with a collection dictionary.
+    ZstdDict = 2,
+    /// Several documents in one zstd frame, with or without a dictionary.
+    Block = 3,
+}
+
+impl Codec {
+    /// The codec of a codec byte, if it is one.
+    pub fn from_byte(b: u8) -> Option<Codec> {
+        match b {
+            0 => Some(Codec::Raw),
+            1 => Some(Codec::Zstd),
+            2 => Some(Codec::ZstdDict),
+            3 => Some(Codec::Block),
+            _ => None,
+        }
+    }
+}
+
+/// The most a zstd frame can expand per input byte: a 4-byte RLE block (3-byte header plus the
+/// byte) yields at most one 128 KiB block. Bounds `raw_len` against the frame size.
+const MAX_EXPANSION: u64 = (128 * 1024) / 4 + 1;
+
+/// Largest document a stored value may claim (4 GiB - 1): the format's widest offsets are u32.
+pub const MAX_DOCUMENT_BYTES: u64 = u32::MAX as u64;
+
+/// The header of a stored value, parsed and checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    /// How the document is stored.
+    pub codec: Codec,
+    /// The dictionary it needs ([`Codec::ZstdDict`] only).
+    pub dictionary: Option<DictionaryId>,
+    /// Length of the document once decoded (of all documents, for a block).
+    pub raw_len: u64,
+    /// Documents in the value (1 unless a block).
+    pub docs: u32,
+    /// Where the payload starts in the stored value.
+    pub payload_at: usize,
+}
+
+fn corrupt(offset: usize, problem: impl Into<String>) -> Error {
+    Error::CorruptValue {
+        offset,
+        problem: problem.into(),
+    }
+}
+
+/// Appends `v` as a LEB128 varint.
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Reads a canonical LEB128 varint at `pos`; returns the value and the position after it.
+fn get_varint(bytes: &[u8], pos: usize, what: &str) -> Result<(u64, usize)> {
+    let mut v: u64 = 0;
+    let mut shift = 0u32;
+    let mut p = pos;
+    loop {
+        let Some(&b) = bytes.get(p) else {
+            return Err(corrupt(p, format!("value ends inside the {what} varint")));
+        };
+        if shift == 63 && b > 1 {
+            return Err(corrupt(p, format!("{what} varint overflows 64 bits")));
+        }
+        v |= u64::from(b & 0x7f) << shift;
+        p += 1;
+        if b & 0x80 == 0 {
+            if b == 0 && p - pos > 1 {
+                return Err(corrupt(pos, format!("{what} varint is overlong")));
+            }
+            return Ok((v, p));
+        }
+        shift += 7;
+    }
+}
+
+/// Parses and checks the header of a stored value (not the payload).
+pub fn parse_header(stored: &[u8]) -> Result<Header> {
+    let Some(&first) = stored.first() else {
+        return Err(corrupt(0, "stored value is empty (no codec byte)"));
+    };
+    let Some(codec) = Codec::from_byte(first) else {
+        return Err(corrupt(
+            0,
+            format!(
+                "unknown codec byte {first:#04x} (known: 0 raw, 1 zstd, 2 zstd+dictionary, 3 block)"
+            ),
+        ));
+    };
+    if codec == Codec::Block {
+        return Ok(parse_block(stored)?.0);
+    }
+    let mut pos = 1;
+    let dictionary = if codec == Codec::ZstdDict {
+        let (id, p) = get_varint(stored, pos, "dictionary id")?;
+        if id == 0 || id > u64::from(DictionaryId::MAX) {
+            return Err(corrupt(pos, format!("dictionary id {id} is out of range")));
+        }
+        pos = p;
+        Some(id as DictionaryId)
+    } else {
+        None
+    };
+    let raw_len = if codec == Codec::Raw {
+        (stored.len() - pos) as u64
+    } else {
+        let (n, p) = get_varint(stored, pos, "document length")?;
+        check_frame(stored, p, n, pos)?;
+        pos = p;
+        n
+    };
+    Ok(Header {
+        codec,
+        dictionary,
+        raw_len,
+        docs: 1,
+        payload_at: pos,
+    })
+}
+
+/// Checks that a frame starting at `frame_at` can decode to `n` bytes (`len_at`: where the
+/// length was written, for the error).
+fn check_frame(stored: &[u8], frame_at: usize, n: u64, len_at: usize) -> Result<()> {
+    let frame = (stored.len() - frame_at) as u64;
+    if frame == 0 {
+        return Err(corrupt(frame_at, "zstd frame is missing"));
+    }
+    if n > MAX_DOCUMENT_BYTES || n > frame.saturating_mul(MAX_EXPANSION) {
+        return Err(corrupt(
+            len_at,
+            format!("decoded length {n} is impossible for a {frame}-byte zstd frame"),
+        ));
+    }
+    Ok(())
+}
+
+/// Most documents one block may hold.
+pub const MAX_BLOCK_DOCS: u32 = 1 << 20;
+
+/// Parses a block's header: the header and the end offset of each document in the decoded
+/// bytes.
+fn parse_block(stored: &[u8]) -> Result<(Header, Vec<usize>)> {
+    let (id, mut pos) = get_varint(stored, 1, "dictionary id")?;
+    if id > u64::from(DictionaryId::MAX) {
+        return Err(corrupt(1, format!("dictionary id {id} is out of range")));
+    }
+    let count_at = pos;
+    let (count, p) = get_varint(stored, pos, "document count")?;
+    pos = p;
+    if count == 0 || count > u64::from(MAX_BLOCK_DOCS) {
+        return Err(corrupt(
+            count_at,
+            format!("block document count {count} is out of range (1..={MAX_BLOCK_DOCS})"),
+        ));
+    }
+    // Each length takes at least one byte: a count beyond the value's size is corrupt
+    // before anything is allocated for it.
+    if count > (stored.len() - pos) as u64 {
+        return Err(corrupt(
+            count_at,
+            format!(
+                "block claims {count} documents in a {}-byte value",
+                stored.len()
+            ),
+        ));
+    }
+    let mut ends = Vec::with_capacity(count as usize);
+    let mut total: u64 = 0;
+    for _ in 0..count {
+        let (n, p) = get_varint(stored, pos, "document length")?;
+        total = total.saturating_add(n);
+        ends.push(usize::try_from(total).unwrap_or(usize::MAX));
+        pos = p;
+    }
+    check_frame(stored, pos, total, count_at)?;
+    let header = Header {
+        codec: Codec::Block,
+        dictionary: (id != 0).then_some(id as DictionaryId),
+        raw_len: total,
+        docs: count as u32,
+        payload_at: pos,
+    };
+    Ok((header, ends))
+}
+
+/// The dictionary a stored value needs, if any (for reference counting dictionaries).
+pub fn stored_dictionary(stored: &[u8]) -> Result<Option<DictionaryId>> {
+    Ok(parse_header(stored)?.dictionary)
+}
+
+/// Wraps `doc` as a raw stored value.
+pub fn encode_raw(doc: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    out.reserve(doc.len() + 1);
+    out.push(Codec::Raw as u8);
+    out.extend_from_slice(doc);
+}
+
+/// The dictionaries of one collection, prepared for decoding, by id.
+///
+/// Cheap to clone (dictionaries are shared); readers on many threads can each hold one.
+#[derive(Clone, Default)]
+pub struct Dictionaries {
+    by_id: HashMap<DictionaryId, Arc<DecoderDictionary<'static>>>,
+}
+
+impl std::fmt::Debug for Dictionaries {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut ids: Vec<_> = self.by_id.keys().copied().collect();
+        ids.sort_unstable();
+        f.debug_struct("Dictionaries").field("ids", &ids).finish()
+    }
+}
+
+impl Dictionaries {
+    /// An empty set.
+    pub fn new() -> Dictionaries {
+        Dictionaries::default()
+    }
+
+    /// Adds (or replaces) dictionary `id` from its raw bytes, as persisted by the database.
+    pub fn insert(&mut self, id: DictionaryId, bytes: &[u8]) -> Result<()> {
+        if id == 0 {
+            return Err(Error::Zstd {
+                op: "load dictionary",
+                message: "dictionary id 0 is reserved".into(),
+            });
+        }
+        let d = DecoderDictionary::try_copy(bytes).map_err(|e| Error::Zstd {
+            op: "load dictionary",
+            message: format!("dictionary {id} ({} bytes): {e}", bytes.len()),
+        })?;
+        self.by_id.insert(id, Arc::new(d));
+        Ok(())
+    }
+
+    /// Removes dictionary `id` (once no stored value needs it); true if it was there.
+    pub fn remove(&mut self, id: DictionaryId) -> bool {
+        self.by_id.remove(&id).is_some()
+    }
+
+    /// Whether dictionary `id` is loaded.
+    pub fn contains(&self, id: DictionaryId) -> bool {
+        self.by_id.contains_key(&id)
+    }
+
+    /// Number of loaded dictionaries.
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    /// Whether no dictionary is loaded.
+    pub fn is_empty(&self) -> bool {
+        self.by_id.is_empty()
+    }
+
+    fn get(&self, id: DictionaryId) -> Option<&DecoderDictionary<'static>> {
+        self.by_id.get(&id).map(|d| &**d)
+    }
+}
+
+/// Decodes stored values, reusing one zstd decompression context. One per reader thread.
+pub struct Decoder {
+    dctx: DCtx<'static>,
+}
+
+impl std::fmt::Debug for Decoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Decoder").finish_non_exhaustive()
+    }
+}
+
+fn zstd_err(op: &'static str, code: usize) -> Error {
+    Error::Zstd {
+        op,
+        message: zstd_safe::get_error_name(code).to_owned(),
+    }
+}
+
+impl Decoder {
+    /// A decoder with its own decompression context.
+    pub fn new() -> Result<Decoder> {
+        let mut dctx = DCtx::try_create().ok_or(Error::Zstd {
+            op: "create decompression context",
+            message: "out of memory".into(),
+        })?;
+        dctx.set_parameter(DParameter::Format(FrameFormat::Magicless))
+            .map_err(|c| zstd_err("set magicless format", c))?;
+        Ok(Decoder { dctx })
+    }
+
+    /// Decodes a stored value into the document bytes: borrowed for raw values, decompressed
+    /// otherwise. Checks the header, that the needed dictionary is in `dicts`, and that the frame
+    /// decompresses to exactly the length the header states. It does not validate the document
+    /// itself (`stele_doc::Document::new` does, unless a checksum already vouches for the bytes).
+    pub fn decode<'a>(&mut self, stored: &'a [u8], dicts: &Dictionaries) -> Result<Cow<'a, [u8]>> {
+        let h = parse_header(stored)?;
+        let payload = stored.get(h.payload_at..).unwrap_or_default();
+        match h.codec {
+            Codec::Raw => return Ok(Cow::Borrowed(payload)),
+            Codec::Block => return Err(not_single(&h)),
+            Codec::Zstd | Codec::ZstdDict => {}
+        }
+        let mut out = Vec::new();
+        self.decompress(&h, payload, dicts, &mut out)?;
+        Ok(Cow::Owned(out))
+    }
+
+    /// Like [`Decoder::decode`], into `out` (cleared first; its capacity is reused).
+    pub fn decode_into(
+        &mut self,
+        stored: &[u8],
+        dicts: &Dictionaries,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let h = parse_header(stored)?;
+        let payload = stored.get(h.payload_at..).unwrap_or_default();
+        out.clear();
+        match h.codec {
+            Codec::Raw => {
+                out.extend_from_slice(payload);
+                return Ok(());
+            }
+            Codec::Block => return Err(not_single(&h)),
+            Codec::Zstd | Codec::ZstdDict => {}
+        }
+        self.decompress(&h, payload, dicts, out)
+    }
+
+    /// Decodes a block (or a single-document value, as a block of one): every document of it.
+    pub fn decode_block(&mut self, stored: &[u8], dicts: &Dictionaries) -> Result<Block> {
+        let Some(&first) = stored.first() else {
+            return Err(corrupt(0, "stored value is empty (no codec byte)"));
+        };
+        if first != Codec::Block as u8 {
+            let mut bytes = Vec::new();
+            self.decode_into(stored, dicts, &mut bytes)?;
+            let ends = vec![bytes.len()];
+            return Ok(Block { bytes, ends });
+        }
+        let (h, ends) = parse_block(stored)?;
+        let payload = stored.get(h.payload_at..).unwrap_or_default();
+        let mut bytes = Vec::new();
+        self.decompress(&h, payload, dicts, &mut bytes)?;
+        Ok(Block { bytes, ends })
+    }
+
+    fn decompress(
+        &mut self,
+        h: &Header,
+        frame: &[u8],
+        dicts: &Dictionaries,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let want = usize::try_from(h.raw_len)
+            .map_err(|_| corrupt(1, format!("document length {} exceeds memory", h.raw_len)))?;
+        out.clear();
+        // Fallible: a damaged header may claim up to 4 GiB; fail instead of aborting.
+        out.try_reserve_exact(want).map_err(|_| {
+            corrupt(
+                1,
+                format!("cannot allocate {want} bytes for the decoded value"),
+            )
+        })?;
+        let res = match h.dictionary {
+            Some(id) => {
+                let Some(d) = dicts.get(id) else {
+                    return Err(Error::MissingDictionary { id });
+                };
+                self.dctx.decompress_using_ddict(out, frame, d.as_ddict())
+            }
+            None => self.dctx.decompress(out, frame),
+        };
+        // The context may hold state from a failed frame; reset it for the next value.
+        let n = res.map_err(|c| {
+            let _ = self.dctx.reset(zstd_safe::ResetDirective::SessionOnly);
+            corrupt(
+                h.payload_at,
+                format!(
+                    "zstd frame does not decode: {}",
+                    zstd_safe::get_error_name(c)
+                ),
+            )
+        })?;
+        if n != want || out.len() != want {
+            return Err(corrupt(
+                h.payload_at,
+                format!("zstd frame decodes to {n} bytes, header says {want}"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn not_single(h: &Header) -> Error {
+    corrupt(
+        0,
+        format!(
+            "value is a block of {} documents, not one document; read it with decode_block",
+            h.docs
+        ),
+    )
+}
+
+/// The decoded documents of a block, in order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Block {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Block {
+    /// Number of documents.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether the block holds no document (never, for a decoded block).
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Document `i`.
+    pub fn get(&self, i: usize) -> Option<&[u8]> {
+        let end = *self.ends.get(i)?;
+        let start = if i == 0 { 0 } else { *self.ends.get(i - 1)? };
+        self.bytes.get(start..end)
+    }
+
+    /// The documents in order.
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        (0..self.len()).filter_map(|i| self.get(i))
+    }
+}
+
+/// Decodes one stored value with a fresh context (convenience; keep a [`Decoder`] for many).
+pub fn decode<'a>(stored: &'a [u8], dicts: &Dictionaries) -> Result<Cow<'a, [u8]>> {
+    Decoder::new()?.decode(stored, dicts)
+}

@@ -1,0 +1,496 @@
+//! Tests of `stele::compress`: round trips on real documents, corrupt stored values, the
+//! training policy, and arbitrary bytes into `decode`.
+
+#![allow(clippy::unwrap_used, reason = "tests")]
+
+use std::borrow::Cow;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use proptest::prelude::*;
+use stele::Error;
+use stele::compress::{
+    Codec, CompressOptions, Compressor, Decoder, Dictionaries, decode, encode_raw, parse_header,
+    stored_dictionary,
+};
+
+fn data_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/collections")
+}
+
+/// Every collection file under the shared data (empty when the data is absent).
+fn collection_files() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![data_dir()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.to_string_lossy().ends_with(".jsonl.zst") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The first `n` documents of a collection file, in Stele's format.
+fn first_docs(path: &Path, n: usize) -> Vec<Vec<u8>> {
+    let file = std::fs::File::open(path).unwrap();
+    let r = BufReader::new(zstd::stream::read::Decoder::new(file).unwrap());
+    let mut w = stele_doc::DocumentWriter::new();
+    r.split(b'\n')
+        .map(Result::unwrap)
+        .filter(|l| !l.trim_ascii().is_empty())
+        .take(n)
+        .map(|l| w.from_json(&l).unwrap())
+        .collect()
+}
+
+/// Drives a compressor the way the database does; returns stored values and dictionaries.
+fn run(docs: &[Vec<u8>], opts: CompressOptions) -> (Vec<Vec<u8>>, Dictionaries, Vec<u32>) {
+    let mut c = Compressor::new(opts).unwrap();
+    let mut dicts = Dictionaries::new();
+    let mut ids = Vec::new();
+    let stored = docs
+        .iter()
+        .map(|d| {
+            let s = c.compress(d).unwrap();
+            if let Some(nd) = c.take_new_dictionary() {
+                ids.push(nd.id());
+                dicts.insert(nd.id(), nd.bytes()).unwrap();
+                c.adopt(nd).unwrap();
+            }
+            s
+        })
+        .collect();
+    (stored, dicts, ids)
+}
+
+#[test]
+fn every_codec_round_trips_on_real_documents() {
+    let files = collection_files();
+    if files.is_empty() {
+        eprintln!("shared data not found; skipping");
+        return;
+    }
+    let mut seen = [0usize; 4];
+    let mut dec = Decoder::new().unwrap();
+    for f in &files {
+        let docs = first_docs(f, 400);
+        let opts = CompressOptions {
+            train_after: 64,
+            sample_docs: 128,
+            ..CompressOptions::default()
+        };
+        let (stored, dicts, _) = run(&docs, opts);
+        for (d, s) in docs.iter().zip(&stored) {
+            let h = parse_header(s).unwrap();
+            seen[h.codec as usize] += 1;
+            assert_eq!(
+                dec.decode(s, &dicts).unwrap(),
+                d.as_slice(),
+                "{}",
+                f.display()
+            );
+            stele_doc::Document::new(&dec.decode(s, &dicts).unwrap()).unwrap();
+        }
+        // Blocks of 16 documents (the last one shorter) through a fresh compressor.
+        let mut c = Compressor::new(CompressOptions {
+            train_after: 64,
+            ..CompressOptions::default()
+        })
+        .unwrap();
+        let mut bdicts = Dictionaries::new();
+        let mut out = Vec::new();
+        for chunk in docs.chunks(16) {
+            let refs: Vec<&[u8]> = chunk.iter().map(Vec::as_slice).collect();
+            c.compress_block(&refs, &mut out).unwrap();
+            if let Some(nd) = c.take_new_dictionary() {
+                bdicts.insert(nd.id(), nd.bytes()).unwrap();
+                c.adopt(nd).unwrap();
+            }
+            let h = parse_header(&out).unwrap();
+            assert_eq!((h.codec, h.docs as usize), (Codec::Block, chunk.len()));
+            let b = dec.decode_block(&out, &bdicts).unwrap();
+            assert_eq!(b.len(), chunk.len());
+            assert!(b.iter().eq(refs.iter().copied()));
+            assert!(
+                dec.decode(&out, &bdicts).is_err(),
+                "a block is not one document"
+            );
+        }
+        // Raw: every document, borrowed.
+        let mut raw = Vec::new();
+        for d in &docs {
+            encode_raw(d, &mut raw);
+            assert!(matches!(dec.decode(&raw, &dicts).unwrap(), Cow::Borrowed(b) if b == d));
+        }
+    }
+    // Raw values appear for tiny documents, zstd before the first dictionary, dict after it.
+    assert!(seen[Codec::Zstd as usize] > 0, "{seen:?}");
+    assert!(seen[Codec::ZstdDict as usize] > 0, "{seen:?}");
+}
+
+#[test]
+fn disabled_compressor_stores_raw() {
+    let mut c = Compressor::new(CompressOptions {
+        enabled: false,
+        ..CompressOptions::default()
+    })
+    .unwrap();
+    let doc =
+        stele_doc::from_json(br#"{"a":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}"#).unwrap();
+    let s = c.compress(&doc).unwrap();
+    assert_eq!(s.first(), Some(&(Codec::Raw as u8)));
+    assert_eq!(decode(&s, &Dictionaries::new()).unwrap(), doc.as_slice());
+}
+
+/// Some documents of one collection, small enough for exhaustive corruption.
+fn sample_values() -> (Vec<Vec<u8>>, Dictionaries) {
+    let docs: Vec<Vec<u8>> = (0..300)
+        .map(|i| {
+            let j = format!(
+                r#"{{"id":{i},"name":"user number {i}","email":"user{i}@example.com","tags":["a","b"],"active":{}}}"#,
+                i % 2 == 0
+            );
+            stele_doc::from_json(j.as_bytes()).unwrap()
+        })
+        .collect();
+    let opts = CompressOptions {
+        train_after: 100,
+        sample_docs: 100,
+        dictionary_bytes: 2048,
+        ..CompressOptions::default()
+    };
+    let (stored, dicts, ids) = run(&docs, opts);
+    assert!(!ids.is_empty(), "no dictionary trained");
+    (stored, dicts)
+}
+
+#[test]
+fn corrupt_and_truncated_values_give_errors_not_panics() {
+    let (stored, dicts) = sample_values();
+    let mut dec = Decoder::new().unwrap();
+    // Two values with a dictionary, and one without (a document long enough to compress
+    // alone).
+    let mut picked: Vec<Vec<u8>> = stored
+        .iter()
+        .filter(|s| parse_header(s).unwrap().codec == Codec::ZstdDict)
+        .take(2)
+        .cloned()
+        .collect();
+    let long = stele_doc::from_json(
+        br#"{"text":"abc abc abc abc abc abc abc abc abc abc abc abc abc","n":[1,1,1,1,1,1,1,1,1,1]}"#,
+    )
+    .unwrap();
+    picked.push(
+        Compressor::new(CompressOptions::default())
+            .unwrap()
+            .compress(&long)
+            .unwrap(),
+    );
+    let codecs: Vec<Codec> = picked
+        .iter()
+        .map(|s| parse_header(s).unwrap().codec)
+        .collect();
+    assert_eq!(codecs, [Codec::ZstdDict, Codec::ZstdDict, Codec::Zstd]);
+    for s in &picked {
+        let original = dec.decode_block(s, &dicts).unwrap();
+        // Every truncation fails (a shorter frame cannot produce the stated length).
+        for n in 0..s.len() {
+            assert!(
+                dec.decode_block(&s[..n], &dicts).is_err(),
+                "truncated to {n}"
+            );
+            assert!(dec.decode(&s[..n], &dicts).is_err(), "truncated to {n}");
+        }
+        // Every byte changed several ways: an error, or (rarely, when zstd cannot tell) some
+        // document of the stated length; never a panic.
+        for i in 0..s.len() {
+            for x in [0x01u8, 0x80, 0xff] {
+                let mut c = s.clone();
+                c[i] ^= x;
+                match dec.decode_block(&c, &dicts) {
+                    // Possible where zstd cannot tell (or the codec byte became raw): still
+                    // exactly the stated lengths.
+                    Ok(b) => {
+                        let h = parse_header(&c).unwrap();
+                        assert_eq!(b.iter().map(<[u8]>::len).sum::<usize>() as u64, h.raw_len);
+                        assert_eq!(b.len(), h.docs as usize);
+                    }
+                    Err(e) => assert!(
+                        matches!(
+                            e,
+                            Error::CorruptValue { .. } | Error::MissingDictionary { .. }
+                        ),
+                        "byte {i} ^ {x:#x}: {e}"
+                    ),
+                }
+            }
+        }
+        // The decoder still works after all that.
+        assert_eq!(dec.decode_block(s, &dicts).unwrap(), original);
+    }
+}
+
+#[test]
+fn missing_dictionary_and_bad_headers_are_named() {
+    let (stored, dicts) = sample_values();
+    let with_dict = stored
+        .iter()
+        .find(|s| parse_header(s).unwrap().codec == Codec::ZstdDict)
+        .unwrap();
+    let id = stored_dictionary(with_dict).unwrap().unwrap();
+    let err = decode(with_dict, &Dictionaries::new()).unwrap_err();
+    assert!(
+        matches!(err, Error::MissingDictionary { id: i } if i == id),
+        "{err}"
+    );
+    assert!(err.to_string().contains(&format!("dictionary {id}")));
+    assert!(decode(with_dict, &dicts).is_ok());
+
+    let err = decode(&[], &dicts).unwrap_err();
+    assert!(
+        matches!(err, Error::CorruptValue { offset: 0, .. }),
+        "{err}"
+    );
+    let err = decode(&[7, 1, 2], &dicts).unwrap_err();
+    assert!(err.to_string().contains("unknown codec byte 0x07"), "{err}");
+    // Overlong varint for the dictionary id.
+    let err = decode(&[2, 0x81, 0x00, 1, 0], &dicts).unwrap_err();
+    assert!(err.to_string().contains("overlong"), "{err}");
+    // Dictionary id 0 is reserved.
+    let err = decode(&[2, 0, 1, 0], &dicts).unwrap_err();
+    assert!(err.to_string().contains("out of range"), "{err}");
+    // A length no frame of that size can reach (no allocation is attempted).
+    let err = decode(&[1, 0xff, 0xff, 0xff, 0xff, 0x0f, 0], &dicts).unwrap_err();
+    assert!(err.to_string().contains("impossible"), "{err}");
+}
+
+fn repeated_docs(n: usize) -> Vec<Vec<u8>> {
+    (0..n)
+        .map(|i| {
+            let j = format!(
+                r#"{{"order":{i},"customer":"customer-{}","status":"shipped","items":[{{"sku":"SKU-{}","qty":{}}}],"note":"deliver to the back door please"}}"#,
+                i % 37,
+                i % 11,
+                i % 5
+            );
+            stele_doc::from_json(j.as_bytes()).unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn no_dictionary_before_enough_samples_then_training() {
+    let docs = repeated_docs(400);
+    let opts = CompressOptions {
+        train_after: 200,
+        sample_docs: 200,
+        dictionary_bytes: 4096,
+        ..CompressOptions::default()
+    };
+    let mut c = Compressor::new(opts).unwrap();
+    for (i, d) in docs.iter().enumerate() {
+        let s = c.compress(d).unwrap();
+        let nd = c.take_new_dictionary();
+        if i + 1 < 200 {
+            assert!(nd.is_none(), "dictionary after {} documents", i + 1);
+            assert_ne!(parse_header(&s).unwrap().codec, Codec::ZstdDict);
+            assert_eq!(c.stats().trainings, 0);
+        } else if i + 1 == 200 {
+            let nd = nd.expect("training after 200 documents");
+            assert_eq!(nd.id(), 1);
+            // At most a tenth of the training samples (7/8 of those seen), not the 4 KB cap.
+            let seen: usize = docs[..200].iter().map(Vec::len).sum();
+            assert!(
+                nd.bytes().len() <= (seen / 10).max(1024),
+                "{}",
+                nd.bytes().len()
+            );
+            let (new, old) = nd.evaluation();
+            assert!(new < old, "{new} vs {old}");
+            // Not used before adoption.
+            let s = c.compress(d).unwrap();
+            assert_ne!(parse_header(&s).unwrap().codec, Codec::ZstdDict);
+            c.adopt(nd).unwrap();
+            assert_eq!(c.current_dictionary(), Some(1));
+            let s = c.compress(d).unwrap();
+            assert_eq!(stored_dictionary(&s).unwrap(), Some(1));
+        }
+    }
+    assert_eq!(c.stats().adopted, 1);
+}
+
+#[test]
+fn worse_dictionary_is_not_proposed() {
+    let docs = repeated_docs(3000);
+    // A margin no dictionary can beat: trainings run, nothing is proposed.
+    let opts = CompressOptions {
+        train_after: 100,
+        sample_docs: 100,
+        dictionary_bytes: 4096,
+        adoption_margin: 0.999,
+        ..CompressOptions::default()
+    };
+    let mut c = Compressor::new(opts).unwrap();
+    for d in &docs {
+        c.compress(d).unwrap();
+        assert!(c.take_new_dictionary().is_none());
+    }
+    assert!(c.stats().trainings >= 1);
+    assert_eq!(c.stats().candidates, 0);
+
+    // With a dictionary in use, retraining on the same kind of documents does not replace it
+    // unless the new one wins by the margin.
+    let opts = CompressOptions {
+        train_after: 100,
+        sample_docs: 400,
+        dictionary_bytes: 4096,
+        adoption_margin: 0.5,
+        ..CompressOptions::default()
+    };
+    let (stored, dicts, ids) = run(&docs, opts);
+    assert_eq!(
+        ids,
+        vec![1],
+        "first dictionary only (others lose by < 50 %)"
+    );
+    assert_eq!(dicts.len(), 1);
+    assert!(
+        stored
+            .iter()
+            .any(|s| stored_dictionary(s).unwrap() == Some(1))
+    );
+}
+
+#[test]
+fn ids_increase_and_are_never_reused() {
+    // Two kinds of documents in turn: the ratio drifts, retraining proposes new dictionaries.
+    let a = repeated_docs(1500);
+    let b: Vec<Vec<u8>> = (0..1500)
+        .map(|i| {
+            let j = format!(
+                r#"{{"sensor":"probe-{}","reading":{{"celsius":{}.{} ,"humidity":{}}},"site":"north field {}","firmware":"v2.{}.7"}}"#,
+                i % 13,
+                i % 40,
+                i % 10,
+                i % 100,
+                i % 7,
+                i % 3
+            );
+            stele_doc::from_json(j.as_bytes()).unwrap()
+        })
+        .collect();
+    let docs: Vec<Vec<u8>> = a.iter().chain(&b).chain(&a).cloned().collect();
+    let opts = CompressOptions {
+        train_after: 100,
+        sample_docs: 200,
+        window_docs: 100,
+        dictionary_bytes: 4096,
+        ..CompressOptions::default()
+    };
+    let (stored, dicts, ids) = run(&docs, opts.clone());
+    assert!(ids.len() >= 2, "ratio drift should retrain: {ids:?}");
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+    let mut dec = Decoder::new().unwrap();
+    for (d, s) in docs.iter().zip(&stored) {
+        assert_eq!(dec.decode(s, &dicts).unwrap(), d.as_slice());
+    }
+
+    // A dropped proposal still uses up its id; a resumed compressor continues after the last.
+    let mut c = Compressor::new(opts.clone()).unwrap();
+    let mut proposed = Vec::new();
+    for d in &docs {
+        c.compress(d).unwrap();
+        if let Some(nd) = c.take_new_dictionary() {
+            proposed.push(nd.id()); // dropped, never adopted
+        }
+    }
+    assert!(proposed.len() >= 2, "{proposed:?}");
+    assert!(proposed.windows(2).all(|w| w[0] < w[1]), "{proposed:?}");
+    let last = *ids.last().unwrap();
+    let mut c = Compressor::resume(opts, None, last).unwrap();
+    for d in &docs {
+        c.compress(d).unwrap();
+        if let Some(nd) = c.take_new_dictionary() {
+            assert!(nd.id() > last);
+            break;
+        }
+    }
+}
+
+#[test]
+fn adopting_out_of_order_is_refused() {
+    let docs = repeated_docs(300);
+    let opts = CompressOptions {
+        train_after: 100,
+        sample_docs: 100,
+        dictionary_bytes: 4096,
+        ..CompressOptions::default()
+    };
+    let mut c = Compressor::resume(opts.clone(), None, 0).unwrap();
+    let mut first = None;
+    for d in &docs {
+        c.compress(d).unwrap();
+        if let Some(nd) = c.take_new_dictionary() {
+            first = Some(nd);
+            break;
+        }
+    }
+    let nd = first.unwrap();
+    let bytes = nd.bytes().to_vec();
+    // Resumed with a current dictionary whose id is higher: an older proposal is refused.
+    let mut c2 = Compressor::resume(opts, Some((5, &bytes)), 5).unwrap();
+    assert_eq!(c2.current_dictionary(), Some(5));
+    assert!(c2.adopt(nd).is_err());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+        let (_, dicts) = SAMPLE.with(|s| s.clone());
+        let mut dec = Decoder::new().unwrap();
+        if let Ok(d) = dec.decode(&bytes, &dicts) {
+            let h = parse_header(&bytes).unwrap();
+            prop_assert_eq!(d.len() as u64, h.raw_len);
+        }
+        if let Ok(b) = dec.decode_block(&bytes, &dicts) {
+            let h = parse_header(&bytes).unwrap();
+            prop_assert_eq!(b.len(), h.docs as usize);
+        }
+    }
+
+    #[test]
+    fn arbitrary_codec_headers_never_panic(
+        codec in 0u8..4,
+        id in 0u32..4,
+        len in 0u64..100_000,
+        tail in proptest::collection::vec(any::<u8>(), 0..64),
+    ) {
+        let (_, dicts) = SAMPLE.with(|s| s.clone());
+        let mut v = vec![codec];
+        let mut put = |mut x: u64| {
+            while x >= 0x80 { v.push((x as u8) | 0x80); x >>= 7; }
+            v.push(x as u8);
+        };
+        if codec >= 2 { put(u64::from(id)); }
+        if codec == 3 { put(len % 5); }
+        if codec != 0 { put(len); }
+        v.extend_from_slice(&tail);
+        let _ = decode(&v, &dicts);
+        let _ = Decoder::new().unwrap().decode_block(&v, &dicts);
+    }
+}
+
+thread_local! {
+    static SAMPLE: (Vec<Vec<u8>>, Dictionaries) = sample_values();
+}
