@@ -1,12 +1,13 @@
 //! The database: opening and recovery, commits with group commit, checkpoints.
 
 use crate::batch::Batch;
+use crate::compress::{CompressOptions, Compressor, NewDictionary};
 use crate::error::{Error, Result};
 use crate::index::IndexDef;
 use crate::manifest::{self, Manifest};
 use crate::snapshot::Snapshot;
 use crate::wal::{self, LoggedOp, WalWriter};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
@@ -95,6 +96,43 @@ pub(crate) struct State {
     pub(crate) collections: BTreeMap<String, DurableMap>,
     /// By (collection, index name).
     pub(crate) indexes: BTreeMap<(String, String), IndexState>,
+    /// Compression dictionaries by collection, as persisted in the meta collection.
+    pub(crate) dicts: BTreeMap<String, crate::compress::Dictionaries>,
+}
+
+/// The internal collection holding dictionaries (`dict/<collection>/<id, 10 digits>` to the
+/// dictionary's bytes) and settings (`compress/<collection>` to `0` or `1`). Its values are
+/// raw bytes, not documents.
+pub(crate) const META: &str = "_meta";
+
+fn dict_key(collection: &str, id: crate::compress::DictionaryId) -> Vec<u8> {
+    format!("dict/{collection}/{id:010}").into_bytes()
+}
+
+/// Keeps the in-memory dictionary sets in step with puts to the meta collection.
+fn note_meta(state: &mut State, key: &[u8], value: &[u8]) -> Result<()> {
+    let Some(rest) = key.strip_prefix(b"dict/") else {
+        return Ok(());
+    };
+    let text = String::from_utf8_lossy(rest);
+    let parsed = text.rsplit_once('/').and_then(|(c, id)| {
+        Some((
+            c.to_owned(),
+            id.parse::<crate::compress::DictionaryId>().ok()?,
+        ))
+    });
+    let Some((collection, id)) = parsed else {
+        return Err(Error::CorruptManifest {
+            path: PathBuf::from(META),
+            reason: "a dictionary key does not name a collection and an id",
+        });
+    };
+    state
+        .dicts
+        .entry(collection)
+        .or_default()
+        .insert(id, value)?;
+    Ok(())
 }
 
 /// Names one map of the state: a collection or an index.
@@ -157,6 +195,7 @@ impl State {
 /// The index keys of a stored document, per index of its collection (in `indexes_of` order).
 fn stored_keys(
     defs: &[Arc<IndexDef>],
+    dicts: Option<&crate::compress::Dictionaries>,
     collection: &str,
     id: &[u8],
     stored: Option<&[u8]>,
@@ -164,7 +203,7 @@ fn stored_keys(
     let Some(stored) = stored else {
         return Ok(vec![Vec::new(); defs.len()]);
     };
-    let bytes = crate::stored::decode(collection, id, stored)?;
+    let bytes = crate::stored::decode(dicts, collection, id, stored)?;
     let doc = stele_doc::Document::new(&*bytes)?;
     Ok(defs.iter().map(|d| d.keys(&doc, id)).collect())
 }
@@ -182,8 +221,9 @@ fn reindex(state: &mut State, collection: &str, id: &[u8], new: Option<&[u8]>) -
         Some(map) => map.get(id)?.map(<[u8]>::to_vec),
         None => None,
     };
-    let old_keys = stored_keys(&defs, collection, id, old.as_deref())?;
-    let new_keys = stored_keys(&defs, collection, id, new)?;
+    let dicts = state.dicts.get(collection).cloned();
+    let old_keys = stored_keys(&defs, dicts.as_ref(), collection, id, old.as_deref())?;
+    let new_keys = stored_keys(&defs, dicts.as_ref(), collection, id, new)?;
     for ((def, old), new) in defs.iter().zip(old_keys).zip(new_keys) {
         let Some(ix) = state
             .indexes
@@ -207,7 +247,8 @@ fn build_index(store: &Store, state: &State, def: &IndexDef) -> Result<DurableMa
     if let Some(map) = state.collections.get(&def.collection) {
         for entry in map.iter() {
             let (id, stored) = entry?;
-            let bytes = crate::stored::decode(&def.collection, &id, stored)?;
+            let dicts = state.dicts.get(&def.collection);
+            let bytes = crate::stored::decode(dicts, &def.collection, &id, stored)?;
             let doc = stele_doc::Document::new(&*bytes)?;
             pairs.extend(def.keys(&doc, &id).into_iter().map(|k| (k, [0u8; 0])));
         }
@@ -247,9 +288,12 @@ pub(crate) struct Inner {
     /// Queue of the background compactor (if enabled), and the maps queued or running.
     compactor: Option<Mutex<mpsc::Sender<MapRef>>>,
     compacting: Mutex<HashSet<MapRef>>,
-    /// Compactions finished on the side: (map, layers covered, new base), swapped in by
-    /// the next checkpoint.
-    ready: Mutex<Vec<(MapRef, Vec<TableId>, TableId)>>,
+    /// Compactions finished on the side: (map, layers covered, the new base), swapped in by
+    /// the next checkpoint. The base is held open (so locked) until then: garbage collection
+    /// must not take it while no manifest names it yet.
+    ready: Mutex<Vec<(MapRef, Vec<TableId>, DurableMap)>>,
+    /// Per-collection compressors, created on first write; they carry training state.
+    compressors: Mutex<HashMap<String, Arc<Mutex<Compressor>>>>,
 }
 
 /// An embedded database of JSON documents in a folder. Cheap to clone; `Send + Sync`.
@@ -328,6 +372,9 @@ pub(crate) fn apply(store: &Store, state: &mut State, ops: &[LoggedOp]) -> Resul
                 id,
                 value,
             } => {
+                if collection == META {
+                    note_meta(state, id, value)?;
+                }
                 reindex(state, collection, id, Some(value))?;
                 let map = state
                     .collections
@@ -442,6 +489,13 @@ impl Database {
             };
             state.collections.insert(name.clone(), map);
         }
+        // Dictionaries persisted in the meta collection up to the checkpoint.
+        if let Some(meta) = state.collections.get(META).cloned() {
+            for entry in meta.prefix(b"dict/") {
+                let (key, value) = entry?;
+                note_meta(&mut state, &key, value)?;
+            }
+        }
         // Replay the log.
         let segments = wal::list_segments(&wal_dir)?;
         let mut logged_bytes = 0u64;
@@ -517,6 +571,7 @@ impl Database {
                 compactor: background.then(|| Mutex::new(tx)),
                 compacting: Mutex::new(HashSet::new()),
                 ready: Mutex::new(Vec::new()),
+                compressors: Mutex::new(HashMap::new()),
             }),
         };
         if background {
@@ -560,7 +615,109 @@ impl Database {
     /// on disk and visible to new snapshots; on error none is applied. Commits from many
     /// threads share one log write and one fsync (group commit).
     pub fn commit(&self, batch: Batch) -> Result<()> {
-        self.commit_ops(batch.into_ops())
+        let mut ops = batch.into_ops();
+        let proposals = self.compress_ops(&mut ops)?;
+        self.commit_ops(ops)?;
+        // The dictionaries are durable now: later documents may use them.
+        for (compressor, dict) in proposals {
+            if let Ok(mut c) = compressor.lock() {
+                // Refused only if an even newer one was adopted meanwhile: drop this one.
+                let _ = c.adopt(dict);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `collection` stores new documents compressed (default: yes).
+    pub fn compression(&self, collection: &str) -> Result<bool> {
+        let snap = self.snapshot();
+        Ok(
+            match snap.meta(format!("compress/{collection}").as_bytes())? {
+                Some(v) => v != b"0",
+                None => true,
+            },
+        )
+    }
+
+    /// Turns compression of new documents in `collection` on or off (documents already
+    /// stored stay as they are, readable either way). Logged like any write.
+    pub fn set_compression(&self, collection: &str, on: bool) -> Result<()> {
+        crate::batch::check_collection_name(collection)?;
+        self.commit_ops(vec![LoggedOp::Put {
+            collection: META.to_owned(),
+            id: format!("compress/{collection}").into_bytes(),
+            value: Arc::from(if on { &b"1"[..] } else { &b"0"[..] }),
+        }])
+    }
+
+    /// The compressor of `collection`, resumed from its persisted dictionaries.
+    fn compressor(&self, collection: &str) -> Result<Arc<Mutex<Compressor>>> {
+        let mut all = self.inner.compressors.lock().map_err(lock_poisoned)?;
+        if let Some(c) = all.get(collection) {
+            return Ok(Arc::clone(c));
+        }
+        let snap = self.snapshot();
+        let last = snap.last_dictionary(collection)?;
+        let current = last.as_ref().map(|(id, bytes)| (*id, bytes.as_slice()));
+        let c = Compressor::resume(
+            CompressOptions::default(),
+            current,
+            last.as_ref().map_or(0, |(id, _)| *id),
+        )?;
+        let c = Arc::new(Mutex::new(c));
+        all.insert(collection.to_owned(), Arc::clone(&c));
+        Ok(c)
+    }
+
+    /// Compresses the documents of user collections with compression on, in place. A
+    /// dictionary a compressor proposes goes into this batch (before any document could use
+    /// it) and is adopted once the batch is durable.
+    fn compress_ops(
+        &self,
+        ops: &mut Vec<LoggedOp>,
+    ) -> Result<Vec<(Arc<Mutex<Compressor>>, NewDictionary)>> {
+        let mut enabled: HashMap<String, bool> = HashMap::new();
+        let mut proposals = Vec::new();
+        let mut dict_ops = Vec::new();
+        for op in ops.iter_mut() {
+            let LoggedOp::Put {
+                collection, value, ..
+            } = op
+            else {
+                continue;
+            };
+            if collection.starts_with('_') {
+                continue;
+            }
+            let on = match enabled.get(collection.as_str()) {
+                Some(on) => *on,
+                None => {
+                    let on = self.compression(collection)?;
+                    enabled.insert(collection.clone(), on);
+                    on
+                }
+            };
+            let Some(doc) = crate::stored::raw(value).filter(|_| on) else {
+                continue;
+            };
+            let compressor = self.compressor(collection)?;
+            let mut c = compressor.lock().map_err(lock_poisoned)?;
+            *value = Arc::from(c.compress(doc)?);
+            if let Some(dict) = c.take_new_dictionary() {
+                dict_ops.push(LoggedOp::Put {
+                    collection: META.to_owned(),
+                    id: dict_key(collection, dict.id()),
+                    value: Arc::from(dict.bytes()),
+                });
+                drop(c);
+                proposals.push((compressor, dict));
+            }
+        }
+        if !dict_ops.is_empty() {
+            dict_ops.append(ops);
+            *ops = dict_ops;
+        }
+        Ok(proposals)
     }
 
     /// Creates index `name` on `collection` over the field paths `fields` (see
@@ -725,7 +882,9 @@ impl Database {
                 // `false` when the map was compacted another way meanwhile. An error (say,
                 // a full disk while rewriting the newer diffs) leaves the map as it was:
                 // the compaction is dropped and tried again later.
-                let _ = map.rebase(&covered, base);
+                if let Some(id) = base.id() {
+                    let _ = map.rebase(&covered, id);
+                }
             }
         }
         let background = inner.compactor.is_some();
@@ -819,8 +978,11 @@ fn compactor(weak: &Weak<Inner>, queue: &mpsc::Receiver<MapRef>) {
 }
 
 /// Compacts what map `r` has saved now into a new base; returns the layers it covers and
-/// the base.
-fn compact_on_the_side(weak: &Weak<Inner>, r: &MapRef) -> Result<Option<(Vec<TableId>, TableId)>> {
+/// the base (open, as a one-layer map).
+fn compact_on_the_side(
+    weak: &Weak<Inner>,
+    r: &MapRef,
+) -> Result<Option<(Vec<TableId>, DurableMap)>> {
     let mut side = {
         let Some(inner) = weak.upgrade() else {
             return Ok(None);
@@ -837,6 +999,6 @@ fn compact_on_the_side(weak: &Weak<Inner>, r: &MapRef) -> Result<Option<(Vec<Tab
     if covered.len() <= 1 {
         return Ok(None);
     }
-    let base = side.compact()?;
-    Ok(Some((covered, base)))
+    side.compact()?;
+    Ok(Some((covered, side)))
 }

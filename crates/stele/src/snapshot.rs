@@ -99,7 +99,12 @@ impl Snapshot {
         };
         match map.get(id.as_bytes())? {
             Some(stored) => Ok(Some(Doc {
-                bytes: crate::stored::decode(collection, id.as_bytes(), stored)?,
+                bytes: crate::stored::decode(
+                    self.state.dicts.get(collection),
+                    collection,
+                    id.as_bytes(),
+                    stored,
+                )?,
             })),
             None => Ok(None),
         }
@@ -122,7 +127,8 @@ impl Snapshot {
         maps.into_iter().flat_map(move |map| {
             map.iter().map(move |entry| {
                 let (id, stored) = entry?;
-                let bytes = crate::stored::decode(collection, &id, stored)?;
+                let dicts = self.state.dicts.get(collection);
+                let bytes = crate::stored::decode(dicts, collection, &id, stored)?;
                 Ok((String::from_utf8_lossy(&id).into_owned(), Doc { bytes }))
             })
         })
@@ -149,6 +155,39 @@ impl Snapshot {
         collection: &'a str,
     ) -> impl Iterator<Item = &'a crate::db::IndexState> + 'a {
         self.state.indexes_of(collection)
+    }
+
+    /// A value of the internal meta collection (settings, dictionaries).
+    pub(crate) fn meta(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        match self.state.collections.get(crate::db::META) {
+            Some(m) => Ok(m.get(key)?.map(<[u8]>::to_vec)),
+            None => Ok(None),
+        }
+    }
+
+    /// The newest persisted dictionary of `collection`: id and bytes.
+    pub(crate) fn last_dictionary(
+        &self,
+        collection: &str,
+    ) -> Result<Option<(crate::compress::DictionaryId, Vec<u8>)>> {
+        let Some(meta) = self.state.collections.get(crate::db::META) else {
+            return Ok(None);
+        };
+        let prefix = format!("dict/{collection}/");
+        let Some(entry) = meta.prefix(prefix.as_bytes()).next_back() else {
+            return Ok(None);
+        };
+        let (key, value) = entry?;
+        let id = std::str::from_utf8(&key[prefix.len()..])
+            .ok()
+            .and_then(|t| t.parse().ok())
+            .unwrap_or(0);
+        Ok(Some((id, value.to_vec())))
+    }
+
+    /// Number of compression dictionaries `collection` has.
+    pub fn dictionaries(&self, collection: &str) -> usize {
+        self.state.dicts.get(collection).map_or(0, |d| d.len())
     }
 
     /// Facts about `collection` (zeros if it does not exist).

@@ -253,3 +253,66 @@ fn background_compaction_bounds_the_layers_while_writes_continue() {
     );
     assert_eq!(db.snapshot().count("c"), 100);
 }
+
+#[test]
+fn compression_trains_dictionaries_that_survive_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = |i: u32| {
+        format!(
+            r#"{{"id":{i},"name":"customer number {i}","email":"user{i}@example.com","status":"{}","address":{{"city":"Lyon","country":"FR"}}}}"#,
+            ["paid", "shipped", "pending"][(i % 3) as usize]
+        )
+    };
+    let db = Database::open(dir.path()).unwrap();
+    db.set_compression("raw", false).unwrap();
+    assert!(db.compression("c").unwrap());
+    assert!(!db.compression("raw").unwrap());
+    for chunk in 0..20u32 {
+        let mut b = db.batch();
+        for i in chunk * 50..chunk * 50 + 50 {
+            b.put_json("c", &format!("{i:05}"), json(i).as_bytes())
+                .unwrap();
+            b.put_json("raw", &format!("{i:05}"), json(i).as_bytes())
+                .unwrap();
+        }
+        db.commit(b).unwrap();
+    }
+    db.compact().unwrap();
+    let snap = db.snapshot();
+    assert!(snap.dictionaries("c") > 0, "no dictionary was trained");
+    assert_eq!(snap.dictionaries("raw"), 0);
+    let (c, raw) = (snap.stats("c"), snap.stats("raw"));
+    assert!(
+        c.stored_bytes * 2 < raw.stored_bytes,
+        "compressed {} vs raw {}",
+        c.stored_bytes,
+        raw.stored_bytes
+    );
+    assert_eq!(
+        snap.collections(),
+        vec!["c", "raw"],
+        "the meta collection stays hidden"
+    );
+    drop(snap);
+    drop(db);
+    let db = Database::open(dir.path()).unwrap();
+    let snap = db.snapshot();
+    for i in [0u32, 63, 64, 500, 999] {
+        let doc = snap.get("c", &format!("{i:05}")).unwrap().unwrap();
+        assert_eq!(doc.to_json().unwrap(), json(i));
+    }
+    assert_eq!(snap.iter("c").count(), 1000);
+    // Writes after reopening go on with the persisted dictionary.
+    let mut b = db.batch();
+    b.put_json("c", "new", json(5000).as_bytes()).unwrap();
+    db.commit(b).unwrap();
+    assert_eq!(
+        db.snapshot()
+            .get("c", "new")
+            .unwrap()
+            .unwrap()
+            .to_json()
+            .unwrap(),
+        json(5000)
+    );
+}
