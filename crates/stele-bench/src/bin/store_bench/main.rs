@@ -84,6 +84,8 @@ fn three_fields(json: &[u8]) -> Result<Vec<String>> {
 
 struct Row {
     name: String,
+    compressed: bool,
+    dictionaries: usize,
     docs: usize,
     ingest_docs_per_s: f64,
     checkpoint_s: f64,
@@ -100,12 +102,13 @@ struct Row {
     query_us: f64,
 }
 
-fn run_one(c: &data::Collection, work: &std::path::Path) -> Result<Row> {
+fn run_one(c: &data::Collection, work: &std::path::Path, compressed: bool) -> Result<Row> {
     let n = c.len();
     let dir = work.join(c.name.replace('/', "_"));
     let _ = std::fs::remove_dir_all(&dir);
     let db = Database::open(&dir)?;
     let coll = "c";
+    db.set_compression(coll, compressed)?;
     let ids: Vec<String> = (0..n).map(|i| format!("{i:08}")).collect();
     // Ingest: convert and commit in batches of 1,000 documents.
     let t = Instant::now();
@@ -123,6 +126,7 @@ fn run_one(c: &data::Collection, work: &std::path::Path) -> Result<Row> {
     let checkpoint_s = t.elapsed().as_secs_f64();
     let snap = db.snapshot();
     let stats = snap.stats(coll);
+    let snap_dictionaries = snap.dictionaries(coll);
     anyhow::ensure!(
         stats.documents == n as u64,
         "document count {} != {n}",
@@ -208,6 +212,8 @@ fn run_one(c: &data::Collection, work: &std::path::Path) -> Result<Row> {
     let _ = std::fs::remove_dir_all(&dir);
     Ok(Row {
         name: c.name.clone(),
+        compressed,
+        dictionaries: snap_dictionaries,
         docs: n,
         ingest_docs_per_s: n as f64 / ingest_s,
         checkpoint_s,
@@ -245,13 +251,15 @@ fn main() -> Result<()> {
     std::fs::create_dir_all(&work)?;
     println!("# Document store benchmark\n");
     println!(
-        "Compression: off (stored values are raw Stele documents). Ids: line numbers. Batches of 1,000 documents per commit."
+        "Each collection twice: compression off (raw Stele documents) and on (zstd level 3 with trained dictionaries, one value per document). Ids: line numbers. Batches of 1,000 documents per commit."
     );
     println!(
         "get+3: get, validate the document, read 3 top-level fields; trusted: without validating again (`Doc::document_unchecked`).\n"
     );
     let mut t = Table::new(&[
         "collection",
+        "zstd",
+        "dicts",
         "docs",
         "ingest docs/s",
         "compact s",
@@ -274,26 +282,30 @@ fn main() -> Result<()> {
         if c.len() == 0 {
             continue;
         }
-        let r = run_one(&c, &work).with_context(|| format!("collection {name}"))?;
-        eprintln!("{name}: done");
-        t.row(vec![
-            r.name,
-            r.docs.to_string(),
-            f(r.ingest_docs_per_s, 0),
-            f(r.checkpoint_s, 2),
-            f(r.json_bytes as f64 / 1e6, 1),
-            f(r.zstd3_bytes as f64 / r.json_bytes as f64, 3),
-            f(r.disk_bytes as f64 / r.json_bytes as f64, 3),
-            f(r.disk_bytes as f64 / r.zstd3_bytes as f64, 2),
-            r.get_median_ns.to_string(),
-            r.get_p99_ns.to_string(),
-            r.get3_median_ns.to_string(),
-            r.get3_p99_ns.to_string(),
-            r.get3_trusted_median_ns.to_string(),
-            f(r.scan_ns_per_doc, 0),
-            f(r.index_build_s, 3),
-            f(r.query_us, 1),
-        ]);
+        for compressed in [false, true] {
+            let r = run_one(&c, &work, compressed).with_context(|| format!("collection {name}"))?;
+            eprintln!("{name} (compression {compressed}): done");
+            t.row(vec![
+                r.name,
+                if r.compressed { "on" } else { "off" }.to_owned(),
+                r.dictionaries.to_string(),
+                r.docs.to_string(),
+                f(r.ingest_docs_per_s, 0),
+                f(r.checkpoint_s, 2),
+                f(r.json_bytes as f64 / 1e6, 1),
+                f(r.zstd3_bytes as f64 / r.json_bytes as f64, 3),
+                f(r.disk_bytes as f64 / r.json_bytes as f64, 3),
+                f(r.disk_bytes as f64 / r.zstd3_bytes as f64, 2),
+                r.get_median_ns.to_string(),
+                r.get_p99_ns.to_string(),
+                r.get3_median_ns.to_string(),
+                r.get3_p99_ns.to_string(),
+                r.get3_trusted_median_ns.to_string(),
+                f(r.scan_ns_per_doc, 0),
+                f(r.index_build_s, 3),
+                f(r.query_us, 1),
+            ]);
+        }
     }
     t.print();
     Ok(())
