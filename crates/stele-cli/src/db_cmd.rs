@@ -522,12 +522,17 @@ pub fn stats(args: &StatsArgs) -> Result<()> {
     let snap = db.snapshot();
     let stats: Vec<stele::CollectionStats> =
         snap.collections().iter().map(|c| snap.stats(c)).collect();
+    let compression: Vec<(bool, usize)> = stats
+        .iter()
+        .map(|s| Ok((db.compression(&s.name)?, snap.dictionaries(&s.name))))
+        .collect::<Result<_>>()?;
     let disk = folder_bytes(&args.db);
     let wal = folder_bytes(&args.db.join("wal"));
     if args.json {
         let collections: Vec<serde_json::Value> = stats
             .iter()
-            .map(|s| {
+            .zip(&compression)
+            .map(|(s, (on, dicts))| {
                 serde_json::json!({
                     "name": s.name,
                     "documents": s.documents,
@@ -535,8 +540,7 @@ pub fn stats(args: &StatsArgs) -> Result<()> {
                     "table_bytes": s.table_bytes,
                     "stored_bytes": s.stored_bytes,
                     "unsaved_changes": s.unsaved_changes,
-                    // Filled in by per-collection compression: ratio, dictionaries.
-                    "compression": serde_json::Value::Null,
+                    "compression": {"enabled": on, "dictionaries": dicts},
                 })
             })
             .collect();
@@ -563,9 +567,14 @@ pub fn stats(args: &StatsArgs) -> Result<()> {
         "{:<24} {:>12} {:>7} {:>14} {:>14} {:>9}  compression",
         "collection", "documents", "layers", "table bytes", "stored bytes", "unsaved"
     );
-    for s in &stats {
-        // The slot for per-collection compression (ratio, dictionaries).
-        let compression = "-";
+    for (s, (on, dicts)) in stats.iter().zip(&compression) {
+        let compression = match (on, dicts) {
+            (false, 0) => "off".to_owned(),
+            (false, n) => format!("off ({n} dictionaries kept for older documents)"),
+            (true, 0) => "on (no dictionary trained yet)".to_owned(),
+            (true, 1) => "on, 1 dictionary".to_owned(),
+            (true, n) => format!("on, {n} dictionaries"),
+        };
         println!(
             "{:<24} {:>12} {:>7} {:>14} {:>14} {:>9}  {compression}",
             s.name, s.documents, s.layers, s.table_bytes, s.stored_bytes, s.unsaved_changes,

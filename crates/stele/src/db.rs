@@ -686,9 +686,16 @@ impl Database {
             else {
                 continue;
             };
-            if collection.starts_with('_') {
-                continue;
-            }
+            // Documents staged by an import are compressed as the target's documents.
+            let target = match collection.strip_prefix(crate::import::STAGING_PREFIX) {
+                Some(staged) => match staged.split_once('/') {
+                    Some((_, target)) => target.to_owned(),
+                    None => continue,
+                },
+                None if collection.starts_with('_') => continue,
+                None => collection.clone(),
+            };
+            let collection = &target;
             let on = match enabled.get(collection.as_str()) {
                 Some(on) => *on,
                 None => {

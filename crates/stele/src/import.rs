@@ -800,10 +800,13 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
         self.progress.phase = ImportPhase::Writing;
         self.report.skipped = self.progress.skipped;
         self.report.bytes_read = self.progress.bytes_read;
+        // `/` cannot appear in user collection names: the target is read back from here to
+        // compress the staged documents as the target's documents.
         let staging = format!(
-            "{STAGING_PREFIX}{}-{}",
+            "{STAGING_PREFIX}{}-{}/{}",
             std::process::id(),
-            STAGING_COUNTER.fetch_add(1, Ordering::Relaxed)
+            STAGING_COUNTER.fetch_add(1, Ordering::Relaxed),
+            self.collection
         );
         let result = self.write_staged(&staging);
         if let Err(cause) = result {
