@@ -30,9 +30,6 @@ use stele_doc::{DocumentWriter, Value};
 use crate::document::{Decimals, PyDocument, document_bytes, python_to_bytes, python_to_json};
 use crate::errors::{Kind, db_err, doc_err, new_err, type_err};
 
-/// Documents per commit of `put_many` and `import_jsonl` unless told otherwise.
-const DEFAULT_BATCH: usize = 1000;
-
 /// How documents read from a database come back to Python.
 #[derive(Debug, Clone, Copy)]
 struct DocOptions {
@@ -562,7 +559,7 @@ impl PyCollection {
     /// values (dicts or Documents) whose field `id_field` (a str or int) is the id. Commits
     /// every `batch` documents (each commit is atomic; use `db.batch()` for all or nothing),
     /// converting and committing without the GIL. Returns the number stored.
-    #[pyo3(signature = (items, *, id_field = None, batch = DEFAULT_BATCH))]
+    #[pyo3(signature = (items, *, id_field = None, batch = 1000))]
     fn put_many(
         &self,
         py: Python<'_>,
@@ -617,7 +614,7 @@ impl PyCollection {
     /// committed). A bad line (malformed JSON, no usable id) raises `InvalidInput` with
     /// `line`, or with `skip_bad=True` is counted and skipped. Runs without the GIL, checking
     /// for Ctrl-C between batches. Returns {"imported", "skipped", "lines"}.
-    #[pyo3(signature = (path, *, id_field = None, batch = DEFAULT_BATCH, skip_bad = false))]
+    #[pyo3(signature = (path, *, id_field = None, batch = 1000, skip_bad = false))]
     fn import_jsonl<'py>(
         &self,
         py: Python<'py>,
