@@ -387,11 +387,14 @@ impl PyTable {
     }
 }
 
+/// Lower and upper bounds of keys to visit.
+pub(crate) type KeyBounds = (KeyBound<Vec<u8>>, KeyBound<Vec<u8>>);
+
 /// Bounds `start <= key < end` (None: unbounded).
 pub(crate) fn range_bounds(
     start: Option<&Bound<'_, PyAny>>,
     end: Option<&Bound<'_, PyAny>>,
-) -> PyResult<(KeyBound<Vec<u8>>, KeyBound<Vec<u8>>)> {
+) -> PyResult<KeyBounds> {
     let lo = match start {
         Some(k) => KeyBound::Included(key_arg(k)?.to_vec()),
         None => KeyBound::Unbounded,
@@ -404,9 +407,7 @@ pub(crate) fn range_bounds(
 }
 
 /// Bounds of the keys starting with `prefix`.
-pub(crate) fn prefix_bounds(
-    prefix: &Bound<'_, PyAny>,
-) -> PyResult<(KeyBound<Vec<u8>>, KeyBound<Vec<u8>>)> {
+pub(crate) fn prefix_bounds(prefix: &Bound<'_, PyAny>) -> PyResult<KeyBounds> {
     let p = key_arg(prefix)?;
     let hi = stele_table::prefix_successor(p).map_or(KeyBound::Unbounded, KeyBound::Excluded);
     Ok((KeyBound::Included(p.to_vec()), hi))
