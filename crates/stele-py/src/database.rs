@@ -379,6 +379,8 @@ impl PyCollection {
         items: &[(String, Payload<'_>)],
     ) -> PyResult<()> {
         let name = self.name.as_str();
+        // The payloads borrow the buffers of `str`, `bytes` and `Document` objects that the
+        // caller holds; those objects are immutable, so reading them without the GIL is sound.
         py.detach(|| {
             let mut batch = db.batch();
             for (id, payload) in items {
