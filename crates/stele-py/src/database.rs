@@ -512,12 +512,17 @@ impl PyCollection {
 
     /// The ids in order, as of the call (collected at once, without the GIL).
     fn keys(&self, py: Python<'_>) -> PyResult<PyIdIter> {
-        self.id_iter(py, false)
+        self.id_iter(py, Yields::Ids)
+    }
+
+    /// The documents in id order, from one snapshot taken at the call.
+    fn values(&self, py: Python<'_>) -> PyResult<PyIdIter> {
+        self.id_iter(py, Yields::Documents)
     }
 
     /// (id, Document) pairs in id order, from one snapshot taken at the call.
     fn items(&self, py: Python<'_>) -> PyResult<PyIdIter> {
-        self.id_iter(py, true)
+        self.id_iter(py, Yields::Items)
     }
 
     /// `coll[id] = value`: inserts or replaces the document, committed at once (durable when
@@ -844,7 +849,7 @@ impl PyCollection {
 }
 
 impl PyCollection {
-    fn id_iter(&self, py: Python<'_>, with_docs: bool) -> PyResult<PyIdIter> {
+    fn id_iter(&self, py: Python<'_>, yields: Yields) -> PyResult<PyIdIter> {
         let snap = self.snapshot(py)?;
         let name = self.name.as_str();
         let ids = py
@@ -858,20 +863,29 @@ impl PyCollection {
             snap,
             name: self.name.clone(),
             opts: self.opts,
-            with_docs,
+            yields,
             ids: Mutex::new(ids.into_iter()),
         })
     }
 }
 
-/// Iterator over the ids (or `(id, Document)` pairs) of a collection, from one snapshot.
+/// What a collection iterator yields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Yields {
+    Ids,
+    Documents,
+    Items,
+}
+
+/// Iterator over the ids, documents or `(id, Document)` pairs of a collection, from one
+/// snapshot.
 #[pyclass(module = "stele", name = "CollectionIterator", frozen)]
 #[derive(Debug)]
 pub(crate) struct PyIdIter {
     snap: Snapshot,
     name: String,
     opts: DocOptions,
-    with_docs: bool,
+    yields: Yields,
     ids: Mutex<std::vec::IntoIter<String>>,
 }
 
@@ -890,7 +904,7 @@ impl PyIdIter {
         let Some(id) = next else {
             return Ok(None);
         };
-        if !self.with_docs {
+        if self.yields == Yields::Ids {
             return Ok(Some(PyString::new(py, &id).into_any()));
         }
         let doc = self
@@ -905,6 +919,9 @@ impl PyIdIter {
                 )
             })?;
         let doc = self.opts.document(py, doc.into_bytes())?;
+        if self.yields == Yields::Documents {
+            return Ok(Some(doc));
+        }
         Ok(Some(
             PyTuple::new(py, [PyString::new(py, &id).into_any(), doc])?.into_any(),
         ))
@@ -1155,7 +1172,11 @@ impl Import<'_> {
                 .map_err(|e| e.to_string());
         };
         let bytes = self.writer.from_json(text).map_err(|e| e.to_string())?;
-        let doc = stele_doc::Document::new(bytes.as_slice()).map_err(|e| e.to_string())?;
+        // SAFETY: `bytes` come straight from `DocumentWriter`, which only writes valid
+        // documents (the case `new_unchecked` documents); nothing else touched them.
+        // (`put_document` below validates them again: the store has no put for documents
+        // its caller just wrote.)
+        let doc = unsafe { stele_doc::Document::new_unchecked(bytes.as_slice()) };
         let id = match path.get(doc.root()) {
             Some(Value::String(s)) => s.to_cow().into_owned(),
             Some(v @ (Value::Int(_) | Value::UInt(_))) => v.to_json(),

@@ -103,6 +103,7 @@ def test_collection_mapping(db, books):
     with pytest.raises(TypeError, match="str"):
         books[5]
     assert [(k, v.to_python()) for k, v in books.items()] == list(BOOKS.items())
+    assert [v.to_python() for v in books.values()] == list(BOOKS.values())
     assert dict(books.items())["b3"]["tags"][1] == "novel"
     assert db.collections() == ["books"] and "books" in db and "nope" not in db
     assert repr(books) == '<stele.Collection "books">'

@@ -190,7 +190,7 @@ class Snapshot:
     def stats(self) -> dict[str, dict[str, int]]: ...
 
 class CollectionIterator(Iterator[Any]):
-    """Ids (str) or (id, Document) pairs of a collection, from one snapshot."""
+    """Ids (str), Documents or (id, Document) pairs of a collection, from one snapshot."""
 
     def __next__(self) -> Any: ...
 
@@ -227,6 +227,8 @@ class Collection:
     def __iter__(self) -> CollectionIterator:
         """Ids in order, as of the call."""
     def keys(self) -> CollectionIterator: ...
+    def values(self) -> CollectionIterator:
+        """Documents in id order, from one snapshot."""
     def items(self) -> CollectionIterator:
         """(id, Document) pairs in id order, from one snapshot."""
     def __setitem__(self, id: str, value: Storable) -> None:
