@@ -635,7 +635,8 @@ impl PyCollection {
             .map(stele_doc::Path::parse)
             .transpose()
             .map_err(|e| doc_err(py, e))?;
-        let file = File::open(&path).map_err(|e| {
+        // Without the GIL: opening a FIFO or a network file can block.
+        let file = py.detach(|| File::open(&path)).map_err(|e| {
             PyErr::from(std::io::Error::new(
                 e.kind(),
                 format!("opening {}: {e}", path.display()),

@@ -423,3 +423,46 @@ def test_import_jsonl_bad_lines(db, tmp_path):
         c.import_jsonl(path, id_field="a[")
     with pytest.raises(stele.InvalidInput, match="no id field"):
         c.import_jsonl(path, id_field="nope")
+
+
+def test_gil_released_while_importing(db, tmp_path):
+    """The import reads a FIFO that this thread fills: it can finish only if the import
+    releases the GIL while it opens and reads the file (and between its batches)."""
+    import faulthandler
+    import threading
+
+    lines = first_lines("collections/geonames-cities.jsonl.zst", 5_000)
+    fifo = tmp_path / "lines.fifo"
+    os.mkfifo(fifo)
+    c = db["cities"]
+    results = []
+    worker = threading.Thread(target=lambda: results.append(c.import_jsonl(fifo, batch=700)))
+    faulthandler.dump_traceback_later(120, exit=True)  # a GIL held by mistake would hang here
+    try:
+        worker.start()
+        with open(fifo, "wb") as f:
+            for i in range(0, len(lines), 500):
+                f.write(b"\n".join(lines[i : i + 500]) + b"\n")
+                f.flush()
+        worker.join()
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+    assert results == [{"imported": 5_000, "skipped": 0, "lines": 5_000}]
+    assert len(c) == 5_000
+
+
+def test_writers_in_threads(db):
+    import threading
+
+    c = db["c"]
+
+    def writer(t):
+        for i in range(50):
+            c[f"t{t}-{i:02}"] = {"t": t, "i": i}
+
+    threads = [threading.Thread(target=writer, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(c) == 200 and c["t3-49"]["i"] == 49
