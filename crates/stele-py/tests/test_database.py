@@ -274,6 +274,10 @@ def test_snapshot_unaffected_by_later_writes(db, books):
     assert old["b2"]["title"] == "Emma"
     assert list(old) == ["b1", "b2", "b3"]
     assert old.get("b4") is None
+    assert old.query(eq={"title": "Emma"}).ids() == ["b2"]  # queries read the snapshot too
+    assert books.query(eq={"title": "Emma"}).ids() == []
+    assert [v["title"] for v in old.values()] == ["Dune", "Emma", "Ubik"]
+    assert old.stats()["documents"] == 3 and old.indexes() == {}
     assert snap.collections() == ["books"] and "books" in snap
     assert snap.stats()["books"]["documents"] == 3
     assert db.snapshot().seq > seq
