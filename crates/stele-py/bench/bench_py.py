@@ -14,6 +14,12 @@
 3. Key lookups: a stele `Table` vs LMDB (`lmdb` package, one read transaction) vs `sqlite3`
    (WITHOUT ROWID table, one prepared query) vs a Python `dict` (in memory, for scale); keys
    are npm package names, looked up in random order.
+4. Stored documents (geonames slice): ingest rate, then get by id + 3 fields, in a stele
+   database (`coll[id]`, then `doc.get(f)` x3) vs `sqlite3` (JSON in a TEXT column of a WITHOUT
+   ROWID table; one `SELECT json_extract(...) x3`, and `SELECT body` + `orjson.loads`) vs LMDB
+   (JSON values, `txn.get` + `orjson.loads`). Same documents, same ids, same random probes.
+   Ingest commits every 1,000 documents durably in all three (stele: a batch with fsync;
+   sqlite: a transaction, WAL journal, synchronous=FULL; lmdb: a write transaction, sync).
 
 Ratios are peer time / stele time (above 1: stele is faster). `--quick` runs tiny inputs only
 (the smoke run of scripts/check.sh); peers that are not installed are skipped.
@@ -285,6 +291,143 @@ def bench_tables(n_keys: int, n_gets: int, repeat: int) -> None:
     print()
 
 
+def folder_bytes(path: str) -> int:
+    return sum(
+        os.path.getsize(os.path.join(root, f)) for root, _, files in os.walk(path) for f in files
+    )
+
+
+def bench_store(texts: list[bytes], n_gets: int, repeat: int) -> None:
+    n = len(texts)
+    print(f"## 4. Stored documents: geonames-cities, {n} documents, {n_gets} random gets by id\n")
+    fields = top_fields(texts)
+    ids = [f"{i:08}" for i in range(n)]
+    rng = random.Random(11)
+    probes = [rng.choice(ids) for _ in range(n_gets)]
+    per_commit = 1000
+    ingest: list[list[str]] = []
+    gets: list[list[str]] = []
+
+    def ingest_row(name: str, seconds: float, size: int | None) -> None:
+        size_text = "-" if size is None else f"{size / 1e6:.1f}"
+        ingest.append([name, f"{seconds:.2f}", f"{n / seconds:,.0f}", size_text])
+
+    with tempfile.TemporaryDirectory(prefix="stele-bench-py-store-") as tmp:
+        path = os.path.join(tmp, "stele")
+        with stele.open(path) as db:
+            coll = db["geo"]
+            start = time.perf_counter()
+            coll.put_many(zip(ids, texts), batch=per_commit)
+            put_many_s = time.perf_counter() - start
+            jsonl = os.path.join(tmp, "geo.jsonl")
+            with open(jsonl, "wb") as f:
+                f.write(b"\n".join(texts) + b"\n")
+            start = time.perf_counter()
+            db["geo_import"].import_jsonl(jsonl, batch=per_commit)
+            import_s = time.perf_counter() - start
+            db.checkpoint()
+            stats = db.stats()
+            ingest_row("stele put_many (JSON text)", put_many_s, stats["geo"]["table_bytes"])
+            ingest_row("stele import_jsonl", import_s, stats["geo_import"]["table_bytes"])
+
+            def get_live():
+                for i in probes:
+                    d = coll[i]
+                    for fld in fields:
+                        d.get(fld)
+
+            snap = db.snapshot()["geo"]
+
+            def get_snapshot():
+                for i in probes:
+                    d = snap[i]
+                    for fld in fields:
+                        d.get(fld)
+
+            ours = best(get_live, repeat)
+            gets.append(["stele coll[id] (validated)", f"{ours / n_gets * 1e9:.0f}", "1.00x"])
+            t = best(get_snapshot, repeat)
+            gets.append(["stele snapshot[id] (validated)", f"{t / n_gets * 1e9:.0f}", ratio(t, ours)])
+        with stele.open(path, trusted=True) as db:
+            trusted = db.snapshot()["geo"]
+
+            def get_trusted():
+                for i in probes:
+                    d = trusted[i]
+                    for fld in fields:
+                        d.get(fld)
+
+            t = best(get_trusted, repeat)
+            gets.append(["stele snapshot[id], trusted=True", f"{t / n_gets * 1e9:.0f}", ratio(t, ours)])
+
+        sq = sqlite3.connect(os.path.join(tmp, "docs.sqlite"), isolation_level=None)
+        sq.execute("PRAGMA journal_mode=WAL")
+        sq.execute("PRAGMA synchronous=FULL")
+        sq.execute("CREATE TABLE docs (id TEXT PRIMARY KEY, body TEXT) WITHOUT ROWID")
+        start = time.perf_counter()
+        for lo in range(0, n, per_commit):
+            sq.execute("BEGIN")
+            sq.executemany(
+                "INSERT INTO docs VALUES (?, ?)",
+                zip(ids[lo : lo + per_commit], (t.decode() for t in texts[lo : lo + per_commit])),
+            )
+            sq.execute("COMMIT")
+        sq_s = time.perf_counter() - start
+        sq.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        ingest_row("sqlite3 executemany", sq_s, folder_bytes(tmp) - folder_bytes(path) - os.path.getsize(jsonl))
+        extract = ", ".join(f"json_extract(body, '$.\"{fld}\"')" for fld in fields)
+        query = f"SELECT {extract} FROM docs WHERE id = ?"
+
+        def get_sqlite_extract():
+            cur = sq.cursor()
+            for i in probes:
+                cur.execute(query, (i,)).fetchone()
+
+        t = best(get_sqlite_extract, repeat)
+        gets.append(["sqlite3 json_extract x3", f"{t / n_gets * 1e9:.0f}", ratio(t, ours)])
+        if orjson is not None:
+
+            def get_sqlite_loads():
+                cur = sq.cursor()
+                for i in probes:
+                    d = orjson.loads(cur.execute("SELECT body FROM docs WHERE id = ?", (i,)).fetchone()[0])
+                    for fld in fields:
+                        d.get(fld)
+
+            t = best(get_sqlite_loads, repeat)
+            gets.append(["sqlite3 SELECT body + orjson.loads", f"{t / n_gets * 1e9:.0f}", ratio(t, ours)])
+        sq.close()
+
+        if lmdb is not None and orjson is not None:
+            lpath = os.path.join(tmp, "lmdb")
+            env = lmdb.open(lpath, map_size=8 << 30)
+            start = time.perf_counter()
+            for lo in range(0, n, per_commit):
+                with env.begin(write=True) as txn:
+                    for i, t in zip(ids[lo : lo + per_commit], texts[lo : lo + per_commit]):
+                        txn.put(i.encode(), t)
+            lmdb_s = time.perf_counter() - start
+            ingest_row("lmdb txn.put", lmdb_s, env.info()["last_pgno"] * env.stat()["psize"])
+            probe_keys = [i.encode() for i in probes]
+
+            def get_lmdb():
+                with env.begin() as txn:
+                    for k in probe_keys:
+                        d = orjson.loads(txn.get(k))
+                        for fld in fields:
+                            d.get(fld)
+
+            t = best(get_lmdb, repeat)
+            gets.append(["lmdb txn.get + orjson.loads", f"{t / n_gets * 1e9:.0f}", ratio(t, ours)])
+            env.close()
+
+    print(f"Ingest ({per_commit} documents per durable commit):\n")
+    print(table(["store", "seconds", "documents/s", "MB on disk"], ingest))
+    print(f"\nGet by id + 3 fields ({', '.join(fields)}):\n")
+    print(table(["reader", "ns per get", "peer / stele"], gets))
+    print()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny inputs: a smoke run")
@@ -306,6 +449,13 @@ def main() -> int:
         bench_tables(20_000, 20_000, 1)
     else:
         bench_tables(1_000_000, 500_000, 3)
+    geonames = dict(sets).get("geonames-cities") or lines(
+        DATA / "collections" / "geonames-cities.jsonl.zst", limit
+    )
+    if args.quick:
+        bench_store(geonames[:2000], 2000, 1)
+    else:
+        bench_store(geonames[:100_000], 200_000, 3)
     return 0
 
 

@@ -33,7 +33,7 @@ pub(crate) const DETACH_BYTES: usize = 64 << 10;
 
 /// How numbers with a fraction or an exponent come back to Python.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Decimals {
+pub(crate) enum Decimals {
     /// `float`, the nearest one (what `json.loads` gives).
     Float,
     /// `decimal.Decimal` of the exact text (what `json.loads(parse_float=Decimal)` gives).
@@ -41,7 +41,7 @@ enum Decimals {
 }
 
 impl Decimals {
-    fn parse(py: Python<'_>, name: &str) -> PyResult<Decimals> {
+    pub(crate) fn parse(py: Python<'_>, name: &str) -> PyResult<Decimals> {
         choice(
             py,
             "decimals",
@@ -663,7 +663,7 @@ impl PyDocument {
     }
 
     /// Wraps bytes the writer has just produced.
-    fn from_written(bytes: Vec<u8>, decimals: Decimals) -> PyClassInitializer<Self> {
+    pub(crate) fn from_written(bytes: Vec<u8>, decimals: Decimals) -> PyClassInitializer<Self> {
         // SAFETY: `bytes` come straight from `DocumentWriter`, which only writes valid documents
         // (the case `new_unchecked` documents); nothing else had access to them in between.
         let doc = unsafe { stele_doc::Document::new_unchecked(bytes.into_boxed_slice()) };
@@ -694,6 +694,42 @@ impl PyDocument {
         };
         Ok(PyDocument::init(doc.map_err(|e| doc_err(py, e))?, decimals))
     }
+}
+
+impl PyDocument {
+    /// Wraps the bytes of a document read from a database: validated, unless the database
+    /// was opened as trusted (large ones are validated without the GIL).
+    pub(crate) fn from_stored(
+        py: Python<'_>,
+        bytes: Vec<u8>,
+        decimals: Decimals,
+        trusted: bool,
+    ) -> PyResult<PyClassInitializer<Self>> {
+        let bytes = bytes.into_boxed_slice();
+        let doc = if trusted {
+            // SAFETY: `trusted` is the user's promise, made when opening the database
+            // (`stele.open(path, trusted=True)`, documented as such), that its files were
+            // written by Stele and altered by nothing else. Stele validated every document
+            // when it was written and the log and tables are checksummed, which is
+            // `Doc::document_unchecked`'s (and so `Document::new_unchecked`'s) requirement.
+            // Without that promise (the default) the bytes are validated below.
+            unsafe { stele_doc::Document::new_unchecked(bytes) }
+        } else if bytes.len() >= DETACH_BYTES {
+            py.detach(|| stele_doc::Document::new(bytes))
+                .map_err(|e| doc_err(py, e))?
+        } else {
+            stele_doc::Document::new(bytes).map_err(|e| doc_err(py, e))?
+        };
+        Ok(PyDocument::init(doc, decimals))
+    }
+}
+
+/// JSON text of a Python value (for query conditions), through a document so that numbers
+/// read as they would when stored.
+pub(crate) fn python_to_json(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<String> {
+    let bytes = python_to_bytes(py, value, false)?;
+    let doc = stele_doc::Document::new(bytes.as_slice()).map_err(|e| doc_err(py, e))?;
+    Ok(doc.to_json())
 }
 
 /// The bytes of a `Document` (for tables that store documents as values).
@@ -817,7 +853,11 @@ impl PyArrayIter {
 }
 
 /// Python value to document bytes.
-fn python_to_bytes(py: Python<'_>, value: &Bound<'_, PyAny>, sort_keys: bool) -> PyResult<Vec<u8>> {
+pub(crate) fn python_to_bytes(
+    py: Python<'_>,
+    value: &Bound<'_, PyAny>,
+    sort_keys: bool,
+) -> PyResult<Vec<u8>> {
     let mut writer = DocumentWriter::with_options(write_options(py, "reject", sort_keys)?);
     write_python(py, &mut writer, value)?;
     writer.finish().map_err(|e| doc_err(py, e))

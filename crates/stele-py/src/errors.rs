@@ -3,7 +3,7 @@
 //! The exception classes live in `stele/_errors.py` (`InvalidInput` is also a `ValueError`, which
 //! needs multiple inheritance); they are looked up once. Messages are the Rust error's text.
 
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyIndexError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
@@ -17,6 +17,7 @@ pub(crate) enum Kind {
     Corrupt,
     Format,
     InvalidInput,
+    InUse,
 }
 
 impl Kind {
@@ -26,6 +27,7 @@ impl Kind {
             Kind::Corrupt => "CorruptError",
             Kind::Format => "FormatError",
             Kind::InvalidInput => "InvalidInput",
+            Kind::InUse => "InUseError",
         }
     }
 }
@@ -92,6 +94,62 @@ pub(crate) fn table_err(py: Python<'_>, e: stele_table::Error) -> PyErr {
         | E::DuplicateKey { .. }
         | E::TooLarge { .. }
         | E::InvalidOption { .. } => Kind::InvalidInput,
+        _ => Kind::Stele,
+    };
+    new_err(py, kind, e.to_string())
+}
+
+/// Maps an error of `stele-durable`.
+pub(crate) fn durable_err(py: Python<'_>, e: stele_durable::Error) -> PyErr {
+    use stele_durable::Error as E;
+    let kind = match e {
+        E::Table(e) => return table_err(py, e),
+        E::Io { ref source, .. } => {
+            return PyErr::from(std::io::Error::new(source.kind(), e.to_string()));
+        }
+        E::MissingTable { .. } | E::NoSuchRoot { .. } => {
+            return PyErr::from(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                e.to_string(),
+            ));
+        }
+        E::OutOfRange { .. } => return PyIndexError::new_err(e.to_string()),
+        E::CorruptDiff { .. } | E::BadStack { .. } | E::CorruptRoot { .. } => Kind::Corrupt,
+        E::WrongKind { .. } => Kind::Format,
+        E::InvalidRootName { .. } | E::NotBoundToRoot | E::TooLarge { .. } => Kind::InvalidInput,
+        _ => Kind::Stele,
+    };
+    new_err(py, kind, e.to_string())
+}
+
+/// Maps an error of the document store (`stele`). `InUseError` carries `pid` and `path`.
+pub(crate) fn db_err(py: Python<'_>, e: stele::Error) -> PyErr {
+    use stele::Error as E;
+    let kind = match e {
+        E::Durable(e) => return durable_err(py, e),
+        E::Table(e) => return table_err(py, e),
+        E::Document(e) => return doc_err(py, e),
+        E::Io { ref source, .. } => {
+            return PyErr::from(std::io::Error::new(source.kind(), e.to_string()));
+        }
+        E::InUse { pid, ref path } => {
+            let path = path.clone();
+            let err = new_err(py, Kind::InUse, e.to_string());
+            let value = err.value(py);
+            // Attributes are a convenience: failing to set them must not hide the error.
+            let _ = value.setattr("pid", pid);
+            let _ = value.setattr("path", path);
+            return err;
+        }
+        E::InvalidCollectionName { .. }
+        | E::InvalidId { .. }
+        | E::BatchTooLarge { .. }
+        | E::InvalidFieldPath { .. }
+        | E::InvalidIndex { .. }
+        | E::InvalidQuery { .. } => Kind::InvalidInput,
+        E::CorruptLog { .. } | E::CorruptManifest { .. } | E::CorruptDocument { .. } => {
+            Kind::Corrupt
+        }
         _ => Kind::Stele,
     };
     new_err(py, kind, e.to_string())

@@ -1,10 +1,13 @@
-//! Python bindings of Stele (`import stele`): lazy JSON documents and sorted tables.
+//! Python bindings of Stele (`import stele`): lazy JSON documents, sorted tables, the
+//! document store (databases, collections, batches, snapshots, queries) and durable maps.
 //!
 //! The native module is `stele._stele`; the Python package `stele` (in `python/stele/`)
 //! re-exports it with the exception classes, type stubs and `collections.abc` registrations.
 //! Build with maturin (`pyproject.toml` turns on the `extension-module` feature).
 
+mod database;
 mod document;
+mod durable;
 mod errors;
 mod table;
 
@@ -20,6 +23,13 @@ fn _stele(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<document::PyArrayIter>()?;
     m.add_class::<table::PyTable>()?;
     m.add_class::<table::PyTableIter>()?;
+    m.add_class::<durable::PyDurableMap>()?;
+    m.add_class::<database::PyDatabase>()?;
+    m.add_class::<database::PySnapshot>()?;
+    m.add_class::<database::PyCollection>()?;
+    m.add_class::<database::PyIdIter>()?;
+    m.add_class::<database::PyQueryResult>()?;
+    m.add_class::<database::PyBatch>()?;
     m.add_function(wrap_pyfunction!(document::dumps, m)?)?;
     m.add_function(wrap_pyfunction!(document::loads, m)?)?;
     m.add_function(wrap_pyfunction!(document::json_to_document, m)?)?;

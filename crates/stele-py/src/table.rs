@@ -14,10 +14,11 @@ use std::sync::{Arc, Mutex};
 use pyo3::exceptions::{PyIndexError, PyKeyError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
-use stele_table::{DuplicatePolicy, Sorter, SorterOptions, Table};
+use stele_durable::DurableMap;
+use stele_table::{DuplicatePolicy, Entry, Sorter, SorterOptions, Table};
 
 use crate::document::PyDocument;
-use crate::errors::{Kind, choice, new_err, table_err, type_err};
+use crate::errors::{Kind, choice, durable_err, new_err, table_err, type_err};
 
 /// Pairs handed to the sorter per release of the GIL, at most.
 const BATCH_PAIRS: usize = 4096;
@@ -25,7 +26,7 @@ const BATCH_PAIRS: usize = 4096;
 const BATCH_BYTES: usize = 4 << 20;
 
 /// A key given as `bytes` or `str` (UTF-8), borrowed from the immutable Python object.
-fn key_arg<'a>(key: &'a Bound<'_, PyAny>) -> PyResult<&'a [u8]> {
+pub(crate) fn key_arg<'a>(key: &'a Bound<'_, PyAny>) -> PyResult<&'a [u8]> {
     if let Ok(b) = key.cast::<PyBytes>() {
         return Ok(b.as_bytes());
     }
@@ -36,7 +37,7 @@ fn key_arg<'a>(key: &'a Bound<'_, PyAny>) -> PyResult<&'a [u8]> {
 }
 
 /// A value given as `bytes`, `str` (UTF-8) or a `Document` (its bytes).
-fn value_arg<'a>(value: &'a Bound<'_, PyAny>) -> PyResult<&'a [u8]> {
+pub(crate) fn value_arg<'a>(value: &'a Bound<'_, PyAny>) -> PyResult<&'a [u8]> {
     if let Ok(d) = value.cast::<PyDocument>() {
         return Ok(crate::document::document_bytes(d));
     }
@@ -55,7 +56,7 @@ pub(crate) struct PyTable {
 
 /// What a table iterator yields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Yield {
+pub(crate) enum Yield {
     Keys,
     Values,
     Items,
@@ -69,28 +70,13 @@ impl PyTable {
         reverse: bool,
         what: Yield,
     ) -> PyTableIter {
-        PyTableIter {
-            table: Arc::clone(&self.table),
-            state: Mutex::new(IterState {
-                lo,
-                hi,
-                reverse,
-                what,
-                chunk: 16,
-                buffered: VecDeque::new(),
-                done: false,
-            }),
-        }
-    }
-
-    fn entry<'py>(
-        &self,
-        py: Python<'py>,
-        entry: Option<stele_table::Entry<'_>>,
-    ) -> PyResult<Option<Bound<'py, PyTuple>>> {
-        entry
-            .map(|(k, v)| PyTuple::new(py, [PyBytes::new(py, k.as_bytes()), PyBytes::new(py, v)]))
-            .transpose()
+        PyTableIter::new(
+            Source::Table(Arc::clone(&self.table)),
+            lo,
+            hi,
+            reverse,
+            what,
+        )
     }
 }
 
@@ -328,43 +314,26 @@ impl PyTable {
         end: Option<Bound<'_, PyAny>>,
         reverse: bool,
     ) -> PyResult<PyTableIter> {
-        let lo = match &start {
-            Some(k) => KeyBound::Included(key_arg(k)?.to_vec()),
-            None => KeyBound::Unbounded,
-        };
-        let hi = match &end {
-            Some(k) => KeyBound::Excluded(key_arg(k)?.to_vec()),
-            None => KeyBound::Unbounded,
-        };
+        let (lo, hi) = range_bounds(start.as_ref(), end.as_ref())?;
         Ok(self.iter(lo, hi, reverse, Yield::Items))
     }
 
     /// prefix(prefix, *, reverse=False): (key, value) pairs whose key starts with `prefix`.
     #[pyo3(signature = (prefix, *, reverse = false))]
     fn prefix(&self, prefix: &Bound<'_, PyAny>, reverse: bool) -> PyResult<PyTableIter> {
-        let p = key_arg(prefix)?;
-        let hi = stele_table::prefix_successor(p).map_or(KeyBound::Unbounded, KeyBound::Excluded);
-        Ok(self.iter(KeyBound::Included(p.to_vec()), hi, reverse, Yield::Items))
+        let (lo, hi) = prefix_bounds(prefix)?;
+        Ok(self.iter(lo, hi, reverse, Yield::Items))
     }
 
     /// nth(i): the (key, value) pair at position `i` in key order (negative counts from the
     /// end); `IndexError` past the end.
     fn nth<'py>(&self, py: Python<'py>, i: i64) -> PyResult<Bound<'py, PyTuple>> {
         let len = self.table.len();
-        let pos = if i < 0 {
-            len.checked_sub(i.unsigned_abs())
-        } else {
-            Some(i as u64)
-        };
-        let entry = match pos {
+        let entry = match position(i, len) {
             Some(p) => self.table.nth(p).map_err(|e| table_err(py, e))?,
             None => None,
         };
-        self.entry(py, entry)?.ok_or_else(|| {
-            PyIndexError::new_err(format!(
-                "position {i} out of range for a table of {len} entries"
-            ))
-        })
+        entry_tuple(py, entry)?.ok_or_else(|| out_of_range(i, len))
     }
 
     /// rank(key): the number of keys smaller than `key` (its position, present or not).
@@ -375,13 +344,13 @@ impl PyTable {
     /// The (key, value) pair with the smallest key, or None if the table is empty.
     fn first<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
         let entry = self.table.first().map_err(|e| table_err(py, e))?;
-        self.entry(py, entry)
+        entry_tuple(py, entry)
     }
 
     /// The (key, value) pair with the largest key, or None if the table is empty.
     fn last<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
         let entry = self.table.last().map_err(|e| table_err(py, e))?;
-        self.entry(py, entry)
+        entry_tuple(py, entry)
     }
 
     /// Counts and sizes: entries, blocks, block_size_bytes, restart_interval, file_bytes,
@@ -418,6 +387,56 @@ impl PyTable {
     }
 }
 
+/// Lower and upper bounds of keys to visit.
+pub(crate) type KeyBounds = (KeyBound<Vec<u8>>, KeyBound<Vec<u8>>);
+
+/// Bounds `start <= key < end` (None: unbounded).
+pub(crate) fn range_bounds(
+    start: Option<&Bound<'_, PyAny>>,
+    end: Option<&Bound<'_, PyAny>>,
+) -> PyResult<KeyBounds> {
+    let lo = match start {
+        Some(k) => KeyBound::Included(key_arg(k)?.to_vec()),
+        None => KeyBound::Unbounded,
+    };
+    let hi = match end {
+        Some(k) => KeyBound::Excluded(key_arg(k)?.to_vec()),
+        None => KeyBound::Unbounded,
+    };
+    Ok((lo, hi))
+}
+
+/// Bounds of the keys starting with `prefix`.
+pub(crate) fn prefix_bounds(prefix: &Bound<'_, PyAny>) -> PyResult<KeyBounds> {
+    let p = key_arg(prefix)?;
+    let hi = stele_table::prefix_successor(p).map_or(KeyBound::Unbounded, KeyBound::Excluded);
+    Ok((KeyBound::Included(p.to_vec()), hi))
+}
+
+/// Position `i` (negative counts from the end) among `len` entries; `None` before the start.
+pub(crate) fn position(i: i64, len: u64) -> Option<u64> {
+    if i < 0 {
+        len.checked_sub(i.unsigned_abs())
+    } else {
+        Some(i as u64)
+    }
+}
+
+/// `IndexError` for position `i` among `len` entries.
+pub(crate) fn out_of_range(i: i64, len: u64) -> PyErr {
+    PyIndexError::new_err(format!("position {i} out of range for {len} entries"))
+}
+
+/// An entry as a `(key, value)` tuple of bytes.
+pub(crate) fn entry_tuple<'py>(
+    py: Python<'py>,
+    entry: Option<Entry<'_>>,
+) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    entry
+        .map(|(k, v)| PyTuple::new(py, [PyBytes::new(py, k.as_bytes()), PyBytes::new(py, v)]))
+        .transpose()
+}
+
 fn io_err(op: &'static str, path: &std::path::Path, source: std::io::Error) -> stele_table::Error {
     stele_table::Error::Io {
         op,
@@ -441,10 +460,32 @@ struct IterState {
 }
 
 impl IterState {
-    fn refill(&mut self, py: Python<'_>, table: &Table) -> PyResult<()> {
+    fn refill(&mut self, py: Python<'_>, source: &Source) -> PyResult<()> {
         let bounds = (as_ref(&self.lo), as_ref(&self.hi));
-        let mut it = table.range(bounds);
-        let mut last: Option<Vec<u8>> = None;
+        let last = match source {
+            Source::Table(t) => self.decode(py, t.range(bounds), |e| table_err(py, e))?,
+            Source::Map(m) => self.decode(py, m.range(bounds), |e| durable_err(py, e))?,
+        };
+        if let Some(k) = last {
+            if self.reverse {
+                self.hi = KeyBound::Excluded(k);
+            } else {
+                self.lo = KeyBound::Excluded(k);
+            }
+        }
+        self.chunk = (self.chunk * 4).min(1024);
+        Ok(())
+    }
+
+    /// Buffers up to `chunk` entries of `it` (from the back if reversed); returns the last
+    /// key buffered.
+    fn decode<'t, E>(
+        &mut self,
+        py: Python<'_>,
+        mut it: impl DoubleEndedIterator<Item = Result<Entry<'t>, E>>,
+        err: impl Fn(E) -> PyErr,
+    ) -> PyResult<Option<Vec<u8>>> {
+        let mut last = None;
         for _ in 0..self.chunk {
             let next = if self.reverse {
                 it.next_back()
@@ -455,7 +496,7 @@ impl IterState {
                 self.done = true;
                 break;
             };
-            let (k, v) = entry.map_err(|e| table_err(py, e))?;
+            let (k, v) = entry.map_err(&err)?;
             let item = match self.what {
                 Yield::Keys => PyBytes::new(py, k.as_bytes()).into_any(),
                 Yield::Values => PyBytes::new(py, v).into_any(),
@@ -467,15 +508,7 @@ impl IterState {
             self.buffered.push_back(item.unbind());
             last = Some(k.into_owned());
         }
-        if let Some(k) = last {
-            if self.reverse {
-                self.hi = KeyBound::Excluded(k);
-            } else {
-                self.lo = KeyBound::Excluded(k);
-            }
-        }
-        self.chunk = (self.chunk * 4).min(1024);
-        Ok(())
+        Ok(last)
     }
 }
 
@@ -487,12 +520,43 @@ fn as_ref(b: &KeyBound<Vec<u8>>) -> KeyBound<&[u8]> {
     }
 }
 
-/// Iterator over a table's keys, values or (key, value) pairs; holds the table open.
+/// What an iterator reads: a table, or a snapshot of a durable map.
+#[derive(Debug)]
+pub(crate) enum Source {
+    Table(Arc<Table>),
+    Map(Arc<DurableMap>),
+}
+
+/// Iterator over the keys, values or (key, value) pairs of a table or a durable map (a
+/// snapshot of it: later changes to the map are not seen); holds the files open.
 #[pyclass(module = "stele", name = "TableIterator", frozen)]
 #[derive(Debug)]
 pub(crate) struct PyTableIter {
-    table: Arc<Table>,
+    source: Source,
     state: Mutex<IterState>,
+}
+
+impl PyTableIter {
+    pub(crate) fn new(
+        source: Source,
+        lo: KeyBound<Vec<u8>>,
+        hi: KeyBound<Vec<u8>>,
+        reverse: bool,
+        what: Yield,
+    ) -> PyTableIter {
+        PyTableIter {
+            source,
+            state: Mutex::new(IterState {
+                lo,
+                hi,
+                reverse,
+                what,
+                chunk: 16,
+                buffered: VecDeque::new(),
+                done: false,
+            }),
+        }
+    }
 }
 
 #[pymethods]
@@ -511,7 +575,7 @@ impl PyTableIter {
             )
         })?;
         if state.buffered.is_empty() && !state.done {
-            state.refill(py, &self.table)?;
+            state.refill(py, &self.source)?;
         }
         Ok(state.buffered.pop_front())
     }

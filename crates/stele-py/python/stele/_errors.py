@@ -27,7 +27,13 @@ class InvalidInput(SteleError, ValueError):
 
 
 class InUseError(SteleError):
-    """Reserved: a database directory is locked by another process (database API, not yet)."""
+    """A database folder is open elsewhere (another process, or another ``stele.open`` here).
+
+    ``pid`` is the process holding it (0 if unknown), ``path`` the folder.
+    """
+
+    pid: int | None = None
+    path: str | None = None
 
 
 __all__ = ["SteleError", "CorruptError", "FormatError", "InvalidInput", "InUseError"]

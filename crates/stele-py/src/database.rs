@@ -1,0 +1,1196 @@
+//! The document store: databases, collections, batches, snapshots and queries.
+//!
+//! Lifetimes: a [`PyDatabase`] holds `Mutex<Option<stele::Database>>`; `close()` takes the
+//! database out. Every operation clones the `stele::Database` (an `Arc`) under the lock and
+//! releases the lock at once, so the lock is never held across Python code or a release of
+//! the GIL; an operation in flight in another thread when `close()` runs finishes, and the
+//! folder lock goes when it does. Reads go through a `stele::Snapshot` (an `Arc` of one
+//! committed state): a live `Collection` takes a fresh one per call, `db.snapshot()` keeps
+//! one. Documents are copied out of the snapshot into a `stele.Document`, which owns its bytes
+//! (a copy of a few hundred bytes, far less than the Python objects around it), so nothing
+//! handed to Python borrows the database's files.
+//!
+//! The GIL is released for opening (recovery), every commit (it waits for the fsync), JSON
+//! conversion and validation of batches, imports (a batch at a time, checking for Ctrl-C
+//! between batches), queries, index creation, checkpoints and compaction.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::ops::Bound as ValueBound;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use pyo3::exceptions::{PyKeyError, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
+use stele::{Batch, CollectionStats, Database, DatabaseOptions, Plan, Query, Snapshot};
+use stele_doc::{DocumentWriter, Value};
+
+use crate::document::{Decimals, PyDocument, document_bytes, python_to_bytes, python_to_json};
+use crate::errors::{Kind, db_err, doc_err, new_err, type_err};
+
+/// How documents read from a database come back to Python.
+#[derive(Debug, Clone, Copy)]
+struct DocOptions {
+    decimals: Decimals,
+    /// The user promised the files were written by Stele only: skip validation.
+    trusted: bool,
+}
+
+impl DocOptions {
+    fn document<'py>(self, py: Python<'py>, bytes: Vec<u8>) -> PyResult<Bound<'py, PyAny>> {
+        let init = PyDocument::from_stored(py, bytes, self.decimals, self.trusted)?;
+        Ok(Bound::new(py, init)?.into_any())
+    }
+}
+
+/// A value to store: JSON text (str, bytes) or document bytes (a `Document`, or any other
+/// Python value written as a document).
+enum Payload<'a> {
+    Json(&'a [u8]),
+    Doc(Cow<'a, [u8]>),
+}
+
+impl<'a> Payload<'a> {
+    fn of(py: Python<'_>, value: &'a Bound<'_, PyAny>) -> PyResult<Payload<'a>> {
+        if let Ok(d) = value.cast::<PyDocument>() {
+            return Ok(Payload::Doc(Cow::Borrowed(document_bytes(d))));
+        }
+        if let Ok(s) = value.cast::<PyString>() {
+            return Ok(Payload::Json(s.to_str()?.as_bytes()));
+        }
+        if let Ok(b) = value.cast::<PyBytes>() {
+            return Ok(Payload::Json(b.as_bytes()));
+        }
+        Ok(Payload::Doc(Cow::Owned(python_to_bytes(py, value, false)?)))
+    }
+
+    /// Adds the put to `batch` (converts JSON text, validates document bytes).
+    fn add(&self, batch: &mut Batch, collection: &str, id: &str) -> stele::Result<()> {
+        match self {
+            Payload::Json(text) => batch.put_json(collection, id, text),
+            Payload::Doc(bytes) => batch.put_document(collection, id, bytes),
+        }
+    }
+}
+
+/// A document id given by Python: a `str`.
+fn id_arg<'a>(id: &'a Bound<'_, PyAny>) -> PyResult<&'a str> {
+    match id.cast::<PyString>() {
+        Ok(s) => s.to_str(),
+        Err(_) => Err(type_err("document ids are str", id)),
+    }
+}
+
+fn closed(py: Python<'_>, path: &std::path::Path) -> PyErr {
+    new_err(
+        py,
+        Kind::Stele,
+        format!("database {} is closed", path.display()),
+    )
+}
+
+fn stats_dict<'py>(py: Python<'py>, s: &CollectionStats) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("documents", s.documents)?;
+    d.set_item("layers", s.layers)?;
+    d.set_item("table_bytes", s.table_bytes)?;
+    d.set_item("stored_bytes", s.stored_bytes)?;
+    d.set_item("unsaved_changes", s.unsaved_changes)?;
+    Ok(d)
+}
+
+fn all_stats<'py>(py: Python<'py>, snap: &Snapshot) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for name in snap.collections() {
+        d.set_item(name, stats_dict(py, &snap.stats(name))?)?;
+    }
+    Ok(d)
+}
+
+/// A database: a folder of collections of JSON documents by id.
+#[pyclass(module = "stele", name = "Database", frozen)]
+#[derive(Debug)]
+pub(crate) struct PyDatabase {
+    db: Mutex<Option<Database>>,
+    path: PathBuf,
+    opts: DocOptions,
+}
+
+impl PyDatabase {
+    /// The open database (an `Arc` clone); `SteleError` once closed.
+    fn db(&self, py: Python<'_>) -> PyResult<Database> {
+        match self.db.lock() {
+            Ok(g) => g.clone().ok_or_else(|| closed(py, &self.path)),
+            Err(p) => p.into_inner().clone().ok_or_else(|| closed(py, &self.path)),
+        }
+    }
+
+    fn collection(slf: &Bound<'_, Self>, name: &str) -> PyResult<PyCollection> {
+        stele::check_collection_name(name).map_err(|e| db_err(slf.py(), e))?;
+        Ok(PyCollection {
+            reader: Reader::Live(slf.clone().unbind()),
+            name: name.to_owned(),
+            opts: slf.get().opts,
+        })
+    }
+}
+
+#[pymethods]
+impl PyDatabase {
+    /// Database(path, *, decimals="float", trusted=False, checkpoint_bytes=64 MiB,
+    /// compact_layers=8)
+    ///
+    /// Opens the database in folder `path`, creating it if needed, and recovers from its
+    /// log (without the GIL). One process at a time: `InUseError` (with `pid`) if another
+    /// has it open, and a second open in this process fails the same way until the first is
+    /// closed. `decimals` is the number policy of the documents read (see `Document`).
+    /// `trusted=True` skips validating documents read: only for databases that nothing but
+    /// Stele wrote (a crafted file with valid checksums could otherwise crash the process).
+    #[new]
+    #[pyo3(signature = (path, *, decimals = "float", trusted = false, checkpoint_bytes = None, compact_layers = None))]
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        decimals: &str,
+        trusted: bool,
+        checkpoint_bytes: Option<u64>,
+        compact_layers: Option<usize>,
+    ) -> PyResult<PyDatabase> {
+        let decimals = Decimals::parse(py, decimals)?;
+        let mut opts = DatabaseOptions::default();
+        if let Some(bytes) = checkpoint_bytes {
+            opts = opts.checkpoint_bytes(bytes);
+        }
+        if let Some(layers) = compact_layers {
+            opts = opts.compact_layers(layers);
+        }
+        let db = py
+            .detach(|| Database::open_with(&path, opts))
+            .map_err(|e| db_err(py, e))?;
+        Ok(PyDatabase {
+            db: Mutex::new(Some(db)),
+            path,
+            opts: DocOptions { decimals, trusted },
+        })
+    }
+
+    /// Closes the database (releasing its folder lock once operations in flight in other
+    /// threads finish). Snapshots taken before stay readable. Closing twice does nothing.
+    fn close(&self) {
+        let db = match self.db.lock() {
+            Ok(mut g) => g.take(),
+            Err(p) => p.into_inner().take(),
+        };
+        drop(db);
+    }
+
+    /// True once `close()` ran.
+    #[getter]
+    fn closed(&self) -> bool {
+        match self.db.lock() {
+            Ok(g) => g.is_none(),
+            Err(p) => p.into_inner().is_none(),
+        }
+    }
+
+    /// The database folder.
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.path.clone()
+    }
+
+    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    /// Closes the database; exceptions propagate.
+    fn __exit__(
+        &self,
+        _exc_type: &Bound<'_, PyAny>,
+        _exc: &Bound<'_, PyAny>,
+        _tb: &Bound<'_, PyAny>,
+    ) -> bool {
+        self.close();
+        false
+    }
+
+    /// `db[name]`: the collection `name` (it need not exist yet: the first write creates
+    /// it). `InvalidInput` for a bad name (1 to 100 of letters, digits, `_ - .`).
+    fn __getitem__(slf: &Bound<'_, Self>, name: &str) -> PyResult<PyCollection> {
+        PyDatabase::collection(slf, name)
+    }
+
+    /// True if collection `name` has documents or indexes.
+    fn __contains__(&self, py: Python<'_>, name: &str) -> PyResult<bool> {
+        Ok(self.db(py)?.snapshot().collections().contains(&name))
+    }
+
+    /// Names of the collections, sorted.
+    fn collections(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        let snap = self.db(py)?.snapshot();
+        Ok(snap.collections().into_iter().map(str::to_owned).collect())
+    }
+
+    /// batch() -> Batch: puts and deletes across collections, committed all or nothing.
+    /// As a context manager it commits on normal exit and discards on an exception.
+    fn batch(slf: &Bound<'_, Self>) -> PyResult<PyBatch> {
+        let db = slf.get().db(slf.py())?;
+        Ok(PyBatch {
+            db: slf.clone().unbind(),
+            batch: Mutex::new(Some(db.batch())),
+        })
+    }
+
+    /// snapshot() -> Snapshot: a consistent read-only view of every collection as of the
+    /// last commit; later writes do not change it. Cheap (nothing is copied).
+    fn snapshot(&self, py: Python<'_>) -> PyResult<PySnapshot> {
+        Ok(PySnapshot {
+            snap: self.db(py)?.snapshot(),
+            opts: self.opts,
+        })
+    }
+
+    /// Writes every collection's unsaved changes as tables, records them and starts a new
+    /// log segment (without the GIL). Runs by itself as the log grows.
+    fn checkpoint(&self, py: Python<'_>) -> PyResult<()> {
+        let db = self.db(py)?;
+        py.detach(|| db.checkpoint()).map_err(|e| db_err(py, e))
+    }
+
+    /// Merges every collection into one table each, then checkpoints (without the GIL).
+    fn compact(&self, py: Python<'_>) -> PyResult<()> {
+        let db = self.db(py)?;
+        py.detach(|| db.compact()).map_err(|e| db_err(py, e))
+    }
+
+    /// {collection: {documents, layers, table_bytes, stored_bytes, unsaved_changes}}.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        all_stats(py, &self.db(py)?.snapshot())
+    }
+
+    fn __repr__(&self) -> String {
+        let state = if self.closed() { " closed" } else { "" };
+        format!("<stele.Database {:?}{state}>", self.path)
+    }
+}
+
+/// A read-only view of every collection as of one commit.
+#[pyclass(module = "stele", name = "Snapshot", frozen)]
+#[derive(Debug)]
+pub(crate) struct PySnapshot {
+    snap: Snapshot,
+    opts: DocOptions,
+}
+
+#[pymethods]
+impl PySnapshot {
+    /// `snap[name]`: collection `name` as of this snapshot (read-only).
+    fn __getitem__(&self, py: Python<'_>, name: &str) -> PyResult<PyCollection> {
+        stele::check_collection_name(name).map_err(|e| db_err(py, e))?;
+        Ok(PyCollection {
+            reader: Reader::Frozen(self.snap.clone()),
+            name: name.to_owned(),
+            opts: self.opts,
+        })
+    }
+
+    fn __contains__(&self, name: &str) -> bool {
+        self.snap.collections().contains(&name)
+    }
+
+    /// Names of the collections, sorted.
+    fn collections(&self) -> Vec<String> {
+        self.snap
+            .collections()
+            .into_iter()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Sequence number of the last batch this snapshot contains (0 for none).
+    #[getter]
+    fn seq(&self) -> u64 {
+        self.snap.seq()
+    }
+
+    /// {collection: {documents, layers, table_bytes, stored_bytes, unsaved_changes}}.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        all_stats(py, &self.snap)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<stele.Snapshot seq={}>", self.snap.seq())
+    }
+}
+
+/// Where a collection reads from.
+#[derive(Debug)]
+enum Reader {
+    /// The database: a fresh snapshot per call; writes allowed.
+    Live(Py<PyDatabase>),
+    /// One snapshot: read-only.
+    Frozen(Snapshot),
+}
+
+/// The documents of one collection by id: a mapping of str to `Document`.
+#[pyclass(module = "stele", name = "Collection", frozen, mapping)]
+#[derive(Debug)]
+pub(crate) struct PyCollection {
+    reader: Reader,
+    name: String,
+    opts: DocOptions,
+}
+
+impl PyCollection {
+    fn snapshot(&self, py: Python<'_>) -> PyResult<Snapshot> {
+        match &self.reader {
+            Reader::Live(db) => Ok(db.get().db(py)?.snapshot()),
+            Reader::Frozen(snap) => Ok(snap.clone()),
+        }
+    }
+
+    fn writer(&self, py: Python<'_>) -> PyResult<Database> {
+        match &self.reader {
+            Reader::Live(db) => db.get().db(py),
+            Reader::Frozen(_) => Err(PyTypeError::new_err(format!(
+                "collection {:?} of a snapshot is read-only",
+                self.name
+            ))),
+        }
+    }
+
+    /// The document `id`, or None.
+    fn fetch<'py>(&self, py: Python<'py>, id: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let snap = self.snapshot(py)?;
+        let doc = snap.get(&self.name, id).map_err(|e| db_err(py, e))?;
+        match doc {
+            Some(doc) => Ok(Some(self.opts.document(py, doc.into_bytes())?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Commits puts of `(id, value)` in one batch, converting and committing without the GIL.
+    fn commit_puts(
+        &self,
+        py: Python<'_>,
+        db: &Database,
+        items: &[(String, Payload<'_>)],
+    ) -> PyResult<()> {
+        let name = self.name.as_str();
+        // The payloads borrow the buffers of `str`, `bytes` and `Document` objects that the
+        // caller holds; those objects are immutable, so reading them without the GIL is sound.
+        py.detach(|| {
+            let mut batch = db.batch();
+            for (id, payload) in items {
+                payload.add(&mut batch, name, id)?;
+            }
+            db.commit(batch)
+        })
+        .map_err(|e| db_err(py, e))
+    }
+}
+
+/// The id of a value for `put_many(..., id_field=...)`: its field `id_field`, a str or int.
+fn id_of(value: &Bound<'_, PyAny>, id_field: &str, n: usize) -> PyResult<String> {
+    let py = value.py();
+    let field = value.get_item(id_field).map_err(|_| {
+        new_err(
+            py,
+            Kind::InvalidInput,
+            format!("item {n} has no field {id_field:?} to take its id from"),
+        )
+    })?;
+    if let Ok(s) = field.cast::<PyString>() {
+        return Ok(s.to_str()?.to_owned());
+    }
+    if field.is_instance_of::<PyInt>() && !field.is_instance_of::<PyBool>() {
+        return Ok(field.str()?.to_str()?.to_owned());
+    }
+    Err(type_err(
+        &format!("the id field {id_field:?} of item {n} must be a str or an int"),
+        &field,
+    ))
+}
+
+/// A query condition given as `{field: value}` (one item) or `(field, value)`.
+fn condition<'py>(arg: &Bound<'py, PyAny>, what: &str) -> PyResult<(String, Bound<'py, PyAny>)> {
+    let py = arg.py();
+    if let Ok(d) = arg.cast::<PyDict>() {
+        if d.len() == 1
+            && let Some((k, v)) = d.iter().next()
+        {
+            return Ok((k.extract()?, v));
+        }
+    } else if let Ok(t) = arg.cast::<PyTuple>()
+        && t.len() == 2
+    {
+        return Ok((t.get_item(0)?.extract()?, t.get_item(1)?));
+    }
+    Err(new_err(
+        py,
+        Kind::InvalidInput,
+        format!("{what}= takes {{field: value}} with one field, or (field, value)"),
+    ))
+}
+
+/// A bound of a range condition: None is unbounded.
+fn range_bound(
+    py: Python<'_>,
+    v: &Bound<'_, PyAny>,
+    included: bool,
+) -> PyResult<ValueBound<String>> {
+    if v.is_none() {
+        return Ok(ValueBound::Unbounded);
+    }
+    let json = python_to_json(py, v)?;
+    Ok(if included {
+        ValueBound::Included(json)
+    } else {
+        ValueBound::Excluded(json)
+    })
+}
+
+#[pymethods]
+impl PyCollection {
+    /// The collection's name.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// True for a collection of a snapshot.
+    #[getter]
+    fn read_only(&self) -> bool {
+        matches!(self.reader, Reader::Frozen(_))
+    }
+
+    /// Number of documents.
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        let n = self.snapshot(py)?.count(&self.name);
+        Ok(usize::try_from(n).unwrap_or(usize::MAX))
+    }
+
+    fn __contains__(&self, py: Python<'_>, id: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let Ok(id) = id.cast::<PyString>() else {
+            return Ok(false);
+        };
+        self.snapshot(py)?
+            .contains(&self.name, id.to_str()?)
+            .map_err(|e| db_err(py, e))
+    }
+
+    /// `coll[id]`: the document (a lazy `stele.Document`); `KeyError` if absent.
+    fn __getitem__<'py>(
+        &self,
+        py: Python<'py>,
+        id: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.fetch(py, id_arg(id)?)?
+            .ok_or_else(|| PyKeyError::new_err(id.clone().unbind()))
+    }
+
+    /// get(id, default=None): the document, `default` if absent.
+    #[pyo3(signature = (id, default = None))]
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        id: &Bound<'py, PyAny>,
+        default: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        Ok(self
+            .fetch(py, id_arg(id)?)?
+            .or(default)
+            .unwrap_or_else(|| py.None().into_bound(py)))
+    }
+
+    /// Iterates over the ids in order (byte order of their UTF-8), as of the call.
+    fn __iter__(&self, py: Python<'_>) -> PyResult<PyIdIter> {
+        self.keys(py)
+    }
+
+    /// The ids in order, as of the call (collected at once, without the GIL).
+    fn keys(&self, py: Python<'_>) -> PyResult<PyIdIter> {
+        self.id_iter(py, Yields::Ids)
+    }
+
+    /// The documents in id order, from one snapshot taken at the call.
+    fn values(&self, py: Python<'_>) -> PyResult<PyIdIter> {
+        self.id_iter(py, Yields::Documents)
+    }
+
+    /// (id, Document) pairs in id order, from one snapshot taken at the call.
+    fn items(&self, py: Python<'_>) -> PyResult<PyIdIter> {
+        self.id_iter(py, Yields::Items)
+    }
+
+    /// `coll[id] = value`: inserts or replaces the document, committed at once (durable when
+    /// this returns). `value` is a dict (or any JSON-like Python value), JSON text as str or
+    /// bytes, or a `Document`.
+    fn __setitem__(
+        &self,
+        py: Python<'_>,
+        id: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let db = self.writer(py)?;
+        let id = id_arg(id)?.to_owned();
+        let payload = Payload::of(py, value)?;
+        self.commit_puts(py, &db, &[(id, payload)])
+    }
+
+    /// `del coll[id]`: deletes the document, committed at once; `KeyError` if absent.
+    fn __delitem__(&self, py: Python<'_>, id: &Bound<'_, PyAny>) -> PyResult<()> {
+        let db = self.writer(py)?;
+        let key = id_arg(id)?;
+        let exists = db
+            .snapshot()
+            .contains(&self.name, key)
+            .map_err(|e| db_err(py, e))?;
+        if !exists {
+            return Err(PyKeyError::new_err(id.clone().unbind()));
+        }
+        let name = self.name.as_str();
+        py.detach(|| {
+            let mut batch = db.batch();
+            batch.delete(name, key)?;
+            db.commit(batch)
+        })
+        .map_err(|e| db_err(py, e))
+    }
+
+    /// put_many(items, *, id_field=None, batch=1000) -> int
+    ///
+    /// Stores many documents: `items` yields `(id, value)` pairs, or, with `id_field`,
+    /// values (dicts or Documents) whose field `id_field` (a str or int) is the id. Commits
+    /// every `batch` documents (each commit is atomic; use `db.batch()` for all or nothing),
+    /// converting and committing without the GIL. Returns the number stored.
+    #[pyo3(signature = (items, *, id_field = None, batch = 1000))]
+    fn put_many(
+        &self,
+        py: Python<'_>,
+        items: &Bound<'_, PyAny>,
+        id_field: Option<&str>,
+        batch: usize,
+    ) -> PyResult<usize> {
+        let db = self.writer(py)?;
+        let batch = batch.max(1);
+        let mut held: Vec<(String, Bound<'_, PyAny>)> = Vec::with_capacity(batch);
+        let mut stored = 0;
+        let flush = |held: &mut Vec<(String, Bound<'_, PyAny>)>| -> PyResult<usize> {
+            let payloads = held
+                .iter()
+                .map(|(id, v)| Ok((id.clone(), Payload::of(py, v)?)))
+                .collect::<PyResult<Vec<_>>>()?;
+            self.commit_puts(py, &db, &payloads)?;
+            let n = held.len();
+            held.clear();
+            Ok(n)
+        };
+        for (n, item) in items.try_iter()?.enumerate() {
+            let item = item?;
+            let (id, value) = match id_field {
+                Some(field) => (id_of(&item, field, n)?, item),
+                None => {
+                    if item.is_instance_of::<PyString>() || item.len().ok() != Some(2) {
+                        return Err(type_err(
+                            "put_many takes (id, value) pairs (or values with id_field=)",
+                            &item,
+                        ));
+                    }
+                    let id = item.get_item(0)?;
+                    (id_arg(&id)?.to_owned(), item.get_item(1)?)
+                }
+            };
+            held.push((id, value));
+            if held.len() >= batch {
+                stored += flush(&mut held)?;
+            }
+        }
+        stored += flush(&mut held)?;
+        Ok(stored)
+    }
+
+    /// import_jsonl(path, *, id_field=None, batch=1000, skip_bad=False) -> dict
+    ///
+    /// Imports a JSON Lines file (one document per line; blank lines are skipped). The id is
+    /// the value at path `id_field` (e.g. "id" or "meta.key"; a string or an integer), or
+    /// without it the line number, zero-padded to 10 digits ("0000000001"), so ids sort in
+    /// file order. Commits every `batch` documents (batches before an error stay
+    /// committed). A bad line (malformed JSON, no usable id) raises `InvalidInput` with
+    /// `line`, or with `skip_bad=True` is counted and skipped. Runs without the GIL, checking
+    /// for Ctrl-C between batches. Returns {"imported", "skipped", "lines"}.
+    #[pyo3(signature = (path, *, id_field = None, batch = 1000, skip_bad = false))]
+    fn import_jsonl<'py>(
+        &self,
+        py: Python<'py>,
+        path: PathBuf,
+        id_field: Option<&str>,
+        batch: usize,
+        skip_bad: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let db = self.writer(py)?;
+        let id_path = id_field
+            .map(stele_doc::Path::parse)
+            .transpose()
+            .map_err(|e| doc_err(py, e))?;
+        // Without the GIL: opening a FIFO or a network file can block.
+        let file = py.detach(|| File::open(&path)).map_err(|e| {
+            PyErr::from(std::io::Error::new(
+                e.kind(),
+                format!("opening {}: {e}", path.display()),
+            ))
+        })?;
+        let mut import = Import {
+            db: &db,
+            collection: &self.name,
+            id_path: id_path.as_ref(),
+            batch: batch.max(1),
+            skip_bad,
+            reader: BufReader::with_capacity(1 << 20, file),
+            writer: DocumentWriter::new(),
+            line: Vec::new(),
+            lines: 0,
+            imported: 0,
+            skipped: 0,
+        };
+        loop {
+            let done = py.detach(|| import.chunk());
+            let done = match done {
+                Ok(done) => done,
+                Err(ImportError::Db(e)) => return Err(db_err(py, e)),
+                Err(ImportError::Io(e)) => {
+                    return Err(PyErr::from(std::io::Error::new(
+                        e.kind(),
+                        format!("reading {}: {e}", path.display()),
+                    )));
+                }
+                Err(ImportError::Line(reason)) => {
+                    let err = new_err(
+                        py,
+                        Kind::InvalidInput,
+                        format!(
+                            "{} line {}: {reason} ({} documents imported before it; skip_bad=True skips such lines)",
+                            path.display(),
+                            import.lines,
+                            import.imported
+                        ),
+                    );
+                    // A convenience attribute: failing to set it must not hide the error.
+                    let _ = err.value(py).setattr("line", import.lines);
+                    return Err(err);
+                }
+            };
+            py.check_signals()?;
+            if done {
+                break;
+            }
+        }
+        let d = PyDict::new(py);
+        d.set_item("imported", import.imported)?;
+        d.set_item("skipped", import.skipped)?;
+        d.set_item("lines", import.lines)?;
+        Ok(d)
+    }
+
+    /// query(*, eq=None, range=None, prefix=None, order_by=None, desc=False, limit=None,
+    /// select=None) -> QueryResult
+    ///
+    /// Documents matching at most one condition on one field (a dotted path, `[]` for every
+    /// element of an array): `eq={"field": value}`, `range={"field": (lo, hi)}` with
+    /// `lo <= value < hi` (None: open; a range with one open side stays within the type of
+    /// the other bound), `prefix={"field": "text"}`. Uses an index whose first field is the
+    /// filtered one, else scans the collection (`plan` says which). `order_by` a field
+    /// (`desc=True` for descending), at most `limit` rows, `select` only these fields (the
+    /// rows are then objects keyed by the paths). Runs without the GIL.
+    #[pyo3(signature = (*, eq = None, range = None, prefix = None, order_by = None, desc = false, limit = None, select = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn query(
+        &self,
+        py: Python<'_>,
+        eq: Option<Bound<'_, PyAny>>,
+        range: Option<Bound<'_, PyAny>>,
+        prefix: Option<Bound<'_, PyAny>>,
+        order_by: Option<&str>,
+        desc: bool,
+        limit: Option<usize>,
+        select: Option<Vec<String>>,
+    ) -> PyResult<PyQueryResult> {
+        let conditions = [&eq, &range, &prefix]
+            .iter()
+            .filter(|c| c.is_some())
+            .count();
+        if conditions > 1 {
+            return Err(new_err(
+                py,
+                Kind::InvalidInput,
+                "a query takes one condition: eq=, range= or prefix=".into(),
+            ));
+        }
+        let mut q = Query::new(&self.name);
+        if let Some(eq) = &eq {
+            let (field, value) = condition(eq, "eq")?;
+            q = q.eq(&field, &python_to_json(py, &value)?);
+        }
+        if let Some(range) = &range {
+            let (field, bounds) = condition(range, "range")?;
+            let bad = || {
+                new_err(
+                    py,
+                    Kind::InvalidInput,
+                    "range= takes {field: (lo, hi)}, lo <= value < hi, None for an open side"
+                        .into(),
+                )
+            };
+            let bounds = bounds.cast::<PyTuple>().map_err(|_| bad())?;
+            if bounds.len() != 2 {
+                return Err(bad());
+            }
+            let lo = range_bound(py, &bounds.get_item(0)?, true)?;
+            let hi = range_bound(py, &bounds.get_item(1)?, false)?;
+            q = q.range(
+                &field,
+                lo.as_ref().map(String::as_str),
+                hi.as_ref().map(String::as_str),
+            );
+        }
+        if let Some(prefix) = &prefix {
+            let (field, text) = condition(prefix, "prefix")?;
+            let text = text
+                .cast::<PyString>()
+                .map_err(|_| type_err("prefix= takes a str", &text))?;
+            q = q.prefix(&field, text.to_str()?);
+        }
+        if let Some(field) = order_by {
+            q = q.order_by(field, desc);
+        }
+        if let Some(n) = limit {
+            q = q.limit(n);
+        }
+        if let Some(fields) = &select {
+            let fields: Vec<&str> = fields.iter().map(String::as_str).collect();
+            q = q.select(&fields);
+        }
+        let snap = self.snapshot(py)?;
+        let (plan, rows) = py
+            .detach(|| -> stele::Result<_> {
+                let out = snap.query(&q)?;
+                let mut writer = DocumentWriter::new();
+                let rows = out
+                    .rows
+                    .into_iter()
+                    .map(|row| Ok((row.id, writer.from_json(row.json.as_bytes())?)))
+                    .collect::<stele::Result<Vec<_>>>()?;
+                Ok((out.plan, rows))
+            })
+            .map_err(|e| db_err(py, e))?;
+        let list = PyList::empty(py);
+        for (id, bytes) in rows {
+            let doc = Bound::new(py, PyDocument::from_written(bytes, self.opts.decimals))?;
+            list.append(PyTuple::new(
+                py,
+                [PyString::new(py, &id).into_any(), doc.into_any()],
+            )?)?;
+        }
+        let index = match &plan {
+            Plan::IndexScan { index, .. } => Some(index.clone()),
+            _ => None,
+        };
+        Ok(PyQueryResult {
+            plan: plan.to_string(),
+            index,
+            rows: list.unbind(),
+        })
+    }
+
+    /// create_index(name, fields): indexes the collection on `fields` (a field path or a
+    /// list of them; the first is what queries filter on) and builds it for the documents
+    /// already there, without the GIL; every write keeps it current.
+    fn create_index(&self, py: Python<'_>, name: &str, fields: &Bound<'_, PyAny>) -> PyResult<()> {
+        let db = self.writer(py)?;
+        let fields: Vec<String> = if let Ok(s) = fields.cast::<PyString>() {
+            vec![s.to_str()?.to_owned()]
+        } else {
+            fields.extract()?
+        };
+        let fields: Vec<&str> = fields.iter().map(String::as_str).collect();
+        let coll = self.name.as_str();
+        py.detach(|| db.create_index(coll, name, &fields))
+            .map_err(|e| db_err(py, e))
+    }
+
+    /// drop_index(name): drops index `name` (`InvalidInput` if there is none).
+    fn drop_index(&self, py: Python<'_>, name: &str) -> PyResult<()> {
+        let db = self.writer(py)?;
+        let coll = self.name.as_str();
+        py.detach(|| db.drop_index(coll, name))
+            .map_err(|e| db_err(py, e))
+    }
+
+    /// {index name: [field paths]} of this collection.
+    fn indexes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for def in self.snapshot(py)?.indexes(&self.name) {
+            let fields: Vec<&str> = def.fields.iter().map(|f| f.as_str()).collect();
+            d.set_item(&def.name, fields)?;
+        }
+        Ok(d)
+    }
+
+    /// {documents, layers, table_bytes, stored_bytes, unsaved_changes}.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        stats_dict(py, &self.snapshot(py)?.stats(&self.name))
+    }
+
+    fn __repr__(&self) -> String {
+        let ro = if self.read_only() { " (snapshot)" } else { "" };
+        format!("<stele.Collection {:?}{ro}>", self.name)
+    }
+}
+
+impl PyCollection {
+    fn id_iter(&self, py: Python<'_>, yields: Yields) -> PyResult<PyIdIter> {
+        let snap = self.snapshot(py)?;
+        let name = self.name.as_str();
+        let ids = py
+            .detach(|| {
+                snap.iter(name)
+                    .map(|entry| entry.map(|(id, _)| id))
+                    .collect::<stele::Result<Vec<_>>>()
+            })
+            .map_err(|e| db_err(py, e))?;
+        Ok(PyIdIter {
+            snap,
+            name: self.name.clone(),
+            opts: self.opts,
+            yields,
+            ids: Mutex::new(ids.into_iter()),
+        })
+    }
+}
+
+/// What a collection iterator yields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Yields {
+    Ids,
+    Documents,
+    Items,
+}
+
+/// Iterator over the ids, documents or `(id, Document)` pairs of a collection, from one
+/// snapshot.
+#[pyclass(module = "stele", name = "CollectionIterator", frozen)]
+#[derive(Debug)]
+pub(crate) struct PyIdIter {
+    snap: Snapshot,
+    name: String,
+    opts: DocOptions,
+    yields: Yields,
+    ids: Mutex<std::vec::IntoIter<String>>,
+}
+
+#[pymethods]
+impl PyIdIter {
+    fn __iter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        // Held only to take the next id: no Python code runs under it.
+        let next = match self.ids.lock() {
+            Ok(mut ids) => ids.next(),
+            Err(p) => p.into_inner().next(),
+        };
+        let Some(id) = next else {
+            return Ok(None);
+        };
+        if self.yields == Yields::Ids {
+            return Ok(Some(PyString::new(py, &id).into_any()));
+        }
+        let doc = self
+            .snap
+            .get(&self.name, &id)
+            .map_err(|e| db_err(py, e))?
+            .ok_or_else(|| {
+                new_err(
+                    py,
+                    Kind::Corrupt,
+                    format!("document {id:?} vanished from a snapshot"),
+                )
+            })?;
+        let doc = self.opts.document(py, doc.into_bytes())?;
+        if self.yields == Yields::Documents {
+            return Ok(Some(doc));
+        }
+        Ok(Some(
+            PyTuple::new(py, [PyString::new(py, &id).into_any(), doc])?.into_any(),
+        ))
+    }
+}
+
+/// The rows of a query and how it ran.
+#[pyclass(module = "stele", name = "QueryResult", frozen, sequence)]
+#[derive(Debug)]
+pub(crate) struct PyQueryResult {
+    plan: String,
+    index: Option<String>,
+    rows: Py<PyList>,
+}
+
+#[pymethods]
+impl PyQueryResult {
+    /// How the query ran, e.g. 'index scan of "by_country" on country, in index order' or
+    /// 'full scan filtering on country (no index has it first)'.
+    #[getter]
+    fn plan(&self) -> &str {
+        &self.plan
+    }
+
+    /// The index the query used, or None for a full scan.
+    #[getter]
+    fn index(&self) -> Option<&str> {
+        self.index.as_deref()
+    }
+
+    /// The rows: a list of (id, Document).
+    #[getter]
+    fn rows(&self, py: Python<'_>) -> Py<PyList> {
+        self.rows.clone_ref(py)
+    }
+
+    /// The ids of the rows, in order.
+    fn ids<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        self.rows
+            .bind(py)
+            .iter()
+            .map(|row| row.get_item(0))
+            .collect()
+    }
+
+    fn __len__(&self, py: Python<'_>) -> usize {
+        self.rows.bind(py).len()
+    }
+
+    fn __getitem__<'py>(
+        &self,
+        py: Python<'py>,
+        i: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.rows.bind(py).as_any().get_item(i)
+    }
+
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        Ok(self.rows.bind(py).try_iter()?.into_any())
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!(
+            "<stele.QueryResult rows={} plan={:?}>",
+            self.rows.bind(py).len(),
+            self.plan
+        )
+    }
+}
+
+/// Puts and deletes across collections, committed all or nothing.
+#[pyclass(module = "stele", name = "Batch", frozen)]
+#[derive(Debug)]
+pub(crate) struct PyBatch {
+    db: Py<PyDatabase>,
+    /// None once committed or discarded.
+    batch: Mutex<Option<Batch>>,
+}
+
+impl PyBatch {
+    /// Runs `f` on the open batch; the lock is held only while `f` runs (pure Rust).
+    fn with<T>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut Batch) -> stele::Result<T>,
+    ) -> PyResult<T> {
+        let mut guard = match self.batch.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        let batch = guard.as_mut().ok_or_else(|| done(py))?;
+        f(batch).map_err(|e| db_err(py, e))
+    }
+
+    fn take(&self) -> Option<Batch> {
+        match self.batch.lock() {
+            Ok(mut g) => g.take(),
+            Err(p) => p.into_inner().take(),
+        }
+    }
+}
+
+fn done(py: Python<'_>) -> PyErr {
+    new_err(
+        py,
+        Kind::Stele,
+        "this batch was already committed or discarded; take a new one with db.batch()".into(),
+    )
+}
+
+#[pymethods]
+impl PyBatch {
+    /// put(collection, id, value): inserts or replaces a document (a dict or other JSON-like
+    /// value, JSON text as str or bytes, or a Document). Converted and checked now, so a bad
+    /// document raises here; written at commit.
+    fn put(
+        &self,
+        py: Python<'_>,
+        collection: &str,
+        id: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let id = id_arg(id)?;
+        let payload = Payload::of(py, value)?;
+        self.with(py, |b| payload.add(b, collection, id))
+    }
+
+    /// delete(collection, id): deletes a document at commit (nothing if it does not exist).
+    fn delete(&self, py: Python<'_>, collection: &str, id: &Bound<'_, PyAny>) -> PyResult<()> {
+        let id = id_arg(id)?;
+        self.with(py, |b| b.delete(collection, id))
+    }
+
+    /// Number of operations.
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        self.with(py, |b| Ok(b.len()))
+    }
+
+    /// commit(): applies every operation atomically and durably (without the GIL). The
+    /// batch is done afterwards, whatever the outcome.
+    fn commit(&self, py: Python<'_>) -> PyResult<()> {
+        let batch = self.take().ok_or_else(|| done(py))?;
+        let db = self.db.get().db(py)?;
+        py.detach(|| db.commit(batch)).map_err(|e| db_err(py, e))
+    }
+
+    /// discard(): drops every operation; nothing is written.
+    fn discard(&self) {
+        drop(self.take());
+    }
+
+    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    /// Commits on normal exit (unless already committed or discarded), discards on an
+    /// exception, which then propagates.
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        exc_type: &Bound<'_, PyAny>,
+        _exc: &Bound<'_, PyAny>,
+        _tb: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
+        if !exc_type.is_none() {
+            self.discard();
+            return Ok(false);
+        }
+        let Some(batch) = self.take() else {
+            return Ok(false);
+        };
+        let db = self.db.get().db(py)?;
+        py.detach(|| db.commit(batch)).map_err(|e| db_err(py, e))?;
+        Ok(false)
+    }
+}
+
+/// Why an import stopped.
+enum ImportError {
+    /// A bad line (the message; the line number is `Import::lines`).
+    Line(String),
+    Io(std::io::Error),
+    Db(stele::Error),
+}
+
+impl From<stele::Error> for ImportError {
+    fn from(e: stele::Error) -> Self {
+        ImportError::Db(e)
+    }
+}
+
+/// A JSON Lines import in progress: reads and commits one batch per `chunk` call.
+struct Import<'a> {
+    db: &'a Database,
+    collection: &'a str,
+    id_path: Option<&'a stele_doc::Path>,
+    batch: usize,
+    skip_bad: bool,
+    reader: BufReader<File>,
+    writer: DocumentWriter,
+    line: Vec<u8>,
+    /// Lines read so far (the number of the current line).
+    lines: u64,
+    imported: u64,
+    skipped: u64,
+}
+
+impl Import<'_> {
+    /// Reads up to `batch` documents and commits them; true at the end of the file.
+    fn chunk(&mut self) -> Result<bool, ImportError> {
+        let mut batch = self.db.batch();
+        let mut eof = false;
+        while batch.len() < self.batch {
+            self.line.clear();
+            if self
+                .reader
+                .read_until(b'\n', &mut self.line)
+                .map_err(ImportError::Io)?
+                == 0
+            {
+                eof = true;
+                break;
+            }
+            self.lines += 1;
+            match self.add_line(&mut batch) {
+                Ok(()) => {}
+                Err(_) if self.skip_bad => self.skipped += 1,
+                Err(reason) => return Err(ImportError::Line(reason)),
+            }
+        }
+        let n = batch.len() as u64;
+        self.db.commit(batch)?;
+        self.imported += n;
+        Ok(eof)
+    }
+
+    /// Adds the current line to `batch`; the reason if the line is bad (blank lines are
+    /// skipped without counting).
+    fn add_line(&mut self, batch: &mut Batch) -> Result<(), String> {
+        let text = self.line.trim_ascii();
+        if text.is_empty() {
+            return Ok(());
+        }
+        let Some(path) = self.id_path else {
+            let id = format!("{:010}", self.lines);
+            return batch
+                .put_json(self.collection, &id, text)
+                .map_err(|e| e.to_string());
+        };
+        let bytes = self.writer.from_json(text).map_err(|e| e.to_string())?;
+        // SAFETY: `bytes` come straight from `DocumentWriter`, which only writes valid
+        // documents (the case `new_unchecked` documents); nothing else touched them.
+        // (`put_document` below validates them again: the store has no put for documents
+        // its caller just wrote.)
+        let doc = unsafe { stele_doc::Document::new_unchecked(bytes.as_slice()) };
+        let id = match path.get(doc.root()) {
+            Some(Value::String(s)) => s.to_cow().into_owned(),
+            Some(v @ (Value::Int(_) | Value::UInt(_))) => v.to_json(),
+            Some(v) => {
+                return Err(format!(
+                    "the id field is a {}, not a string or an integer",
+                    v.type_name()
+                ));
+            }
+            None => return Err("no id field".to_owned()),
+        };
+        batch
+            .put_document(self.collection, &id, &bytes)
+            .map_err(|e| e.to_string())
+    }
+}
