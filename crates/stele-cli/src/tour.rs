@@ -201,6 +201,7 @@ pub fn run(args: &TourArgs) -> Result<()> {
         }
     }
     database_step(&name, text, &views)?;
+    query_and_map_step(&views)?;
     println!(
         "\nTimings are one quick run on this machine; docs/benchmarks.md has the measured comparisons."
     );
@@ -269,6 +270,61 @@ fn database_step(name: &str, text: &str, views: &[Document<&[u8]>]) -> Result<()
         "   export: {} lines, equal to the input's documents ({} bytes)",
         got.len(),
         exported.len()
+    );
+    Ok(())
+}
+
+/// Step 7: an index and a query on the sample, then a durable map of the documents' first
+/// fields with a diff on top, compacted.
+fn query_and_map_step(views: &[Document<&[u8]>]) -> Result<()> {
+    println!("\n7. Indexes and queries, durable maps (stele query / stele-durable)");
+    let dir = tempfile::tempdir().context("creating a temporary folder for the tour")?;
+    let db = stele::Database::open(dir.path().join("db"))?;
+    let mut batch = db.batch();
+    for (i, doc) in views.iter().enumerate() {
+        batch.put_document("tour", &format!("{i:06}"), doc.as_bytes())?;
+    }
+    db.commit(batch)?;
+    // The first top-level field of the first document, and its value there.
+    let first = views.first().and_then(|d| {
+        let root = d.root();
+        let obj = root.as_object()?;
+        let (k, v) = obj.iter_original().next()?;
+        Some((k.to_owned(), v.to_json()))
+    });
+    if let Some((field, value)) = first {
+        let q = stele::Query::new("tour").eq(&field, &value).limit(3);
+        let scanned = db.snapshot().query(&q)?;
+        db.create_index("tour", "first_field", &[&field])?;
+        let indexed = db.snapshot().query(&q)?;
+        if scanned.rows != indexed.rows {
+            bail!("the query gave other rows once indexed");
+        }
+        println!(
+            "   {field} = {value}: {} row(s); before the index: {}",
+            indexed.rows.len(),
+            scanned.plan
+        );
+        println!("   after `create_index`: {}", indexed.plan);
+    }
+    let store = stele_durable::Store::open(dir.path().join("maps"))?;
+    let pairs = views
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (format!("{i:06}").into_bytes(), d.to_json().into_bytes()));
+    let mut map = store.build_map(pairs)?;
+    let base = map.len();
+    map.put(b"zzz-new", b"{}")?;
+    map.remove(b"000000")?;
+    map.save()?;
+    let layers = map.layer_ids().len();
+    let snapshot = map.clone();
+    map.compact()?;
+    println!(
+        "   durable map: {base} entries, a diff saved on top ({layers} layers, {} entries), compacted to {} table; the snapshot still reads {} entries",
+        snapshot.len(),
+        map.layer_ids().len(),
+        snapshot.len()
     );
     Ok(())
 }

@@ -76,7 +76,10 @@ fn import_get_export_round_trip_and_stats() {
     assert_eq!(colls[1]["documents"], 1000);
     assert!(colls[1]["table_bytes"].as_u64().unwrap() > 0);
     assert_eq!(colls[1]["compression"]["enabled"], true);
-    assert!(colls[1]["compression"]["dictionaries"].as_u64().unwrap() >= 1, "{stats}");
+    assert!(
+        colls[1]["compression"]["dictionaries"].as_u64().unwrap() >= 1,
+        "{stats}"
+    );
     // Compact merges tables.
     let compacted: serde_json::Value =
         serde_json::from_str(&stdout_of(&["compact", "--json"], &db)).unwrap();
