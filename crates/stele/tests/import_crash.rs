@@ -74,7 +74,10 @@ fn killed_imports_land_whole_or_not_at_all() {
             .into_iter()
             .filter(|c| c.starts_with("_import-"))
             .collect();
-        assert!(staged.is_empty(), "round {round}: staging left behind: {staged:?}");
+        assert!(
+            staged.is_empty(),
+            "round {round}: staging left behind: {staged:?}"
+        );
     }
     eprintln!("{rounds} rounds: {whole} whole imports, {none} with nothing imported");
 }
