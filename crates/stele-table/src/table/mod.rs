@@ -16,6 +16,12 @@ use crate::prefetch::prefetch;
 use std::ops::{Bound, RangeBounds};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// Candidate blocks of a get whose tails are prefetched (see `Table::prefetch_tails`).
+const PREFETCH_CANDIDATES: usize = 8;
+/// Bytes at the end of a block read by a get before its entries: trailer, restart offsets
+/// and hints (121 bytes with the default 16 restarts, in the block's last two lines).
+const TAIL_PREFETCH_BYTES: usize = 128;
+
 /// A key and its value. Values always borrow the table; keys borrow it when stored whole
 /// (restart points: every `restart_interval`-th key) and are rebuilt otherwise (see [`Key`]).
 pub type Entry<'t> = (Key<'t>, &'t [u8]);
@@ -193,6 +199,27 @@ impl<B: AsRef<[u8]>> Table<B> {
         )
     }
 
+    /// Starts loading the last cache lines (trailer, restart offsets and hints) of the
+    /// candidate `blocks` of a get while the index search picks one of them: the block's
+    /// tail is otherwise a miss that waits for the whole index search. Only where block
+    /// offsets are known without the index's marks, and for a few blocks (the search
+    /// usually leaves about 8).
+    #[inline]
+    fn prefetch_tails(&self, blocks: std::ops::Range<usize>) {
+        if !self.index.one_unit_blocks() || blocks.len() > 2 * PREFETCH_CANDIDATES {
+            return;
+        }
+        let size = self.footer.block_size as usize;
+        let all = self.bytes.as_ref();
+        for b in blocks {
+            let end = (b + 1).saturating_mul(size);
+            if let Some(tail) = all.get(end.saturating_sub(TAIL_PREFETCH_BYTES)..end) {
+                prefetch(tail);
+                prefetch(tail.get(64..).unwrap_or_default());
+            }
+        }
+    }
+
     /// Checks the checksum of every data block (a scrub); returns the first failure.
     pub fn verify_all(&self) -> Result<()> {
         for b in 0..self.index.block_count() {
@@ -214,7 +241,9 @@ impl<B: AsRef<[u8]>> Table<B> {
         if self.is_empty() {
             return Ok(None);
         }
-        let b = self.index.block_for_key(key);
+        let b = self
+            .index
+            .block_for_key_from(0, key, |blocks| self.prefetch_tails(blocks));
         Ok(self.block(b)?.search(key)?.1)
     }
 
@@ -238,7 +267,7 @@ impl<B: AsRef<[u8]>> Table<B> {
                 Some((p, b, _)) if *p <= key => *b,
                 _ => 0,
             };
-            let b = self.index.block_for_key_from(from, key);
+            let b = self.index.block_for_key_from(from, key, |_| {});
             let block = match prev {
                 Some((_, pb, blk)) if pb == b => blk,
                 _ => self.block(b)?,
