@@ -13,7 +13,7 @@ use std::sync::Arc;
 pub const MAX_ITEM_BYTES: usize = (1 << 30) - 1;
 
 /// Bytes buffered before a write to the file.
-const WRITE_BUFFER_BYTES: usize = 4 << 20;
+pub(crate) const WRITE_BUFFER_BYTES: usize = 4 << 20;
 /// Writes to the file cover whole, aligned pieces of this size (except the last): a Linux
 /// page cache with large folios (seen on ext4 with kernel 6.18) then holds the file in 2 MiB
 /// folios, which a map of it uses as huge pages, so warm random reads miss the TLB far less
