@@ -33,6 +33,7 @@ mod error;
 mod footer;
 mod index;
 mod list;
+mod memory;
 mod merge;
 mod prefetch;
 mod prefix;

@@ -77,29 +77,6 @@ impl SorterOptions {
     }
 }
 
-/// Hands the allocator's free memory back to the system. glibc keeps freed blocks smaller
-/// than its mmap threshold (which adapts up to 32 MiB: the batch's 4 MiB arena chunks and
-/// its common prefix lengths are such blocks) resident in its heaps; without this, memory
-/// the batch freed stays in the process's RSS while the merge allocates its own buffers
-/// (measured: 45 MiB of a 256 MiB budget on 14M pairs). A no-op with other C libraries.
-fn release_free_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        unsafe extern "C" {
-            /// glibc: returns free memory at the top of the heap and whole free pages
-            /// inside it to the system; 1 if it released any.
-            fn malloc_trim(pad: usize) -> std::ffi::c_int;
-        }
-        // SAFETY: `malloc_trim` takes no pointer and touches only memory the allocator
-        // holds as free; it takes the allocator's own locks, so it is safe to call from any
-        // thread at any time. If a non-glibc global allocator is in use, glibc's heap is
-        // merely (nearly) empty and nothing happens.
-        unsafe {
-            malloc_trim(0);
-        }
-    }
-}
-
 /// Removes the run folder when dropped (success, error or panic).
 #[derive(Debug)]
 struct SpillDir {
@@ -169,7 +146,7 @@ impl Sorter {
     /// (duplicates across runs are reported by `finish`).
     pub fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         check_sizes(key, value)?;
-        self.batch.push(key, value);
+        self.batch.push(key, value)?;
         self.added += 1;
         if self.batch.memory_bytes() > self.batch_limit_bytes {
             self.spill()?;
@@ -263,7 +240,7 @@ impl Sorter {
         // The merge gets the whole budget: the emptied batch still holds its records'
         // capacity, kept for the next batch until now.
         self.batch = Batch::new(0);
-        release_free_memory();
+        crate::memory::release_free_memory();
         let mut builder = TableBuilder::new(out_dir, table_opts)?;
         merge::merge_runs(
             &self.runs,
