@@ -7,12 +7,11 @@
 //! through one heap, and memory stays bounded: ranges are sized from the budget and only a
 //! few are in flight.
 
+use super::pipeline::produce_in_order;
 use super::run::{MAX_READ_BUFFER_BYTES, MIN_IO_BUFFER_BYTES, Run, RunReader, SAMPLE_EVERY_BYTES};
 use crate::builder::{DuplicatePolicy, TableBuilder, WRITE_BUFFER_BYTES};
 use crate::error::{Error, Result};
 use crate::varint;
-use rayon::prelude::*;
-use std::sync::mpsc;
 
 const MIN_RANGE_BYTES: u64 = 1 << 20;
 
@@ -116,39 +115,14 @@ pub(crate) fn merge_runs(
         .map(|(i, &lo)| (lo, lowers.get(i + 1).copied().flatten()))
         .collect();
 
-    let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(threads);
-    std::thread::scope(|scope| {
-        let consumer = scope.spawn(move || -> Result<()> {
-            for buf in rx {
-                feed(&buf, builder)?;
-            }
-            Ok(())
-        });
-        let produced = (|| -> Result<()> {
-            for group in bounds.chunks(threads) {
-                let merged: Vec<Result<Vec<u8>>> = group
-                    .par_iter()
-                    .map(|&(lo, hi)| merge_range(runs, lo, hi, policy, plan.read_buffer_bytes))
-                    .collect();
-                for buf in merged {
-                    if tx.send(buf?).is_err() {
-                        // The consumer stopped on an error; it reports it below.
-                        return Ok(());
-                    }
-                }
-            }
-            Ok(())
-        })();
-        drop(tx);
-        let consumed = consumer.join().unwrap_or_else(|_| {
-            Err(Error::io(
-                "merging",
-                "",
-                std::io::Error::other("table writer thread panicked"),
-            ))
-        });
-        produced.and(consumed)
-    })
+    produce_in_order(
+        &bounds,
+        threads,
+        |&(lo, hi)| merge_range(runs, lo, hi, policy, plan.read_buffer_bytes),
+        builder,
+        |builder, buf| feed(&buf, builder),
+    )?;
+    Ok(())
 }
 
 /// Decodes a merged range buffer into the builder.

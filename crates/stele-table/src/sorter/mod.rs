@@ -3,6 +3,7 @@
 mod batch;
 mod encode;
 mod merge;
+mod pipeline;
 mod run;
 
 use crate::builder::{
