@@ -24,6 +24,20 @@ const LINE: usize = 8;
 #[repr(C, align(64))]
 struct Line([u64; LINE]);
 
+/// Asks for every cache line of `items` (a few lines at most, in a search).
+#[inline]
+fn prefetch_slice<T>(items: &[T]) {
+    let bytes = std::mem::size_of_val(items);
+    let start = items.as_ptr().cast::<u8>();
+    let mut at = 0;
+    while at < bytes {
+        // `wrapping_add` keeps this free of unsafe: the address is only a hint.
+        crate::prefetch::prefetch_ptr(start.wrapping_add(at));
+        at += 64;
+    }
+    crate::prefetch::prefetch_ptr(start.wrapping_add(bytes.saturating_sub(1)));
+}
+
 /// Builds the on-disk index while blocks are written.
 #[derive(Debug, Default)]
 pub(crate) struct IndexBuilder {
@@ -83,6 +97,9 @@ pub(crate) struct Index {
     /// `lookup[p >> shift]` is the block holding position `p << shift`.
     lookup: Vec<u32>,
     shift: u32,
+    /// True when every block is one `block_size` unit long (the usual case): block `b` then
+    /// starts at `b * block_size`, known before `marks` is read.
+    one_unit_blocks: bool,
 }
 
 impl Index {
@@ -110,6 +127,7 @@ impl Index {
             marks: Vec::with_capacity(cap + 1),
             lookup: Vec::new(),
             shift: 0,
+            one_unit_blocks: true,
         };
         let (mut pos, mut offset, mut cum) = (0usize, 0u64, 0u64);
         let mut prev_sep: Option<(usize, usize)> = None;
@@ -129,6 +147,7 @@ impl Index {
             if units == 0 || count == 0 {
                 return Err(bad("empty block record"));
             }
+            idx.one_unit_blocks &= units == 1;
             if keys_sorted {
                 let ok = match prev_sep {
                     None => sep.is_empty(),
@@ -236,11 +255,24 @@ impl Index {
 
     /// The only block that can hold `key`.
     pub(crate) fn block_for_key(&self, key: &[u8]) -> usize {
-        self.block_for_key_from(0, key)
+        self.block_for_key_from(0, key, |_| {})
+    }
+
+    /// True when block `b` starts at `b * block_size` for every `b` (see `one_unit_blocks`).
+    #[inline]
+    pub(crate) fn one_unit_blocks(&self) -> bool {
+        self.one_unit_blocks
     }
 
     /// Like `block_for_key`, searching only blocks `from..` (for ascending batches).
-    pub(crate) fn block_for_key_from(&self, from: usize, key: &[u8]) -> usize {
+    /// `candidates` is called with the few blocks the search narrowed to before it reads
+    /// their separators, so the caller can start loading them meanwhile.
+    pub(crate) fn block_for_key_from(
+        &self,
+        from: usize,
+        key: &[u8],
+        candidates: impl FnOnce(std::ops::Range<usize>),
+    ) -> usize {
         let key_prefix = prefix8(key);
         // Coarse bounds from the first prefix of each line alone: a block whose separator
         // prefix is smaller than the key's sorts before the key, one whose prefix is larger
@@ -264,6 +296,15 @@ impl Index {
         let lo_block = below.saturating_sub(1) * LINE;
         let hi_block = (not_above * LINE).min(self.block_count());
         let (mut lo, mut hi) = (lo_block.max(from), hi_block.max(from));
+        // What the steps below read, one dependent miss after another otherwise: the tie
+        // breakers of these blocks' separators and their offsets and counts.
+        if let Some(next) = self.sep_next.get(lo..hi) {
+            prefetch_slice(next);
+        }
+        if let Some(marks) = self.marks.get(lo..=hi) {
+            prefetch_slice(marks);
+        }
+        candidates(lo.saturating_sub(1).max(from)..hi);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             if self.sep_le(mid, key_prefix, key) {

@@ -34,6 +34,7 @@ mod footer;
 mod id;
 mod index;
 mod list;
+mod memory;
 mod merge;
 mod prefetch;
 mod prefix;

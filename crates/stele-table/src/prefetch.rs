@@ -5,15 +5,21 @@
 /// Asks the CPU to start loading the cache line holding `bytes[0]`; a no-op elsewhere.
 #[inline(always)]
 pub(crate) fn prefetch(bytes: &[u8]) {
+    prefetch_ptr(bytes.as_ptr());
+}
+
+/// Asks the CPU to start loading the cache line holding address `at`, which need not be
+/// valid (a prefetch of an unmapped address is dropped); a no-op elsewhere.
+#[inline(always)]
+pub(crate) fn prefetch_ptr(at: *const u8) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
         // SAFETY: `_mm_prefetch` is `unsafe` only because it is an intrinsic with a
         // `target_feature` (SSE, part of the x86_64 baseline, so always present). A prefetch
-        // never faults and has no effect on memory or program state; the pointer comes from
-        // a live slice anyway.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(bytes.as_ptr().cast()) };
+        // never faults, whatever the address, and has no effect on memory or program state.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(at.cast()) };
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = bytes;
+    let _ = at;
 }

@@ -4,6 +4,8 @@
 use crate::block::common_prefix;
 use crate::builder::DuplicatePolicy;
 use crate::error::{Error, Result};
+use crate::memory::{HUGE_PAGE_BYTES, advise_huge_pages};
+use memmap2::{Advice, MmapMut};
 use rayon::prelude::*;
 
 /// Arena chunk size: big enough that chunk switches are rare, small enough that the last,
@@ -28,10 +30,51 @@ pub(crate) struct Rec {
     value_len: u32,
 }
 
+/// One arena chunk: an anonymous map and how much of it is used. A map rather than a
+/// vector so that the kernel places it on a 2 MiB boundary (for lengths that are multiples
+/// of 2 MiB) and backs it with huge pages, and so that freeing it returns the memory.
+#[derive(Debug)]
+struct Chunk {
+    map: MmapMut,
+    len: usize,
+}
+
+impl Chunk {
+    fn new(bytes: usize) -> Result<Self> {
+        let map =
+            MmapMut::map_anon(bytes).map_err(|e| Error::io("allocating sort memory", "", e))?;
+        if bytes >= HUGE_PAGE_BYTES {
+            // Only a hint: without huge pages the sort is slower, not wrong.
+            let _ = map.advise(Advice::HugePage);
+        }
+        Ok(Chunk { map, len: 0 })
+    }
+
+    fn spare_bytes(&self) -> usize {
+        self.map.len() - self.len
+    }
+
+    fn append(&mut self, bytes: &[u8]) {
+        let end = self.len + bytes.len();
+        if let Some(dst) = self.map.get_mut(self.len..end) {
+            dst.copy_from_slice(bytes);
+            self.len = end;
+        }
+    }
+}
+
+impl std::ops::Deref for Chunk {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        self.map.get(..self.len).unwrap_or_default()
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct Batch {
     chunk_bytes: usize,
-    chunks: Vec<Vec<u8>>,
+    chunks: Vec<Chunk>,
     recs: Vec<Rec>,
     /// After `sort`: `lcps[i]` is the common prefix length of keys `i - 1` and `i`
     /// (`lcps[0]` is 0), computed from the radix digits without touching the arena.
@@ -45,7 +88,7 @@ pub(crate) struct Batch {
 /// Sorts `recs`, whose keys share their first `depth` bytes and whose `prefix` holds key
 /// bytes `depth..depth + 8`, by key and then insertion order, and sets `lcps[1..]` to the
 /// common prefix lengths of neighbours (`lcps[0]` belongs to the caller).
-fn sort_level(chunks: &[Vec<u8>], recs: &mut [Rec], lcps: &mut [u32], depth: usize) {
+fn sort_level(chunks: &[Chunk], recs: &mut [Rec], lcps: &mut [u32], depth: usize) {
     if depth >= MAX_RADIX_DEPTH {
         // Keys sharing this long a prefix are rare: compare the rest directly rather than
         // recurse further (which could exhaust the stack for huge keys).
@@ -107,7 +150,7 @@ const SMALL_RUN: usize = 16;
 
 /// Sorts `recs`, whose keys share their first `from` bytes, by key and then insertion order,
 /// comparing the keys from byte `from`, and sets `lcps[1..]` as `sort_level` does.
-fn sort_by_comparison(chunks: &[Vec<u8>], recs: &mut [Rec], lcps: &mut [u32], from: usize) {
+fn sort_by_comparison(chunks: &[Chunk], recs: &mut [Rec], lcps: &mut [u32], from: usize) {
     recs.sort_unstable_by(|a, b| {
         let ka = Batch::key(chunks, a).get(from..).unwrap_or_default();
         let kb = Batch::key(chunks, b).get(from..).unwrap_or_default();
@@ -271,31 +314,29 @@ impl Batch {
             + self.recs.len() * 4
     }
 
-    pub(crate) fn push(&mut self, key: &[u8], value: &[u8]) {
+    pub(crate) fn push(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         if self.presorted {
             self.track_order(key);
         }
         let need = key.len() + value.len();
-        let fits = self
-            .chunks
-            .last()
-            .is_some_and(|c| c.capacity() - c.len() >= need);
+        let fits = self.chunks.last().is_some_and(|c| c.spare_bytes() >= need);
         if !fits {
             let cap = need.max(self.chunk_bytes);
-            self.chunks.push(Vec::with_capacity(cap));
+            self.chunks.push(Chunk::new(cap)?);
             self.arena_bytes += cap;
         }
         let chunk_no = self.chunks.len() - 1;
         let chunk = &mut self.chunks[chunk_no];
-        let offset = chunk.len();
-        chunk.extend_from_slice(key);
-        chunk.extend_from_slice(value);
+        let offset = chunk.len;
+        chunk.append(key);
+        chunk.append(value);
         self.recs.push(Rec {
             prefix: key_prefix(key),
             loc: ((chunk_no as u64) << 32) | offset as u64,
             key_len: key.len() as u32,
             value_len: value.len() as u32,
         });
+        Ok(())
     }
 
     pub(crate) fn clear(&mut self) {
@@ -330,13 +371,13 @@ impl Batch {
         }
     }
 
-    fn key<'a>(chunks: &'a [Vec<u8>], r: &Rec) -> &'a [u8] {
+    fn key<'a>(chunks: &'a [Chunk], r: &Rec) -> &'a [u8] {
         let chunk = &chunks[(r.loc >> 32) as usize];
         let off = (r.loc & 0xffff_ffff) as usize;
         &chunk[off..off + r.key_len as usize]
     }
 
-    fn value<'a>(chunks: &'a [Vec<u8>], r: &Rec) -> &'a [u8] {
+    fn value<'a>(chunks: &'a [Chunk], r: &Rec) -> &'a [u8] {
         let chunk = &chunks[(r.loc >> 32) as usize];
         let off = (r.loc & 0xffff_ffff) as usize + r.key_len as usize;
         &chunk[off..off + r.value_len as usize]
@@ -383,7 +424,10 @@ impl Batch {
         let counts: Vec<usize> = (0..1usize << 16)
             .map(|b| histograms.iter().map(|h| h[b]).sum())
             .collect();
-        let mut out = vec![Rec::default(); n];
+        // Written at random places by the scatter: huge pages spare most TLB misses.
+        let mut out = Vec::with_capacity(n);
+        advise_huge_pages(&mut out);
+        out.resize(n, Rec::default());
         {
             // Cut `out` into (bucket, piece) slices, then hand each piece its 65536 slices.
             let mut per_piece: Vec<Vec<&mut [Rec]>> = (0..histograms.len())
@@ -522,7 +566,7 @@ mod tests {
                 for _ in 0..(r >> 16) % 20 {
                     key.push(b"ab\0/"[(next() % 4) as usize]);
                 }
-                batch.push(&key, &i.to_le_bytes());
+                batch.push(&key, &i.to_le_bytes()).unwrap();
                 want.push((key, i));
             }
             want.sort();

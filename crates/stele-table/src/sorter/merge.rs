@@ -7,19 +7,76 @@
 //! through one heap, and memory stays bounded: ranges are sized from the budget and only a
 //! few are in flight.
 
-use super::run::{Run, RunReader};
-use crate::builder::{DuplicatePolicy, TableBuilder};
+use super::pipeline::produce_in_order;
+use super::run::{MAX_READ_BUFFER_BYTES, MIN_IO_BUFFER_BYTES, Run, RunReader, SAMPLE_EVERY_BYTES};
+use crate::builder::{DuplicatePolicy, TableBuilder, WRITE_BUFFER_BYTES};
 use crate::error::{Error, Result};
 use crate::varint;
-use rayon::prelude::*;
-use std::sync::mpsc;
 
 const MIN_RANGE_BYTES: u64 = 1 << 20;
 
 /// `lo <= key < hi`; `None` is unbounded.
 type KeyRange<'k> = (Option<&'k [u8]>, Option<&'k [u8]>);
 
-/// Merges `runs` (in insertion order: later runs hold later additions) into `builder`.
+/// How the memory budget is shared out while merging.
+#[derive(Debug, Clone, Copy)]
+struct MergePlan {
+    /// Read buffer of each run reader (each merging range reads every run).
+    read_buffer_bytes: usize,
+    /// Merged bytes a range should hold: `2 * threads + 1` such buffers are alive at once
+    /// (`threads` being merged, `threads` queued for the table writer, one being written).
+    range_bytes: u64,
+}
+
+impl MergePlan {
+    fn new(budget_bytes: usize, threads: usize, runs: usize, total_bytes: u64) -> Self {
+        let readers = threads * runs.max(1);
+        // Readers get at most an eighth of the budget: buffers beyond a few hundred KiB
+        // save few system calls.
+        let read_buffer_bytes =
+            (budget_bytes / 8 / readers).clamp(MIN_IO_BUFFER_BYTES, MAX_READ_BUFFER_BYTES);
+        // The table writer's buffer (it may hold up to twice its nominal size between
+        // aligned writes) and its index, which grows to about 1/256 of the table and
+        // doubles as a vector does.
+        let writer_bytes = 2 * WRITE_BUFFER_BYTES as u64 + total_bytes / 128;
+        let fixed_bytes = (readers * read_buffer_bytes) as u64 + writer_bytes;
+        let in_flight = 2 * threads as u64 + 1;
+        let range_bytes =
+            ((budget_bytes as u64).saturating_sub(fixed_bytes) / in_flight).max(MIN_RANGE_BYTES);
+        MergePlan {
+            read_buffer_bytes,
+            range_bytes,
+        }
+    }
+}
+
+/// Offset in `run` from which to read to see every key `>= lo`: the last sample below it.
+fn start_offset(run: &Run, lo: Option<&[u8]>) -> u64 {
+    let Some(lo) = lo else { return 0 };
+    let i = run.samples.partition_point(|(k, _)| k.as_slice() < lo);
+    i.checked_sub(1)
+        .and_then(|i| run.samples.get(i))
+        .map_or(0, |(_, off)| *off)
+}
+
+/// An upper bound of the merged bytes of `lo <= key < hi`: in each run, the bytes from
+/// `start_offset` to the first sample at or above `hi` (whose entry and all after it are
+/// `>= hi`). Merged entries are framed as in runs, so they take no more.
+fn range_bound_bytes(runs: &[Run], lo: Option<&[u8]>, hi: Option<&[u8]>) -> u64 {
+    runs.iter()
+        .map(|run| {
+            let end = hi.map_or(run.bytes, |hi| {
+                let i = run.samples.partition_point(|(k, _)| k.as_slice() < hi);
+                run.samples.get(i).map_or(run.bytes, |(_, off)| *off)
+            });
+            end.saturating_sub(start_offset(run, lo))
+        })
+        .sum()
+}
+
+/// Merges `runs` (in insertion order: later runs hold later additions) into `builder`,
+/// keeping the readers' buffers, the merged ranges in flight and the table writer within
+/// about `budget_bytes`.
 pub(crate) fn merge_runs(
     runs: &[Run],
     policy: DuplicatePolicy,
@@ -28,7 +85,14 @@ pub(crate) fn merge_runs(
 ) -> Result<()> {
     let threads = rayon::current_num_threads().max(1);
     let total_bytes: u64 = runs.iter().map(|r| r.bytes).sum();
-    let range_bytes = (budget_bytes as u64 / (4 * threads as u64)).max(MIN_RANGE_BYTES);
+    let plan = MergePlan::new(budget_bytes, threads, runs.len(), total_bytes);
+    // A range's bytes can exceed its share of samples by up to a sample interval at each
+    // end in every run: aim below `range_bytes` by that much.
+    let edge_bytes = 2 * SAMPLE_EVERY_BYTES * runs.len() as u64;
+    let range_bytes = plan
+        .range_bytes
+        .saturating_sub(edge_bytes)
+        .max(MIN_RANGE_BYTES);
     let mut samples: Vec<&[u8]> = runs
         .iter()
         .flat_map(|r| r.samples.iter().map(|(k, _)| k.as_slice()))
@@ -51,39 +115,14 @@ pub(crate) fn merge_runs(
         .map(|(i, &lo)| (lo, lowers.get(i + 1).copied().flatten()))
         .collect();
 
-    let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(threads);
-    std::thread::scope(|scope| {
-        let consumer = scope.spawn(move || -> Result<()> {
-            for buf in rx {
-                feed(&buf, builder)?;
-            }
-            Ok(())
-        });
-        let produced = (|| -> Result<()> {
-            for group in bounds.chunks(threads) {
-                let merged: Vec<Result<Vec<u8>>> = group
-                    .par_iter()
-                    .map(|&(lo, hi)| merge_range(runs, lo, hi, policy))
-                    .collect();
-                for buf in merged {
-                    if tx.send(buf?).is_err() {
-                        // The consumer stopped on an error; it reports it below.
-                        return Ok(());
-                    }
-                }
-            }
-            Ok(())
-        })();
-        drop(tx);
-        let consumed = consumer.join().unwrap_or_else(|_| {
-            Err(Error::io(
-                "merging",
-                "",
-                std::io::Error::other("table writer thread panicked"),
-            ))
-        });
-        produced.and(consumed)
-    })
+    produce_in_order(
+        &bounds,
+        threads,
+        |&(lo, hi)| merge_range(runs, lo, hi, policy, plan.read_buffer_bytes),
+        builder,
+        |builder, buf| feed(&buf, builder),
+    )?;
+    Ok(())
 }
 
 /// Decodes a merged range buffer into the builder.
@@ -121,19 +160,11 @@ fn merge_range(
     lo: Option<&[u8]>,
     hi: Option<&[u8]>,
     policy: DuplicatePolicy,
+    read_buffer_bytes: usize,
 ) -> Result<Vec<u8>> {
     let mut heads: Vec<Option<RunReader>> = Vec::with_capacity(runs.len());
     for run in runs {
-        let offset = match lo {
-            None => 0,
-            Some(lo) => {
-                let i = run.samples.partition_point(|(k, _)| k.as_slice() < lo);
-                i.checked_sub(1)
-                    .and_then(|i| run.samples.get(i))
-                    .map_or(0, |(_, off)| *off)
-            }
-        };
-        let mut reader = RunReader::open(run, offset)?;
+        let mut reader = RunReader::open(run, start_offset(run, lo), read_buffer_bytes)?;
         let mut live = reader.advance()?;
         if let Some(lo) = lo {
             while live && reader.key.as_slice() < lo {
@@ -143,7 +174,11 @@ fn merge_range(
         let live = live && hi.is_none_or(|hi| reader.key.as_slice() < hi);
         heads.push(live.then_some(reader));
     }
+    // Sized once from the samples: growing by doubling would copy, and hold two buffers.
+    let bound = usize::try_from(range_bound_bytes(runs, lo, hi)).unwrap_or(usize::MAX);
     let mut out = Vec::new();
+    out.try_reserve_exact(bound)
+        .map_err(|_| Error::Internal("merge range too large for memory"))?;
     let mut equal: Vec<usize> = Vec::with_capacity(runs.len());
     loop {
         // Indices of the heads holding the smallest key (in run order).

@@ -3,6 +3,7 @@
 mod batch;
 mod encode;
 mod merge;
+mod pipeline;
 mod run;
 
 use crate::builder::{
@@ -12,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::storage::unique_name;
 use batch::Batch;
 use rayon::prelude::*;
-use run::{Run, RunWriter};
+use run::{MAX_WRITE_BUFFER_BYTES, MIN_IO_BUFFER_BYTES, Run, RunWriter};
 use std::path::{Path, PathBuf};
 
 /// Options for a [`Sorter`].
@@ -34,13 +35,18 @@ impl Default for SorterOptions {
 }
 
 impl SorterOptions {
-    /// Memory for pairs held before they are sorted (default 256 MiB). Each pair costs its
-    /// key and value bytes plus 48 bytes of bookkeeping (a 24-byte record and room for the
-    /// sort's scatter copy). Not counted: 8 bytes per pair while an in-memory batch is
-    /// written, a few MiB of I/O and encoding buffers, and one sample key per 64 KiB of runs. Input that fits is sorted in memory
-    /// and written once. Larger input is cut into sorted runs of this size spilled to disk,
-    /// then merged: every byte is then written twice (runs and table) and read back once.
-    /// A bigger budget means fewer, larger runs; the merge cost hardly depends on the count.
+    /// Memory the sorter may use (default 256 MiB). While pairs come in, each costs its key
+    /// and value bytes plus 52 bytes of bookkeeping (a 24-byte record, room for the sort's
+    /// scatter copy, a 4-byte common prefix length); the buffers of the runs being spilled
+    /// are set aside from the budget. While runs are merged, the budget holds the run
+    /// readers' buffers, the merged key ranges waiting for the table writer, and the
+    /// writer's buffer and index. Not counted: 8 bytes per pair while an in-memory batch is
+    /// written and one sample key per 64 KiB of runs; I/O buffers keep a floor of 16 KiB
+    /// and merged ranges of 1 MiB, so budgets of a few MiB are exceeded by those.
+    /// Input that fits is sorted in memory and written once. Larger input is cut into
+    /// sorted runs spilled to disk, then merged: every byte is then written twice (runs and
+    /// table) and read back once. A bigger budget means fewer, larger runs; the merge cost
+    /// hardly depends on the count.
     #[must_use]
     pub fn memory_budget_bytes(mut self, bytes: usize) -> Self {
         self.memory_budget_bytes = bytes;
@@ -97,6 +103,10 @@ pub struct Sorter {
     runs: Vec<Run>,
     spill: Option<SpillDir>,
     added: u64,
+    /// The budget less what a spill needs besides the batch (the run writers' buffers).
+    batch_limit_bytes: usize,
+    /// Write buffer of each run writer.
+    run_buffer_bytes: usize,
 }
 
 impl Sorter {
@@ -111,13 +121,23 @@ impl Sorter {
             });
         }
         let policy = opts.table.duplicates;
+        let budget = opts.memory_budget_bytes;
+        // A spill writes one run per thread, each through its own buffer.
+        let writers = rayon::current_num_threads().max(1);
+        let run_buffer_bytes =
+            (budget / 16 / writers).clamp(MIN_IO_BUFFER_BYTES, MAX_WRITE_BUFFER_BYTES);
+        let batch_limit_bytes = budget
+            .saturating_sub(writers * run_buffer_bytes)
+            .max(budget / 2);
         Ok(Sorter {
-            batch: Batch::new(opts.memory_budget_bytes),
+            batch: Batch::new(batch_limit_bytes),
             policy,
             opts,
             runs: Vec::new(),
             spill: None,
             added: 0,
+            batch_limit_bytes,
+            run_buffer_bytes,
         })
     }
 
@@ -127,9 +147,9 @@ impl Sorter {
     /// (duplicates across runs are reported by `finish`).
     pub fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         check_sizes(key, value)?;
-        self.batch.push(key, value);
+        self.batch.push(key, value)?;
         self.added += 1;
-        if self.batch.memory_bytes() > self.opts.memory_budget_bytes {
+        if self.batch.memory_bytes() > self.batch_limit_bytes {
             self.spill()?;
         }
         Ok(())
@@ -184,12 +204,13 @@ impl Sorter {
         let policy = self.policy;
         let first_run = self.runs.len();
         let cuts = batch.cuts(rayon::current_num_threads().max(1));
+        let buffer_bytes = self.run_buffer_bytes;
         let written: Vec<Result<Run>> = cuts
             .par_windows(2)
             .enumerate()
             .map(|(i, w)| {
                 let path = dir.join(format!("run-{:06}", first_run + i));
-                let mut writer = RunWriter::create(path)?;
+                let mut writer = RunWriter::create(path, buffer_bytes)?;
                 batch.for_each_unique_in(w[0], w[1], policy, |k, v| writer.add(k, v))?;
                 writer.finish()
             })
@@ -217,6 +238,10 @@ impl Sorter {
             );
         }
         self.spill()?;
+        // The merge gets the whole budget: the emptied batch still holds its records'
+        // capacity, kept for the next batch until now.
+        self.batch = Batch::new(0);
+        crate::memory::release_free_memory();
         let mut builder = TableBuilder::new(out_dir, table_opts)?;
         merge::merge_runs(
             &self.runs,

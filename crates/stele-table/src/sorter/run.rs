@@ -14,9 +14,13 @@ use std::path::PathBuf;
 
 /// One sample per this many bytes of run: enough to split the key space finely and to start
 /// a range within this distance of its first key.
-const SAMPLE_EVERY_BYTES: u64 = 64 << 10;
-const IO_BUFFER_BYTES: usize = 1 << 20;
-const READ_BUFFER_BYTES: usize = 256 << 10;
+pub(crate) const SAMPLE_EVERY_BYTES: u64 = 64 << 10;
+/// Largest write buffer of a run writer (smaller budgets get smaller buffers).
+pub(crate) const MAX_WRITE_BUFFER_BYTES: usize = 1 << 20;
+/// Largest read buffer of a run reader.
+pub(crate) const MAX_READ_BUFFER_BYTES: usize = 256 << 10;
+/// Smallest I/O buffer: below this, system calls per byte start to dominate.
+pub(crate) const MIN_IO_BUFFER_BYTES: usize = 16 << 10;
 
 /// A finished run.
 #[derive(Debug)]
@@ -37,10 +41,10 @@ pub(crate) struct RunWriter {
 }
 
 impl RunWriter {
-    pub(crate) fn create(path: PathBuf) -> Result<Self> {
+    pub(crate) fn create(path: PathBuf, buffer_bytes: usize) -> Result<Self> {
         let f = File::create(&path).map_err(|e| Error::io("creating sort run", &path, e))?;
         Ok(RunWriter {
-            out: BufWriter::with_capacity(IO_BUFFER_BYTES, f),
+            out: BufWriter::with_capacity(buffer_bytes, f),
             path,
             bytes: 0,
             next_sample: 0,
@@ -79,13 +83,15 @@ impl RunWriter {
 }
 
 /// Reads a run from some offset on, parsing entries out of its own buffer (one `read`
-/// call per 256 KiB instead of several per entry).
+/// call per buffer, up to 256 KiB, instead of several per entry).
 pub(crate) struct RunReader {
     input: File,
     path: PathBuf,
     buf: Vec<u8>,
     /// Unparsed bytes are `buf[pos..]`.
     pos: usize,
+    /// Bytes asked for per read (the buffer grows beyond only for a larger entry).
+    read_bytes: usize,
     /// Bytes of the run not yet read into `buf`.
     unread_bytes: u64,
     pub key: Vec<u8>,
@@ -93,7 +99,7 @@ pub(crate) struct RunReader {
 }
 
 impl RunReader {
-    pub(crate) fn open(run: &Run, offset: u64) -> Result<Self> {
+    pub(crate) fn open(run: &Run, offset: u64, buffer_bytes: usize) -> Result<Self> {
         let mut f =
             File::open(&run.path).map_err(|e| Error::io("opening sort run", &run.path, e))?;
         f.seek(SeekFrom::Start(offset))
@@ -101,8 +107,9 @@ impl RunReader {
         Ok(RunReader {
             input: f,
             path: run.path.clone(),
-            buf: Vec::with_capacity(READ_BUFFER_BYTES),
+            buf: Vec::with_capacity(buffer_bytes),
             pos: 0,
+            read_bytes: buffer_bytes,
             unread_bytes: run.bytes.saturating_sub(offset),
             key: Vec::new(),
             value: Vec::new(),
@@ -116,7 +123,7 @@ impl RunReader {
         }
         self.buf.drain(..self.pos);
         self.pos = 0;
-        let want = need.max(READ_BUFFER_BYTES).saturating_sub(self.buf.len());
+        let want = need.max(self.read_bytes).saturating_sub(self.buf.len());
         let take = (want as u64).min(self.unread_bytes) as usize;
         let start = self.buf.len();
         self.buf.resize(start + take, 0);
