@@ -51,8 +51,13 @@ pub trait Storage: Send + Sync + Debug {
     /// Opens an existing file, or creates it, for appending (write-ahead logs). The default
     /// uses the real file system; seams that inject faults wrap it.
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
-        let f = OpenOptions::new().append(true).create(true).open(path)?;
-        Ok(Box::new(FsFile(f)))
+        let file = OpenOptions::new().append(true).create(true).open(path)?;
+        // Appends start at the end: offsets for early writeback count from there.
+        let written_bytes = file.metadata()?.len();
+        Ok(Box::new(FsFile {
+            file,
+            written_bytes,
+        }))
     }
 }
 
@@ -130,7 +135,9 @@ impl StorageFile for FsFile {
     }
 
     fn set_len(&mut self, len: u64) -> io::Result<()> {
-        self.0.set_len(len)
+        self.file.set_len(len)?;
+        self.written_bytes = len;
+        Ok(())
     }
 }
 
