@@ -418,12 +418,36 @@ impl Store {
     /// the tables in `keep` (for callers that record collections elsewhere than in roots,
     /// such as a database manifest).
     pub fn collect_garbage_keeping(&self, keep: &[TableId]) -> Result<GcReport> {
+        match self.collect_garbage_inner(keep, true)? {
+            Some(report) => Ok(report),
+            None => Ok(GcReport::default()),
+        }
+    }
+
+    /// Like [`collect_garbage_keeping`](Self::collect_garbage_keeping), but returns `None`
+    /// at once instead of waiting while a writer is creating a table (a long compaction,
+    /// say): for callers that must not stall, such as a checkpoint holding a writer lock.
+    pub fn try_collect_garbage_keeping(&self, keep: &[TableId]) -> Result<Option<GcReport>> {
+        self.collect_garbage_inner(keep, false)
+    }
+
+    fn collect_garbage_inner(&self, keep: &[TableId], wait: bool) -> Result<Option<GcReport>> {
         let dir = &self.inner.dir;
         let gc_path = dir.join(GC_LOCK);
         let gc_lock = self.lock_file(&gc_path)?;
-        gc_lock
-            .lock()
-            .map_err(|e| Error::io("locking for garbage collection", &gc_path, e))?;
+        if wait {
+            gc_lock
+                .lock()
+                .map_err(|e| Error::io("locking for garbage collection", &gc_path, e))?;
+        } else {
+            match gc_lock.try_lock() {
+                Ok(()) => {}
+                Err(fs::TryLockError::WouldBlock) => return Ok(None),
+                Err(fs::TryLockError::Error(e)) => {
+                    return Err(Error::io("locking for garbage collection", &gc_path, e));
+                }
+            }
+        }
         let mut report = GcReport {
             partials_removed: stele_table::remove_partials(dir)?,
             ..GcReport::default()
@@ -473,6 +497,6 @@ impl Store {
         }
         report.removed.sort();
         report.in_use.sort();
-        Ok(report)
+        Ok(Some(report))
     }
 }
