@@ -527,10 +527,14 @@ impl DurableMap {
         }
         let guard = self.store.write_guard()?;
         let mut b = TableBuilder::new(self.store.dir(), self.store.options().table.clone())?;
-        for entry in self.iter() {
+        // The merge reads every layer once, in order: through maps of their own advised for
+        // sequential reads (read-ahead), leaving the shared maps' random-read advice alone.
+        let sequential = self.with_sequential_layers()?;
+        for entry in sequential.iter() {
             let (k, v) = entry?;
             b.add(&k, v)?;
         }
+        drop(sequential);
         let info = b.finish()?;
         let table = self.store.open_table(info.id, None)?;
         drop(guard);
@@ -547,6 +551,29 @@ impl DurableMap {
         })];
         self.diff = MemDiff::default();
         Ok(info.id)
+    }
+
+    /// A copy of this map reading its tables through new mappings advised for sequential
+    /// access (scans and compaction), with the same unsaved changes.
+    fn with_sequential_layers(&self) -> Result<DurableMap> {
+        let mut layers = Vec::with_capacity(self.layers.len());
+        for l in &self.layers {
+            let map = self
+                .store
+                .open_locked_with(l.id, None, stele_table::Access::Sequential)?;
+            layers.push(Arc::new(Layer {
+                id: l.id,
+                table: Table::from_bytes(map)?,
+                diff: l.diff,
+            }));
+        }
+        Ok(DurableMap {
+            store: self.store.clone(),
+            layers,
+            diff: self.diff.clone(),
+            len: self.len,
+            binding: None,
+        })
     }
 
     /// This map without its unsaved changes: the stack as saved (a snapshot, O(layers)).

@@ -172,6 +172,16 @@ impl Store {
     /// Opens table `id` with a shared lock held as long as the returned map lives.
     /// `needed_by` names the diff that led here, for the error if the table is missing.
     pub(crate) fn open_locked(&self, id: TableId, needed_by: Option<TableId>) -> Result<MmapBytes> {
+        self.open_locked_with(id, needed_by, Access::Random)
+    }
+
+    /// [`open_locked`](Self::open_locked) with an access hint for the kernel.
+    pub(crate) fn open_locked_with(
+        &self,
+        id: TableId,
+        needed_by: Option<TableId>,
+        access: Access,
+    ) -> Result<MmapBytes> {
         let path = self.table_path(id);
         let missing = || Error::MissingTable {
             id,
@@ -193,7 +203,7 @@ impl Store {
         if links == 0 {
             return Err(missing());
         }
-        Ok(MmapBytes::map_file(file, &path, Access::Random)?)
+        Ok(MmapBytes::map_file(file, &path, access)?)
     }
 
     pub(crate) fn open_table(&self, id: TableId, needed_by: Option<TableId>) -> Result<Table> {
