@@ -553,8 +553,15 @@ impl DurableMap {
         Ok(info.id)
     }
 
-    /// A copy of this map reading its tables through new mappings advised for sequential
-    /// access (scans and compaction), with the same unsaved changes.
+    /// A copy of this map (same tables, same unsaved changes) that reads its tables through
+    /// maps of its own advised for sequential access: use it for long scans of data that is
+    /// not in memory. Maps are advised for random reads by default, which reads one page per
+    /// fault and no more; a cold full scan through a sequential copy lets the kernel read
+    /// ahead (compaction reads this way: see `examples/compact_cold.rs`).
+    pub fn sequential(&self) -> Result<DurableMap> {
+        self.with_sequential_layers()
+    }
+
     fn with_sequential_layers(&self) -> Result<DurableMap> {
         let mut layers = Vec::with_capacity(self.layers.len());
         for l in &self.layers {

@@ -367,3 +367,25 @@ fn collections_open_by_path_or_by_id() {
     let err = Store::open_map_path(dir.path().join("nope.txt")).unwrap_err();
     assert!(matches!(err, Error::NotATablePath { .. }), "{err}");
 }
+
+#[test]
+fn a_sequential_copy_reads_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let mut m = store.build_map(pairs(300, "v")).unwrap();
+    m.put(b"k00010", b"changed").unwrap();
+    m.save().unwrap();
+    m.remove(b"k00011").unwrap();
+    let seq = m.sequential().unwrap();
+    let all = |m: &stele_durable::DurableMap| -> Vec<(Vec<u8>, Vec<u8>)> {
+        m.iter()
+            .map(|e| {
+                let (k, v) = e.unwrap();
+                (k.to_vec(), v.to_vec())
+            })
+            .collect()
+    };
+    assert_eq!(all(&seq), all(&m));
+    assert_eq!(seq.len(), 299);
+    assert_eq!(seq.layer_ids(), m.layer_ids());
+}
