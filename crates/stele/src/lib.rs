@@ -9,6 +9,7 @@
 //! Layout of the folder and of every file: `docs/FORMAT.md` ("Document store").
 
 mod batch;
+mod bytes;
 pub mod compress;
 mod db;
 mod error;

@@ -19,6 +19,7 @@
 //! number. Replaying a record the tables already contain is harmless: every operation sets
 //! or removes a key.
 
+use crate::bytes::{Reader, put_bytes, put_varint};
 use crate::error::{Error, Result};
 use crate::index::IndexDef;
 use std::collections::BTreeMap;
@@ -39,16 +40,6 @@ pub(crate) struct Manifest {
     pub indexes: Vec<(IndexDef, Option<TableId>)>,
 }
 
-fn put_text(out: &mut Vec<u8>, text: &str) {
-    let mut n = text.len() as u64;
-    while n >= 0x80 {
-        out.push((n as u8) | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
-    out.extend_from_slice(text.as_bytes());
-}
-
 impl Manifest {
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
@@ -57,21 +48,16 @@ impl Manifest {
         out.extend_from_slice(&(self.collections.len() as u32).to_le_bytes());
         out.extend_from_slice(&self.seq.to_le_bytes());
         for (name, id) in &self.collections {
-            put_text(&mut out, name);
+            put_bytes(&mut out, name.as_bytes());
             out.extend_from_slice(&id.map_or([0; 16], TableId::to_bytes));
         }
         out.extend_from_slice(&(self.indexes.len() as u32).to_le_bytes());
         for (def, id) in &self.indexes {
-            put_text(&mut out, &def.collection);
-            put_text(&mut out, &def.name);
-            let mut n = def.fields.len() as u64;
-            while n >= 0x80 {
-                out.push((n as u8) | 0x80);
-                n >>= 7;
-            }
-            out.push(n as u8);
+            put_bytes(&mut out, def.collection.as_bytes());
+            put_bytes(&mut out, def.name.as_bytes());
+            put_varint(&mut out, def.fields.len() as u64);
             for f in &def.fields {
-                put_text(&mut out, f.as_str());
+                put_bytes(&mut out, f.as_str().as_bytes());
             }
             out.extend_from_slice(&id.map_or([0; 16], TableId::to_bytes));
         }
@@ -94,7 +80,7 @@ impl Manifest {
         if xxh3_64(body) != u64::from_le_bytes(sum) {
             return Err(bad("checksum mismatch"));
         }
-        let mut r = Reader { body, at: 0 };
+        let mut r = Reader::new(body);
         if r.take(8).ok_or_else(|| bad("truncated"))? != MAGIC {
             return Err(bad("no manifest magic"));
         }
@@ -108,7 +94,7 @@ impl Manifest {
             let name = r
                 .text()
                 .ok_or_else(|| bad("a collection entry does not decode"))?;
-            let id = r.id().ok_or_else(|| bad("truncated"))?;
+            let id = read_id(&mut r).ok_or_else(|| bad("truncated"))?;
             collections.insert(name, id);
         }
         let index_count = r.u32().ok_or_else(|| bad("truncated"))?;
@@ -125,13 +111,13 @@ impl Manifest {
                 for _ in 0..n {
                     fields.push(r.text()?);
                 }
-                let id = r.id()?;
+                let id = read_id(&mut r)?;
                 let refs: Vec<&str> = fields.iter().map(String::as_str).collect();
                 Some((IndexDef::new(&collection, &name, &refs).ok()?, id))
             })();
             indexes.push(entry.ok_or_else(|| bad("an index entry does not decode"))?);
         }
-        if r.at != body.len() {
+        if !r.is_empty() {
             return Err(bad("bytes after the last entry"));
         }
         Ok(Manifest {
@@ -170,48 +156,10 @@ impl Manifest {
     }
 }
 
-/// Reads the manifest body; every method returns `None` past the end.
-struct Reader<'a> {
-    body: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let s = self.body.get(self.at..self.at.checked_add(n)?)?;
-        self.at += n;
-        Some(s)
-    }
-
-    fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
-    }
-
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
-    }
-
-    fn varint(&mut self) -> Option<u64> {
-        let mut v = 0u64;
-        for shift in (0..64).step_by(7) {
-            let b = *self.take(1)?.first()?;
-            v |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return Some(v);
-            }
-        }
-        None
-    }
-
-    fn text(&mut self) -> Option<String> {
-        let n = usize::try_from(self.varint()?).ok()?;
-        Some(std::str::from_utf8(self.take(n)?).ok()?.to_owned())
-    }
-
-    fn id(&mut self) -> Option<Option<TableId>> {
-        let id: [u8; 16] = self.take(16)?.try_into().ok()?;
-        Some((id != [0; 16]).then(|| TableId::from_bytes(id)))
-    }
+/// A table id, all zero for none.
+fn read_id(r: &mut Reader<'_>) -> Option<Option<TableId>> {
+    let id: [u8; 16] = r.take(16)?.try_into().ok()?;
+    Some((id != [0; 16]).then(|| TableId::from_bytes(id)))
 }
 
 #[cfg(test)]

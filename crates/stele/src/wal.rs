@@ -20,6 +20,7 @@
 //! first one that is incomplete or fails its checksum (a write torn by a crash); the file
 //! is cut there. A bad record in an earlier segment is corruption, reported, never skipped.
 
+use crate::bytes::{Reader, put_bytes, put_varint};
 use crate::error::{Error, Result};
 use crate::index::{FieldPath, IndexDef};
 use std::fs;
@@ -73,19 +74,6 @@ pub(crate) enum LoggedOp {
 pub(crate) struct LoggedBatch {
     pub seq: u64,
     pub ops: Vec<LoggedOp>,
-}
-
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
-    put_varint(out, b.len() as u64);
-    out.extend_from_slice(b);
 }
 
 /// Appends the record of batch `seq` to `out`.
@@ -157,59 +145,17 @@ pub(crate) fn encode_batch(out: &mut Vec<u8>, seq: u64, ops: &[LoggedOp]) -> Res
     Ok(())
 }
 
-/// A reader over a payload that fails instead of panicking.
-struct Cursor<'a> {
-    bytes: &'a [u8],
-}
-
-impl<'a> Cursor<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        if n > self.bytes.len() {
-            return None;
-        }
-        let (head, rest) = self.bytes.split_at(n);
-        self.bytes = rest;
-        Some(head)
-    }
-
-    fn u8(&mut self) -> Option<u8> {
-        self.take(1)?.first().copied()
-    }
-
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
-    }
-
-    fn varint(&mut self) -> Option<u64> {
-        let mut v = 0u64;
-        for shift in (0..64).step_by(7) {
-            let b = self.u8()?;
-            v |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return Some(v);
-            }
-        }
-        None
-    }
-
-    fn bytes(&mut self) -> Option<&'a [u8]> {
-        let n = usize::try_from(self.varint()?).ok()?;
-        self.take(n)
-    }
-}
-
 fn decode_payload(payload: &[u8]) -> Option<LoggedBatch> {
-    let mut c = Cursor { bytes: payload };
+    let mut c = Reader::new(payload);
     if c.u8()? != KIND_BATCH {
         return None;
     }
     let seq = c.u64()?;
     let count = c.varint()?;
     let mut ops = Vec::new();
-    let text = |b: &[u8]| std::str::from_utf8(b).ok().map(str::to_owned);
     for _ in 0..count {
         let code = c.u8()?;
-        let collection = text(c.bytes()?)?;
+        let collection = c.text()?;
         ops.push(match code {
             OP_PUT => LoggedOp::Put {
                 collection,
@@ -221,14 +167,14 @@ fn decode_payload(payload: &[u8]) -> Option<LoggedBatch> {
                 id: c.bytes()?.to_vec(),
             },
             OP_CREATE_INDEX => {
-                let name = text(c.bytes()?)?;
+                let name = c.text()?;
                 let n = c.varint()?;
                 if n > 16 {
                     return None;
                 }
                 let mut fields = Vec::new();
                 for _ in 0..n {
-                    fields.push(FieldPath::parse(&text(c.bytes()?)?).ok()?);
+                    fields.push(FieldPath::parse(&c.text()?).ok()?);
                 }
                 LoggedOp::CreateIndex(IndexDef {
                     name,
@@ -238,17 +184,17 @@ fn decode_payload(payload: &[u8]) -> Option<LoggedBatch> {
             }
             OP_DROP_INDEX => LoggedOp::DropIndex {
                 collection,
-                name: text(c.bytes()?)?,
+                name: c.text()?,
             },
             OP_DROP_COLLECTION => LoggedOp::DropCollection { collection },
             OP_MERGE_COLLECTION => LoggedOp::MergeCollection {
                 collection,
-                into: text(c.bytes()?)?,
+                into: c.text()?,
             },
             _ => return None,
         });
     }
-    c.bytes.is_empty().then_some(LoggedBatch { seq, ops })
+    c.is_empty().then_some(LoggedBatch { seq, ops })
 }
 
 /// The records of one segment, and the length of its valid prefix.
