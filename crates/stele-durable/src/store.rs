@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::root::{Kind, ROOT_BYTES, RootInfo, check_name};
 use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -330,29 +330,9 @@ impl Store {
             std::process::id(),
             path.file_name().and_then(|n| n.to_str()).unwrap_or("root")
         ));
-        // A temp file left by a crashed switch of the same name (we hold the roots lock).
-        let _ = std::fs::remove_file(&temp);
-        let result = (|| {
-            let mut file = storage
-                .create(&temp)
-                .map_err(|e| Error::io("creating temp root file", &temp, e))?;
-            file.write_all(bytes)
-                .map_err(|e| Error::io("writing temp root file", &temp, e))?;
-            file.sync()
-                .map_err(|e| Error::io("syncing temp root file", &temp, e))?;
-            drop(file);
-            storage
-                .rename(&temp, path)
-                .map_err(|e| Error::io("renaming root file into place", path, e))
-        })();
-        if result.is_err() {
-            // Best effort: the original error is what the caller needs to see.
-            let _ = storage.remove(&temp);
-        }
-        result?;
-        storage
-            .sync_dir(&dir)
-            .map_err(|e| Error::io("syncing folder", &dir, e))
+        // A temp file left by a crashed switch of the same name is replaced: we hold the
+        // roots lock.
+        Ok(stele_table::replace_file(&**storage, &temp, path, bytes)?)
     }
 
     /// Opens the collection root `name` points at with `open` (`None` if there is no such

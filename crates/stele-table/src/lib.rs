@@ -50,7 +50,9 @@ pub use id::{ParseTableIdError, TableId};
 pub use list::{ListBuilder, TableList};
 pub use merge::{MergeIter, Merged, merge};
 pub use sorter::{Sorter, SorterOptions};
-pub use storage::{FsStorage, Storage, StorageFile, TABLE_EXTENSION, remove_partials};
+pub use storage::{
+    FsStorage, Storage, StorageFile, TABLE_EXTENSION, remove_partials, replace_file,
+};
 /// The checksum used throughout the format: XXH3-64 with seed 0.
 pub fn checksum(bytes: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(bytes)

@@ -175,6 +175,41 @@ pub fn remove_partials(dir: &Path) -> Result<usize> {
     Ok(removed)
 }
 
+/// Replaces the small file `path` with `bytes` atomically through `storage`: writes `temp`
+/// (in the same folder; a stale one left by a crash is removed first, so the caller must
+/// keep other writers of `temp` out), fsyncs it, renames it over `path` and fsyncs the
+/// folder. Readers see the old file or the new one, never a mix. On failure the temp file
+/// is removed (best effort) and the error names the step and the file. Used for the small
+/// pointer files of higher layers (roots, manifests); tables use content-named files.
+pub fn replace_file(storage: &dyn Storage, temp: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
+    let _ = fs::remove_file(temp);
+    let result = (|| {
+        let mut file = storage
+            .create(temp)
+            .map_err(|e| Error::io("creating temporary file", temp, e))?;
+        file.write_all(bytes)
+            .map_err(|e| Error::io("writing temporary file", temp, e))?;
+        file.sync()
+            .map_err(|e| Error::io("syncing temporary file", temp, e))?;
+        drop(file);
+        storage
+            .rename(temp, path)
+            .map_err(|e| Error::io("renaming file into place", path, e))
+    })();
+    if result.is_err() {
+        // Best effort: the original error is what the caller needs to see.
+        let _ = storage.remove(temp);
+    }
+    result?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    storage
+        .sync_dir(dir)
+        .map_err(|e| Error::io("syncing folder", dir, e))
+}
+
 /// Makes temp names unique within the process; the pid makes them unique across processes.
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 

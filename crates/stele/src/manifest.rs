@@ -23,7 +23,6 @@ use crate::bytes::{Reader, put_bytes, put_varint};
 use crate::error::{Error, Result};
 use crate::index::IndexDef;
 use std::collections::BTreeMap;
-use std::io::Write as _;
 use std::path::Path;
 use stele_table::{Storage, TableId};
 use xxhash_rust::xxh3::xxh3_64;
@@ -131,28 +130,14 @@ impl Manifest {
     pub(crate) fn write(&self, storage: &dyn Storage, dir: &Path) -> Result<()> {
         let path = dir.join(FILE_NAME);
         let temp = dir.join(format!("{FILE_NAME}.tmp"));
-        // Left by a crash during an earlier checkpoint; the database lock excludes others.
-        let _ = std::fs::remove_file(&temp);
-        let result = (|| {
-            let mut f = storage
-                .create(&temp)
-                .map_err(|e| Error::io("creating temp manifest", &temp, e))?;
-            f.write_all(&self.encode())
-                .map_err(|e| Error::io("writing temp manifest", &temp, e))?;
-            f.sync()
-                .map_err(|e| Error::io("syncing temp manifest", &temp, e))?;
-            drop(f);
-            storage
-                .rename(&temp, &path)
-                .map_err(|e| Error::io("renaming manifest into place", &path, e))
-        })();
-        if result.is_err() {
-            let _ = storage.remove(&temp);
-        }
-        result?;
-        storage
-            .sync_dir(dir)
-            .map_err(|e| Error::io("syncing folder", dir, e))
+        // A temp file left by a crash during an earlier checkpoint is replaced: the database
+        // lock keeps other writers out.
+        Ok(stele_table::replace_file(
+            storage,
+            &temp,
+            &path,
+            &self.encode(),
+        )?)
     }
 }
 
