@@ -327,7 +327,7 @@ impl DurableMap {
         sources.push(Source::Memory(self.diff.range::<_, [u8]>((lo, hi))));
         for layer in self.layers.iter().rev() {
             sources.push(Source::Table {
-                iter: layer.table.range((lo, hi)),
+                iter: Box::new(layer.table.range((lo, hi))),
                 diff: layer.diff.map(|_| layer.id),
             });
         }
@@ -554,10 +554,11 @@ impl DurableMap {
     }
 
     /// A copy of this map (same tables, same unsaved changes) that reads its tables through
-    /// maps of its own advised for sequential access: use it for long scans of data that is
-    /// not in memory. Maps are advised for random reads by default, which reads one page per
-    /// fault and no more; a cold full scan through a sequential copy lets the kernel read
-    /// ahead (compaction reads this way: see `examples/compact_cold.rs`).
+    /// maps of its own advised for sequential access. Maps are advised for random reads by
+    /// default (a cold get reads one page and no more); their forward scans ask for the bytes
+    /// ahead of them (up to 8 MiB), which covers most scans. A sequential copy also lets the
+    /// kernel read ahead for backward scans and for several layers at once; compaction reads
+    /// this way (see `examples/compact_cold.rs`).
     pub fn sequential(&self) -> Result<DurableMap> {
         self.with_sequential_layers()
     }
@@ -631,7 +632,7 @@ impl DurableMap {
                 .iter()
                 .rev()
                 .map(|l| Source::Table {
-                    iter: l.table.iter(),
+                    iter: Box::new(l.table.iter()),
                     diff: l.diff.map(|_| l.id),
                 })
                 .collect();

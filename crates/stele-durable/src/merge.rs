@@ -35,9 +35,10 @@ pub(crate) type MemRange<'a> =
 /// One layer's entries within the bounds of the iteration.
 pub(crate) enum Source<'a> {
     Memory(MemRange<'a>),
-    /// A table; `diff` names it when its values carry operation bytes.
+    /// A table; `diff` names it when its values carry operation bytes. (Boxed: a table
+    /// iterator is several times larger than the in-memory range.)
     Table {
-        iter: stele_table::Iter<'a, MmapBytes>,
+        iter: Box<stele_table::Iter<'a, MmapBytes>>,
         diff: Option<TableId>,
     },
 }
@@ -218,7 +219,7 @@ pub struct MapIter<'a> {
 
 pub(crate) enum Inner<'a> {
     /// A base table alone (no diffs, nothing unsaved): its own iterator, nothing to merge.
-    Single(stele_table::Iter<'a, MmapBytes>),
+    Single(Box<stele_table::Iter<'a, MmapBytes>>),
     Merged(Merger<'a>),
 }
 

@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 #[non_exhaustive]
 pub enum Access {
     /// Point reads (`MADV_RANDOM`): no read-ahead, so a cold get reads about one page.
+    /// Forward iterators then ask for the bytes ahead of them themselves (`MADV_WILLNEED`,
+    /// from their third block on), so long scans still read the disk in large pieces.
     #[default]
     Random,
     /// Scans (`MADV_SEQUENTIAL`): aggressive read-ahead.
