@@ -855,9 +855,8 @@ impl PyCollection {
         let name = self.name.as_str();
         let ids = py
             .detach(|| {
-                snap.iter(name)
-                    .map(|entry| entry.map(|(id, _)| id))
-                    .collect::<stele::Result<Vec<_>>>()
+                // Ids only: the documents are read when the iterator yields them.
+                snap.ids(name).collect::<stele::Result<Vec<_>>>()
             })
             .map_err(|e| db_err(py, e))?;
         Ok(PyIdIter {

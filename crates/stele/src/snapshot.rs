@@ -3,6 +3,7 @@
 use crate::db::State;
 use crate::error::Result;
 use std::borrow::Cow;
+use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 use stele_doc::Document;
 
@@ -123,13 +124,66 @@ impl Snapshot {
         &'a self,
         collection: &'a str,
     ) -> impl Iterator<Item = Result<(String, Doc<'a>)>> + 'a {
+        self.range(collection, ..)
+    }
+
+    /// The documents of `collection` whose id lies in `ids`, in id order (byte order of the
+    /// UTF-8 ids): `snap.range("users", "a".."n")`, `snap.range("users", "m"..)`. Documents
+    /// are read (and decompressed) one at a time, as the iterator advances.
+    ///
+    /// ```
+    /// # fn main() -> stele::Result<()> {
+    /// # let dir = tempfile::tempdir().map_err(|e| stele::Error::Io { op: "temp", path: "".into(), source: e })?;
+    /// let db = stele::Database::open(dir.path())?;
+    /// let mut batch = db.batch();
+    /// for id in ["ant", "bee", "cat", "dog"] {
+    ///     batch.put_json("animals", id, br#"{"legs": 4}"#)?;
+    /// }
+    /// db.commit(batch)?;
+    /// let snap = db.snapshot();
+    /// let ids: Vec<String> = snap
+    ///     .range("animals", "b".."d")
+    ///     .map(|entry| entry.map(|(id, _doc)| id))
+    ///     .collect::<stele::Result<_>>()?;
+    /// assert_eq!(ids, ["bee", "cat"]);
+    /// # Ok(()) }
+    /// ```
+    pub fn range<'a, 'r, R: RangeBounds<&'r str>>(
+        &'a self,
+        collection: &'a str,
+        ids: R,
+    ) -> impl Iterator<Item = Result<(String, Doc<'a>)>> + 'a {
+        let bounds = byte_bounds(&ids);
         let maps = self.state.collections.get(collection);
         maps.into_iter().flat_map(move |map| {
-            map.iter().map(move |entry| {
+            map.range(as_slices(&bounds)).map(move |entry| {
                 let (id, stored) = entry?;
                 let dicts = self.state.dicts.get(collection);
                 let bytes = crate::stored::decode(dicts, collection, &id, stored)?;
                 Ok((String::from_utf8_lossy(&id).into_owned(), Doc { bytes }))
+            })
+        })
+    }
+
+    /// The ids of `collection` in id order, without reading (or decompressing) the
+    /// documents.
+    pub fn ids<'a>(&'a self, collection: &'a str) -> impl Iterator<Item = Result<String>> + 'a {
+        self.ids_in(collection, ..)
+    }
+
+    /// The ids of `collection` that lie in `ids`, in id order, without reading the
+    /// documents.
+    pub fn ids_in<'a, 'r, R: RangeBounds<&'r str>>(
+        &'a self,
+        collection: &'a str,
+        ids: R,
+    ) -> impl Iterator<Item = Result<String>> + 'a {
+        let bounds = byte_bounds(&ids);
+        let maps = self.state.collections.get(collection);
+        maps.into_iter().flat_map(move |map| {
+            map.range(as_slices(&bounds)).map(|entry| {
+                let (id, _) = entry?;
+                Ok(String::from_utf8_lossy(&id).into_owned())
             })
         })
     }
@@ -229,4 +283,22 @@ pub struct CollectionStats {
     pub stored_bytes: u64,
     /// Documents changed since the last checkpoint (held in memory and in the log).
     pub unsaved_changes: usize,
+}
+
+/// Id bounds as owned byte bounds of the collection's map (ids are stored as their
+/// UTF-8), so that iterators need not borrow the caller's bounds.
+type OwnedBounds = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+
+fn byte_bounds<'r>(ids: &impl RangeBounds<&'r str>) -> OwnedBounds {
+    (
+        ids.start_bound().map(|s| s.as_bytes().to_vec()),
+        ids.end_bound().map(|s| s.as_bytes().to_vec()),
+    )
+}
+
+fn as_slices(bounds: &OwnedBounds) -> (Bound<&[u8]>, Bound<&[u8]>) {
+    (
+        bounds.0.as_ref().map(Vec::as_slice),
+        bounds.1.as_ref().map(Vec::as_slice),
+    )
 }

@@ -32,6 +32,35 @@ fn check(db: &Database, model: &Model) {
             })
             .collect();
         assert_eq!(got, want);
+        let ids: Vec<String> = snap.ids(coll).map(|e| e.unwrap()).collect();
+        let want_ids: Vec<&String> = want.iter().map(|(id, _)| id).collect();
+        assert_eq!(ids.iter().collect::<Vec<_>>(), want_ids, "ids of {coll}");
+        // Ids are "id0".."id19": a range with an excluded end, one with an included end.
+        let in_range = |id: &str, lo: &str, hi: &str, hi_in: bool| {
+            id >= lo && (id < hi || (hi_in && id == hi))
+        };
+        for (lo, hi) in [("id1", "id15"), ("id12", "id5"), ("id3", "id3")] {
+            let got: Vec<(String, String)> = snap
+                .range(coll, lo..hi)
+                .map(|e| {
+                    let (id, doc) = e.unwrap();
+                    (id, doc.to_json().unwrap())
+                })
+                .collect();
+            let expect: Vec<(String, String)> = want
+                .iter()
+                .filter(|(id, _)| in_range(id, lo, hi, false))
+                .cloned()
+                .collect();
+            assert_eq!(got, expect, "range {lo}..{hi} of {coll}");
+            let got_ids: Vec<String> = snap.ids_in(coll, lo..=hi).map(|e| e.unwrap()).collect();
+            let expect_ids: Vec<String> = want
+                .iter()
+                .filter(|(id, _)| in_range(id, lo, hi, true))
+                .map(|(id, _)| id.clone())
+                .collect();
+            assert_eq!(got_ids, expect_ids, "ids {lo}..={hi} of {coll}");
+        }
         for (id, v) in &want {
             assert_eq!(json_of(&snap, coll, id).as_ref(), Some(v));
         }
