@@ -316,3 +316,77 @@ fn compression_trains_dictionaries_that_survive_reopening() {
         json(5000)
     );
 }
+
+#[test]
+fn background_trained_dictionary_is_adopted_and_earlier_documents_stay_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two kinds of documents: the first trains the collection's first dictionary (in line),
+    // the switch to the second drifts the ratio and retrains in the background while
+    // commits go on.
+    let json = |i: u32| {
+        if i < 1500 {
+            format!(
+                r#"{{"id":{i},"name":"customer number {i}","email":"user{i}@example.com","status":"{}","address":{{"city":"Lyon","country":"FR"}}}}"#,
+                ["paid", "shipped", "pending"][(i % 3) as usize]
+            )
+        } else {
+            format!(
+                r#"{{"sensor":"probe-{}","reading":{{"celsius":{}.{},"humidity":{}}},"site":"north field {}","firmware":"v2.{}.7"}}"#,
+                i % 13,
+                i % 40,
+                i % 10,
+                i % 100,
+                i % 7,
+                i % 3
+            )
+        }
+    };
+    let db = Database::open(dir.path()).unwrap();
+    let mut written = 0u32;
+    let mut batches = 0;
+    // Commit batches of 100 until the third dictionary is durable: the first is trained in
+    // line on the first batch, the second in line once the sample ring is full (it replaces
+    // one trained on 100 documents), the third in the background after the drift, logged
+    // with whichever batch follows its training. Within a generous bound.
+    while db.snapshot().dictionaries("c") < 3 || written < 5000 {
+        assert!(
+            batches < 2000,
+            "no background dictionary after {written} documents"
+        );
+        let mut b = db.batch();
+        for i in written..written + 100 {
+            b.put_json("c", &format!("{i:06}"), json(i).as_bytes())
+                .unwrap();
+        }
+        db.commit(b).unwrap();
+        written += 100;
+        batches += 1;
+        if written >= 5000 {
+            // Give a slow machine's training thread time to finish.
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+    let snap = db.snapshot();
+    assert!(snap.dictionaries("c") >= 3);
+    assert!(snap.dictionary_bytes("c").unwrap() > 0);
+    let check = |db: &Database| {
+        let snap = db.snapshot();
+        assert_eq!(snap.count("c"), u64::from(written));
+        for i in 0..written {
+            let doc = snap.get("c", &format!("{i:06}")).unwrap().unwrap();
+            assert_eq!(doc.to_json().unwrap(), json(i), "document {i}");
+        }
+    };
+    check(&db);
+    drop(snap);
+    drop(db);
+    // Every document names a dictionary that was durable before it: all read back after
+    // reopening (from the log, then from tables after compaction).
+    let db = Database::open(dir.path()).unwrap();
+    check(&db);
+    db.compact().unwrap();
+    check(&db);
+    drop(db);
+    let db = Database::open(dir.path()).unwrap();
+    check(&db);
+}
