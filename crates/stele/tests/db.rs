@@ -346,8 +346,8 @@ fn background_trained_dictionary_is_adopted_and_earlier_documents_stay_readable(
     let mut batches = 0;
     // Commit batches of 100 until the third dictionary is durable: the first is trained in
     // line on the first batch, the second in line once the sample ring is full (it replaces
-    // one trained on 100 documents), the third in the background after the drift, logged
-    // with whichever batch follows its training. Within a generous bound.
+    // one trained on 100 documents), from then on in the background (the drift at document
+    // 1,500), logged with whichever batch follows the training. Within a generous bound.
     while db.snapshot().dictionaries("c") < 3 || written < 5000 {
         assert!(
             batches < 2000,

@@ -240,8 +240,6 @@ struct TrainJob {
     dictionary_sample_ratio: usize,
     adoption_margin: f64,
     cap_docs: usize,
-    /// Whether the new dictionary must pay for its own size (see `run`).
-    must_pay: bool,
     /// Trainer parameters chosen by an earlier training of the collection, if any.
     params: Option<CoverParams>,
 }
@@ -269,6 +267,9 @@ struct Current {
     bytes: Arc<[u8]>,
     /// Samples it was trained on (`usize::MAX` when resumed: unknown, taken as a full ring).
     trained_on: usize,
+    /// Whether the one training on a full ring that a provisional dictionary (trained on
+    /// less than half a ring) gets has started.
+    ring_tried: bool,
 }
 
 /// Counters of what a compressor did (for logs and benchmarks).
@@ -430,6 +431,7 @@ impl Compressor {
                 block: None,
                 bytes: Arc::from(bytes),
                 trained_on: usize::MAX,
+                ring_tried: false,
             }),
             None => None,
         };
@@ -631,6 +633,7 @@ impl Compressor {
             block: None,
             bytes: Arc::from(dict.bytes),
             trained_on: dict.trained_on,
+            ring_tried: false,
         });
         self.stats.adopted += 1;
         self.failed_trainings = 0;
@@ -701,7 +704,7 @@ impl Compressor {
                 None => self.fresh_samples >= self.opts.train_after.saturating_mul(backoff),
                 // A provisional dictionary (trained on less than half a ring): once more
                 // when the ring is full.
-                Some(c) if c.trained_on < cap_docs / 2 => full && self.fresh_samples >= half_ring,
+                Some(_) if self.provisional() => full && self.fresh_samples >= half_ring,
                 // Retrain on drift, at most once per half ring of fresh samples.
                 Some(_) => drifted && self.fresh_samples >= half_ring,
             }
@@ -717,18 +720,23 @@ impl Compressor {
         Ok(())
     }
 
+    /// Whether the current dictionary is provisional: trained on less than half a ring
+    /// (the first one, when the caller asked for it after `train_after` documents) and not
+    /// yet retrained on a full ring.
+    fn provisional(&self) -> bool {
+        self.current
+            .as_ref()
+            .is_some_and(|c| c.trained_on < self.ring() / 2 && !c.ring_tried)
+    }
+
     /// Whether the next training runs on a background thread: with
-    /// [`CompressOptions::background_training`], once the current dictionary was trained on
-    /// at least half a ring. The first training and the one replacing a provisional
-    /// dictionary run in line, at most two per collection, so that a collection of a few
-    /// thousand documents does not end its ingest before its real dictionary arrives (and
-    /// they run when the caller asks, on everything written up to then).
+    /// [`CompressOptions::background_training`], once a dictionary is in use and is not
+    /// provisional. The first training and the one retraining a provisional dictionary run
+    /// in line, at most two per collection, so that a collection of a few thousand
+    /// documents does not end its ingest before its real dictionary arrives (and they run
+    /// when the caller asks, on everything written up to then).
     fn trains_in_background(&self) -> bool {
-        self.opts.background_training
-            && self
-                .current
-                .as_ref()
-                .is_some_and(|c| c.trained_on >= self.ring() / 2)
+        self.opts.background_training && self.current.is_some() && !self.provisional()
     }
 
     /// Trains a dictionary on the kept samples, in line or on a background thread (see
@@ -744,19 +752,15 @@ impl Compressor {
             dictionary_sample_ratio: self.opts.dictionary_sample_ratio,
             adoption_margin: self.opts.adoption_margin,
             cap_docs: self.ring(),
-            // A dictionary trained on less than a ring of samples (the first one, after
-            // `train_after` documents) is a stopgap, kept small by `dictionary_sample_ratio`;
-            // replacing it once the ring is full is the collection's real first dictionary,
-            // so it needs to win only by `adoption_margin`. Measured (store_bench, with the
-            // first training after 64 documents): under the size rule restaurant and covers
-            // kept their 64-document dictionary and stored 4-5 % bigger.
             params: self.cover_params,
-            must_pay: self
-                .current
-                .as_ref()
-                .is_some_and(|c| c.trained_on >= self.ring() / 2),
         };
-        if self.trains_in_background() {
+        let background = self.trains_in_background();
+        if let Some(c) = self.current.as_mut() {
+            // Whatever this training gives, a provisional dictionary gets no second one of
+            // its own: later trainings follow the drift rule.
+            c.ring_tried = true;
+        }
+        if background {
             // Cloning the job copies reference counts, not samples.
             let background = job.clone();
             let spawned = std::thread::Builder::new()
@@ -846,7 +850,7 @@ impl TrainJob {
         // while documents use it): the saving per held-out document, over a ring of future
         // documents, must exceed the dictionary's size.
         let saved_per_doc = (old_total - new_total) as f64 / eval.len().max(1) as f64;
-        if self.must_pay && saved_per_doc * (self.cap_docs as f64) < bytes.len() as f64 {
+        if self.current.is_some() && saved_per_doc * (self.cap_docs as f64) < bytes.len() as f64 {
             return Ok(None);
         }
         Ok(Some(Trained {
