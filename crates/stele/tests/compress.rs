@@ -7,6 +7,8 @@ use std::borrow::Cow;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
+mod common;
+
 use proptest::prelude::*;
 use stele::Error;
 use stele::compress::{
@@ -374,20 +376,7 @@ fn worse_dictionary_is_not_proposed() {
 fn ids_increase_and_are_never_reused() {
     // Two kinds of documents in turn: the ratio drifts, retraining proposes new dictionaries.
     let a = repeated_docs(1500);
-    let b: Vec<Vec<u8>> = (0..1500)
-        .map(|i| {
-            let j = format!(
-                r#"{{"sensor":"probe-{}","reading":{{"celsius":{}.{} ,"humidity":{}}},"site":"north field {}","firmware":"v2.{}.7"}}"#,
-                i % 13,
-                i % 40,
-                i % 10,
-                i % 100,
-                i % 7,
-                i % 3
-            );
-            stele_doc::from_json(j.as_bytes()).unwrap()
-        })
-        .collect();
+    let b = sensor_docs(1500);
     let docs: Vec<Vec<u8>> = a.iter().chain(&b).chain(&a).cloned().collect();
     let opts = CompressOptions {
         train_after: 100,
@@ -453,20 +442,9 @@ fn adopting_out_of_order_is_refused() {
 }
 
 /// Documents of a second kind (sensor readings) for drift.
-fn sensor_docs(n: usize) -> Vec<Vec<u8>> {
+fn sensor_docs(n: u32) -> Vec<Vec<u8>> {
     (0..n)
-        .map(|i| {
-            let j = format!(
-                r#"{{"sensor":"probe-{}","reading":{{"celsius":{}.{} ,"humidity":{}}},"site":"north field {}","firmware":"v2.{}.7"}}"#,
-                i % 13,
-                i % 40,
-                i % 10,
-                i % 100,
-                i % 7,
-                i % 3
-            );
-            stele_doc::from_json(j.as_bytes()).unwrap()
-        })
+        .map(|i| stele_doc::from_json(common::sensor_json(i).as_bytes()).unwrap())
         .collect()
 }
 

@@ -5,11 +5,21 @@
     reason = "tests: a failed unwrap is a failed test"
 )]
 
+mod common;
+
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use stele::{Database, DatabaseOptions, Error};
 
 type Model = BTreeMap<(String, String), String>;
+
+/// JSON text of customer `i` (minified, as the stored document prints it).
+fn customer_json(i: u32) -> String {
+    format!(
+        r#"{{"id":{i},"name":"customer number {i}","email":"user{i}@example.com","status":"{}","address":{{"city":"Lyon","country":"FR"}}}}"#,
+        ["paid", "shipped", "pending"][(i % 3) as usize]
+    )
+}
 
 fn json_of(db: &stele::Snapshot, coll: &str, id: &str) -> Option<String> {
     db.get(coll, id).unwrap().map(|d| d.to_json().unwrap())
@@ -257,12 +267,7 @@ fn background_compaction_bounds_the_layers_while_writes_continue() {
 #[test]
 fn compression_trains_dictionaries_that_survive_reopening() {
     let dir = tempfile::tempdir().unwrap();
-    let json = |i: u32| {
-        format!(
-            r#"{{"id":{i},"name":"customer number {i}","email":"user{i}@example.com","status":"{}","address":{{"city":"Lyon","country":"FR"}}}}"#,
-            ["paid", "shipped", "pending"][(i % 3) as usize]
-        )
-    };
+    let json = customer_json;
     let db = Database::open(dir.path()).unwrap();
     db.set_compression("raw", false).unwrap();
     assert!(db.compression("c").unwrap());
@@ -325,20 +330,9 @@ fn background_trained_dictionary_is_adopted_and_earlier_documents_stay_readable(
     // commits go on.
     let json = |i: u32| {
         if i < 1500 {
-            format!(
-                r#"{{"id":{i},"name":"customer number {i}","email":"user{i}@example.com","status":"{}","address":{{"city":"Lyon","country":"FR"}}}}"#,
-                ["paid", "shipped", "pending"][(i % 3) as usize]
-            )
+            customer_json(i)
         } else {
-            format!(
-                r#"{{"sensor":"probe-{}","reading":{{"celsius":{}.{},"humidity":{}}},"site":"north field {}","firmware":"v2.{}.7"}}"#,
-                i % 13,
-                i % 40,
-                i % 10,
-                i % 100,
-                i % 7,
-                i % 3
-            )
+            common::sensor_json(i)
         }
     };
     let db = Database::open(dir.path()).unwrap();
