@@ -75,11 +75,13 @@ impl DatabaseOptions {
     }
 
     /// Retrain compression dictionaries on a background thread (default: on), so that a
-    /// commit never waits for a training: its documents use the dictionary in force, and a
+    /// commit never waits for a retraining: its documents use the dictionary in force, and a
     /// dictionary trained meanwhile is logged with a later batch and used once that batch is
-    /// durable. A collection's first dictionary is trained in line either way (see
-    /// [`CompressOptions::background_training`]). Off: every training runs in the commit
-    /// that triggers it (reproducible dictionaries, for tests).
+    /// durable. A collection's first dictionary (and, if that one was trained on few
+    /// documents, its one retraining on a full ring of samples) is trained in line either
+    /// way, at the end of the commit that made it due (see
+    /// [`CompressOptions::background_training`]). Off: every training runs at the end of the
+    /// commit that made it due (reproducible dictionaries, for tests).
     #[must_use]
     pub fn background_training(mut self, on: bool) -> Self {
         self.background_training = on;
