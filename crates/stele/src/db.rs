@@ -27,6 +27,7 @@ pub struct DatabaseOptions {
     pub(crate) checkpoint_bytes: u64,
     pub(crate) compact_layers: usize,
     pub(crate) background_compaction: bool,
+    pub(crate) background_training: bool,
     pub(crate) table: TableOptions,
 }
 
@@ -37,6 +38,7 @@ impl Default for DatabaseOptions {
             checkpoint_bytes: 64 << 20,
             compact_layers: 8,
             background_compaction: true,
+            background_training: true,
             table: TableOptions::default(),
         }
     }
@@ -69,6 +71,20 @@ impl DatabaseOptions {
     #[must_use]
     pub fn background_compaction(mut self, on: bool) -> Self {
         self.background_compaction = on;
+        self
+    }
+
+    /// Retrain compression dictionaries on a background thread (default: on), so that a
+    /// commit never waits for a retraining: its documents use the dictionary in force, and a
+    /// dictionary trained meanwhile is logged with a later batch and used once that batch is
+    /// durable. A collection's first dictionary (and, if that one was trained on few
+    /// documents, its one retraining on a full ring of samples) is trained in line either
+    /// way, at the end of the commit that made it due (see
+    /// [`CompressOptions::background_training`]). Off: every training runs at the end of the
+    /// commit that made it due (reproducible dictionaries, for tests).
+    #[must_use]
+    pub fn background_training(mut self, on: bool) -> Self {
+        self.background_training = on;
         self
     }
 
@@ -659,26 +675,28 @@ impl Database {
         let snap = self.snapshot();
         let last = snap.last_dictionary(collection)?;
         let current = last.as_ref().map(|(id, bytes)| (*id, bytes.as_slice()));
-        let c = Compressor::resume(
-            CompressOptions::default(),
-            current,
-            last.as_ref().map_or(0, |(id, _)| *id),
-        )?;
+        let opts = CompressOptions {
+            background_training: self.inner.opts.background_training,
+            ..CompressOptions::default()
+        };
+        let c = Compressor::resume(opts, current, last.as_ref().map_or(0, |(id, _)| *id))?;
         let c = Arc::new(Mutex::new(c));
         all.insert(collection.to_owned(), Arc::clone(&c));
         Ok(c)
     }
 
-    /// Compresses the documents of user collections with compression on, in place. A
-    /// dictionary a compressor proposes goes into this batch (before any document could use
-    /// it) and is adopted once the batch is durable.
+    /// Compresses the documents of user collections with compression on, in place. Then each
+    /// compressor used may hand out a dictionary (trained on everything up to this batch's
+    /// last document, or earlier on a background thread): it goes into this batch, ahead of
+    /// the documents (none of which uses it), and is adopted once the batch is durable.
     fn compress_ops(
         &self,
         ops: &mut Vec<LoggedOp>,
     ) -> Result<Vec<(Arc<Mutex<Compressor>>, NewDictionary)>> {
         let mut enabled: HashMap<String, bool> = HashMap::new();
-        let mut proposals = Vec::new();
-        let mut dict_ops = Vec::new();
+        // In order of first use, so that dictionaries are logged in a stable order.
+        let mut used: Vec<(String, Arc<Mutex<Compressor>>)> = Vec::new();
+        let mut used_at: HashMap<String, usize> = HashMap::new();
         for op in ops.iter_mut() {
             let LoggedOp::Put {
                 collection, value, ..
@@ -707,16 +725,31 @@ impl Database {
             let Some(doc) = crate::stored::raw(value).filter(|_| on) else {
                 continue;
             };
-            let compressor = self.compressor(collection)?;
+            let compressor = match used_at.get(collection.as_str()).and_then(|&i| used.get(i)) {
+                Some((_, c)) => Arc::clone(c),
+                None => {
+                    let c = self.compressor(collection)?;
+                    used_at.insert(collection.clone(), used.len());
+                    used.push((collection.clone(), Arc::clone(&c)));
+                    c
+                }
+            };
             let mut c = compressor.lock().map_err(lock_poisoned)?;
             *value = Arc::from(c.compress(doc)?);
-            if let Some(dict) = c.take_new_dictionary() {
+        }
+        let mut proposals = Vec::new();
+        let mut dict_ops = Vec::new();
+        for (collection, compressor) in used {
+            let dict = compressor
+                .lock()
+                .map_err(lock_poisoned)?
+                .take_new_dictionary()?;
+            if let Some(dict) = dict {
                 dict_ops.push(LoggedOp::Put {
                     collection: META.to_owned(),
-                    id: dict_key(collection, dict.id()),
+                    id: dict_key(&collection, dict.id()),
                     value: Arc::from(dict.bytes()),
                 });
-                drop(c);
                 proposals.push((compressor, dict));
             }
         }

@@ -244,6 +244,21 @@ impl Snapshot {
         self.state.dicts.get(collection).map_or(0, |d| d.len())
     }
 
+    /// Bytes of the compression dictionaries `collection` has, as stored in the meta
+    /// collection (not counted in [`CollectionStats`]; each one is kept while documents
+    /// may use it).
+    pub fn dictionary_bytes(&self, collection: &str) -> Result<u64> {
+        let Some(meta) = self.state.collections.get(crate::db::META) else {
+            return Ok(0);
+        };
+        let prefix = format!("dict/{collection}/");
+        let mut total = 0u64;
+        for entry in meta.prefix(prefix.as_bytes()) {
+            total += entry?.1.len() as u64;
+        }
+        Ok(total)
+    }
+
     /// Facts about `collection` (zeros if it does not exist).
     pub fn stats(&self, collection: &str) -> CollectionStats {
         let mut stats = CollectionStats {

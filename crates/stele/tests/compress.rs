@@ -7,6 +7,8 @@ use std::borrow::Cow;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
+mod common;
+
 use proptest::prelude::*;
 use stele::Error;
 use stele::compress::{
@@ -61,7 +63,7 @@ fn run(docs: &[Vec<u8>], opts: CompressOptions) -> (Vec<Vec<u8>>, Dictionaries, 
         .iter()
         .map(|d| {
             let s = c.compress(d).unwrap();
-            if let Some(nd) = c.take_new_dictionary() {
+            if let Some(nd) = c.take_new_dictionary().unwrap() {
                 ids.push(nd.id());
                 dicts.insert(nd.id(), nd.bytes()).unwrap();
                 c.adopt(nd).unwrap();
@@ -111,7 +113,7 @@ fn every_codec_round_trips_on_real_documents() {
         for chunk in docs.chunks(16) {
             let refs: Vec<&[u8]> = chunk.iter().map(Vec::as_slice).collect();
             c.compress_block(&refs, &mut out).unwrap();
-            if let Some(nd) = c.take_new_dictionary() {
+            if let Some(nd) = c.take_new_dictionary().unwrap() {
                 bdicts.insert(nd.id(), nd.bytes()).unwrap();
                 c.adopt(nd).unwrap();
             }
@@ -299,7 +301,7 @@ fn no_dictionary_before_enough_samples_then_training() {
     let mut c = Compressor::new(opts).unwrap();
     for (i, d) in docs.iter().enumerate() {
         let s = c.compress(d).unwrap();
-        let nd = c.take_new_dictionary();
+        let nd = c.take_new_dictionary().unwrap();
         if i + 1 < 200 {
             assert!(nd.is_none(), "dictionary after {} documents", i + 1);
             assert_ne!(parse_header(&s).unwrap().codec, Codec::ZstdDict);
@@ -342,7 +344,7 @@ fn worse_dictionary_is_not_proposed() {
     let mut c = Compressor::new(opts).unwrap();
     for d in &docs {
         c.compress(d).unwrap();
-        assert!(c.take_new_dictionary().is_none());
+        assert!(c.take_new_dictionary().unwrap().is_none());
     }
     assert!(c.stats().trainings >= 1);
     assert_eq!(c.stats().candidates, 0);
@@ -374,20 +376,7 @@ fn worse_dictionary_is_not_proposed() {
 fn ids_increase_and_are_never_reused() {
     // Two kinds of documents in turn: the ratio drifts, retraining proposes new dictionaries.
     let a = repeated_docs(1500);
-    let b: Vec<Vec<u8>> = (0..1500)
-        .map(|i| {
-            let j = format!(
-                r#"{{"sensor":"probe-{}","reading":{{"celsius":{}.{} ,"humidity":{}}},"site":"north field {}","firmware":"v2.{}.7"}}"#,
-                i % 13,
-                i % 40,
-                i % 10,
-                i % 100,
-                i % 7,
-                i % 3
-            );
-            stele_doc::from_json(j.as_bytes()).unwrap()
-        })
-        .collect();
+    let b = sensor_docs(1500);
     let docs: Vec<Vec<u8>> = a.iter().chain(&b).chain(&a).cloned().collect();
     let opts = CompressOptions {
         train_after: 100,
@@ -409,7 +398,7 @@ fn ids_increase_and_are_never_reused() {
     let mut proposed = Vec::new();
     for d in &docs {
         c.compress(d).unwrap();
-        if let Some(nd) = c.take_new_dictionary() {
+        if let Some(nd) = c.take_new_dictionary().unwrap() {
             proposed.push(nd.id()); // dropped, never adopted
         }
     }
@@ -419,7 +408,7 @@ fn ids_increase_and_are_never_reused() {
     let mut c = Compressor::resume(opts, None, last).unwrap();
     for d in &docs {
         c.compress(d).unwrap();
-        if let Some(nd) = c.take_new_dictionary() {
+        if let Some(nd) = c.take_new_dictionary().unwrap() {
             assert!(nd.id() > last);
             break;
         }
@@ -439,7 +428,7 @@ fn adopting_out_of_order_is_refused() {
     let mut first = None;
     for d in &docs {
         c.compress(d).unwrap();
-        if let Some(nd) = c.take_new_dictionary() {
+        if let Some(nd) = c.take_new_dictionary().unwrap() {
             first = Some(nd);
             break;
         }
@@ -450,6 +439,180 @@ fn adopting_out_of_order_is_refused() {
     let mut c2 = Compressor::resume(opts, Some((5, &bytes)), 5).unwrap();
     assert_eq!(c2.current_dictionary(), Some(5));
     assert!(c2.adopt(nd).is_err());
+}
+
+/// Documents of a second kind (sensor readings) for drift.
+fn sensor_docs(n: u32) -> Vec<Vec<u8>> {
+    (0..n)
+        .map(|i| stele_doc::from_json(common::sensor_json(i).as_bytes()).unwrap())
+        .collect()
+}
+
+/// Documents of random hex text: nothing to learn, every window of them looks drifted
+/// next to compressible ones.
+fn noise_docs(n: usize, seed: u64) -> Vec<Vec<u8>> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            let text: String = (0..96)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    char::from(b"0123456789abcdef"[(x % 16) as usize])
+                })
+                .collect();
+            stele_doc::from_json(format!(r#"{{"blob":"{text}"}}"#).as_bytes()).unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn training_waits_for_the_caller_and_sees_everything_up_to_then() {
+    // A caller that asks once per batch: the training due after 64 documents runs when it
+    // asks, once, on the whole batch.
+    let docs = repeated_docs(1000);
+    let mut c = Compressor::new(CompressOptions::default()).unwrap();
+    for d in &docs {
+        c.compress(d).unwrap();
+    }
+    assert_eq!(
+        c.stats().trainings,
+        0,
+        "nothing trains before the caller asks"
+    );
+    let nd = c
+        .take_new_dictionary()
+        .unwrap()
+        .expect("a first dictionary");
+    assert_eq!(c.stats().trainings, 1);
+    // Sized from the whole batch (a tenth of 7/8 of 1,000 documents), not from 64 of them.
+    let first_64: usize = docs[..64].iter().map(Vec::len).sum();
+    assert!(nd.bytes().len() > first_64 / 10, "{}", nd.bytes().len());
+}
+
+#[test]
+fn one_proposal_at_a_time_until_adopted_or_dropped() {
+    // A big batch whose dictionary is adopted only at its end: asking after every document
+    // hands out one dictionary, not one per `train_after` documents.
+    let docs: Vec<Vec<u8>> = repeated_docs(2000)
+        .into_iter()
+        .chain(sensor_docs(2000))
+        .collect();
+    let opts = CompressOptions {
+        train_after: 64,
+        sample_docs: 256,
+        window_docs: 64,
+        dictionary_bytes: 4096,
+        ..CompressOptions::default()
+    };
+    let mut c = Compressor::new(opts).unwrap();
+    let mut held = None;
+    for d in &docs[..1000] {
+        c.compress(d).unwrap();
+        if let Some(nd) = c.take_new_dictionary().unwrap() {
+            assert!(held.is_none(), "second proposal while {held:?} is out");
+            held = Some(nd);
+        }
+    }
+    assert_eq!(c.stats().trainings, 1);
+    // Dropping the proposal (a failed commit) frees the compressor to train again.
+    drop(held.take());
+    let mut again = None;
+    for d in &docs[1000..] {
+        c.compress(d).unwrap();
+        if let Some(nd) = c.take_new_dictionary().unwrap() {
+            again = Some(nd);
+            break;
+        }
+    }
+    let again = again.expect("training resumes once the proposal is dropped");
+    assert_eq!(again.id(), 2, "the dropped proposal's id is not reused");
+}
+
+#[test]
+fn retraining_is_bounded_when_no_dictionary_helps() {
+    // Runs of compressible documents and of noise: every noise window looks 15 % worse than
+    // the best, but no dictionary wins on noise. Without backing off, this retrained every
+    // half ring (40 times over these 20,480 documents); from the second training in a row
+    // that produces nothing, each doubles the wait for the next (8 trainings).
+    let a = repeated_docs(256);
+    let noise = noise_docs(256, 7);
+    let docs: Vec<&Vec<u8>> = (0..80)
+        .flat_map(|run| if run % 2 == 0 { a.iter() } else { noise.iter() })
+        .collect();
+    let opts = CompressOptions {
+        train_after: 64,
+        sample_docs: 1024,
+        window_docs: 128,
+        ..CompressOptions::default()
+    };
+    let mut c = Compressor::new(opts).unwrap();
+    let mut dicts = Dictionaries::new();
+    let mut dec = Decoder::new().unwrap();
+    for d in &docs {
+        let s = c.compress(d).unwrap();
+        if let Some(nd) = c.take_new_dictionary().unwrap() {
+            dicts.insert(nd.id(), nd.bytes()).unwrap();
+            c.adopt(nd).unwrap();
+        }
+        assert_eq!(dec.decode(&s, &dicts).unwrap(), d.as_slice());
+    }
+    let st = c.stats();
+    assert!(st.trainings >= 3, "the drift is real: {st:?}");
+    assert!(
+        st.trainings <= 10,
+        "retraining must back off when it produces nothing: {st:?}"
+    );
+    assert!(st.adopted <= 3, "{st:?}");
+}
+
+#[test]
+fn background_training_hands_out_a_dictionary_later() {
+    let a = repeated_docs(1200);
+    let b = sensor_docs(3000);
+    let opts = CompressOptions {
+        background_training: true,
+        window_docs: 128,
+        ..CompressOptions::default()
+    };
+    let mut c = Compressor::new(opts).unwrap();
+    let mut dicts = Dictionaries::new();
+    let mut stored = Vec::new();
+    let mut ids = Vec::new();
+    let mut saw_running = false;
+    for d in a.iter().chain(&b) {
+        stored.push(c.compress(d).unwrap());
+        saw_running |= c.training();
+        // Ask every 100 documents, like a database committing batches.
+        if stored.len() % 100 == 0
+            && let Some(nd) = c.take_new_dictionary().unwrap()
+        {
+            ids.push(nd.id());
+            dicts.insert(nd.id(), nd.bytes()).unwrap();
+            c.adopt(nd).unwrap();
+        }
+    }
+    c.finish_training().unwrap();
+    if let Some(nd) = c.take_new_dictionary().unwrap() {
+        ids.push(nd.id());
+        dicts.insert(nd.id(), nd.bytes()).unwrap();
+        c.adopt(nd).unwrap();
+    }
+    assert!(
+        saw_running,
+        "the drift to sensor documents trains in the background"
+    );
+    assert!(ids.len() >= 2, "{ids:?}");
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+    // Every document decodes with the dictionary it names, whichever was current.
+    let mut dec = Decoder::new().unwrap();
+    for (d, s) in a.iter().chain(&b).zip(&stored) {
+        if let Some(id) = stored_dictionary(s).unwrap() {
+            assert!(ids.contains(&id), "{id} was never handed out");
+        }
+        assert_eq!(dec.decode(s, &dicts).unwrap(), d.as_slice());
+    }
 }
 
 proptest! {

@@ -223,7 +223,7 @@ fn ours(docs: &[&[u8]], opts: CompressOptions) -> Result<Run> {
         c.compress_into(d, &mut out)?;
         flat.extend_from_slice(&out);
         ends.push(flat.len());
-        if let Some(nd) = c.take_new_dictionary() {
+        if let Some(nd) = c.take_new_dictionary()? {
             persisted.push((nd.id(), nd.bytes().to_vec()));
             dicts.insert(nd.id(), nd.bytes())?;
             c.adopt(nd)?;
@@ -410,7 +410,7 @@ fn blocks(docs: &[&[u8]], block: usize) -> Result<(usize, f64)> {
         c.compress_block(group, &mut out)?;
         total += out.len();
         values.push((out, start, k + 1));
-        if let Some(nd) = c.take_new_dictionary() {
+        if let Some(nd) = c.take_new_dictionary()? {
             total += nd.bytes().len();
             dicts.insert(nd.id(), nd.bytes())?;
             c.adopt(nd)?;

@@ -4,9 +4,11 @@
 //! dictionary, the dictionary's id, so each document can be read alone ([`codec`] has the byte
 //! layout). A collection's [`Compressor`] compresses documents, keeps recent ones as samples,
 //! trains a dictionary once enough exist (RavenDB 5.0's scheme), retrains when the stored/raw
-//! ratio drifts, and proposes a new dictionary only when it beats the current one on held-out
-//! recent documents. A proposed dictionary is used only after the database has persisted it and
-//! handed it back ([`Compressor::adopt`]). Readers decode with a [`Decoder`] (one reusable zstd
+//! ratio drifts (on a background thread if asked; spaced out further after each training that
+//! produced nothing), and proposes a new dictionary only when it beats the current one on
+//! held-out recent documents. One proposal at a time: a proposed dictionary is used only after
+//! the database has persisted it and handed it back ([`Compressor::adopt`]), and nothing is
+//! trained while it is out. Readers decode with a [`Decoder`] (one reusable zstd
 //! context) and the collection's [`Dictionaries`].
 //!
 //! Per-document values keep every document readable alone but stay 2-5x bigger than zstd over

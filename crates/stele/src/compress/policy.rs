@@ -2,6 +2,8 @@
 //! whether to adopt the result. Pure logic plus zstd; the database persists what it hands out.
 
 use std::collections::VecDeque;
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
 
 use zstd::bulk;
 use zstd::zstd_safe::{CParameter, FrameFormat};
@@ -59,6 +61,16 @@ pub struct CompressOptions {
     /// saving over `sample_docs` documents exceeds its own size. Avoids churning dictionaries
     /// (each one is kept while any document uses it). Default 0.02.
     pub adoption_margin: f64,
+    /// Retrain on a background thread, so that compressing (and the commit waiting for it)
+    /// never waits for a training: documents keep using the current dictionary until the
+    /// new one is ready, handed out and adopted. Only retrainings of a dictionary trained on
+    /// at least half a ring of samples go to the background; the first training, and the one
+    /// that replaces a dictionary trained on fewer samples, run in line in
+    /// [`Compressor::take_new_dictionary`] (at most two per collection: a collection of a
+    /// few thousand documents would otherwise finish its ingest before its real dictionary
+    /// arrives). Off: every training runs in line there (deterministic, for tests and
+    /// benchmarks of the policy). Default off; the database turns it on.
+    pub background_training: bool,
 }
 
 impl Default for CompressOptions {
@@ -76,6 +88,7 @@ impl Default for CompressOptions {
             window_docs: 512,
             retrain_drift: 1.15,
             adoption_margin: 0.02,
+            background_training: false,
         }
     }
 }
@@ -90,6 +103,13 @@ pub struct NewDictionary {
     cctx: bulk::Compressor<'static>,
     /// Stored bytes of the held-out samples with this dictionary and with the current setup.
     eval: (usize, usize),
+    /// Samples it was trained on.
+    trained_on: usize,
+    /// While this lives (handed out, neither adopted nor dropped) the compressor trains
+    /// nothing: a dictionary trained meanwhile would be measured against a setup that is
+    /// about to change, and a caller that adopts only after its batch is durable would
+    /// otherwise collect one proposal per `train_after` documents of a big batch.
+    _outstanding: Arc<()>,
 }
 
 impl std::fmt::Debug for NewDictionary {
@@ -123,12 +143,133 @@ impl NewDictionary {
 /// Smallest dictionary worth training (zstd's trainer needs room for its header and tables).
 const MIN_DICTIONARY_BYTES: usize = 1024;
 
+/// Most doublings of the wait between trainings that produce nothing (see
+/// `Compressor::failed_trainings`): at most 1024x the normal spacing.
+const MAX_BACKOFF_SHIFT: u32 = 10;
+
+/// The parameters of zstd's fastCover trainer that matter: segment size `k` and d-mer
+/// size `d`. zstd's default training tries five values of `k` and keeps the best
+/// dictionary; once a collection's data has chosen them, later trainings reuse them and
+/// build one dictionary instead of five.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct CoverParams {
+    k: u32,
+    d: u32,
+}
+
+/// Trains a dictionary of at most `size` bytes on `samples` with zstd's fastCover trainer:
+/// with `params`, once; without, searching `k` as `ZDICT_trainFromBuffer` does (d = 8,
+/// 4 steps, the same dictionary as `zstd::dict::from_samples`). `None` when zstd finds the
+/// input unusable (too few or too small samples), which only means "no dictionary".
+fn train_fast_cover(
+    samples: &[&[u8]],
+    size: usize,
+    level: i32,
+    params: Option<CoverParams>,
+) -> Option<(Vec<u8>, CoverParams)> {
+    use zstd::zstd_safe::zstd_sys;
+    let count = u32::try_from(samples.len()).ok()?;
+    let mut flat = Vec::with_capacity(samples.iter().map(|s| s.len()).sum());
+    let mut sizes = Vec::with_capacity(samples.len());
+    for s in samples {
+        flat.extend_from_slice(s);
+        sizes.push(s.len());
+    }
+    let mut dict = vec![0u8; size];
+    // Zeros are zstd's defaults (f = 20, accel = 1, split point, no shrinking).
+    let mut p = zstd_sys::ZDICT_fastCover_params_t {
+        k: params.map_or(0, |p| p.k),
+        d: params.map_or(8, |p| p.d),
+        f: 0,
+        steps: if params.is_some() { 0 } else { 4 },
+        nbThreads: 0,
+        splitPoint: 0.0,
+        accel: 0,
+        shrinkDict: 0,
+        shrinkDictMaxRegression: 0,
+        zParams: zstd_sys::ZDICT_params_t {
+            compressionLevel: level,
+            notificationLevel: 0,
+            dictID: 0,
+        },
+    };
+    let written = match params {
+        // SAFETY: `dict` is writable for `dict.len()` bytes; `flat` holds exactly the sum of
+        // `sizes` bytes and `sizes` has `count` entries; zstd reads and writes nothing else
+        // and keeps no pointer after returning.
+        Some(_) => unsafe {
+            zstd_sys::ZDICT_trainFromBuffer_fastCover(
+                dict.as_mut_ptr().cast(),
+                dict.len(),
+                flat.as_ptr().cast(),
+                sizes.as_ptr(),
+                count,
+                p,
+            )
+        },
+        // SAFETY: as above; `p` is a valid parameter struct that zstd fills with the
+        // parameters it chose.
+        None => unsafe {
+            zstd_sys::ZDICT_optimizeTrainFromBuffer_fastCover(
+                dict.as_mut_ptr().cast(),
+                dict.len(),
+                flat.as_ptr().cast(),
+                sizes.as_ptr(),
+                count,
+                &mut p,
+            )
+        },
+    };
+    // SAFETY: a pure function of an integer.
+    if unsafe { zstd_sys::ZDICT_isError(written) } != 0 || written > dict.len() {
+        return None;
+    }
+    dict.truncate(written);
+    Some((dict, CoverParams { k: p.k, d: p.d }))
+}
+
+/// What a training needs, owned, so that it can run on another thread.
+#[derive(Clone)]
+struct TrainJob {
+    /// Samples shared with the compressor's ring (no copy).
+    samples: Vec<Arc<[u8]>>,
+    /// The dictionary in use (to compare against), or none.
+    current: Option<Arc<[u8]>>,
+    level: i32,
+    dictionary_bytes: usize,
+    dictionary_sample_ratio: usize,
+    adoption_margin: f64,
+    cap_docs: usize,
+    /// Trainer parameters chosen by an earlier training of the collection, if any.
+    params: Option<CoverParams>,
+}
+
+/// A trained dictionary that beat the setup it was trained against.
+struct Trained {
+    params: CoverParams,
+    trained_on: usize,
+    bytes: Vec<u8>,
+    cctx: bulk::Compressor<'static>,
+    eval: (usize, usize),
+}
+
+/// A training running on a background thread.
+struct Running {
+    handle: JoinHandle<Result<Option<Trained>>>,
+}
+
 struct Current {
     id: DictionaryId,
     cctx: bulk::Compressor<'static>,
     /// The same dictionary at `block_level`, made on first use.
     block: Option<bulk::Compressor<'static>>,
-    bytes: Vec<u8>,
+    /// Shared with background trainings, which compare against it.
+    bytes: Arc<[u8]>,
+    /// Samples it was trained on (`usize::MAX` when resumed: unknown, taken as a full ring).
+    trained_on: usize,
+    /// Whether the one training on a full ring that a provisional dictionary (trained on
+    /// less than half a ring) gets has started.
+    ring_tried: bool,
 }
 
 /// Counters of what a compressor did (for logs and benchmarks).
@@ -161,14 +302,30 @@ pub struct Compressor {
     plain_block: Option<bulk::Compressor<'static>>,
     current: Option<Current>,
     candidate: Option<NewDictionary>,
+    /// Alive while a handed-out candidate is neither adopted nor dropped.
+    outstanding: Weak<()>,
+    /// The background training, if one runs.
+    running: Option<Running>,
+    /// Trainings in a row that produced no candidate; each doubles the samples the next one
+    /// waits for, so that a collection whose ratio keeps drifting without any dictionary
+    /// helping (or that does not compress at all) stops paying for trainings.
+    failed_trainings: u32,
+    /// Trainer parameters the collection's first dictionary trained on at least half a
+    /// ring was built with; later trainings reuse them (one dictionary built instead of
+    /// five).
+    cover_params: Option<CoverParams>,
     /// The last id handed out or resumed from; the next is one more.
     last_id: DictionaryId,
-    samples: VecDeque<Vec<u8>>,
+    samples: VecDeque<Arc<[u8]>>,
     sample_total: usize,
     /// Samples added since the last training (or since start).
     fresh_samples: usize,
-    /// Whether the one extra training on a full ring has run for the current dictionary.
-    ring_trained: bool,
+    /// A training is due: it runs when the caller next asks for a dictionary
+    /// ([`Compressor::take_new_dictionary`]), on every sample kept by then. A caller that
+    /// can use a dictionary only after its batch is durable asks once per batch, so the
+    /// training sees the whole batch (a 1,000-document first batch trains once on 1,000
+    /// documents instead of on the first 64).
+    due: bool,
     window: (usize, usize, usize),
     best_window: Option<f64>,
     scratch: Vec<u8>,
@@ -182,6 +339,7 @@ impl std::fmt::Debug for Compressor {
             .field("opts", &self.opts)
             .field("current", &self.current.as_ref().map(|c| c.id))
             .field("candidate", &self.candidate)
+            .field("training", &self.running.is_some())
             .field("last_id", &self.last_id)
             .field("samples", &self.samples.len())
             .field("stats", &self.stats)
@@ -271,7 +429,9 @@ impl Compressor {
                 id,
                 cctx: context(opts.level, Some(bytes))?,
                 block: None,
-                bytes: bytes.to_vec(),
+                bytes: Arc::from(bytes),
+                trained_on: usize::MAX,
+                ring_tried: false,
             }),
             None => None,
         };
@@ -282,11 +442,15 @@ impl Compressor {
             plain_block: None,
             current,
             candidate: None,
+            outstanding: Weak::new(),
+            running: None,
+            failed_trainings: 0,
+            cover_params: None,
             last_id,
             samples: VecDeque::new(),
             sample_total: 0,
             fresh_samples: 0,
-            ring_trained: false,
+            due: false,
             window: (0, 0, 0),
             best_window: None,
             scratch: Vec::new(),
@@ -308,6 +472,41 @@ impl Compressor {
     /// What the compressor did so far.
     pub fn stats(&self) -> CompressStats {
         self.stats
+    }
+
+    /// Whether a training runs on a background thread now (see
+    /// [`CompressOptions::background_training`]).
+    pub fn training(&self) -> bool {
+        self.running.is_some()
+    }
+
+    /// Waits for the background training, if one runs, and keeps its dictionary as the
+    /// candidate if it won. For tests and for callers that want the dictionary now (e.g.
+    /// before writing the rest of a small collection).
+    pub fn finish_training(&mut self) -> Result<()> {
+        match self.running.take() {
+            Some(r) => self.collect(r),
+            None => Ok(()),
+        }
+    }
+
+    /// Collects the background training if it has finished (never waits).
+    fn poll_training(&mut self) -> Result<()> {
+        match self.running.take() {
+            Some(r) if r.handle.is_finished() => self.collect(r),
+            other => {
+                self.running = other;
+                Ok(())
+            }
+        }
+    }
+
+    fn collect(&mut self, r: Running) -> Result<()> {
+        let trained = r.handle.join().map_err(|_| Error::Zstd {
+            op: "train dictionary",
+            message: "the training thread panicked".into(),
+        })??;
+        self.conclude(trained)
     }
 
     /// Compresses one document (stele document bytes) into a new stored value.
@@ -358,7 +557,7 @@ impl Compressor {
             Some(c) => {
                 let cctx = match &mut c.block {
                     Some(b) => b,
-                    slot => slot.insert(context(level, Some(&c.bytes))?),
+                    slot => slot.insert(context(level, Some(&c.bytes[..]))?),
                 };
                 (cctx, c.id)
             }
@@ -391,11 +590,29 @@ impl Compressor {
         Ok(())
     }
 
-    /// The dictionary trained since the last call, if it beat the current setup on held-out
-    /// recent documents. Persist it, then pass it to [`Compressor::adopt`]. Dropping it instead
-    /// is harmless (its id is simply never used).
-    pub fn take_new_dictionary(&mut self) -> Option<NewDictionary> {
-        self.candidate.take()
+    /// A new dictionary, if one is ready and beat the current setup on held-out recent
+    /// documents. Persist it, then pass it to [`Compressor::adopt`]. Dropping it instead is
+    /// harmless (its id is simply never used).
+    ///
+    /// Runs the training that the documents compressed so far made due: in line, or (with
+    /// [`CompressOptions::background_training`], once the collection has a dictionary trained
+    /// on a full ring) on a background thread whose result a later call hands out. While the
+    /// returned dictionary is alive (until adopted or dropped), no training starts.
+    pub fn take_new_dictionary(&mut self) -> Result<Option<NewDictionary>> {
+        self.poll_training()?;
+        if self.candidate.is_none()
+            && self.due
+            && self.running.is_none()
+            && self.outstanding.strong_count() == 0
+        {
+            self.due = false;
+            self.train()?;
+        }
+        let Some(nd) = self.candidate.take() else {
+            return Ok(None);
+        };
+        self.outstanding = Arc::downgrade(&nd._outstanding);
+        Ok(Some(nd))
     }
 
     /// Starts compressing new documents with `dict`, which the caller has persisted.
@@ -414,19 +631,27 @@ impl Compressor {
             id: dict.id,
             cctx: dict.cctx,
             block: None,
-            bytes: dict.bytes,
+            bytes: Arc::from(dict.bytes),
+            trained_on: dict.trained_on,
+            ring_tried: false,
         });
         self.stats.adopted += 1;
+        self.failed_trainings = 0;
         self.best_window = None;
         self.window = (0, 0, 0);
-        self.ring_trained = self.samples.len() >= self.opts.sample_docs.max(self.opts.train_after);
+        self.due = false;
         Ok(())
+    }
+
+    /// Samples kept at most (the ring).
+    fn ring(&self) -> usize {
+        self.opts.sample_docs.max(self.opts.train_after).max(1)
     }
 
     fn observe(&mut self, doc: &[u8], stored: usize) -> Result<()> {
         // Keep the document as a sample.
         let keep = &doc[..doc.len().min(self.opts.sample_doc_bytes)];
-        let cap_docs = self.opts.sample_docs.max(self.opts.train_after).max(1);
+        let cap_docs = self.ring();
         while !self.samples.is_empty()
             && (self.samples.len() >= cap_docs
                 || self.sample_total + keep.len() > self.opts.sample_bytes)
@@ -436,7 +661,7 @@ impl Compressor {
             }
         }
         self.sample_total += keep.len();
-        self.samples.push_back(keep.to_vec());
+        self.samples.push_back(Arc::from(keep));
         self.fresh_samples += 1;
 
         // Ratio windows (only once a dictionary is in use).
@@ -458,29 +683,135 @@ impl Compressor {
         }
 
         let full = self.samples.len() >= cap_docs;
-        let train = if self.candidate.is_some() {
-            false // one proposal at a time
-        } else if self.current.is_none() {
-            // First dictionary; after a failed attempt wait for as many new samples again.
-            self.fresh_samples >= self.opts.train_after
-        } else if full && !self.ring_trained {
-            self.ring_trained = true;
-            true
+        // From the second training in a row that produced nothing, each doubles the wait
+        // for the next. The first miss costs nothing: a drift often needs one more half
+        // ring before a dictionary wins by enough to pay for itself (palbum__images).
+        let shift = self
+            .failed_trainings
+            .saturating_sub(1)
+            .min(MAX_BACKOFF_SHIFT);
+        let backoff = 1usize << shift;
+        let half_ring = (cap_docs / 2).saturating_mul(backoff);
+        let due = if self.due
+            || self.candidate.is_some()
+            || self.running.is_some()
+            || self.outstanding.strong_count() > 0
+        {
+            false // one proposal at a time, and none while one awaits adoption
         } else {
-            // Retrain on drift, at most once per ring of fresh samples.
-            drifted && self.fresh_samples >= cap_docs / 2
+            match &self.current {
+                // First dictionary; after a failed attempt wait for as many new samples again.
+                None => self.fresh_samples >= self.opts.train_after.saturating_mul(backoff),
+                // A provisional dictionary (trained on less than half a ring): once more
+                // when the ring is full.
+                Some(_) if self.provisional() => full && self.fresh_samples >= half_ring,
+                // Retrain on drift, at most once per half ring of fresh samples.
+                Some(_) => drifted && self.fresh_samples >= half_ring,
+            }
         };
-        if train {
+        self.due |= due;
+        // A background training starts at once: its samples are as fresh as they get, and
+        // waiting for the caller's next `take_new_dictionary` (the end of the batch) would
+        // leave the current dictionary in use a batch longer.
+        if self.due && self.trains_in_background() {
+            self.due = false;
             self.train()?;
         }
         Ok(())
     }
 
-    /// Trains a dictionary on the kept samples (all but every 8th), compares it with the
-    /// current setup on the held-out 1/8, and keeps it as the candidate if it wins.
+    /// Whether the current dictionary is provisional: trained on less than half a ring
+    /// (the first one, when the caller asked for it after `train_after` documents) and not
+    /// yet retrained on a full ring.
+    fn provisional(&self) -> bool {
+        self.current
+            .as_ref()
+            .is_some_and(|c| c.trained_on < self.ring() / 2 && !c.ring_tried)
+    }
+
+    /// Whether the next training runs on a background thread: with
+    /// [`CompressOptions::background_training`], once a dictionary is in use and is not
+    /// provisional. The first training and the one retraining a provisional dictionary run
+    /// in line, at most two per collection, so that a collection of a few thousand
+    /// documents does not end its ingest before its real dictionary arrives (and they run
+    /// when the caller asks, on everything written up to then).
+    fn trains_in_background(&self) -> bool {
+        self.opts.background_training && self.current.is_some() && !self.provisional()
+    }
+
+    /// Trains a dictionary on the kept samples, in line or on a background thread (see
+    /// [`CompressOptions::background_training`]).
     fn train(&mut self) -> Result<()> {
         self.fresh_samples = 0;
         self.stats.trainings += 1;
+        let job = TrainJob {
+            samples: self.samples.iter().cloned().collect(),
+            current: self.current.as_ref().map(|c| Arc::clone(&c.bytes)),
+            level: self.opts.level,
+            dictionary_bytes: self.opts.dictionary_bytes,
+            dictionary_sample_ratio: self.opts.dictionary_sample_ratio,
+            adoption_margin: self.opts.adoption_margin,
+            cap_docs: self.ring(),
+            params: self.cover_params,
+        };
+        let background = self.trains_in_background();
+        if let Some(c) = self.current.as_mut() {
+            // Whatever this training gives, a provisional dictionary gets no second one of
+            // its own: later trainings follow the drift rule.
+            c.ring_tried = true;
+        }
+        if background {
+            // Cloning the job copies reference counts, not samples.
+            let background = job.clone();
+            let spawned = std::thread::Builder::new()
+                .name("stele-train".into())
+                .spawn(move || background.run());
+            // No thread to be had (resource limits): train in line rather than fail the
+            // write.
+            if let Ok(handle) = spawned {
+                self.running = Some(Running { handle });
+                return Ok(());
+            }
+        }
+        let trained = job.run()?;
+        self.conclude(trained)
+    }
+
+    /// Records a finished training: its dictionary (if it won) becomes the candidate under
+    /// the next id; a training that produced nothing makes the next one wait longer.
+    fn conclude(&mut self, trained: Option<Trained>) -> Result<()> {
+        let Some(t) = trained else {
+            self.failed_trainings = self.failed_trainings.saturating_add(1);
+            return Ok(());
+        };
+        self.failed_trainings = 0;
+        if t.trained_on >= self.ring() / 2 && self.cover_params.is_none() {
+            self.cover_params = Some(t.params);
+        }
+        let Some(id) = self.last_id.checked_add(1) else {
+            return Err(Error::Zstd {
+                op: "train dictionary",
+                message: "dictionary ids are exhausted for this collection".into(),
+            });
+        };
+        self.last_id = id;
+        self.stats.candidates += 1;
+        self.candidate = Some(NewDictionary {
+            id,
+            bytes: t.bytes,
+            cctx: t.cctx,
+            eval: t.eval,
+            trained_on: t.trained_on,
+            _outstanding: Arc::new(()),
+        });
+        Ok(())
+    }
+}
+
+impl TrainJob {
+    /// Trains a dictionary on the samples (all but every 8th), compares it with the current
+    /// setup on the held-out 1/8, and returns it if it wins.
+    fn run(self) -> Result<Option<Trained>> {
         let mut train: Vec<&[u8]> = Vec::with_capacity(self.samples.len());
         let mut eval: Vec<&[u8]> = Vec::with_capacity(self.samples.len() / 8 + 1);
         for (i, s) in self.samples.iter().enumerate() {
@@ -494,50 +825,40 @@ impl Compressor {
         // means "no dictionary yet".
         let train_bytes: usize = train.iter().map(|s| s.len()).sum();
         let size = self
-            .opts
             .dictionary_bytes
-            .min(train_bytes / self.opts.dictionary_sample_ratio.max(1))
+            .min(train_bytes / self.dictionary_sample_ratio.max(1))
             .max(MIN_DICTIONARY_BYTES);
-        let Ok(bytes) = zstd::dict::from_samples(&train, size) else {
-            return Ok(());
+        let Some((bytes, params)) = train_fast_cover(&train, size, self.level, self.params) else {
+            return Ok(None);
         };
-        let mut cctx = context(self.opts.level, Some(&bytes))?;
-        let mut out = Vec::new();
+        let mut cctx = context(self.level, Some(&bytes))?;
+        let mut old = context(self.level, self.current.as_deref())?;
+        // The id only sizes the header (one varint byte either way for small ids).
+        let id = self.current.as_ref().map(|_| 1);
+        let (mut scratch, mut out) = (Vec::new(), Vec::new());
         let (mut new_total, mut old_total) = (0usize, 0usize);
         for s in &eval {
-            encode_with(&mut cctx, Some(1), s, &mut self.scratch, &mut out)?;
+            encode_with(&mut cctx, Some(1), s, &mut scratch, &mut out)?;
             new_total += out.len();
-            match &mut self.current {
-                Some(c) => encode_with(&mut c.cctx, Some(c.id), s, &mut self.scratch, &mut out)?,
-                None => encode_with(&mut self.plain, None, s, &mut self.scratch, &mut out)?,
-            };
+            encode_with(&mut old, id, s, &mut scratch, &mut out)?;
             old_total += out.len();
         }
-        if (new_total as f64) > (old_total as f64) * (1.0 - self.opts.adoption_margin) {
-            return Ok(());
+        if (new_total as f64) > (old_total as f64) * (1.0 - self.adoption_margin) {
+            return Ok(None);
         }
         // Replacing a dictionary must also pay for storing the new one (the old one stays
         // while documents use it): the saving per held-out document, over a ring of future
         // documents, must exceed the dictionary's size.
         let saved_per_doc = (old_total - new_total) as f64 / eval.len().max(1) as f64;
-        let cap_docs = self.opts.sample_docs.max(self.opts.train_after);
-        if self.current.is_some() && saved_per_doc * (cap_docs as f64) < bytes.len() as f64 {
-            return Ok(());
+        if self.current.is_some() && saved_per_doc * (self.cap_docs as f64) < bytes.len() as f64 {
+            return Ok(None);
         }
-        let Some(id) = self.last_id.checked_add(1) else {
-            return Err(Error::Zstd {
-                op: "train dictionary",
-                message: "dictionary ids are exhausted for this collection".into(),
-            });
-        };
-        self.last_id = id;
-        self.stats.candidates += 1;
-        self.candidate = Some(NewDictionary {
-            id,
+        Ok(Some(Trained {
+            params,
+            trained_on: train.len(),
             bytes,
             cctx,
             eval: (new_total, old_total),
-        });
-        Ok(())
+        }))
     }
 }
