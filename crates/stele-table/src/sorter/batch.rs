@@ -127,7 +127,8 @@ impl ChunkSupply {
 #[derive(Debug)]
 pub(crate) struct Batch {
     chunk_bytes: usize,
-    /// Present for arenas of huge-page-sized chunks (budgets of 32 MiB and more).
+    /// Started when a batch of huge-page-sized chunks (budgets of 32 MiB and more) needs
+    /// its second chunk: sorts smaller than one chunk never start the thread.
     supply: Option<ChunkSupply>,
     chunks: Vec<Chunk>,
     recs: Vec<Rec>,
@@ -300,12 +301,9 @@ fn key_prefix(key: &[u8]) -> u64 {
 impl Batch {
     /// A batch whose arena grows in chunks of about 1/16 of the budget (4 KiB to 4 MiB).
     pub(crate) fn new(budget_bytes: usize) -> Self {
-        let chunk_bytes = (budget_bytes / 16).clamp(4 << 10, CHUNK_BYTES);
         Batch {
-            chunk_bytes,
-            supply: (chunk_bytes >= HUGE_PAGE_BYTES)
-                .then(|| ChunkSupply::start(chunk_bytes))
-                .flatten(),
+            chunk_bytes: (budget_bytes / 16).clamp(4 << 10, CHUNK_BYTES),
+            supply: None,
             chunks: Vec::new(),
             recs: Vec::new(),
             lcps: Vec::new(),
@@ -394,6 +392,12 @@ impl Batch {
                 Some(chunk) => chunk?,
                 None => Chunk::new(need.max(self.chunk_bytes))?,
             };
+            if self.supply.is_none()
+                && !self.chunks.is_empty()
+                && self.chunk_bytes >= HUGE_PAGE_BYTES
+            {
+                self.supply = ChunkSupply::start(self.chunk_bytes);
+            }
             self.arena_bytes += chunk.map.len();
             self.chunks.push(chunk);
         }
