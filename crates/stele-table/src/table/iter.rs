@@ -316,3 +316,71 @@ impl<'t, B: AsRef<[u8]>> Cursor<'t, B> {
         self.pos
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(
+        clippy::unwrap_used,
+        reason = "tests: a failed unwrap is a failed test"
+    )]
+    use super::*;
+    use crate::{TableBuilder, TableOptions};
+
+    /// A table of 20,000 entries in 512-byte blocks (hundreds of blocks), in memory.
+    fn table() -> Table<Vec<u8>> {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = TableOptions::default().block_size_bytes(512);
+        let mut b = TableBuilder::new(dir.path(), opts).unwrap();
+        for i in 0..20_000u32 {
+            b.add(format!("key{i:08}").as_bytes(), &[7u8; 40]).unwrap();
+        }
+        let info = b.finish().unwrap();
+        Table::from_bytes(std::fs::read(info.path).unwrap()).unwrap()
+    }
+
+    /// End offset of the block holding position `pos`.
+    fn block_end(t: &Table<Vec<u8>>, pos: u64) -> u64 {
+        let b = t.index().block_for_pos(pos);
+        t.index().block_range(b).unwrap().1
+    }
+
+    #[test]
+    fn read_ahead_stays_within_the_range_and_skips_short_ones() {
+        let t = table();
+        assert!(t.index().block_count() > 100);
+        let n = t.len();
+        for (front, back) in [(0, n), (100, 5_000), (7_000, 7_003), (n - 40, n), (0, 1)] {
+            let mut it = Iter::new(&t, front, back);
+            let mut seen = 0u64;
+            for e in it.by_ref() {
+                e.unwrap();
+                seen += 1;
+            }
+            assert_eq!(seen, back - front);
+            let ahead = &it.fwd.ahead;
+            let blocks = t.index().block_for_pos(back - 1) - t.index().block_for_pos(front) + 1;
+            if blocks <= BLOCKS_BEFORE_READ_AHEAD as usize {
+                assert_eq!(
+                    ahead.asked_to, 0,
+                    "{front}..{back}: {blocks} blocks, no advice"
+                );
+            } else {
+                // Everything up to the range's last block was asked for, and nothing past it.
+                assert_eq!(ahead.asked_to, block_end(&t, back - 1), "{front}..{back}");
+                assert!(ahead.window_bytes <= MAX_WINDOW_BYTES);
+            }
+        }
+    }
+
+    #[test]
+    fn a_cursor_reads_ahead_only_to_its_end() {
+        let t = table();
+        let mut c = t.cursor();
+        let mut seen = 0u64;
+        while c.next_entry().unwrap().is_some() {
+            seen += 1;
+        }
+        assert_eq!(seen, t.len());
+        assert_eq!(c.fwd.ahead.asked_to, block_end(&t, t.len() - 1));
+    }
+}
