@@ -11,6 +11,8 @@
     reason = "shared with `stele-bench doc`; not every helper is used here"
 )]
 mod data;
+#[path = "../doc/ravendb.rs"]
+mod ravendb;
 #[path = "../doc/table.rs"]
 #[allow(
     dead_code,
@@ -166,31 +168,9 @@ fn whole_file(i: &Input) -> Result<usize> {
     Ok(zstd::bulk::compress(&i.jsonl(), 3)?.len())
 }
 
-/// RavenDB 5.0 style: JSON documents, each compressed alone (standard zstd frames, level 3)
-/// with an 8 KB dictionary trained on the first 256 documents; the dictionary counted once.
-/// Documents before the dictionary exists are compressed without one.
+/// RavenDB 5.0 style (see `doc/ravendb.rs`).
 fn ravendb(i: &Input) -> Result<usize> {
-    let docs = i.json.doc_slices();
-    let first: Vec<&[u8]> = docs.iter().take(256).copied().collect();
-    let dict = if docs.len() >= 256 {
-        zstd::dict::from_samples(&first, 8 * 1024).ok()
-    } else {
-        None
-    };
-    let mut plain = zstd::bulk::Compressor::new(3)?;
-    let mut total = dict.as_ref().map_or(0, Vec::len);
-    let mut with = match &dict {
-        Some(d) => Some(zstd::bulk::Compressor::with_dictionary(3, d)?),
-        None => None,
-    };
-    for (n, d) in docs.iter().enumerate() {
-        let c = match (&mut with, n >= 256) {
-            (Some(w), true) => w.compress(d)?,
-            _ => plain.compress(d)?,
-        };
-        total += c.len();
-    }
-    Ok(total)
+    ravendb::ravendb_bytes(&i.json.doc_slices())
 }
 
 /// Result of running documents through a [`Compressor`].
