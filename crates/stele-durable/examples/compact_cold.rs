@@ -6,39 +6,16 @@
 //! cargo run --release -p stele-durable --example compact_cold -- /tmp/compact-cold
 //! ```
 
+mod common;
+
 use std::time::Instant;
 use stele_durable::Store;
 
-/// Drops a file's pages from the page cache (Linux; elsewhere a no-op).
-fn evict(path: &std::path::Path) -> std::io::Result<()> {
-    let f = std::fs::File::open(path)?;
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::fd::AsRawFd;
-        // SAFETY: plain integers and a descriptor `f` keeps open for the call; no memory is
-        // passed.
-        unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-    }
-    drop(f);
-    Ok(())
-}
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let dir = std::path::PathBuf::from(
-        std::env::args()
-            .nth(1)
-            .ok_or("usage: compact_cold <empty folder>")?,
-    );
+    let dir = common::folder_arg("compact_cold")?;
     let entries: u64 = 400_000;
     let store = Store::open(&dir)?;
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let pairs = (0..entries).map(|i| {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        (x.to_be_bytes().to_vec(), vec![(i % 251) as u8; 1016])
-    });
-    let mut map = store.build_map(pairs)?;
+    let mut map = common::sample_map(&store, entries)?;
     for i in 0..1000u64 {
         map.put(&i.to_be_bytes(), b"new")?;
     }
@@ -46,7 +23,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ids = map.layer_ids();
     drop(map);
     for id in &ids {
-        evict(&store.table_path(*id))?;
+        common::evict(&store.table_path(*id))?;
     }
     let top = *ids.last().ok_or("no table")?;
     let mut map = store.open_map(top)?;

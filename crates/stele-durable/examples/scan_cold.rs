@@ -7,22 +7,10 @@
 //! cargo run --release -p stele-durable --example scan_cold -- /tmp/scan-cold
 //! ```
 
+mod common;
+
 use std::time::Instant;
 use stele_durable::Store;
-
-/// Drops a file's pages from the page cache (Linux; elsewhere a no-op).
-fn evict(path: &std::path::Path) -> std::io::Result<()> {
-    let f = std::fs::File::open(path)?;
-    f.sync_all()?;
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::fd::AsRawFd;
-        // SAFETY: plain integers and a descriptor `f` keeps open for the call; no memory is
-        // passed.
-        unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-    }
-    Ok(())
-}
 
 /// Bytes this process has caused to be read from storage so far.
 fn read_bytes() -> u64 {
@@ -37,26 +25,15 @@ fn read_bytes() -> u64 {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let dir = std::path::PathBuf::from(
-        std::env::args()
-            .nth(1)
-            .ok_or("usage: scan_cold <empty folder>")?,
-    );
+    let dir = common::folder_arg("scan_cold")?;
     let entries: u64 = 400_000;
     let store = Store::open(&dir)?;
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let pairs = (0..entries).map(|i| {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        (x.to_be_bytes().to_vec(), vec![(i % 251) as u8; 1016])
-    });
-    let map = store.build_map(pairs)?;
+    let map = common::sample_map(&store, entries)?;
     let ids = map.layer_ids();
     drop(map);
     let top = *ids.last().ok_or("no table")?;
     for _ in 0..3 {
-        evict(&store.table_path(top))?;
+        common::evict(&store.table_path(top))?;
         let map = store.open_map(top)?;
         let before = read_bytes();
         let started = Instant::now();
