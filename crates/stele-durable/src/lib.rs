@@ -34,6 +34,7 @@
 //! # Ok(()) }
 //! ```
 
+mod builder;
 mod error;
 mod list;
 mod map;
@@ -41,6 +42,7 @@ mod merge;
 mod root;
 mod store;
 
+pub use builder::MapBuilder;
 pub use error::{Error, Result};
 pub use list::{DurableList, ListIter};
 pub use map::DurableMap;

@@ -2,7 +2,6 @@
 
 use crate::db::State;
 use crate::error::Result;
-use std::borrow::Cow;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 use stele_doc::Document;
@@ -17,7 +16,7 @@ pub struct Snapshot {
 /// A stored document, borrowed from the snapshot's files when stored uncompressed.
 #[derive(Debug, Clone)]
 pub struct Doc<'a> {
-    bytes: Cow<'a, [u8]>,
+    bytes: crate::stored::DocBytes<'a>,
 }
 
 impl Doc<'_> {
@@ -100,12 +99,7 @@ impl Snapshot {
         };
         match map.get(id.as_bytes())? {
             Some(stored) => Ok(Some(Doc {
-                bytes: crate::stored::decode(
-                    self.state.dicts.get(collection),
-                    collection,
-                    id.as_bytes(),
-                    stored,
-                )?,
+                bytes: crate::stored::decode(&self.state, collection, id.as_bytes(), stored)?,
             })),
             None => Ok(None),
         }
@@ -158,8 +152,7 @@ impl Snapshot {
         maps.into_iter().flat_map(move |map| {
             map.range(as_slices(&bounds)).map(move |entry| {
                 let (id, stored) = entry?;
-                let dicts = self.state.dicts.get(collection);
-                let bytes = crate::stored::decode(dicts, collection, &id, stored)?;
+                let bytes = crate::stored::decode(&self.state, collection, &id, stored)?;
                 Ok((String::from_utf8_lossy(&id).into_owned(), Doc { bytes }))
             })
         })
@@ -224,19 +217,7 @@ impl Snapshot {
         &self,
         collection: &str,
     ) -> Result<Option<(crate::compress::DictionaryId, Vec<u8>)>> {
-        let Some(meta) = self.state.collections.get(crate::db::META) else {
-            return Ok(None);
-        };
-        let prefix = format!("dict/{collection}/");
-        let Some(entry) = meta.prefix(prefix.as_bytes()).next_back() else {
-            return Ok(None);
-        };
-        let (key, value) = entry?;
-        let id = std::str::from_utf8(&key[prefix.len()..])
-            .ok()
-            .and_then(|t| t.parse().ok())
-            .unwrap_or(0);
-        Ok(Some((id, value.to_vec())))
+        crate::pack::last_dictionary(&self.state, collection)
     }
 
     /// Number of compression dictionaries `collection` has.
@@ -268,6 +249,8 @@ impl Snapshot {
             table_bytes: 0,
             stored_bytes: 0,
             unsaved_changes: 0,
+            packed_blocks: 0,
+            pack_bytes: 0,
         };
         if let Some(map) = self.state.collections.get(collection) {
             stats.unsaved_changes = map.unsaved_changes();
@@ -275,6 +258,18 @@ impl Snapshot {
                 stats.layers += 1;
                 stats.table_bytes += t.file_bytes;
                 stats.stored_bytes += t.raw_value_bytes;
+            }
+        }
+        if let Some(packs) = self
+            .state
+            .collections
+            .get(&crate::pack::packs_name(collection))
+        {
+            stats.packed_blocks = packs.len();
+            for (_, t) in packs.table_stats() {
+                stats.table_bytes += t.file_bytes;
+                stats.stored_bytes += t.raw_value_bytes;
+                stats.pack_bytes += t.file_bytes;
             }
         }
         stats
@@ -291,13 +286,19 @@ pub struct CollectionStats {
     pub documents: u64,
     /// Tables holding it (a base and diffs); 0 before the first checkpoint.
     pub layers: usize,
-    /// Bytes of those table files on disk.
+    /// Bytes on disk of those table files and of the packs table (blocks of packed
+    /// documents).
     pub table_bytes: u64,
     /// Bytes of the stored values in those tables (documents as stored, after any
-    /// compression; diffs count superseded versions too until compaction).
+    /// compression, and blocks of packed documents; diffs count superseded versions too,
+    /// and blocks the documents no longer packed in them, until compaction).
     pub stored_bytes: u64,
     /// Documents changed since the last checkpoint (held in memory and in the log).
     pub unsaved_changes: usize,
+    /// Blocks of packed documents (see [`DatabaseOptions::pack_block_bytes`](crate::DatabaseOptions::pack_block_bytes)).
+    pub packed_blocks: u64,
+    /// Bytes on disk of the table holding those blocks (part of `table_bytes`).
+    pub pack_bytes: u64,
 }
 
 /// Id bounds as owned byte bounds of the collection's map (ids are stored as their

@@ -1,10 +1,11 @@
 //! Stored values: how a document is kept in a collection's map (layouts in
 //! [`crate::compress::codec`] and `docs/FORMAT.md`, "Stored document values").
 
-use crate::compress::{Decoder, Dictionaries};
+use crate::compress::{Block, Decoder, Dictionaries};
+use crate::db::State;
 use crate::error::{Error, Result};
-use std::borrow::Cow;
 use std::cell::RefCell;
+use std::ops::Deref;
 use std::sync::{Arc, LazyLock};
 
 /// The raw stored form of a (validated) document: codec byte 0, then the document.
@@ -22,6 +23,37 @@ pub(crate) fn raw(stored: &[u8]) -> Option<&[u8]> {
     }
 }
 
+/// The bytes of a document read from a collection: borrowed from the mapped table when
+/// stored raw, decompressed when stored alone, or shared with a cached decoded block.
+#[derive(Debug, Clone)]
+pub(crate) enum DocBytes<'a> {
+    Borrowed(&'a [u8]),
+    Owned(Vec<u8>),
+    /// Document `.1` of the block (checked to exist when made).
+    InBlock(Arc<Block>, usize),
+}
+
+impl Deref for DocBytes<'_> {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            DocBytes::Borrowed(b) => b,
+            DocBytes::Owned(v) => v,
+            DocBytes::InBlock(block, i) => block.get(*i).unwrap_or_default(),
+        }
+    }
+}
+
+impl DocBytes<'_> {
+    pub(crate) fn into_owned(self) -> Vec<u8> {
+        match self {
+            DocBytes::Owned(v) => v,
+            other => other.to_vec(),
+        }
+    }
+}
+
 static NO_DICTIONARIES: LazyLock<Dictionaries> = LazyLock::new(Dictionaries::new);
 
 thread_local! {
@@ -29,37 +61,67 @@ thread_local! {
     static DECODER: RefCell<Option<Decoder>> = const { RefCell::new(None) };
 }
 
-/// The document bytes of a stored value: borrowed when stored raw, decompressed with the
-/// collection's dictionaries otherwise.
+fn corrupt(collection: &str, id: &[u8], reason: String) -> Error {
+    Error::CorruptDocument {
+        collection: collection.to_owned(),
+        id: String::from_utf8_lossy(id).into_owned(),
+        reason,
+    }
+}
+
+/// The document bytes of stored value `stored` of document `id` of `collection` in `state`.
 pub(crate) fn decode<'a>(
-    dicts: Option<&Dictionaries>,
+    state: &State,
     collection: &str,
     id: &[u8],
     stored: &'a [u8],
-) -> Result<Cow<'a, [u8]>> {
+) -> Result<DocBytes<'a>> {
     if let Some(doc) = raw(stored) {
-        return Ok(Cow::Borrowed(doc));
+        return Ok(DocBytes::Borrowed(doc));
     }
-    let dicts = dicts.unwrap_or(&NO_DICTIONARIES);
-    let decoded = DECODER.with(|cell| {
+    DECODER.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
             *slot = Some(Decoder::new()?);
         }
         match slot.as_mut() {
-            Some(decoder) => decoder
-                .decode(stored, dicts)
-                .map(|c| Cow::Owned(c.into_owned())),
-            None => Err(Error::CorruptDocument {
-                collection: collection.to_owned(),
-                id: String::from_utf8_lossy(id).into_owned(),
-                reason: "no decoder".to_owned(),
-            }),
+            Some(decoder) => decode_with(state, collection, id, stored, decoder),
+            None => Err(corrupt(collection, id, "no decoder".to_owned())),
         }
-    });
-    decoded.map_err(|e| Error::CorruptDocument {
-        collection: collection.to_owned(),
-        id: String::from_utf8_lossy(id).into_owned(),
-        reason: e.to_string(),
     })
+}
+
+/// Like [`decode`], with the caller's decoder.
+pub(crate) fn decode_with<'a>(
+    state: &State,
+    collection: &str,
+    id: &[u8],
+    stored: &'a [u8],
+    decoder: &mut Decoder,
+) -> Result<DocBytes<'a>> {
+    if let Some(doc) = raw(stored) {
+        return Ok(DocBytes::Borrowed(doc));
+    }
+    let packed = crate::compress::parse_packed(stored)
+        .map_err(|e| corrupt(collection, id, e.to_string()))?;
+    if let Some((number, index)) = packed {
+        let block = crate::pack::load_block(state, collection, number, decoder)?;
+        let index = index as usize;
+        if index >= block.len() {
+            return Err(corrupt(
+                collection,
+                id,
+                format!(
+                    "points at document {index} of packed block {number}, which holds {}",
+                    block.len()
+                ),
+            ));
+        }
+        return Ok(DocBytes::InBlock(block, index));
+    }
+    let dicts = state.dicts.get(collection).unwrap_or(&NO_DICTIONARIES);
+    decoder
+        .decode(stored, dicts)
+        .map(|c| DocBytes::Owned(c.into_owned()))
+        .map_err(|e| corrupt(collection, id, e.to_string()))
 }

@@ -100,9 +100,13 @@ fn op() -> impl Strategy<Value = Op> {
 
 fn small() -> DatabaseOptions {
     // Tiny checkpoints and layer limits so that every path runs.
+    // Blocks of a few documents and a cache of a few blocks: packing, packed reads and
+    // eviction run too.
     DatabaseOptions::default()
         .checkpoint_bytes(300)
         .compact_layers(2)
+        .pack_block_bytes(100)
+        .block_cache_bytes(400)
 }
 
 proptest! {

@@ -21,6 +21,7 @@ mod policy;
 
 pub use codec::{
     Block, Codec, Decoder, Dictionaries, DictionaryId, Header, MAX_BLOCK_DOCS, MAX_DOCUMENT_BYTES,
-    decode, encode_raw, parse_header, stored_dictionary,
+    MAX_PACKED_BLOCK, decode, encode_packed, encode_raw, parse_header, parse_packed,
+    stored_dictionary,
 };
-pub use policy::{CompressOptions, CompressStats, Compressor, NewDictionary};
+pub use policy::{BlockPacker, CompressOptions, CompressStats, Compressor, NewDictionary};

@@ -373,6 +373,92 @@ fn context(level: i32, dict: Option<&[u8]>) -> Result<bulk::Compressor<'static>>
     Ok(c)
 }
 
+/// Compresses `docs` together with `cctx` (made with dictionary `dict_id`, 0 for none) into
+/// a block value in `out` (cleared first); `joined` and `scratch` are reused buffers.
+fn encode_block(
+    cctx: &mut bulk::Compressor<'static>,
+    dict_id: DictionaryId,
+    docs: &[&[u8]],
+    joined: &mut Vec<u8>,
+    scratch: &mut Vec<u8>,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    if docs.is_empty() || docs.len() > MAX_BLOCK_DOCS as usize {
+        return Err(Error::Zstd {
+            op: "compress block",
+            message: format!(
+                "a block holds 1 to {MAX_BLOCK_DOCS} documents, not {}",
+                docs.len()
+            ),
+        });
+    }
+    joined.clear();
+    for d in docs {
+        joined.extend_from_slice(d);
+    }
+    scratch.clear();
+    scratch.reserve(zstd::zstd_safe::compress_bound(joined.len()));
+    cctx.compress_to_buffer(&joined[..], scratch)
+        .map_err(zstd_io("compress"))?;
+    out.clear();
+    out.push(Codec::Block as u8);
+    put_varint(out, u64::from(dict_id));
+    put_varint(out, docs.len() as u64);
+    for d in docs {
+        put_varint(out, d.len() as u64);
+    }
+    out.extend_from_slice(scratch);
+    Ok(())
+}
+
+/// Compresses runs of documents into block values with one fixed setup (level and
+/// dictionary), independent of any [`Compressor`]'s training: what the database uses to pack
+/// a collection's documents at compaction, off the write path.
+pub struct BlockPacker {
+    cctx: bulk::Compressor<'static>,
+    dict_id: DictionaryId,
+    joined: Vec<u8>,
+    scratch: Vec<u8>,
+}
+
+impl std::fmt::Debug for BlockPacker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlockPacker")
+            .field("dict_id", &self.dict_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BlockPacker {
+    /// A packer at zstd `level` with `dictionary` (its id and bytes as persisted), if any.
+    /// Preparing a dictionary at a high level takes a few milliseconds: make one per run.
+    pub fn new(level: i32, dictionary: Option<(DictionaryId, &[u8])>) -> Result<BlockPacker> {
+        let (cctx, dict_id) = match dictionary {
+            Some((id, bytes)) => (context(level, Some(bytes))?, id),
+            None => (context(level, None)?, 0),
+        };
+        Ok(BlockPacker {
+            cctx,
+            dict_id,
+            joined: Vec::new(),
+            scratch: Vec::new(),
+        })
+    }
+
+    /// Compresses `docs` (1 to [`MAX_BLOCK_DOCS`]) into one block value in `out` (cleared
+    /// first), decoded by [`super::Decoder::decode_block`].
+    pub fn pack(&mut self, docs: &[&[u8]], out: &mut Vec<u8>) -> Result<()> {
+        encode_block(
+            &mut self.cctx,
+            self.dict_id,
+            docs,
+            &mut self.joined,
+            &mut self.scratch,
+            out,
+        )
+    }
+}
+
 /// Compresses `doc` with `cctx` into a stored value in `out`, or stores it raw when that is not
 /// bigger. Returns the codec used.
 fn encode_with(
@@ -539,19 +625,6 @@ impl Compressor {
     /// are always zstd-compressed (with the adopted dictionary, if any), even when
     /// `enabled` is off. The documents count as samples like those of `compress`.
     pub fn compress_block(&mut self, docs: &[&[u8]], out: &mut Vec<u8>) -> Result<()> {
-        if docs.is_empty() || docs.len() > MAX_BLOCK_DOCS as usize {
-            return Err(Error::Zstd {
-                op: "compress block",
-                message: format!(
-                    "a block holds 1 to {MAX_BLOCK_DOCS} documents, not {}",
-                    docs.len()
-                ),
-            });
-        }
-        self.block.clear();
-        for d in docs {
-            self.block.extend_from_slice(d);
-        }
         let level = self.opts.block_level;
         let (cctx, id) = match &mut self.current {
             Some(c) => {
@@ -569,19 +642,7 @@ impl Compressor {
                 (cctx, 0)
             }
         };
-        self.scratch.clear();
-        self.scratch
-            .reserve(zstd::zstd_safe::compress_bound(self.block.len()));
-        cctx.compress_to_buffer(&self.block, &mut self.scratch)
-            .map_err(zstd_io("compress"))?;
-        out.clear();
-        out.push(Codec::Block as u8);
-        put_varint(out, u64::from(id));
-        put_varint(out, docs.len() as u64);
-        for d in docs {
-            put_varint(out, d.len() as u64);
-        }
-        out.extend_from_slice(&self.scratch);
+        encode_block(cctx, id, docs, &mut self.block, &mut self.scratch, out)?;
         let total = self.block.len().max(1);
         for d in docs {
             self.stats.docs += 1;

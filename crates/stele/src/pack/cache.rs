@@ -1,0 +1,172 @@
+//! A cache of decoded blocks, shared by every snapshot of one database.
+//!
+//! Keyed by block number alone: numbers are unique within a database for as long as it is
+//! open (see [`super::Packing::allocate`]), so a number never names two different blocks in
+//! one cache. Eviction is CLOCK (second chance): a hit only sets a flag, so lookups stay
+//! cheap under the lock; an insertion over budget walks the ring, sparing each recently hit
+//! block once.
+
+use crate::compress::Block;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+#[derive(Debug)]
+struct Slot {
+    block: Arc<Block>,
+    charge_bytes: usize,
+    referenced: bool,
+}
+
+#[derive(Debug, Default)]
+struct Clock {
+    slots: HashMap<u64, Slot>,
+    /// Insertion order of the cached numbers (each cached number appears exactly once).
+    ring: VecDeque<u64>,
+    cached_bytes: usize,
+    hits: u64,
+    misses: u64,
+}
+
+/// Decoded blocks by number, up to a byte budget.
+#[derive(Debug)]
+pub(crate) struct BlockCache {
+    budget_bytes: usize,
+    clock: Mutex<Clock>,
+}
+
+/// Counters of a [`BlockCache`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BlockCacheStats {
+    /// Bytes of decoded blocks held.
+    pub cached_bytes: u64,
+    /// Blocks held.
+    pub blocks: u64,
+    /// Lookups that found their block.
+    pub hits: u64,
+    /// Lookups that had to decode it.
+    pub misses: u64,
+}
+
+impl BlockCache {
+    pub(crate) fn new(budget_bytes: usize) -> Self {
+        BlockCache {
+            budget_bytes,
+            clock: Mutex::new(Clock::default()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Clock> {
+        // The clock holds no invariant a panicking holder could break halfway that matters
+        // for correctness (at worst a count is off): keep using it.
+        match self.clock.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// The decoded block `number`, if cached (and counts the lookup).
+    pub(crate) fn get(&self, number: u64) -> Option<Arc<Block>> {
+        let mut c = self.lock();
+        match c.slots.get_mut(&number) {
+            Some(slot) => {
+                slot.referenced = true;
+                let block = Arc::clone(&slot.block);
+                c.hits += 1;
+                Some(block)
+            }
+            None => {
+                c.misses += 1;
+                None
+            }
+        }
+    }
+
+    /// Caches `block` as `number` (a block bigger than the whole budget is not kept).
+    pub(crate) fn insert(&self, number: u64, block: &Arc<Block>) {
+        let charge_bytes = block.heap_bytes() + 64;
+        if charge_bytes > self.budget_bytes {
+            return;
+        }
+        let mut c = self.lock();
+        if c.slots.contains_key(&number) {
+            return;
+        }
+        c.slots.insert(
+            number,
+            Slot {
+                block: Arc::clone(block),
+                charge_bytes,
+                referenced: false,
+            },
+        );
+        c.ring.push_back(number);
+        c.cached_bytes += charge_bytes;
+        // Each pass over the ring clears every flag it spares, so this ends within two.
+        while c.cached_bytes > self.budget_bytes {
+            let Some(victim) = c.ring.pop_front() else {
+                break;
+            };
+            let spare = match c.slots.get_mut(&victim) {
+                Some(slot) if slot.referenced => {
+                    slot.referenced = false;
+                    true
+                }
+                _ => false,
+            };
+            if spare {
+                c.ring.push_back(victim);
+            } else if let Some(slot) = c.slots.remove(&victim) {
+                c.cached_bytes -= slot.charge_bytes;
+            }
+        }
+    }
+
+    pub(crate) fn stats(&self) -> BlockCacheStats {
+        let c = self.lock();
+        BlockCacheStats {
+            cached_bytes: c.cached_bytes as u64,
+            blocks: c.slots.len() as u64,
+            hits: c.hits,
+            misses: c.misses,
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+
+    fn block(bytes: usize) -> Arc<Block> {
+        Arc::new(Block::from_parts(vec![7; bytes], vec![bytes]).unwrap())
+    }
+
+    #[test]
+    fn keeps_within_budget_and_spares_hit_blocks() {
+        let cache = BlockCache::new(10_000);
+        for n in 0..5 {
+            cache.insert(n, &block(2_000));
+        }
+        // 5 x (2,000 + 64 + ends) > 10,000: the oldest went.
+        assert!(cache.stats().cached_bytes <= 10_000);
+        assert!(cache.get(0).is_none());
+        assert!(cache.get(4).is_some());
+        // Block 1 is hit, so the next insertion evicts 2 (next unreferenced) instead.
+        assert!(cache.get(1).is_some());
+        cache.insert(5, &block(2_000));
+        assert!(cache.get(1).is_some());
+        assert!(cache.get(2).is_none());
+        assert!(cache.stats().cached_bytes <= 10_000);
+    }
+
+    #[test]
+    fn a_block_bigger_than_the_budget_is_not_kept() {
+        let cache = BlockCache::new(1_000);
+        cache.insert(1, &block(5_000));
+        assert!(cache.get(1).is_none());
+        let none = BlockCache::new(0);
+        none.insert(1, &block(1));
+        assert!(none.get(1).is_none());
+        assert_eq!(none.stats().blocks, 0);
+    }
+}
