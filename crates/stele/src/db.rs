@@ -322,7 +322,7 @@ fn stored_keys(
         return Ok(vec![Vec::new(); defs.len()]);
     };
     let bytes = crate::stored::decode(state, collection, id, stored)?;
-    let doc = stele_doc::Document::new(&*bytes)?;
+    let doc = bytes.document()?;
     Ok(defs.iter().map(|d| d.keys(&doc, id)).collect())
 }
 
@@ -365,7 +365,7 @@ fn build_index(store: &Store, state: &State, def: &IndexDef) -> Result<DurableMa
         for entry in map.iter() {
             let (id, stored) = entry?;
             let bytes = crate::stored::decode(state, &def.collection, &id, stored)?;
-            let doc = stele_doc::Document::new(&*bytes)?;
+            let doc = bytes.document()?;
             pairs.extend(def.keys(&doc, &id).into_iter().map(|k| (k, [0u8; 0])));
         }
     }

@@ -26,8 +26,10 @@ impl Doc<'_> {
     }
 
     /// A reader over the document (validated first: stored bytes are not trusted blindly).
+    /// A document read from a cached block of packed documents is validated on its first
+    /// read only: the decoded block's bytes never change, so later reads reuse the result.
     pub fn document(&self) -> Result<Document<&[u8]>> {
-        Ok(Document::new(&*self.bytes)?)
+        self.bytes.document()
     }
 
     /// A reader over the document without validating it again: the fast path for

@@ -1,9 +1,10 @@
 //! Stored values: how a document is kept in a collection's map (layouts in
 //! [`crate::compress::codec`] and `docs/FORMAT.md`, "Stored document values").
 
-use crate::compress::{Block, Decoder, Dictionaries};
+use crate::compress::{Decoder, Dictionaries};
 use crate::db::State;
 use crate::error::{Error, Result};
+use crate::pack::DecodedBlock;
 use std::cell::RefCell;
 use std::ops::Deref;
 use std::sync::{Arc, LazyLock};
@@ -30,7 +31,7 @@ pub(crate) enum DocBytes<'a> {
     Borrowed(&'a [u8]),
     Owned(Vec<u8>),
     /// Document `.1` of the block (checked to exist when made).
-    InBlock(Arc<Block>, usize),
+    InBlock(Arc<DecodedBlock>, usize),
 }
 
 impl Deref for DocBytes<'_> {
@@ -40,12 +41,29 @@ impl Deref for DocBytes<'_> {
         match self {
             DocBytes::Borrowed(b) => b,
             DocBytes::Owned(v) => v,
-            DocBytes::InBlock(block, i) => block.get(*i).unwrap_or_default(),
+            DocBytes::InBlock(block, i) => block.get(*i),
         }
     }
 }
 
 impl DocBytes<'_> {
+    /// A reader over the document, validated unless these very bytes (a document of an
+    /// immutable decoded block) passed validation before.
+    pub(crate) fn document(&self) -> Result<stele_doc::Document<&[u8]>> {
+        if let DocBytes::InBlock(block, i) = self {
+            let bytes = block.get(*i);
+            if block.is_checked(*i) {
+                // SAFETY: `Document::new` accepted exactly these bytes before (the flag is
+                // set only after it did), and a decoded block's bytes never change.
+                return Ok(unsafe { stele_doc::Document::new_unchecked(bytes) });
+            }
+            let doc = stele_doc::Document::new(bytes)?;
+            block.mark_checked(*i);
+            return Ok(doc);
+        }
+        Ok(stele_doc::Document::new(&**self)?)
+    }
+
     pub(crate) fn into_owned(self) -> Vec<u8> {
         match self {
             DocBytes::Owned(v) => v,

@@ -8,11 +8,54 @@
 
 use crate::compress::Block;
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+
+/// A decoded block and which of its documents have been validated: the bytes never change
+/// once decoded, so a document validated once need not be validated again on later reads.
+#[derive(Debug)]
+pub(crate) struct DecodedBlock {
+    block: Block,
+    checked: Box<[AtomicBool]>,
+}
+
+impl DecodedBlock {
+    pub(crate) fn new(block: Block) -> Self {
+        let checked = (0..block.len()).map(|_| AtomicBool::new(false)).collect();
+        DecodedBlock { block, checked }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.block.len()
+    }
+
+    /// Document `i` (empty if out of range; callers check `i < len()`).
+    pub(crate) fn get(&self, i: usize) -> &[u8] {
+        self.block.get(i).unwrap_or_default()
+    }
+
+    /// Whether document `i` passed `stele_doc::Document::new` before.
+    pub(crate) fn is_checked(&self, i: usize) -> bool {
+        self.checked
+            .get(i)
+            .is_some_and(|c| c.load(Ordering::Acquire))
+    }
+
+    /// Records that document `i` passed `stele_doc::Document::new`.
+    pub(crate) fn mark_checked(&self, i: usize) {
+        if let Some(c) = self.checked.get(i) {
+            c.store(true, Ordering::Release);
+        }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.block.heap_bytes() + self.checked.len()
+    }
+}
 
 #[derive(Debug)]
 struct Slot {
-    block: Arc<Block>,
+    block: Arc<DecodedBlock>,
     charge_bytes: usize,
     referenced: bool,
 }
@@ -65,7 +108,7 @@ impl BlockCache {
     }
 
     /// The decoded block `number`, if cached (and counts the lookup).
-    pub(crate) fn get(&self, number: u64) -> Option<Arc<Block>> {
+    pub(crate) fn get(&self, number: u64) -> Option<Arc<DecodedBlock>> {
         let mut c = self.lock();
         match c.slots.get_mut(&number) {
             Some(slot) => {
@@ -82,7 +125,7 @@ impl BlockCache {
     }
 
     /// Caches `block` as `number` (a block bigger than the whole budget is not kept).
-    pub(crate) fn insert(&self, number: u64, block: &Arc<Block>) {
+    pub(crate) fn insert(&self, number: u64, block: &Arc<DecodedBlock>) {
         let charge_bytes = block.heap_bytes() + 64;
         if charge_bytes > self.budget_bytes {
             return;
@@ -137,8 +180,10 @@ impl BlockCache {
 mod tests {
     use super::*;
 
-    fn block(bytes: usize) -> Arc<Block> {
-        Arc::new(Block::from_parts(vec![7; bytes], vec![bytes]).unwrap())
+    fn block(bytes: usize) -> Arc<DecodedBlock> {
+        Arc::new(DecodedBlock::new(
+            Block::from_parts(vec![7; bytes], vec![bytes]).unwrap(),
+        ))
     }
 
     #[test]

@@ -35,6 +35,7 @@ use stele_durable::{DurableMap, Store};
 
 use cache::BlockCache;
 pub use cache::BlockCacheStats;
+pub(crate) use cache::DecodedBlock;
 
 /// Prefix of the internal collections holding packed blocks.
 pub(crate) const PACKS_PREFIX: &str = "_packs/";
@@ -107,7 +108,7 @@ pub(crate) fn load_block(
     collection: &str,
     number: u64,
     decoder: &mut Decoder,
-) -> Result<Arc<crate::compress::Block>> {
+) -> Result<Arc<DecodedBlock>> {
     if let Some(block) = state.packing.cache.get(number) {
         return Ok(block);
     }
@@ -129,11 +130,11 @@ pub(crate) fn load_block(
     };
     let none = Dictionaries::new();
     let dicts = state.dicts.get(collection).unwrap_or(&none);
-    let block = Arc::new(
+    let block = Arc::new(DecodedBlock::new(
         decoder
             .decode_block(stored, dicts)
             .map_err(|e| missing(e.to_string()))?,
-    );
+    ));
     state.packing.cache.insert(number, &block);
     Ok(block)
 }

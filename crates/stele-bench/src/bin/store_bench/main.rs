@@ -185,7 +185,8 @@ fn run_one(c: &data::Collection, work: &std::path::Path, compressed: bool) -> Re
         get3_trusted_ns.push(t.elapsed().as_nanos() as u64);
     }
     let cache_after = db.block_cache_stats();
-    let lookups = (cache_after.hits + cache_after.misses) - (cache_before.hits + cache_before.misses);
+    let lookups =
+        (cache_after.hits + cache_after.misses) - (cache_before.hits + cache_before.misses);
     let cache_hit_pct = if lookups == 0 {
         f64::NAN
     } else {
