@@ -25,8 +25,21 @@ pub struct MapBuilder {
 impl Store {
     /// A builder of a new map from pairs in key order (see [`MapBuilder`]).
     pub fn map_builder(&self) -> Result<MapBuilder> {
+        self.map_builder_with_block_size(self.options().table.block_size())
+    }
+
+    /// Like [`map_builder`](Self::map_builder), with table blocks (and alignment) of
+    /// `block_size_bytes` instead of the store's (a power of two, 256 B to 16 MiB). Small
+    /// blocks suit maps of values bigger than a block: each value spans whole blocks, so
+    /// the padding after it is at most one block.
+    pub fn map_builder_with_block_size(&self, block_size_bytes: u32) -> Result<MapBuilder> {
         let guard = self.write_guard()?;
-        let builder = TableBuilder::new(self.dir(), self.options().table.clone())?;
+        let opts = self
+            .options()
+            .table
+            .clone()
+            .block_size_bytes(block_size_bytes);
+        let builder = TableBuilder::new(self.dir(), opts)?;
         Ok(MapBuilder {
             store: self.clone(),
             builder,

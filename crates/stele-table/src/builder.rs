@@ -66,6 +66,11 @@ impl TableOptions {
         self
     }
 
+    /// The block size set (see [`block_size_bytes`](Self::block_size_bytes)).
+    pub fn block_size(&self) -> u32 {
+        self.block_size_bytes
+    }
+
     /// Entries between two restart points (whole keys) in a block (default 16). Larger
     /// intervals compress keys a little better; a get decodes up to this many entries.
     #[must_use]
