@@ -27,6 +27,11 @@ impl<'a> Reader<'a> {
         Reader { bytes }
     }
 
+    /// The bytes not read yet.
+    pub(crate) fn rest(self) -> &'a [u8] {
+        self.bytes
+    }
+
     /// True when every byte was read.
     pub(crate) fn is_empty(&self) -> bool {
         self.bytes.is_empty()

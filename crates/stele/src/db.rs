@@ -148,6 +148,9 @@ pub(crate) struct State {
     /// Block numbers and the cache of decoded blocks: one per open database, shared by all
     /// its states.
     pub(crate) packing: Arc<crate::pack::Packing>,
+    /// Visible documents per collection (a collection's map also holds removal marks and
+    /// documents that replace packed ones, so its length is not the count).
+    pub(crate) counts: BTreeMap<String, u64>,
 }
 
 /// The internal collection holding dictionaries (`dict/<collection>/<id, 10 digits>` to the
@@ -193,7 +196,8 @@ enum MapRef {
 }
 
 /// A compaction done on the side: the map, the layers it covers, the new base, and for a
-/// packed collection the packs map the base points into.
+/// packed collection its new packs map (the base is then empty: the packs map holds
+/// everything the covered layers held).
 #[derive(Debug)]
 struct SideCompaction {
     map: MapRef,
@@ -227,8 +231,36 @@ fn pack_settings(opts: &DatabaseOptions) -> crate::pack::PackSettings {
     }
 }
 
-/// Compacts map `r` of `state` in line: a packed collection is packed (`full`: every
-/// document again, dropping blocks only partly live), any other map merged.
+/// Rewrites the map of user collection `collection` (`source`: its layers, read
+/// sequentially) as one table, dropping removal marks that hide no packed document.
+fn merge_plain(
+    store: &Store,
+    state: &State,
+    collection: &str,
+    source: &DurableMap,
+) -> Result<DurableMap> {
+    let packed = state
+        .collections
+        .contains_key(&crate::pack::packs_name(collection));
+    let mut out = store.map_builder()?;
+    crate::stored::with_decoder(|decoder| {
+        for entry in source.iter() {
+            let (id, stored) = entry?;
+            if crate::pack::is_removed(stored)
+                && (!packed || crate::pack::lookup(state, collection, &id, decoder)?.is_none())
+            {
+                continue;
+            }
+            out.add(&id, stored)?;
+        }
+        Ok(())
+    })?;
+    Ok(out.finish()?)
+}
+
+/// Compacts map `r` of `state` in line: a user collection with compression on is packed
+/// (`full`: every block rewritten, else only those its map's entries fall into), any other
+/// map merged.
 fn compact_in_line(
     store: &Store,
     opts: &DatabaseOptions,
@@ -236,27 +268,39 @@ fn compact_in_line(
     r: &MapRef,
     full: bool,
 ) -> Result<()> {
-    if let MapRef::Collection(c) = r
-        && packs_collection(opts, state, c)?
-    {
-        let Some(map) = state.collections.get(c) else {
-            return Ok(());
-        };
-        if !full && map.layer_ids().len() <= 1 && map.unsaved_changes() == 0 {
-            return Ok(());
+    let MapRef::Collection(c) = r else {
+        if let Some(map) = state.map_mut(r) {
+            map.compact()?;
         }
-        let source = map.sequential()?;
-        let packed = crate::pack::pack(store, state, c, &source, full, pack_settings(opts))?;
-        drop(source);
-        state.collections.insert(c.clone(), packed.base);
-        state
-            .collections
-            .insert(crate::pack::packs_name(c), packed.packs);
+        return Ok(());
+    };
+    let Some(map) = state.collections.get(c) else {
+        return Ok(());
+    };
+    if c.starts_with('_') {
+        let mut map = map.clone();
+        map.compact()?;
+        state.collections.insert(c.clone(), map);
         return Ok(());
     }
-    if let Some(map) = state.map_mut(r) {
-        map.compact()?;
+    let source = map.sequential()?;
+    if packs_collection(opts, state, c)? {
+        let (packs, docs) = crate::pack::pack(store, state, c, &source, full, pack_settings(opts))?;
+        drop(source);
+        // Everything the map held went into the blocks.
+        debug_assert_eq!(docs, crate::collection::count(state, c));
+        state.collections.insert(c.clone(), store.new_map());
+        let name = crate::pack::packs_name(c);
+        if docs == 0 {
+            state.collections.remove(&name);
+        } else {
+            state.collections.insert(name, packs);
+        }
+        return Ok(());
     }
+    let base = merge_plain(store, state, c, &source)?;
+    drop(source);
+    state.collections.insert(c.clone(), base);
     Ok(())
 }
 
@@ -310,23 +354,17 @@ impl State {
     }
 }
 
-/// The index keys of a stored document, per index of its collection (in `indexes_of` order).
-fn stored_keys(
-    defs: &[Arc<IndexDef>],
-    state: &State,
-    collection: &str,
-    id: &[u8],
-    stored: Option<&[u8]>,
-) -> Result<Vec<Vec<Vec<u8>>>> {
-    let Some(stored) = stored else {
+/// The index keys of a document, per index of its collection (in `indexes_of` order).
+fn doc_keys(defs: &[Arc<IndexDef>], doc: Option<&[u8]>, id: &[u8]) -> Result<Vec<Vec<Vec<u8>>>> {
+    let Some(doc) = doc else {
         return Ok(vec![Vec::new(); defs.len()]);
     };
-    let bytes = crate::stored::decode(state, collection, id, stored)?;
-    let doc = bytes.document()?;
+    let doc = stele_doc::Document::new(doc)?;
     Ok(defs.iter().map(|d| d.keys(&doc, id)).collect())
 }
 
-/// Moves the index entries of document `id` from its old stored value to its new one.
+/// Moves the index entries of document `id` from its visible version to its new stored
+/// value (`None`: removed).
 fn reindex(state: &mut State, collection: &str, id: &[u8], new: Option<&[u8]>) -> Result<()> {
     let defs: Vec<Arc<IndexDef>> = state
         .indexes_of(collection)
@@ -335,12 +373,13 @@ fn reindex(state: &mut State, collection: &str, id: &[u8], new: Option<&[u8]>) -
     if defs.is_empty() {
         return Ok(());
     }
-    let old = match state.collections.get(collection) {
-        Some(map) => map.get(id)?.map(<[u8]>::to_vec),
+    let old = crate::collection::get(state, collection, id)?.map(|d| d.into_owned());
+    let new = match new {
+        Some(stored) => Some(crate::stored::decode(state, collection, id, stored)?.into_owned()),
         None => None,
     };
-    let old_keys = stored_keys(&defs, state, collection, id, old.as_deref())?;
-    let new_keys = stored_keys(&defs, state, collection, id, new)?;
+    let old_keys = doc_keys(&defs, old.as_deref(), id)?;
+    let new_keys = doc_keys(&defs, new.as_deref(), id)?;
     for ((def, old), new) in defs.iter().zip(old_keys).zip(new_keys) {
         let Some(ix) = state
             .indexes
@@ -361,15 +400,41 @@ fn reindex(state: &mut State, collection: &str, id: &[u8], new: Option<&[u8]>) -
 /// Builds index `def` over the documents `state` holds.
 fn build_index(store: &Store, state: &State, def: &IndexDef) -> Result<DurableMap> {
     let mut pairs = Vec::new();
-    if let Some(map) = state.collections.get(&def.collection) {
-        for entry in map.iter() {
-            let (id, stored) = entry?;
-            let bytes = crate::stored::decode(state, &def.collection, &id, stored)?;
-            let doc = bytes.document()?;
-            pairs.extend(def.keys(&doc, &id).into_iter().map(|k| (k, [0u8; 0])));
-        }
+    let entries = crate::collection::Entries::new(
+        state,
+        &def.collection,
+        std::ops::Bound::Unbounded,
+        std::ops::Bound::Unbounded,
+        true,
+    )?;
+    for entry in entries {
+        let (id, doc) = entry?;
+        let Some(doc) = doc else { continue };
+        let doc = doc.document()?;
+        pairs.extend(def.keys(&doc, &id).into_iter().map(|k| (k, [0u8; 0])));
     }
     Ok(store.build_map(pairs)?)
+}
+
+/// Puts stored value `value` as document `id` of `collection`, keeping indexes and the count.
+fn put_doc(
+    store: &Store,
+    state: &mut State,
+    collection: &str,
+    id: &[u8],
+    value: &[u8],
+) -> Result<()> {
+    let existed = crate::collection::contains(state, collection, id)?;
+    reindex(state, collection, id, Some(value))?;
+    state
+        .collections
+        .entry(collection.to_owned())
+        .or_insert_with(|| store.new_map())
+        .put(id, value)?;
+    if !existed {
+        *state.counts.entry(collection.to_owned()).or_default() += 1;
+    }
+    Ok(())
 }
 
 #[derive(Debug)]
@@ -491,19 +556,25 @@ pub(crate) fn apply(store: &Store, state: &mut State, ops: &[LoggedOp]) -> Resul
                 if collection == META {
                     note_meta(state, id, value)?;
                 }
-                reindex(state, collection, id, Some(value))?;
-                let map = state
-                    .collections
-                    .entry(collection.clone())
-                    .or_insert_with(|| store.new_map());
-                map.put(id, value)?;
+                put_doc(store, state, collection, id, value)?;
             }
             LoggedOp::Delete { collection, id } => {
-                if state.collections.contains_key(collection) {
-                    reindex(state, collection, id, None)?;
+                if !crate::collection::contains(state, collection, id)? {
+                    continue;
                 }
-                if let Some(map) = state.collections.get_mut(collection) {
+                reindex(state, collection, id, None)?;
+                let Some(map) = state.collections.get_mut(collection) else {
+                    continue;
+                };
+                // A user collection marks the removal: a packed version may sit below, or
+                // end up there when a compaction running now lands.
+                if collection.starts_with('_') {
                     map.remove(id)?;
+                } else {
+                    map.put(id, &crate::pack::REMOVED)?;
+                }
+                if let Some(n) = state.counts.get_mut(collection) {
+                    *n = n.saturating_sub(1);
                 }
             }
             LoggedOp::CreateIndex(def) => {
@@ -537,6 +608,7 @@ pub(crate) fn apply(store: &Store, state: &mut State, ops: &[LoggedOp]) -> Resul
             }
             LoggedOp::DropCollection { collection } => {
                 state.collections.remove(collection);
+                state.counts.remove(collection);
                 state
                     .collections
                     .remove(&crate::pack::packs_name(collection));
@@ -546,31 +618,15 @@ pub(crate) fn apply(store: &Store, state: &mut State, ops: &[LoggedOp]) -> Resul
                 let Some(from) = state.collections.remove(collection) else {
                     continue;
                 };
+                state.counts.remove(collection);
                 state.indexes.retain(|(c, _), _| c != collection);
-                // A snapshot of the source: the puts below change only the target. Staging
-                // collections are never packed; should one hold a packed value anyway, it is
-                // stored whole (its block belongs to the source).
-                let source = state.clone();
+                // A snapshot of the source (staging collections are never packed and never
+                // see removals): the puts below change only the target.
                 for entry in from.iter() {
                     let (id, value) = entry?;
-                    let whole;
-                    let value = if crate::compress::parse_packed(value)
-                        .ok()
-                        .flatten()
-                        .is_some()
-                    {
-                        let doc = crate::stored::decode(&source, collection, &id, value)?;
-                        whole = crate::stored::encode(&doc);
-                        &whole[..]
-                    } else {
-                        value
-                    };
-                    reindex(state, into, &id, Some(value))?;
-                    state
-                        .collections
-                        .entry(into.clone())
-                        .or_insert_with(|| store.new_map())
-                        .put(&id, value)?;
+                    if !crate::pack::is_removed(value) {
+                        put_doc(store, state, into, &id, value)?;
+                    }
                 }
             }
         }
@@ -624,9 +680,18 @@ impl Database {
             state.collections.insert(name.clone(), map);
         }
         state.packing = Arc::new(crate::pack::Packing::new(
-            crate::pack::first_free_block(&state)?,
+            manifest.next_block,
             opts.block_cache_bytes,
         ));
+        state.counts = match &manifest.counts {
+            Some(counts) => counts.clone(),
+            // Version 1: no removal marks, no packed blocks.
+            None => state
+                .collections
+                .iter()
+                .map(|(name, map)| (name.clone(), map.len()))
+                .collect(),
+        };
         // Dictionaries persisted in the meta collection up to the checkpoint.
         if let Some(meta) = state.collections.get(META).cloned() {
             for entry in meta.prefix(b"dict/") {
@@ -1106,6 +1171,8 @@ impl Database {
                 .values()
                 .map(|ix| ((*ix.def).clone(), ix.map.id()))
                 .collect(),
+            counts: Some(state.counts.clone()),
+            next_block: state.packing.next_block(),
         };
         manifest.write(&*inner.opts.storage, &inner.dir)?;
         // From here the tables hold everything; the log restarts after `seq`.
@@ -1162,8 +1229,9 @@ fn compactor(weak: &Weak<Inner>, queue: &mpsc::Receiver<MapRef>) {
     }
 }
 
-/// Compacts what map `r` has saved now into a new base (packing a packed collection's new
-/// documents); returns what the next checkpoint swaps in.
+/// Compacts what map `r` has saved now into a new base (for a user collection with
+/// compression on: packs it, leaving an empty base); returns what the next checkpoint swaps
+/// in.
 fn compact_on_the_side(weak: &Weak<Inner>, r: &MapRef) -> Result<Option<SideCompaction>> {
     let (state, store, opts) = {
         let Some(inner) = weak.upgrade() else {
@@ -1182,23 +1250,28 @@ fn compact_on_the_side(weak: &Weak<Inner>, r: &MapRef) -> Result<Option<SideComp
     if covered.len() <= 1 {
         return Ok(None);
     }
-    if let MapRef::Collection(c) = r
-        && packs_collection(&opts, &state, c)?
-    {
-        let source = side.sequential()?;
-        let packed = crate::pack::pack(&store, &state, c, &source, false, pack_settings(&opts))?;
-        return Ok(Some(SideCompaction {
-            map: r.clone(),
-            covered,
-            base: packed.base,
-            packs: Some(packed.packs),
-        }));
-    }
-    side.compact()?;
-    Ok(Some(SideCompaction {
+    let side_of = |base: DurableMap, packs: Option<DurableMap>| SideCompaction {
         map: r.clone(),
-        covered,
-        base: side,
-        packs: None,
-    }))
+        covered: covered.clone(),
+        base,
+        packs,
+    };
+    match r {
+        MapRef::Collection(c) if !c.starts_with('_') => {
+            let source = side.sequential()?;
+            if packs_collection(&opts, &state, c)? {
+                let (packs, _) =
+                    crate::pack::pack(&store, &state, c, &source, false, pack_settings(&opts))?;
+                let empty = store.map_builder()?.finish()?;
+                Ok(Some(side_of(empty, Some(packs))))
+            } else {
+                let base = merge_plain(&store, &state, c, &source)?;
+                Ok(Some(side_of(base, None)))
+            }
+        }
+        _ => {
+            side.compact()?;
+            Ok(Some(side_of(side, None)))
+        }
+    }
 }

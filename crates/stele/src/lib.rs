@@ -10,6 +10,7 @@
 
 mod batch;
 mod bytes;
+mod collection;
 pub mod compress;
 mod db;
 mod error;

@@ -5,15 +5,19 @@
 //!
 //! ```text
 //! 0   8 bytes magic "STELEMAN"
-//! 8   u32 version (1)
+//! 8   u32 version (2; version 1 is read too)
 //! 12  u32 number of collections
 //! 16  u64 sequence number of the last batch the tables contain
 //! 24  per collection, sorted by name: varint name length, name (UTF-8),
-//!     16 bytes top table id (all zero: no table yet)
+//!     16 bytes top table id (all zero: no table yet), varint number of documents (v2)
 //! ..  u32 number of indexes, then per index: varint length + collection, varint length +
 //!     index name, varint field count, per field varint length + path, 16 bytes table id
+//! ..  u64 next packed block number (v2)
 //! end u64 XXH3-64 of every byte before it
 //! ```
+//!
+//! Version 1 had no document counts (a collection's map length was its count: there were
+//! no removal marks) and no packed blocks.
 //!
 //! Recovery opens the tables named here and replays log records with a higher sequence
 //! number. Replaying a record the tables already contain is harmless: every operation sets
@@ -28,7 +32,7 @@ use stele_table::{Storage, TableId};
 use xxhash_rust::xxh3::xxh3_64;
 
 const MAGIC: [u8; 8] = *b"STELEMAN";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 /// File name of the manifest in the database folder.
 pub(crate) const FILE_NAME: &str = "MANIFEST";
 
@@ -37,6 +41,10 @@ pub(crate) struct Manifest {
     pub seq: u64,
     pub collections: BTreeMap<String, Option<TableId>>,
     pub indexes: Vec<(IndexDef, Option<TableId>)>,
+    /// Documents per collection; `None` when read from a version 1 manifest.
+    pub counts: Option<BTreeMap<String, u64>>,
+    /// Next packed block number (1 in a version 1 manifest).
+    pub next_block: u64,
 }
 
 impl Manifest {
@@ -49,6 +57,8 @@ impl Manifest {
         for (name, id) in &self.collections {
             put_bytes(&mut out, name.as_bytes());
             out.extend_from_slice(&id.map_or([0; 16], TableId::to_bytes));
+            let count = self.counts.as_ref().and_then(|c| c.get(name)).copied();
+            put_varint(&mut out, count.unwrap_or(0));
         }
         out.extend_from_slice(&(self.indexes.len() as u32).to_le_bytes());
         for (def, id) in &self.indexes {
@@ -60,6 +70,7 @@ impl Manifest {
             }
             out.extend_from_slice(&id.map_or([0; 16], TableId::to_bytes));
         }
+        out.extend_from_slice(&self.next_block.to_le_bytes());
         let sum = xxh3_64(&out);
         out.extend_from_slice(&sum.to_le_bytes());
         out
@@ -83,17 +94,24 @@ impl Manifest {
         if r.take(8).ok_or_else(|| bad("truncated"))? != MAGIC {
             return Err(bad("no manifest magic"));
         }
-        if r.u32().ok_or_else(|| bad("truncated"))? != VERSION {
+        let version = r.u32().ok_or_else(|| bad("truncated"))?;
+        if version != 1 && version != VERSION {
             return Err(bad("unsupported manifest version"));
         }
+        let v2 = version == VERSION;
         let count = r.u32().ok_or_else(|| bad("truncated"))?;
         let seq = r.u64().ok_or_else(|| bad("truncated"))?;
         let mut collections = BTreeMap::new();
+        let mut counts = BTreeMap::new();
         for _ in 0..count {
             let name = r
                 .text()
                 .ok_or_else(|| bad("a collection entry does not decode"))?;
             let id = read_id(&mut r).ok_or_else(|| bad("truncated"))?;
+            if v2 {
+                let n = r.varint().ok_or_else(|| bad("truncated"))?;
+                counts.insert(name.clone(), n);
+            }
             collections.insert(name, id);
         }
         let index_count = r.u32().ok_or_else(|| bad("truncated"))?;
@@ -116,6 +134,11 @@ impl Manifest {
             })();
             indexes.push(entry.ok_or_else(|| bad("an index entry does not decode"))?);
         }
+        let next_block = if v2 {
+            r.u64().ok_or_else(|| bad("truncated"))?
+        } else {
+            1
+        };
         if !r.is_empty() {
             return Err(bad("bytes after the last entry"));
         }
@@ -123,6 +146,8 @@ impl Manifest {
             seq,
             collections,
             indexes,
+            counts: v2.then_some(counts),
+            next_block,
         })
     }
 
@@ -155,6 +180,8 @@ mod tests {
     fn round_trip_and_every_corruption() {
         let mut m = Manifest {
             seq: 42,
+            next_block: 77,
+            counts: Some(BTreeMap::from([("books".into(), 3), ("empty".into(), 0)])),
             ..Manifest::default()
         };
         m.collections

@@ -88,31 +88,20 @@ impl Snapshot {
 
     /// Number of documents in `collection` (0 if it does not exist).
     pub fn count(&self, collection: &str) -> u64 {
-        self.state
-            .collections
-            .get(collection)
-            .map_or(0, |m| m.len())
+        crate::collection::count(&self.state, collection)
     }
 
     /// The document `id` of `collection`.
     pub fn get(&self, collection: &str, id: &str) -> Result<Option<Doc<'_>>> {
-        let Some(map) = self.state.collections.get(collection) else {
-            return Ok(None);
-        };
-        match map.get(id.as_bytes())? {
-            Some(stored) => Ok(Some(Doc {
-                bytes: crate::stored::decode(&self.state, collection, id.as_bytes(), stored)?,
-            })),
-            None => Ok(None),
-        }
+        Ok(
+            crate::collection::get(&self.state, collection, id.as_bytes())?
+                .map(|bytes| Doc { bytes }),
+        )
     }
 
     /// True if document `id` exists in `collection`.
     pub fn contains(&self, collection: &str, id: &str) -> Result<bool> {
-        match self.state.collections.get(collection) {
-            Some(map) => Ok(map.contains(id.as_bytes())?),
-            None => Ok(false),
-        }
+        crate::collection::contains(&self.state, collection, id.as_bytes())
     }
 
     /// Every document of `collection` in id order (byte order of the UTF-8 ids).
@@ -149,38 +138,43 @@ impl Snapshot {
         collection: &'a str,
         ids: R,
     ) -> impl Iterator<Item = Result<(String, Doc<'a>)>> + 'a {
-        let bounds = byte_bounds(&ids);
-        let maps = self.state.collections.get(collection);
-        maps.into_iter().flat_map(move |map| {
-            map.range(as_slices(&bounds)).map(move |entry| {
-                let (id, stored) = entry?;
-                let bytes = crate::stored::decode(&self.state, collection, &id, stored)?;
-                Ok((String::from_utf8_lossy(&id).into_owned(), Doc { bytes }))
+        self.entries(collection, &ids, true)
+            .filter_map(|entry| match entry {
+                Ok((id, Some(bytes))) => Some(Ok((into_id(id), Doc { bytes }))),
+                Ok((_, None)) => None,
+                Err(e) => Some(Err(e)),
             })
-        })
     }
 
     /// The ids of `collection` in id order, without reading (or decompressing) the
-    /// documents.
+    /// documents written since the last compaction (packed documents come in blocks, which
+    /// are decoded for their ids).
     pub fn ids<'a>(&'a self, collection: &'a str) -> impl Iterator<Item = Result<String>> + 'a {
         self.ids_in(collection, ..)
     }
 
-    /// The ids of `collection` that lie in `ids`, in id order, without reading the
-    /// documents.
+    /// The ids of `collection` that lie in `ids`, in id order (see [`ids`](Self::ids)).
     pub fn ids_in<'a, 'r, R: RangeBounds<&'r str>>(
         &'a self,
         collection: &'a str,
         ids: R,
     ) -> impl Iterator<Item = Result<String>> + 'a {
-        let bounds = byte_bounds(&ids);
-        let maps = self.state.collections.get(collection);
-        maps.into_iter().flat_map(move |map| {
-            map.range(as_slices(&bounds)).map(|entry| {
-                let (id, _) = entry?;
-                Ok(String::from_utf8_lossy(&id).into_owned())
-            })
-        })
+        self.entries(collection, &ids, false)
+            .map(|entry| entry.map(|(id, _)| into_id(id)))
+    }
+
+    fn entries<'a, 'r, R: RangeBounds<&'r str>>(
+        &'a self,
+        collection: &'a str,
+        ids: &R,
+        decode: bool,
+    ) -> Box<dyn Iterator<Item = crate::collection::Entry<'a>> + 'a> {
+        let bounds = byte_bounds(ids);
+        let (lo, hi) = as_slices(&bounds);
+        match crate::collection::Entries::new(&self.state, collection, lo, hi, decode) {
+            Ok(entries) => Box::new(entries),
+            Err(e) => Box::new(std::iter::once(Err(e))),
+        }
     }
 
     /// Tables per collection (base first), for statistics.
@@ -301,6 +295,12 @@ pub struct CollectionStats {
     pub packed_blocks: u64,
     /// Bytes on disk of the table holding those blocks (part of `table_bytes`).
     pub pack_bytes: u64,
+}
+
+/// A stored id as text (ids are written from `&str`, so this never replaces anything in a
+/// database Stele wrote).
+fn into_id(id: Vec<u8>) -> String {
+    String::from_utf8(id).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// Id bounds as owned byte bounds of the collection's map (ids are stored as their

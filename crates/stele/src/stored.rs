@@ -87,7 +87,25 @@ fn corrupt(collection: &str, id: &[u8], reason: String) -> Error {
     }
 }
 
-/// The document bytes of stored value `stored` of document `id` of `collection` in `state`.
+/// Runs `f` with this thread's reusable decoder.
+pub(crate) fn with_decoder<T>(f: impl FnOnce(&mut Decoder) -> Result<T>) -> Result<T> {
+    DECODER.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(Decoder::new()?);
+        }
+        match slot.as_mut() {
+            Some(decoder) => f(decoder),
+            None => Err(Error::Zstd {
+                op: "create decompression context",
+                message: "no decoder".into(),
+            }),
+        }
+    })
+}
+
+/// The document bytes of stored value `stored` (a map value, not a removal mark) of
+/// document `id` of `collection` in `state`.
 pub(crate) fn decode<'a>(
     state: &State,
     collection: &str,
@@ -97,16 +115,7 @@ pub(crate) fn decode<'a>(
     if let Some(doc) = raw(stored) {
         return Ok(DocBytes::Borrowed(doc));
     }
-    DECODER.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        if slot.is_none() {
-            *slot = Some(Decoder::new()?);
-        }
-        match slot.as_mut() {
-            Some(decoder) => decode_with(state, collection, id, stored, decoder),
-            None => Err(corrupt(collection, id, "no decoder".to_owned())),
-        }
-    })
+    with_decoder(|decoder| decode_with(state, collection, id, stored, decoder))
 }
 
 /// Like [`decode`], with the caller's decoder.
@@ -119,23 +128,6 @@ pub(crate) fn decode_with<'a>(
 ) -> Result<DocBytes<'a>> {
     if let Some(doc) = raw(stored) {
         return Ok(DocBytes::Borrowed(doc));
-    }
-    let packed = crate::compress::parse_packed(stored)
-        .map_err(|e| corrupt(collection, id, e.to_string()))?;
-    if let Some((number, index)) = packed {
-        let block = crate::pack::load_block(state, collection, number, decoder)?;
-        let index = index as usize;
-        if index >= block.len() {
-            return Err(corrupt(
-                collection,
-                id,
-                format!(
-                    "points at document {index} of packed block {number}, which holds {}",
-                    block.len()
-                ),
-            ));
-        }
-        return Ok(DocBytes::InBlock(block, index));
     }
     let dicts = state.dicts.get(collection).unwrap_or(&NO_DICTIONARIES);
     decoder

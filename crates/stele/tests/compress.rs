@@ -12,8 +12,8 @@ mod common;
 use proptest::prelude::*;
 use stele::Error;
 use stele::compress::{
-    Codec, CompressOptions, Compressor, Decoder, Dictionaries, decode, encode_packed, encode_raw,
-    parse_header, parse_packed, stored_dictionary,
+    Codec, CompressOptions, Compressor, Decoder, Dictionaries, decode, encode_raw, parse_header,
+    stored_dictionary,
 };
 
 fn data_dir() -> PathBuf {
@@ -264,31 +264,9 @@ fn missing_dictionary_and_bad_headers_are_named() {
     );
     let err = decode(&[7, 1, 2], &dicts).unwrap_err();
     assert!(err.to_string().contains("unknown codec byte 0x07"), "{err}");
-    // A packed pointer is read through the database, never decoded alone.
-    let mut p = Vec::new();
-    encode_packed(300, 7, &mut p);
-    assert_eq!(p, [4, 0xac, 0x02, 7]);
-    assert_eq!(parse_packed(&p).unwrap(), Some((300, 7)));
-    assert_eq!(parse_packed(&[0, 1, 2]).unwrap(), None);
-    let err = decode(&p, &dicts).unwrap_err();
-    assert!(
-        err.to_string().contains("document 7 of packed block 300"),
-        "{err}"
-    );
-    for (bad, why) in [
-        (&[4u8][..], "ends inside the block number"),
-        (&[4, 0, 1][..], "block number 0 is out of range"),
-        (&[4, 1][..], "ends inside the document index"),
-        (
-            &[4, 1, 0x80, 0x80, 0x40][..],
-            "document index 1048576 is out of range",
-        ),
-        (&[4, 1, 0x80, 0x00][..], "overlong"),
-        (&[4, 1, 2, 3][..], "1 bytes follow a packed pointer"),
-    ] {
-        let err = parse_packed(bad).unwrap_err();
-        assert!(err.to_string().contains(why), "{bad:?}: {err}");
-    }
+    // The mark of a removed document decodes to nothing.
+    let err = decode(&[4], &dicts).unwrap_err();
+    assert!(err.to_string().contains("removed document"), "{err}");
     // Overlong varint for the dictionary id.
     let err = decode(&[2, 0x81, 0x00, 1, 0], &dicts).unwrap_err();
     assert!(err.to_string().contains("overlong"), "{err}");
@@ -676,7 +654,6 @@ proptest! {
         v.extend_from_slice(&tail);
         let _ = decode(&v, &dicts);
         let _ = Decoder::new().unwrap().decode_block(&v, &dicts);
-        let _ = parse_packed(&v);
     }
 }
 

@@ -5,12 +5,12 @@
 //! zstd       := 0x01 | varint raw_len | zstd frame (magicless, no checksum, no dictionary id)
 //! zstd+dict  := 0x02 | varint dict_id | varint raw_len | zstd frame (same, with dictionary dict_id)
 //! block      := 0x03 | varint dict_id (0: none) | varint count | varint len * count | zstd frame
-//! packed     := 0x04 | varint block_no | varint index
+//! removed    := 0x04
 //! ```
 //!
-//! A packed value points at document `index` of block `block_no` of the collection's packs
-//! (a separate map of block values the database writes at compaction, `crate::pack`): it is
-//! read through the database, not decoded alone.
+//! A removed value is the database's mark of a deleted document whose older version may
+//! still sit in a packed block below (`crate::pack`): it hides that version, and holds no
+//! document.
 //!
 //! A block holds `count >= 1` consecutive documents compressed together in one frame (their
 //! lengths first, then the frame of their concatenation): far smaller than one frame per
@@ -48,8 +48,8 @@ pub enum Codec {
     ZstdDict = 2,
     /// Several documents in one zstd frame, with or without a dictionary.
     Block = 3,
-    /// A pointer to a document inside a block kept elsewhere (the collection's packs).
-    Packed = 4,
+    /// The mark of a removed document (no payload).
+    Removed = 4,
 }
 
 impl Codec {
@@ -60,7 +60,7 @@ impl Codec {
             1 => Some(Codec::Zstd),
             2 => Some(Codec::ZstdDict),
             3 => Some(Codec::Block),
-            4 => Some(Codec::Packed),
+            4 => Some(Codec::Removed),
             _ => None,
         }
     }
@@ -137,21 +137,17 @@ pub fn parse_header(stored: &[u8]) -> Result<Header> {
         return Err(corrupt(
             0,
             format!(
-                "unknown codec byte {first:#04x} (known: 0 raw, 1 zstd, 2 zstd+dictionary, 3 block, 4 packed)"
+                "unknown codec byte {first:#04x} (known: 0 raw, 1 zstd, 2 zstd+dictionary, 3 block, 4 removed)"
             ),
         ));
     };
     if codec == Codec::Block {
         return Ok(parse_block(stored)?.0);
     }
-    if codec == Codec::Packed {
-        let (block, index) = parse_packed(stored)?.unwrap_or_default();
+    if codec == Codec::Removed {
         return Err(corrupt(
             0,
-            format!(
-                "value points at document {index} of packed block {block}; read it through the \
-                 database, which holds the block"
-            ),
+            "value marks a removed document; there is no document to decode",
         ));
     }
     let mut pos = 1;
@@ -245,44 +241,6 @@ fn parse_block(stored: &[u8]) -> Result<(Header, Vec<usize>)> {
         payload_at: pos,
     };
     Ok((header, ends))
-}
-
-/// Largest block number a packed pointer may name (blocks are numbered from 1).
-pub const MAX_PACKED_BLOCK: u64 = 1 << 62;
-
-/// Appends a packed pointer to document `index` of block `block` to `out` (cleared first).
-pub fn encode_packed(block: u64, index: u32, out: &mut Vec<u8>) {
-    debug_assert!((1..=MAX_PACKED_BLOCK).contains(&block) && index < MAX_BLOCK_DOCS);
-    out.clear();
-    out.push(Codec::Packed as u8);
-    put_varint(out, block);
-    put_varint(out, u64::from(index));
-}
-
-/// The (block, index) of a packed pointer, `None` for any other kind of value. Checks the
-/// pointer completely: canonical varints, ranges, nothing after it.
-pub fn parse_packed(stored: &[u8]) -> Result<Option<(u64, u32)>> {
-    if stored.first() != Some(&(Codec::Packed as u8)) {
-        return Ok(None);
-    }
-    let (block, pos) = get_varint(stored, 1, "block number")?;
-    if block == 0 || block > MAX_PACKED_BLOCK {
-        return Err(corrupt(1, format!("block number {block} is out of range")));
-    }
-    let (index, end) = get_varint(stored, pos, "document index")?;
-    if index >= u64::from(MAX_BLOCK_DOCS) {
-        return Err(corrupt(
-            pos,
-            format!("document index {index} is out of range"),
-        ));
-    }
-    if end != stored.len() {
-        return Err(corrupt(
-            end,
-            format!("{} bytes follow a packed pointer", stored.len() - end),
-        ));
-    }
-    Ok(Some((block, index as u32)))
 }
 
 /// The dictionary a stored value needs, if any (for reference counting dictionaries).
@@ -400,7 +358,7 @@ impl Decoder {
         let payload = stored.get(h.payload_at..).unwrap_or_default();
         match h.codec {
             Codec::Raw => return Ok(Cow::Borrowed(payload)),
-            Codec::Block | Codec::Packed => return Err(not_single(&h)),
+            Codec::Block | Codec::Removed => return Err(not_single(&h)),
             Codec::Zstd | Codec::ZstdDict => {}
         }
         let mut out = Vec::new();
@@ -423,7 +381,7 @@ impl Decoder {
                 out.extend_from_slice(payload);
                 return Ok(());
             }
-            Codec::Block | Codec::Packed => return Err(not_single(&h)),
+            Codec::Block | Codec::Removed => return Err(not_single(&h)),
             Codec::Zstd | Codec::ZstdDict => {}
         }
         self.decompress(&h, payload, dicts, out)

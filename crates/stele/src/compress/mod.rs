@@ -21,7 +21,6 @@ mod policy;
 
 pub use codec::{
     Block, Codec, Decoder, Dictionaries, DictionaryId, Header, MAX_BLOCK_DOCS, MAX_DOCUMENT_BYTES,
-    MAX_PACKED_BLOCK, decode, encode_packed, encode_raw, parse_header, parse_packed,
-    stored_dictionary,
+    decode, encode_raw, parse_header, stored_dictionary,
 };
 pub use policy::{BlockPacker, CompressOptions, CompressStats, Compressor, NewDictionary};

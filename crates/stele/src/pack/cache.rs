@@ -1,8 +1,8 @@
 //! A cache of decoded blocks, shared by every snapshot of one database.
 //!
-//! Keyed by block number alone: numbers are unique within a database for as long as it is
-//! open (see [`super::Packing::allocate`]), so a number never names two different blocks in
-//! one cache. Eviction is CLOCK (second chance): a hit only sets a flag, so lookups stay
+//! Keyed by block number alone: every stored block carries a number unique within its
+//! database (see [`super::Packing::allocate`]), so a number never names two different blocks
+//! in one cache. Eviction is CLOCK (second chance): a hit only sets a flag, so lookups stay
 //! cheap under the lock; an insertion over budget walks the ring, sparing each recently hit
 //! block once.
 
@@ -11,27 +11,65 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// A decoded block and which of its documents have been validated: the bytes never change
-/// once decoded, so a document validated once need not be validated again on later reads.
+/// A decoded block of packed documents: `n` ids in ascending order, then their `n`
+/// documents, and which documents have been validated (the bytes never change once decoded,
+/// so a document validated once need not be validated again on later reads).
 #[derive(Debug)]
 pub(crate) struct DecodedBlock {
     block: Block,
+    n: usize,
     checked: Box<[AtomicBool]>,
 }
 
 impl DecodedBlock {
-    pub(crate) fn new(block: Block) -> Self {
-        let checked = (0..block.len()).map(|_| AtomicBool::new(false)).collect();
-        DecodedBlock { block, checked }
+    /// Checks the layout of a block stored under key `last_id`: an even number of entries,
+    /// ids strictly ascending, the last one equal to the key. The reason if not.
+    pub(crate) fn new(block: Block, last_id: &[u8]) -> Result<Self, String> {
+        let entries = block.len();
+        if entries == 0 || !entries.is_multiple_of(2) {
+            return Err(format!(
+                "a packed block holds ids and documents in pairs, not {entries} entries"
+            ));
+        }
+        let n = entries / 2;
+        let ids: Vec<&[u8]> = (0..n).filter_map(|i| block.get(i)).collect();
+        if ids.windows(2).any(|w| w.first() >= w.get(1)) {
+            return Err("the ids of a packed block are not in ascending order".to_owned());
+        }
+        if ids.last() != Some(&last_id) {
+            return Err("the last id of a packed block differs from its key".to_owned());
+        }
+        let checked = (0..n).map(|_| AtomicBool::new(false)).collect();
+        Ok(DecodedBlock { block, n, checked })
     }
 
+    /// Documents in the block.
     pub(crate) fn len(&self) -> usize {
-        self.block.len()
+        self.n
     }
 
-    /// Document `i` (empty if out of range; callers check `i < len()`).
-    pub(crate) fn get(&self, i: usize) -> &[u8] {
+    /// Id of document `i` (empty if out of range; callers keep `i < len()`).
+    pub(crate) fn id(&self, i: usize) -> &[u8] {
         self.block.get(i).unwrap_or_default()
+    }
+
+    /// Document `i` (empty if out of range; callers keep `i < len()`).
+    pub(crate) fn get(&self, i: usize) -> &[u8] {
+        self.block.get(self.n + i).unwrap_or_default()
+    }
+
+    /// Position of `id`, or where it would go.
+    pub(crate) fn find(&self, id: &[u8]) -> std::result::Result<usize, usize> {
+        let (mut lo, mut hi) = (0, self.n);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.id(mid).cmp(id) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Ok(mid),
+            }
+        }
+        Err(lo)
     }
 
     /// Whether document `i` passed `stele_doc::Document::new` before.
@@ -181,9 +219,13 @@ mod tests {
     use super::*;
 
     fn block(bytes: usize) -> Arc<DecodedBlock> {
-        Arc::new(DecodedBlock::new(
-            Block::from_parts(vec![7; bytes], vec![bytes]).unwrap(),
-        ))
+        Arc::new(
+            DecodedBlock::new(
+                Block::from_parts(vec![7; bytes], vec![1, bytes]).unwrap(),
+                &[7],
+            )
+            .unwrap(),
+        )
     }
 
     #[test]

@@ -1,37 +1,40 @@
 //! Packing: at compaction, a compressed collection's documents move into blocks of about
-//! [`DatabaseOptions::pack_block_bytes`](crate::DatabaseOptions::pack_block_bytes) compressed
-//! together (zstd at the block level, with the collection's newest dictionary), and each
-//! document's value in the collection map becomes a packed pointer (codec 4: block number and
-//! index, 3-6 bytes; layout in `docs/FORMAT.md`, "Packed documents").
+//! [`DatabaseOptions::pack_block_bytes`](crate::DatabaseOptions::pack_block_bytes) of ids
+//! and documents compressed together (zstd level 9, with the collection's newest
+//! dictionary). The blocks form the bottom level of the collection; its map keeps only what
+//! was written since (whole documents, and marks of removed ones).
 //!
 //! Why: one zstd frame per document cannot use what documents share beyond the dictionary,
 //! and stays 2-5x bigger than zstd over the whole collection; blocks of 16-64 KB come within
-//! 1.5x on most collections (`docs/benchmarks.md`, "Document compression"). Reading a packed
-//! document decodes its block once; the database's [`BlockCache`] keeps decoded blocks for
-//! the next reads of any of their documents.
+//! 1.5x on most collections (`docs/benchmarks.md`, "Document compression"). Ids go inside
+//! the blocks too: a table entry per document (id, pointer) would cost 8-12 bytes per
+//! document, more than the compressed document on collections of small documents.
 //!
-//! Where the blocks live: in a second map per collection, the internal collection
-//! `_packs/<collection>` (block number, 8 bytes big-endian, to the block value). Packing
-//! writes a whole new packs map each time (the live blocks it still needs, then its new
-//! ones), and the new collection base and packs map replace the old ones in the same
-//! manifest write, so a pointer never outlives its block. Snapshots keep reading their own
-//! maps.
+//! Layout: the internal collection `_packs/<collection>` maps the last id of each block to
+//! `varint block number | block value` (codec 3 holding 2n entries: n ids in ascending order,
+//! then their n documents; `docs/FORMAT.md`, "Packed documents"). A document is visible if
+//! the collection map holds it, or, when the map does not mention its id, if a block holds
+//! it. A removal writes the mark `0x04` (codec "removed") into the map, which hides a packed
+//! version below; compaction drops marks with nothing left to hide.
 //!
 //! Invariants:
-//! - A block number names one block for as long as the database is open ([`Packing`]
-//!   hands numbers out from above every number stored); the cache relies on it.
-//! - Every pointer in a collection map names a block of the packs map of the same state.
-//! - Packing writes pointers only into the bases it builds; diffs hold whole documents.
+//! - Block ids are disjoint, ascending ranges: block k holds ids in (last id of block k-1,
+//!   its own key].
+//! - A block number names one block content for as long as the database exists (numbers
+//!   only grow; the manifest records the next one): the decoded-block cache relies on it.
+//! - A collection's packs map is replaced only together with its map, in one manifest.
 
 pub(crate) mod cache;
 
+use crate::bytes::Reader;
 use crate::compress::{BlockPacker, Decoder, Dictionaries, DictionaryId, MAX_BLOCK_DOCS};
 use crate::db::State;
 use crate::error::{Error, Result};
-use std::collections::BTreeSet;
+use crate::stored::DocBytes;
+use std::ops::Bound;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use stele_durable::{DurableMap, Store};
+use stele_durable::{DurableMap, MapBuilder, Store};
 
 use cache::BlockCache;
 pub use cache::BlockCacheStats;
@@ -40,15 +43,23 @@ pub(crate) use cache::DecodedBlock;
 /// Prefix of the internal collections holding packed blocks.
 pub(crate) const PACKS_PREFIX: &str = "_packs/";
 
-/// The internal collection holding `collection`'s blocks.
-pub(crate) fn packs_name(collection: &str) -> String {
-    format!("{PACKS_PREFIX}{collection}")
+/// The stored value that marks a removed document.
+pub(crate) const REMOVED: [u8; 1] = [crate::compress::Codec::Removed as u8];
+
+/// Whether a stored value marks a removed document.
+pub(crate) fn is_removed(stored: &[u8]) -> bool {
+    stored == REMOVED
 }
 
 /// Table block size of packs maps: their values (compressed blocks of a few KiB each) span
 /// whole table blocks, so small table blocks keep the padding after each one small
 /// (4 KiB ones wasted 2 KiB per value on average).
 const PACKS_TABLE_BLOCK_BYTES: u32 = 256;
+
+/// The internal collection holding `collection`'s blocks.
+pub(crate) fn packs_name(collection: &str) -> String {
+    format!("{PACKS_PREFIX}{collection}")
+}
 
 /// Block numbers and decoded blocks of one open database.
 #[derive(Debug)]
@@ -59,105 +70,180 @@ pub(crate) struct Packing {
 
 impl Default for Packing {
     fn default() -> Self {
-        Packing::new(0, 0)
+        Packing::new(1, 0)
     }
 }
 
 impl Packing {
-    /// `first_free`: above every block number stored in the database.
-    pub(crate) fn new(first_free: u64, cache_bytes: usize) -> Self {
+    /// `next_block`: above every block number stored (from the manifest).
+    pub(crate) fn new(next_block: u64, cache_bytes: usize) -> Self {
         Packing {
-            next_block: AtomicU64::new(first_free.max(1)),
+            next_block: AtomicU64::new(next_block.max(1)),
             cache: BlockCache::new(cache_bytes),
         }
     }
 
-    /// A block number never handed out before by this database while open, and above every
-    /// stored one.
+    /// A block number never handed out before.
     fn allocate(&self) -> u64 {
         self.next_block.fetch_add(1, Ordering::Relaxed)
     }
-}
 
-/// The first block number above every block stored in `state`'s packs maps.
-pub(crate) fn first_free_block(state: &State) -> Result<u64> {
-    let mut top = 0u64;
-    for (name, map) in state.collections.range(PACKS_PREFIX.to_owned()..) {
-        if !name.starts_with(PACKS_PREFIX) {
-            break;
-        }
-        if let Some((key, _)) = map.last()? {
-            top = top.max(block_number(name, &key)?);
-        }
+    /// The next number [`allocate`](Self::allocate) would hand out (for the manifest).
+    pub(crate) fn next_block(&self) -> u64 {
+        self.next_block.load(Ordering::Relaxed)
     }
-    Ok(top + 1)
 }
 
-fn block_key(number: u64) -> [u8; 8] {
-    number.to_be_bytes()
+fn corrupt(collection: &str, id: &[u8], reason: impl Into<String>) -> Error {
+    Error::CorruptDocument {
+        collection: collection.to_owned(),
+        id: String::from_utf8_lossy(id).into_owned(),
+        reason: reason.into(),
+    }
 }
 
-fn block_number(packs: &str, key: &[u8]) -> Result<u64> {
-    let bytes: [u8; 8] = key.try_into().map_err(|_| Error::CorruptDocument {
-        collection: packs.to_owned(),
-        id: String::from_utf8_lossy(key).into_owned(),
-        reason: "a packs key is not an 8-byte block number".to_owned(),
-    })?;
-    Ok(u64::from_be_bytes(bytes))
-}
-
-/// Block `number` of `collection`, decoded: from the cache, else read from the packs map of
-/// `state` and cached.
+/// The block stored under key `last_id` as `value` in `collection`'s packs map, decoded:
+/// from the cache, else decoded, checked and cached.
 pub(crate) fn load_block(
     state: &State,
     collection: &str,
-    number: u64,
+    last_id: &[u8],
+    value: &[u8],
     decoder: &mut Decoder,
 ) -> Result<Arc<DecodedBlock>> {
+    let mut r = Reader::new(value);
+    let Some(number) = r.varint() else {
+        return Err(corrupt(
+            collection,
+            last_id,
+            "a packed block does not start with its number",
+        ));
+    };
     if let Some(block) = state.packing.cache.get(number) {
         return Ok(block);
     }
-    let missing = |reason: String| Error::CorruptDocument {
-        collection: collection.to_owned(),
-        id: format!("(packed block {number})"),
-        reason,
-    };
-    let name = packs_name(collection);
-    let Some(packs) = state.collections.get(&name) else {
-        return Err(missing(
-            "the collection has packed documents but no packs map".to_owned(),
-        ));
-    };
-    let Some(stored) = packs.get(&block_key(number))? else {
-        return Err(missing(
-            "the block is missing from the packs map".to_owned(),
-        ));
-    };
     let none = Dictionaries::new();
     let dicts = state.dicts.get(collection).unwrap_or(&none);
-    let block = Arc::new(DecodedBlock::new(
-        decoder
-            .decode_block(stored, dicts)
-            .map_err(|e| missing(e.to_string()))?,
-    ));
+    let bad = |e: String| corrupt(collection, last_id, format!("packed block {number}: {e}"));
+    let block = decoder
+        .decode_block(r.rest(), dicts)
+        .map_err(|e| bad(e.to_string()))?;
+    let block = Arc::new(DecodedBlock::new(block, last_id).map_err(bad)?);
     state.packing.cache.insert(number, &block);
     Ok(block)
+}
+
+/// The packed document `id` of `collection`, if a block holds it: the block and its index.
+pub(crate) fn lookup(
+    state: &State,
+    collection: &str,
+    id: &[u8],
+    decoder: &mut Decoder,
+) -> Result<Option<(Arc<DecodedBlock>, usize)>> {
+    let Some(packs) = state.collections.get(&packs_name(collection)) else {
+        return Ok(None);
+    };
+    let Some(entry) = packs.range((Bound::Included(id), Bound::Unbounded)).next() else {
+        return Ok(None);
+    };
+    let (last_id, value) = entry?;
+    let block = load_block(state, collection, &last_id, value, decoder)?;
+    Ok(block.find(id).ok().map(|i| (block, i)))
+}
+
+/// The packed documents of a collection from an id on, in id order.
+pub(crate) struct PackedIter<'a> {
+    state: &'a State,
+    collection: &'a str,
+    blocks: Option<stele_durable::MapIter<'a>>,
+    current: Option<(Arc<DecodedBlock>, usize)>,
+    decoder: Decoder,
+}
+
+impl<'a> PackedIter<'a> {
+    /// From the first packed id at or after `lo`.
+    pub(crate) fn new(state: &'a State, collection: &'a str, lo: Bound<&[u8]>) -> Result<Self> {
+        let blocks = state
+            .collections
+            .get(&packs_name(collection))
+            .map(|p| p.range((lo, Bound::Unbounded)));
+        let mut it = PackedIter {
+            state,
+            collection,
+            blocks,
+            current: None,
+            decoder: Decoder::new()?,
+        };
+        // Position inside the first block (its ids may start below `lo`).
+        if let Some((block, start)) = it.next_block()? {
+            let i = match lo {
+                Bound::Included(k) => block.find(k).unwrap_or_else(|i| i),
+                Bound::Excluded(k) => block.find(k).map_or_else(|i| i, |i| i + 1),
+                Bound::Unbounded => start,
+            };
+            it.current = Some((block, i));
+        }
+        Ok(it)
+    }
+
+    fn next_block(&mut self) -> Result<Option<(Arc<DecodedBlock>, usize)>> {
+        let Some(blocks) = self.blocks.as_mut() else {
+            return Ok(None);
+        };
+        match blocks.next() {
+            Some(entry) => {
+                let (last_id, value) = entry?;
+                let block = load_block(
+                    self.state,
+                    self.collection,
+                    &last_id,
+                    value,
+                    &mut self.decoder,
+                )?;
+                Ok(Some((block, 0)))
+            }
+            None => Ok(None),
+        }
+    }
+}
+
+impl Iterator for PackedIter<'_> {
+    type Item = Result<(Vec<u8>, DocBytes<'static>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some((block, i)) = &mut self.current
+                && *i < block.len()
+            {
+                let at = *i;
+                *i += 1;
+                let id = block.id(at).to_vec();
+                return Some(Ok((id, DocBytes::InBlock(Arc::clone(block), at))));
+            }
+            match self.next_block() {
+                Ok(Some(next)) => self.current = Some(next),
+                Ok(None) => {
+                    self.current = None;
+                    self.blocks = None;
+                    return None;
+                }
+                Err(e) => {
+                    self.blocks = None;
+                    self.current = None;
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
 }
 
 /// How packing compresses.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct PackSettings {
-    /// Documents go into a block until it holds at least this many bytes (decoded).
+    /// Documents go into a block until its ids and documents hold at least this many bytes.
     pub(crate) block_bytes: usize,
     /// zstd level of blocks.
     pub(crate) level: i32,
-}
-
-/// What one packing produced: the collection's new base and its new packs map.
-#[derive(Debug)]
-pub(crate) struct Packed {
-    pub(crate) base: DurableMap,
-    pub(crate) packs: DurableMap,
 }
 
 /// The newest persisted dictionary of `collection` in `state`: id and bytes.
@@ -181,11 +267,85 @@ pub(crate) fn last_dictionary(
     Ok(Some((id, value.to_vec())))
 }
 
-/// Rewrites `source` (the saved layers of `collection`, or all of it) as a new base in which
-/// every whole document (and with `full`, every packed one too) is packed into new blocks,
-/// plus a new packs map: the blocks of `state`'s packs map that the base still points at,
-/// then the new blocks. `state` supplies the dictionaries and the old blocks; it must be a
-/// state whose packs map holds every block `source` points at.
+/// Collects documents into blocks and writes them to a new packs map.
+struct BlockWriter<'s> {
+    out: MapBuilder,
+    packer: BlockPacker,
+    packing: &'s Packing,
+    settings: PackSettings,
+    /// Ids then documents of the block being filled, concatenated, and each one's end.
+    ids: Vec<u8>,
+    id_ends: Vec<usize>,
+    docs: Vec<u8>,
+    doc_ends: Vec<usize>,
+    value: Vec<u8>,
+    block: Vec<u8>,
+    /// Documents written (in full blocks and copied ones).
+    docs_written: u64,
+}
+
+impl BlockWriter<'_> {
+    fn pending_bytes(&self) -> usize {
+        self.ids.len() + self.docs.len()
+    }
+
+    fn push(&mut self, id: &[u8], doc: &[u8]) -> Result<()> {
+        self.ids.extend_from_slice(id);
+        self.id_ends.push(self.ids.len());
+        self.docs.extend_from_slice(doc);
+        self.doc_ends.push(self.docs.len());
+        if self.pending_bytes() >= self.settings.block_bytes
+            || self.id_ends.len() * 2 >= MAX_BLOCK_DOCS as usize
+        {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if self.id_ends.is_empty() {
+            return Ok(());
+        }
+        let mut parts: Vec<&[u8]> = Vec::with_capacity(self.id_ends.len() * 2);
+        let mut start = 0;
+        for &end in &self.id_ends {
+            parts.push(self.ids.get(start..end).unwrap_or_default());
+            start = end;
+        }
+        let last_id = parts.last().copied().unwrap_or_default();
+        start = 0;
+        for &end in &self.doc_ends {
+            parts.push(self.docs.get(start..end).unwrap_or_default());
+            start = end;
+        }
+        self.packer.pack(&parts, &mut self.block)?;
+        self.value.clear();
+        crate::bytes::put_varint(&mut self.value, self.packing.allocate());
+        self.value.extend_from_slice(&self.block);
+        self.out.add(last_id, &self.value)?;
+        self.docs_written += self.id_ends.len() as u64;
+        self.ids.clear();
+        self.id_ends.clear();
+        self.docs.clear();
+        self.doc_ends.clear();
+        Ok(())
+    }
+
+    /// Writes an existing block as it is (after any pending documents, which come first).
+    fn copy(&mut self, last_id: &[u8], value: &[u8], docs: usize) -> Result<()> {
+        self.flush()?;
+        self.out.add(last_id, value)?;
+        self.docs_written += docs as u64;
+        Ok(())
+    }
+}
+
+/// Merges `source` (what `collection`'s map holds: whole documents and marks of removed
+/// ones) with the collection's packed blocks in `state` into a new packs map holding every
+/// visible document. Blocks no entry of `source` falls into are copied as they are (unless
+/// `full`, which rewrites every block), so appending to a packed collection costs only its
+/// new documents. `state` supplies the dictionaries and the current blocks. Returns the
+/// new packs map and the number of documents it holds.
 pub(crate) fn pack(
     store: &Store,
     state: &State,
@@ -193,104 +353,109 @@ pub(crate) fn pack(
     source: &DurableMap,
     full: bool,
     settings: PackSettings,
-) -> Result<Packed> {
+) -> Result<(DurableMap, u64)> {
     let dictionary = last_dictionary(state, collection)?;
-    let mut packer = BlockPacker::new(
+    let packer = BlockPacker::new(
         settings.level,
         dictionary.as_ref().map(|(id, b)| (*id, b.as_slice())),
     )?;
-    let mut base = store.map_builder()?;
-    let mut fresh = store.map_builder_with_block_size(PACKS_TABLE_BLOCK_BYTES)?;
-    let mut kept: BTreeSet<u64> = BTreeSet::new();
-    let mut pending: Vec<u8> = Vec::new();
-    let mut ends: Vec<usize> = Vec::new();
-    let mut current: Option<u64> = None;
-    let mut pointer = Vec::new();
-    let mut block_value = Vec::new();
+    let mut w = BlockWriter {
+        out: store.map_builder_with_block_size(PACKS_TABLE_BLOCK_BYTES)?,
+        packer,
+        packing: &state.packing,
+        settings,
+        ids: Vec::new(),
+        id_ends: Vec::new(),
+        docs: Vec::new(),
+        doc_ends: Vec::new(),
+        value: Vec::new(),
+        block: Vec::new(),
+        docs_written: 0,
+    };
     let mut decoder = Decoder::new()?;
-    let mut new_blocks = 0u64;
-
-    let mut flush = |number: u64,
-                     pending: &mut Vec<u8>,
-                     ends: &mut Vec<usize>,
-                     fresh: &mut stele_durable::MapBuilder|
-     -> Result<()> {
-        let mut docs = Vec::with_capacity(ends.len());
-        let mut start = 0;
-        for &end in ends.iter() {
-            docs.push(pending.get(start..end).unwrap_or_default());
-            start = end;
+    let mut changes = Changes {
+        iter: source.iter().peekable(),
+    };
+    let mut write_change = |w: &mut BlockWriter<'_>, id: &[u8], stored: &[u8]| -> Result<()> {
+        if !is_removed(stored) {
+            let doc = crate::stored::decode_with(state, collection, id, stored, &mut decoder)?;
+            w.push(id, &doc)?;
         }
-        packer.pack(&docs, &mut block_value)?;
-        fresh.add(&block_key(number), &block_value)?;
-        pending.clear();
-        ends.clear();
         Ok(())
     };
+    if let Some(packs) = state.collections.get(&packs_name(collection)) {
+        let mut block_decoder = Decoder::new()?;
+        for entry in packs.iter() {
+            let (last_id, value) = entry?;
+            // A block no change falls into is copied, unless the documents waiting for a
+            // block would be left as a small one in front of it.
+            let small_pending =
+                w.pending_bytes() > 0 && w.pending_bytes() < settings.block_bytes / 2;
+            if !full && !changes.any_upto(&last_id) && !small_pending {
+                let mut r = Reader::new(value);
+                let _ = r.varint();
+                let docs = crate::compress::parse_header(r.rest())
+                    .map_err(|e| corrupt(collection, &last_id, e.to_string()))?
+                    .docs as usize
+                    / 2;
+                w.copy(&last_id, value, docs)?;
+                continue;
+            }
+            let block = load_block(state, collection, &last_id, value, &mut block_decoder)?;
+            for i in 0..block.len() {
+                let id = block.id(i);
+                // Changes of ids up to this one come first; a change of this very id
+                // replaces (or removes) the packed document.
+                let mut replaced = false;
+                while let Some((cid, stored)) = changes.next_upto(Some(id))? {
+                    replaced |= cid[..] == *id;
+                    write_change(&mut w, &cid, stored)?;
+                }
+                if !replaced {
+                    w.push(id, block.get(i))?;
+                }
+            }
+        }
+    }
+    while let Some((cid, stored)) = changes.next_upto(None)? {
+        write_change(&mut w, &cid, stored)?;
+    }
+    w.flush()?;
+    let docs = w.docs_written;
+    Ok((w.out.finish()?, docs))
+}
 
-    for entry in source.iter() {
-        let (id, stored) = entry?;
-        if let Some((number, _)) =
-            crate::compress::parse_packed(stored).map_err(|e| Error::CorruptDocument {
-                collection: collection.to_owned(),
-                id: String::from_utf8_lossy(&id).into_owned(),
-                reason: e.to_string(),
-            })?
-            && !full
-        {
-            kept.insert(number);
-            base.add(&id, stored)?;
-            continue;
+/// The entries of a collection map being packed, in id order.
+struct Changes<'a> {
+    iter: std::iter::Peekable<stele_durable::MapIter<'a>>,
+}
+
+impl<'a> Changes<'a> {
+    /// Whether the next entry's id is at most `upto` (errors count as yes: the next
+    /// `next_upto` returns them).
+    fn any_upto(&mut self, upto: &[u8]) -> bool {
+        match self.iter.peek() {
+            Some(Ok((id, _))) => id[..] <= *upto,
+            Some(Err(_)) => true,
+            None => false,
         }
-        let doc = crate::stored::decode_with(state, collection, &id, stored, &mut decoder)?;
-        let number = match current {
-            Some(n) => n,
-            None => *current.insert(state.packing.allocate()),
+    }
+
+    /// The next entry if its id is at most `upto` (any next entry for `None`).
+    fn next_upto(
+        &mut self,
+        upto: Option<&[u8]>,
+    ) -> Result<Option<(stele_durable::Key<'a>, &'a [u8])>> {
+        let take = match upto {
+            Some(u) => self.any_upto(u),
+            None => self.iter.peek().is_some(),
         };
-        crate::compress::encode_packed(number, ends.len() as u32, &mut pointer);
-        base.add(&id, &pointer)?;
-        pending.extend_from_slice(&doc);
-        ends.push(pending.len());
-        if pending.len() >= settings.block_bytes || ends.len() >= MAX_BLOCK_DOCS as usize {
-            flush(number, &mut pending, &mut ends, &mut fresh)?;
-            new_blocks += 1;
-            current = None;
+        if !take {
+            return Ok(None);
+        }
+        match self.iter.next() {
+            Some(entry) => Ok(Some(entry?)),
+            None => Ok(None),
         }
     }
-    if let Some(number) = current {
-        flush(number, &mut pending, &mut ends, &mut fresh)?;
-        new_blocks += 1;
-    }
-    let base = base.finish()?;
-    let fresh = fresh.finish()?;
-    // The new packs map: kept old blocks (smaller numbers), then the new ones.
-    let mut packs = store.map_builder_with_block_size(PACKS_TABLE_BLOCK_BYTES)?;
-    if !kept.is_empty() {
-        let name = packs_name(collection);
-        let Some(old) = state.collections.get(&name) else {
-            return Err(Error::CorruptDocument {
-                collection: collection.to_owned(),
-                id: String::new(),
-                reason: "the collection has packed documents but no packs map".to_owned(),
-            });
-        };
-        for number in &kept {
-            let Some(value) = old.get(&block_key(*number))? else {
-                return Err(Error::CorruptDocument {
-                    collection: collection.to_owned(),
-                    id: format!("(packed block {number})"),
-                    reason: "the block is missing from the packs map".to_owned(),
-                });
-            };
-            packs.add(&block_key(*number), value)?;
-        }
-    }
-    for entry in fresh.iter() {
-        let (key, value) = entry?;
-        packs.add(&key, value)?;
-    }
-    let packs = packs.finish()?;
-    debug_assert_eq!(base.len(), source.len());
-    debug_assert_eq!(packs.len(), kept.len() as u64 + new_blocks);
-    Ok(Packed { base, packs })
 }

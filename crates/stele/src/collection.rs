@@ -1,0 +1,165 @@
+//! What a collection holds: its map (documents written since the last packing, and marks of
+//! removed ones) over its packed blocks (`crate::pack`). Every read of documents goes
+//! through here.
+
+use crate::db::State;
+use crate::error::Result;
+use crate::pack::{self, PackedIter};
+use crate::stored::{self, DocBytes};
+use std::cmp::Ordering;
+use std::iter::Peekable;
+use std::ops::Bound;
+use stele_durable::MapIter;
+
+/// The visible document `id` of `collection`.
+pub(crate) fn get<'a>(
+    state: &'a State,
+    collection: &str,
+    id: &[u8],
+) -> Result<Option<DocBytes<'a>>> {
+    if let Some(map) = state.collections.get(collection)
+        && let Some(stored) = map.get(id)?
+    {
+        if pack::is_removed(stored) {
+            return Ok(None);
+        }
+        return stored::decode(state, collection, id, stored).map(Some);
+    }
+    stored::with_decoder(|decoder| {
+        Ok(pack::lookup(state, collection, id, decoder)?
+            .map(|(block, i)| DocBytes::InBlock(block, i)))
+    })
+}
+
+/// Whether `collection` has a visible document `id`. Reads no document unless the id falls
+/// into a packed block (which is then decoded, or found in the cache).
+pub(crate) fn contains(state: &State, collection: &str, id: &[u8]) -> Result<bool> {
+    if let Some(map) = state.collections.get(collection)
+        && let Some(stored) = map.get(id)?
+    {
+        return Ok(!pack::is_removed(stored));
+    }
+    stored::with_decoder(|decoder| Ok(pack::lookup(state, collection, id, decoder)?.is_some()))
+}
+
+/// Number of visible documents of `collection`.
+pub(crate) fn count(state: &State, collection: &str) -> u64 {
+    state.counts.get(collection).copied().unwrap_or(0)
+}
+
+/// One visible document: its id, and its bytes unless only ids were asked for.
+pub(crate) type Entry<'a> = Result<(Vec<u8>, Option<DocBytes<'a>>)>;
+
+/// The visible documents of `collection` with ids in (`lo`, `hi`), in id order: the map's
+/// entries merged with the packed blocks, the map winning on equal ids.
+pub(crate) struct Entries<'a> {
+    state: &'a State,
+    collection: &'a str,
+    map: Option<Peekable<MapIter<'a>>>,
+    packed: Option<Peekable<PackedIter<'a>>>,
+    hi: Bound<Vec<u8>>,
+    /// Decode documents of the map (else only ids are wanted; packed ones come decoded).
+    decode: bool,
+    failed: bool,
+}
+
+impl<'a> Entries<'a> {
+    pub(crate) fn new(
+        state: &'a State,
+        collection: &'a str,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        decode: bool,
+    ) -> Result<Self> {
+        let map = state
+            .collections
+            .get(collection)
+            .map(|m| m.range((lo, hi)).peekable());
+        let packed = if state
+            .collections
+            .contains_key(&pack::packs_name(collection))
+        {
+            Some(PackedIter::new(state, collection, lo)?.peekable())
+        } else {
+            None
+        };
+        Ok(Entries {
+            state,
+            collection,
+            map,
+            packed,
+            hi: hi.map(<[u8]>::to_vec),
+            decode,
+            failed: false,
+        })
+    }
+
+    fn below_hi(&self, id: &[u8]) -> bool {
+        match &self.hi {
+            Bound::Included(h) => id <= &h[..],
+            Bound::Excluded(h) => id < &h[..],
+            Bound::Unbounded => true,
+        }
+    }
+
+    /// Which source comes next: the map, the packed blocks, or both (equal ids).
+    fn next_source(&mut self) -> Option<Ordering> {
+        let m = self.map.as_mut().and_then(|m| m.peek());
+        let p = self.packed.as_mut().and_then(|p| p.peek());
+        match (m, p) {
+            (None, None) => None,
+            (Some(Err(_)), _) | (Some(_), None) => Some(Ordering::Less),
+            (None, Some(_)) | (_, Some(Err(_))) => Some(Ordering::Greater),
+            (Some(Ok((a, _))), Some(Ok((b, _)))) => Some(a.as_bytes().cmp(&b[..])),
+        }
+    }
+}
+
+impl<'a> Iterator for Entries<'a> {
+    type Item = Entry<'a>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let out = loop {
+            let order = self.next_source()?;
+            if order != Ordering::Less {
+                // Packed next (or also next): its id may lie beyond the range.
+                match self.packed.as_mut().and_then(Iterator::next) {
+                    Some(Ok((id, doc))) => {
+                        if !self.below_hi(&id) {
+                            self.packed = None;
+                            continue;
+                        }
+                        if order == Ordering::Greater {
+                            break Ok((id, Some(doc)));
+                        }
+                        // Equal ids: the map's entry wins (below).
+                    }
+                    Some(Err(e)) => break Err(e),
+                    None => continue,
+                }
+            }
+            match self.map.as_mut().and_then(Iterator::next) {
+                Some(Ok((id, stored))) => {
+                    if pack::is_removed(stored) {
+                        continue;
+                    }
+                    let id = id.into_owned();
+                    if !self.decode {
+                        break Ok((id, None));
+                    }
+                    match stored::decode(self.state, self.collection, &id, stored) {
+                        Ok(doc) => break Ok((id, Some(doc))),
+                        Err(e) => break Err(e),
+                    }
+                }
+                Some(Err(e)) => break Err(e.into()),
+                None => continue,
+            }
+        };
+        self.failed = out.is_err();
+        Some(out)
+    }
+}
