@@ -868,8 +868,21 @@ impl Database {
         let snap = self.snapshot();
         let last = snap.last_dictionary(collection)?;
         let current = last.as_ref().map(|(id, bytes)| (*id, bytes.as_slice()));
+        // With packing on, documents stay compressed one by one only until the next
+        // compaction packs them (at level 9): level 1 makes commits faster for the same
+        // final size (debian-packages 131k -> 157k docs/s, `docs/benchmarks.md`).
+        let level = if self.inner.opts.pack_block_bytes > 0 {
+            1
+        } else {
+            CompressOptions::default().level
+        };
+        let packing = self.inner.opts.pack_block_bytes > 0;
         let opts = CompressOptions {
             background_training: self.inner.opts.background_training,
+            // Packing recompresses every document at compaction, with whatever dictionary
+            // exists by then: no commit needs to wait for the first training.
+            background_first_training: packing,
+            level,
             ..CompressOptions::default()
         };
         let c = Compressor::resume(opts, current, last.as_ref().map_or(0, |(id, _)| *id))?;
@@ -887,10 +900,11 @@ impl Database {
         ops: &mut Vec<LoggedOp>,
     ) -> Result<Vec<(Arc<Mutex<Compressor>>, NewDictionary)>> {
         let mut enabled: HashMap<String, bool> = HashMap::new();
-        // In order of first use, so that dictionaries are logged in a stable order.
-        let mut used: Vec<(String, Arc<Mutex<Compressor>>)> = Vec::new();
+        // In order of first use, so that dictionaries are logged in a stable order; with
+        // the positions of the operations whose documents each compresses.
+        let mut used: Vec<(String, Arc<Mutex<Compressor>>, Vec<usize>)> = Vec::new();
         let mut used_at: HashMap<String, usize> = HashMap::new();
-        for op in ops.iter_mut() {
+        for (at, op) in ops.iter().enumerate() {
             let LoggedOp::Put {
                 collection, value, ..
             } = op
@@ -915,24 +929,44 @@ impl Database {
                     on
                 }
             };
-            let Some(doc) = crate::stored::raw(value).filter(|_| on) else {
+            if !on || crate::stored::raw(value).is_none() {
                 continue;
-            };
-            let compressor = match used_at.get(collection.as_str()).and_then(|&i| used.get(i)) {
-                Some((_, c)) => Arc::clone(c),
+            }
+            match used_at
+                .get(collection.as_str())
+                .and_then(|&i| used.get_mut(i))
+            {
+                Some((_, _, positions)) => positions.push(at),
                 None => {
                     let c = self.compressor(collection)?;
                     used_at.insert(collection.clone(), used.len());
-                    used.push((collection.clone(), Arc::clone(&c)));
-                    c
+                    used.push((collection.clone(), c, vec![at]));
                 }
-            };
-            let mut c = compressor.lock().map_err(lock_poisoned)?;
-            *value = Arc::from(c.compress(doc)?);
+            }
+        }
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        for (_, compressor, positions) in &used {
+            let docs: Vec<&[u8]> = positions
+                .iter()
+                .filter_map(|&at| match ops.get(at) {
+                    Some(LoggedOp::Put { value, .. }) => crate::stored::raw(value),
+                    _ => None,
+                })
+                .collect();
+            let values = compressor
+                .lock()
+                .map_err(lock_poisoned)?
+                .compress_many(&docs, threads)?;
+            drop(docs);
+            for (&at, compressed) in positions.iter().zip(values) {
+                if let Some(LoggedOp::Put { value, .. }) = ops.get_mut(at) {
+                    *value = Arc::from(compressed);
+                }
+            }
         }
         let mut proposals = Vec::new();
         let mut dict_ops = Vec::new();
-        for (collection, compressor) in used {
+        for (collection, compressor, _) in used {
             let dict = compressor
                 .lock()
                 .map_err(lock_poisoned)?
@@ -1073,9 +1107,52 @@ impl Database {
         self.checkpoint_with(false)
     }
 
-    /// Merges every collection into a single table each, then checkpoints.
+    /// Merges every collection into a single table each (packing every document of a
+    /// collection with compression on into new blocks), then checkpoints. Waits first for
+    /// dictionary trainings in flight and persists the dictionaries they produce, so that the
+    /// blocks are compressed with them.
     pub fn compact(&self) -> Result<()> {
+        self.settle_dictionaries()?;
         self.checkpoint_with(true)
+    }
+
+    /// Finishes every collection's pending dictionary training and persists (then adopts) a
+    /// dictionary that came out of it.
+    fn settle_dictionaries(&self) -> Result<()> {
+        let compressors: Vec<(String, Arc<Mutex<Compressor>>)> = self
+            .inner
+            .compressors
+            .lock()
+            .map_err(lock_poisoned)?
+            .iter()
+            .map(|(name, c)| (name.clone(), Arc::clone(c)))
+            .collect();
+        for (collection, compressor) in compressors {
+            let dict = {
+                let mut c = compressor.lock().map_err(lock_poisoned)?;
+                c.finish_training()?;
+                // A training that was only due starts here; then wait for it too.
+                match c.take_new_dictionary()? {
+                    Some(d) => Some(d),
+                    None => {
+                        c.finish_training()?;
+                        c.take_new_dictionary()?
+                    }
+                }
+            };
+            if let Some(dict) = dict {
+                self.commit_ops(vec![LoggedOp::Put {
+                    collection: META.to_owned(),
+                    id: dict_key(&collection, dict.id()),
+                    value: Arc::from(dict.bytes()),
+                }])?;
+                if let Ok(mut c) = compressor.lock() {
+                    // Refused only if a newer one was adopted meanwhile: drop this one.
+                    let _ = c.adopt(dict);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The writer lock, once no commit is in flight or pending: the working state is

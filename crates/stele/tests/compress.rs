@@ -660,3 +660,49 @@ proptest! {
 thread_local! {
     static SAMPLE: (Vec<Vec<u8>>, Dictionaries) = sample_values();
 }
+
+/// `compress_many` on two threads gives exactly the values, dictionaries and counters that
+/// `compress` one document at a time gives, across dictionary changes between batches.
+#[test]
+fn compress_many_equals_one_at_a_time() {
+    let docs: Vec<Vec<u8>> = (0..3000u32)
+        .map(|i| {
+            let j = format!(
+                r#"{{"id":{i},"name":"user number {i}","city":"city {}","score":{}}}"#,
+                i % 17,
+                i * 7 % 1000
+            );
+            stele_doc::from_json(j.as_bytes()).unwrap()
+        })
+        .collect();
+    let opts = CompressOptions {
+        train_after: 100,
+        sample_docs: 500,
+        dictionary_bytes: 4096,
+        ..CompressOptions::default()
+    };
+    let mut one = Compressor::new(opts.clone()).unwrap();
+    let mut many = Compressor::new(opts).unwrap();
+    let mut adopted = 0;
+    for batch in docs.chunks(400) {
+        let refs: Vec<&[u8]> = batch.iter().map(Vec::as_slice).collect();
+        let a: Vec<Vec<u8>> = refs.iter().map(|d| one.compress(d).unwrap()).collect();
+        let b = many.compress_many(&refs, 2).unwrap();
+        assert_eq!(a, b);
+        match (
+            one.take_new_dictionary().unwrap(),
+            many.take_new_dictionary().unwrap(),
+        ) {
+            (Some(x), Some(y)) => {
+                assert_eq!((x.id(), x.bytes()), (y.id(), y.bytes()));
+                one.adopt(x).unwrap();
+                many.adopt(y).unwrap();
+                adopted += 1;
+            }
+            (None, None) => {}
+            _ => panic!("one compressor proposed a dictionary, the other did not"),
+        }
+    }
+    assert!(adopted >= 1);
+    assert_eq!(one.stats(), many.stats());
+}

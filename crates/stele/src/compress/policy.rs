@@ -71,6 +71,13 @@ pub struct CompressOptions {
     /// arrives). Off: every training runs in line there (deterministic, for tests and
     /// benchmarks of the policy). Default off; the database turns it on.
     pub background_training: bool,
+    /// With `background_training`, run the first training (and the retraining of a
+    /// provisional dictionary) on the background thread too: no commit ever waits for a
+    /// training, and documents written before the first dictionary arrives stay compressed
+    /// without one. Right when documents are stored one by one only for a while (the
+    /// database packs them into blocks at compaction); a small collection written in one
+    /// go then may never get a dictionary at all. Default off.
+    pub background_first_training: bool,
 }
 
 impl Default for CompressOptions {
@@ -89,6 +96,7 @@ impl Default for CompressOptions {
             retrain_drift: 1.15,
             adoption_margin: 0.02,
             background_training: false,
+            background_first_training: false,
         }
     }
 }
@@ -299,6 +307,9 @@ pub struct CompressStats {
 pub struct Compressor {
     opts: CompressOptions,
     plain: bulk::Compressor<'static>,
+    /// A second context with the dictionary in force (its id; `None`: no dictionary) for
+    /// [`Compressor::compress_many`]'s helper thread, made on first use.
+    helper: Option<(Option<DictionaryId>, bulk::Compressor<'static>)>,
     plain_block: Option<bulk::Compressor<'static>>,
     current: Option<Current>,
     candidate: Option<NewDictionary>,
@@ -459,6 +470,22 @@ impl BlockPacker {
     }
 }
 
+/// Each document compressed alone with `cctx` (made with dictionary `dict`), in order.
+fn encode_all(
+    cctx: &mut bulk::Compressor<'static>,
+    dict: Option<DictionaryId>,
+    docs: &[&[u8]],
+) -> Result<Vec<Vec<u8>>> {
+    let mut scratch = Vec::new();
+    docs.iter()
+        .map(|doc| {
+            let mut out = Vec::new();
+            encode_with(cctx, dict, doc, &mut scratch, &mut out)?;
+            Ok(out)
+        })
+        .collect()
+}
+
 /// Compresses `doc` with `cctx` into a stored value in `out`, or stores it raw when that is not
 /// bigger. Returns the codec used.
 fn encode_with(
@@ -525,6 +552,7 @@ impl Compressor {
         Ok(Compressor {
             opts,
             plain,
+            helper: None,
             plain_block: None,
             current,
             candidate: None,
@@ -617,6 +645,49 @@ impl Compressor {
         self.stats.docs += 1;
         self.observe(doc, out.len())?;
         Ok(codec)
+    }
+
+    /// Compresses `docs` into stored values exactly as [`Compressor::compress`] called on each
+    /// in turn would (same values, same samples and training), using a second thread for
+    /// half of them when `threads` > 1 and there are enough to pay for it. Within one call
+    /// the dictionary cannot change (only [`Compressor::adopt`] changes it), so the
+    /// documents are independent.
+    pub fn compress_many(&mut self, docs: &[&[u8]], threads: usize) -> Result<Vec<Vec<u8>>> {
+        const MIN_PARALLEL_DOCS: usize = 256;
+        if !self.opts.enabled || threads < 2 || docs.len() < MIN_PARALLEL_DOCS {
+            return docs.iter().map(|d| self.compress(d)).collect();
+        }
+        let id = self.current.as_ref().map(|c| c.id);
+        let helper = match &mut self.helper {
+            Some((hid, h)) if *hid == id => h,
+            slot => {
+                let dict = self.current.as_ref().map(|c| &c.bytes[..]);
+                &mut slot.insert((id, context(self.opts.level, dict)?)).1
+            }
+        };
+        let main = match &mut self.current {
+            Some(c) => &mut c.cctx,
+            None => &mut self.plain,
+        };
+        let (first, second) = docs.split_at(docs.len() / 2);
+        let (a, b) = std::thread::scope(|s| {
+            let handle = s.spawn(|| encode_all(helper, id, second));
+            let a = encode_all(main, id, first);
+            let b = handle.join().unwrap_or_else(|_| {
+                Err(Error::Zstd {
+                    op: "compress",
+                    message: "a compression thread panicked".into(),
+                })
+            });
+            (a, b)
+        });
+        let mut out = a?;
+        out.extend(b?);
+        for (doc, value) in docs.iter().zip(&out) {
+            self.stats.docs += 1;
+            self.observe(doc, value.len())?;
+        }
+        Ok(out)
     }
 
     /// Compresses consecutive documents together into one block value in `out` (cleared
@@ -797,7 +868,9 @@ impl Compressor {
     /// documents does not end its ingest before its real dictionary arrives (and they run
     /// when the caller asks, on everything written up to then).
     fn trains_in_background(&self) -> bool {
-        self.opts.background_training && self.current.is_some() && !self.provisional()
+        self.opts.background_training
+            && (self.opts.background_first_training
+                || (self.current.is_some() && !self.provisional()))
     }
 
     /// Trains a dictionary on the kept samples, in line or on a background thread (see
