@@ -540,6 +540,8 @@ pub fn stats(args: &StatsArgs) -> Result<()> {
                     "table_bytes": s.table_bytes,
                     "stored_bytes": s.stored_bytes,
                     "unsaved_changes": s.unsaved_changes,
+                    "packed_blocks": s.packed_blocks,
+                    "pack_bytes": s.pack_bytes,
                     "compression": {"enabled": on, "dictionaries": dicts},
                 })
             })
@@ -564,8 +566,8 @@ pub fn stats(args: &StatsArgs) -> Result<()> {
         return Ok(());
     }
     println!(
-        "{:<24} {:>12} {:>7} {:>14} {:>14} {:>9}  compression",
-        "collection", "documents", "layers", "table bytes", "stored bytes", "unsaved"
+        "{:<24} {:>12} {:>7} {:>8} {:>14} {:>14} {:>9}  compression",
+        "collection", "documents", "layers", "blocks", "table bytes", "stored bytes", "unsaved"
     );
     for (s, (on, dicts)) in stats.iter().zip(&compression) {
         let compression = match (on, dicts) {
@@ -576,8 +578,14 @@ pub fn stats(args: &StatsArgs) -> Result<()> {
             (true, n) => format!("on, {n} dictionaries"),
         };
         println!(
-            "{:<24} {:>12} {:>7} {:>14} {:>14} {:>9}  {compression}",
-            s.name, s.documents, s.layers, s.table_bytes, s.stored_bytes, s.unsaved_changes,
+            "{:<24} {:>12} {:>7} {:>8} {:>14} {:>14} {:>9}  {compression}",
+            s.name,
+            s.documents,
+            s.layers,
+            s.packed_blocks,
+            s.table_bytes,
+            s.stored_bytes,
+            s.unsaved_changes,
         );
     }
     Ok(())

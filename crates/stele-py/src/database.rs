@@ -98,6 +98,8 @@ fn stats_dict<'py>(py: Python<'py>, s: &CollectionStats) -> PyResult<Bound<'py, 
     d.set_item("table_bytes", s.table_bytes)?;
     d.set_item("stored_bytes", s.stored_bytes)?;
     d.set_item("unsaved_changes", s.unsaved_changes)?;
+    d.set_item("packed_blocks", s.packed_blocks)?;
+    d.set_item("pack_bytes", s.pack_bytes)?;
     Ok(d)
 }
 
@@ -140,7 +142,7 @@ impl PyDatabase {
 #[pymethods]
 impl PyDatabase {
     /// Database(path, *, decimals="float", trusted=False, checkpoint_bytes=64 MiB,
-    /// compact_layers=8)
+    /// compact_layers=8, pack_block_bytes=32 KiB, block_cache_bytes=64 MiB)
     ///
     /// Opens the database in folder `path`, creating it if needed, and recovers from its
     /// log (without the GIL). One process at a time: `InUseError` (with `pid`) if another
@@ -148,8 +150,11 @@ impl PyDatabase {
     /// closed. `decimals` is the number policy of the documents read (see `Document`).
     /// `trusted=True` skips validating documents read: only for databases that nothing but
     /// Stele wrote (a crafted file with valid checksums could otherwise crash the process).
+    /// `pack_block_bytes`: size of the blocks compaction packs compressed collections into
+    /// (0: no packing); `block_cache_bytes`: memory for decoded blocks (see the Rust
+    /// `DatabaseOptions`).
     #[new]
-    #[pyo3(signature = (path, *, decimals = "float", trusted = false, checkpoint_bytes = None, compact_layers = None))]
+    #[pyo3(signature = (path, *, decimals = "float", trusted = false, checkpoint_bytes = None, compact_layers = None, pack_block_bytes = None, block_cache_bytes = None))]
     fn new(
         py: Python<'_>,
         path: PathBuf,
@@ -157,6 +162,8 @@ impl PyDatabase {
         trusted: bool,
         checkpoint_bytes: Option<u64>,
         compact_layers: Option<usize>,
+        pack_block_bytes: Option<usize>,
+        block_cache_bytes: Option<usize>,
     ) -> PyResult<PyDatabase> {
         let decimals = Decimals::parse(py, decimals)?;
         let mut opts = DatabaseOptions::default();
@@ -165,6 +172,12 @@ impl PyDatabase {
         }
         if let Some(layers) = compact_layers {
             opts = opts.compact_layers(layers);
+        }
+        if let Some(bytes) = pack_block_bytes {
+            opts = opts.pack_block_bytes(bytes);
+        }
+        if let Some(bytes) = block_cache_bytes {
+            opts = opts.block_cache_bytes(bytes);
         }
         let db = py
             .detach(|| Database::open_with(&path, opts))

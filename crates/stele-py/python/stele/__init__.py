@@ -46,6 +46,8 @@ def open(
     trusted: bool = False,
     checkpoint_bytes: int | None = None,
     compact_layers: int | None = None,
+    pack_block_bytes: int | None = None,
+    block_cache_bytes: int | None = None,
 ) -> Database:
     """Opens (creating if needed) the database in folder ``path``; same as ``Database(...)``.
 
@@ -57,6 +59,8 @@ def open(
         trusted=trusted,
         checkpoint_bytes=checkpoint_bytes,
         compact_layers=compact_layers,
+        pack_block_bytes=pack_block_bytes,
+        block_cache_bytes=block_cache_bytes,
     )
 
 

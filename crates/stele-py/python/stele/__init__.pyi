@@ -143,6 +143,8 @@ class Database:
         trusted: bool = False,
         checkpoint_bytes: int | None = None,
         compact_layers: int | None = None,
+        pack_block_bytes: int | None = None,
+        block_cache_bytes: int | None = None,
     ) -> None:
         """Opens or creates the database; InUseError (with pid) if it is open elsewhere.
 
@@ -167,7 +169,7 @@ class Database:
     def checkpoint(self) -> None: ...
     def compact(self) -> None: ...
     def stats(self) -> dict[str, dict[str, int]]:
-        """{collection: {documents, layers, table_bytes, stored_bytes, unsaved_changes}}."""
+        """{collection: {documents, layers, table_bytes, stored_bytes, unsaved_changes, packed_blocks, pack_bytes}}."""
 
 def open(
     path: str | PathLike[str],
@@ -176,6 +178,8 @@ def open(
     trusted: bool = False,
     checkpoint_bytes: int | None = None,
     compact_layers: int | None = None,
+    pack_block_bytes: int | None = None,
+    block_cache_bytes: int | None = None,
 ) -> Database:
     """Same as Database(path, ...)."""
 
