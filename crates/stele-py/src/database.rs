@@ -155,6 +155,10 @@ impl PyDatabase {
     /// `DatabaseOptions`).
     #[new]
     #[pyo3(signature = (path, *, decimals = "float", trusted = false, checkpoint_bytes = None, compact_layers = None, pack_block_bytes = None, block_cache_bytes = None))]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the Python constructor's keyword arguments, one per option"
+    )]
     fn new(
         py: Python<'_>,
         path: PathBuf,

@@ -298,10 +298,10 @@ fn main() -> Result<()> {
     std::fs::create_dir_all(&work)?;
     println!("# Document store benchmark\n");
     println!(
-        "Each collection twice: compression off (raw Stele documents) and on (zstd level 3 with trained dictionaries, one value per document as written; the final compaction packs them into 32 KiB blocks at zstd level 9). Ids: line numbers. Batches of 1,000 documents per commit, then `compact`."
+        "Each collection twice: compression off (raw Stele documents) and on (as written: each document alone at zstd level 1 with the collection's trained dictionaries; the final `compact` packs ids and documents into 32 KiB blocks at zstd level 9). Ids: line numbers. Batches of 1,000 documents per commit, then `compact`."
     );
     println!(
-        "get+3: get, validate the document, read 3 top-level fields; trusted: without validating again (`Doc::document_unchecked`); of which blocks: the part of (disk + dicts) / zstd-3 that is the table of packed blocks (the rest: the collection table of ids and pointers or documents, and the dictionaries); cache hits %: share of block lookups of the get columns served by the 64 MiB block cache; uncached: get+3 after reopening with no block cache (each read decodes its block). RavenDB-style: every JSON document compressed alone at zstd -3 with an 8 KB dictionary trained on the first 256 documents (RavenDB 5.0), computed in the same run, the dictionary counted.\n"
+        "get+3: get, validate the document, read 3 top-level fields; trusted: without validating again (`Doc::document_unchecked`); of which blocks: the part of (disk + dicts) / zstd-3 that is the table of packed blocks (the rest: the collection's own table, empty after `compact` when compression is on, and the dictionaries); cache hits %: share of block lookups of the get columns served by the 64 MiB block cache; uncached: get+3 after reopening with no block cache (each read decodes its block). RavenDB-style: every JSON document compressed alone at zstd -3 with an 8 KB dictionary trained on the first 256 documents (RavenDB 5.0), computed in the same run, the dictionary counted.\n"
     );
     let mut t = Table::new(&[
         "collection",
