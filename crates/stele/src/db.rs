@@ -1112,19 +1112,22 @@ impl Database {
     /// dictionary trainings in flight and persists the dictionaries they produce, so that the
     /// blocks are compressed with them.
     pub fn compact(&self) -> Result<()> {
-        self.settle_dictionaries()?;
+        self.settle_dictionaries(None)?;
         self.checkpoint_with(true)
     }
 
-    /// Finishes every collection's pending dictionary training and persists (then adopts) a
-    /// dictionary that came out of it.
-    fn settle_dictionaries(&self) -> Result<()> {
+    /// Finishes the pending dictionary training of `only` (or of every collection) and
+    /// persists (then adopts) a dictionary that came out of it. With packing on, first
+    /// trainings run in the background; bulk operations (imports, `compact`) call this so
+    /// that a collection written in one go does not end up without any dictionary.
+    pub(crate) fn settle_dictionaries(&self, only: Option<&str>) -> Result<()> {
         let compressors: Vec<(String, Arc<Mutex<Compressor>>)> = self
             .inner
             .compressors
             .lock()
             .map_err(lock_poisoned)?
             .iter()
+            .filter(|(name, _)| only.is_none_or(|o| o == name.as_str()))
             .map(|(name, c)| (name.clone(), Arc::clone(c)))
             .collect();
         for (collection, compressor) in compressors {

@@ -826,6 +826,13 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
             });
         }
         self.report.documents = self.progress.written;
+        // The staged documents went through the target's compressor, whose first training
+        // may still be running in the background: wait for it and persist its dictionary, so
+        // that an import into a new collection leaves it with one (for the writes and the
+        // packing that follow). The import has landed by now and must not be reported as
+        // failed: if persisting fails (a full disk), the dictionary is simply trained again
+        // later, and the next write reports the disk's state.
+        let _ = self.db.settle_dictionaries(Some(self.collection));
         Ok(self.report)
     }
 

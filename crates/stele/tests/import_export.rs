@@ -355,3 +355,30 @@ fn a_failed_commit_mid_import_is_rolled_back() {
     drop(db);
     check(&Database::open(dir.path()).unwrap());
 }
+
+/// With packing on (the default), a collection's first dictionary is trained in the
+/// background; an import waits for it, so that a collection written in one import has a
+/// dictionary when the import returns (and keeps it after reopening).
+#[test]
+fn an_import_into_a_new_collection_leaves_it_a_dictionary() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = slice("geonames-cities.jsonl.zst", 2000).join("\n") + "\n";
+    {
+        let db = Database::open(dir.path()).unwrap();
+        let report = import_reader(
+            &db,
+            "cities",
+            "cities.jsonl",
+            text.as_bytes(),
+            None,
+            &ImportOptions::new(),
+            |_| {},
+        )
+        .unwrap();
+        assert_eq!(report.documents, 2000);
+        assert!(db.snapshot().dictionaries("cities") >= 1);
+    }
+    let db = Database::open(dir.path()).unwrap();
+    assert!(db.snapshot().dictionaries("cities") >= 1);
+    assert_eq!(db.snapshot().count("cities"), 2000);
+}
