@@ -12,8 +12,8 @@ mod common;
 use proptest::prelude::*;
 use stele::Error;
 use stele::compress::{
-    Codec, CompressOptions, Compressor, Decoder, Dictionaries, decode, encode_raw, parse_header,
-    stored_dictionary,
+    BlockPacker, Codec, CompressOptions, Compressor, Decoder, Dictionaries, DictionaryId, decode,
+    encode_raw, parse_header, stored_dictionary,
 };
 
 fn data_dir() -> PathBuf {
@@ -175,6 +175,31 @@ fn sample_values() -> (Vec<Vec<u8>>, Dictionaries) {
     (stored, dicts)
 }
 
+/// The last dictionary `sample_values` trains: its id and bytes (the same compression again).
+fn sample_last_dictionary() -> (DictionaryId, Vec<u8>) {
+    let opts = CompressOptions {
+        train_after: 100,
+        sample_docs: 100,
+        dictionary_bytes: 2048,
+        ..CompressOptions::default()
+    };
+    let mut c = Compressor::new(opts).unwrap();
+    let mut last = None;
+    for i in 0..300 {
+        let j = format!(
+            r#"{{"id":{i},"name":"user number {i}","email":"user{i}@example.com","tags":["a","b"],"active":{}}}"#,
+            i % 2 == 0
+        );
+        c.compress(&stele_doc::from_json(j.as_bytes()).unwrap())
+            .unwrap();
+        if let Some(nd) = c.take_new_dictionary().unwrap() {
+            last = Some((nd.id(), nd.bytes().to_vec()));
+            c.adopt(nd).unwrap();
+        }
+    }
+    last.unwrap()
+}
+
 #[test]
 fn corrupt_and_truncated_values_give_errors_not_panics() {
     let (stored, dicts) = sample_values();
@@ -197,11 +222,34 @@ fn corrupt_and_truncated_values_give_errors_not_panics() {
             .compress(&long)
             .unwrap(),
     );
+    // And a block of five documents with the dictionary (as packing writes them).
+    let (dict_id, dict_bytes) = sample_last_dictionary();
+    assert!(dicts.contains(dict_id));
+    let mut packer = BlockPacker::new(9, Some((dict_id, &dict_bytes[..]))).unwrap();
+    let five: Vec<Vec<u8>> = stored
+        .iter()
+        .take(5)
+        .map(|s| dec.decode(s, &dicts).unwrap().into_owned())
+        .collect();
+    let refs: Vec<&[u8]> = five.iter().map(Vec::as_slice).collect();
+    let mut block = Vec::new();
+    packer.pack(&refs, &mut block).unwrap();
+    assert_eq!(
+        dec.decode_block(&block, &dicts)
+            .unwrap()
+            .iter()
+            .collect::<Vec<_>>(),
+        refs
+    );
+    picked.push(block);
     let codecs: Vec<Codec> = picked
         .iter()
         .map(|s| parse_header(s).unwrap().codec)
         .collect();
-    assert_eq!(codecs, [Codec::ZstdDict, Codec::ZstdDict, Codec::Zstd]);
+    assert_eq!(
+        codecs,
+        [Codec::ZstdDict, Codec::ZstdDict, Codec::Zstd, Codec::Block]
+    );
     for s in &picked {
         let original = dec.decode_block(s, &dicts).unwrap();
         // Every truncation fails (a shorter frame cannot produce the stated length).
@@ -223,7 +271,13 @@ fn corrupt_and_truncated_values_give_errors_not_panics() {
                     // exactly the stated lengths.
                     Ok(b) => {
                         let h = parse_header(&c).unwrap();
-                        assert_eq!(b.iter().map(<[u8]>::len).sum::<usize>() as u64, h.raw_len);
+                        let docs_len = b.iter().map(<[u8]>::len).sum::<usize>() as u64;
+                        // A block's frame also holds its length table.
+                        if h.codec == Codec::Block {
+                            assert!(docs_len < h.raw_len);
+                        } else {
+                            assert_eq!(docs_len, h.raw_len);
+                        }
                         assert_eq!(b.len(), h.docs as usize);
                     }
                     Err(e) => assert!(
@@ -705,4 +759,63 @@ fn compress_many_equals_one_at_a_time() {
     }
     assert!(adopted >= 1);
     assert_eq!(one.stats(), many.stats());
+}
+
+/// A block value around `frame` (the decoded frame: length table, then documents) as the
+/// codec writes it: no dictionary, `count` documents.
+fn block_value(count: u64, frame: &[u8]) -> Vec<u8> {
+    use zstd::zstd_safe::{CParameter, FrameFormat};
+    let mut c = zstd::bulk::Compressor::new(3).unwrap();
+    for p in [
+        CParameter::Format(FrameFormat::Magicless),
+        CParameter::ChecksumFlag(false),
+        CParameter::DictIdFlag(false),
+        CParameter::ContentSizeFlag(false),
+    ] {
+        c.set_parameter(p).unwrap();
+    }
+    let z = c.compress(frame).unwrap();
+    let mut v = vec![Codec::Block as u8, 0];
+    for x in [count, frame.len() as u64] {
+        let mut x = x;
+        while x >= 0x80 {
+            v.push((x as u8) | 0x80);
+            x >>= 7;
+        }
+        v.push(x as u8);
+    }
+    v.extend_from_slice(&z);
+    v
+}
+
+/// The length table inside a block's frame is untrusted too: it must cover the documents
+/// exactly, and a count the decoded size cannot hold is refused before decoding.
+#[test]
+fn block_length_tables_that_do_not_fit_are_refused() {
+    let dicts = Dictionaries::new();
+    let mut dec = Decoder::new().unwrap();
+    // Well formed: lengths 3 and 2, then "abcde".
+    let good = block_value(2, b"\x03\x02abcde");
+    let b = dec.decode_block(&good, &dicts).unwrap();
+    assert_eq!(b.iter().collect::<Vec<_>>(), [&b"abc"[..], b"de"]);
+    assert_eq!(parse_header(&good).unwrap().docs, 2);
+    for (count, frame, expect) in [
+        // Lengths add up to more than the frame holds.
+        (2, &b"\x03\x09abcde"[..], "add up to"),
+        // And to less.
+        (2, b"\x01\x01abcde", "add up to"),
+        // The table ends inside a varint.
+        (2, b"\x03\x82", "cut short"),
+        // More documents than the frame has bytes.
+        (9, b"\x01\x01ab", "claims 9 documents"),
+    ] {
+        let v = block_value(count, frame);
+        let err = dec.decode_block(&v, &dicts).unwrap_err();
+        assert!(
+            matches!(err, Error::CorruptValue { .. }) && err.to_string().contains(expect),
+            "{count} {frame:?}: {err}"
+        );
+    }
+    // The decoder still works.
+    assert_eq!(dec.decode_block(&good, &dicts).unwrap(), b);
 }

@@ -4,7 +4,8 @@
 //! raw        := 0x00 | document bytes
 //! zstd       := 0x01 | varint raw_len | zstd frame (magicless, no checksum, no dictionary id)
 //! zstd+dict  := 0x02 | varint dict_id | varint raw_len | zstd frame (same, with dictionary dict_id)
-//! block      := 0x03 | varint dict_id (0: none) | varint count | varint len * count | zstd frame
+//! block      := 0x03 | varint dict_id (0: none) | varint count | varint raw_len | zstd frame
+//!               the frame decodes to raw_len bytes: varint len * count, then the documents
 //! removed    := 0x04
 //! ```
 //!
@@ -13,10 +14,12 @@
 //! document.
 //!
 //! A block holds `count >= 1` consecutive documents compressed together in one frame (their
-//! lengths first, then the frame of their concatenation): far smaller than one frame per
-//! document on collections of small documents, at the price of decoding the whole block to
-//! read one of them ([`Decoder::decode_block`]; a cache of decoded blocks hides it for
-//! neighbours).
+//! lengths first, then their concatenation, all inside the frame): far smaller than one frame
+//! per document on collections of small documents, at the price of decoding the whole block
+//! to read one of them ([`Decoder::decode_block`]; a cache of decoded blocks hides it for
+//! neighbours). The lengths go inside the frame because on collections of 50-100-byte
+//! documents, which compress to 5-7 bytes each, one or two raw length bytes per document
+//! outside it cost a third of the block (`docs/benchmarks.md`, "Document store").
 //!
 //! Varints are LEB128 and canonical (overlong forms are rejected). `raw_len` is the length of the
 //! decompressed document: decoding allocates exactly that much, after checking that a frame of
@@ -80,7 +83,8 @@ pub struct Header {
     pub codec: Codec,
     /// The dictionary it needs ([`Codec::ZstdDict`] only).
     pub dictionary: Option<DictionaryId>,
-    /// Length of the document once decoded (of all documents, for a block).
+    /// Length of the document once decoded (for a block: of its decoded frame, the length
+    /// table and every document).
     pub raw_len: u64,
     /// Documents in the value (1 unless a block).
     pub docs: u32,
@@ -142,7 +146,7 @@ pub fn parse_header(stored: &[u8]) -> Result<Header> {
         ));
     };
     if codec == Codec::Block {
-        return Ok(parse_block(stored)?.0);
+        return parse_block(stored);
     }
     if codec == Codec::Removed {
         return Err(corrupt(
@@ -197,9 +201,9 @@ fn check_frame(stored: &[u8], frame_at: usize, n: u64, len_at: usize) -> Result<
 /// Most documents one block may hold.
 pub const MAX_BLOCK_DOCS: u32 = 1 << 20;
 
-/// Parses a block's header: the header and the end offset of each document in the decoded
-/// bytes.
-fn parse_block(stored: &[u8]) -> Result<(Header, Vec<usize>)> {
+/// Parses a block's header (the lengths of its documents are inside the frame, read by
+/// [`split_block`] once decoded).
+fn parse_block(stored: &[u8]) -> Result<Header> {
     let (id, mut pos) = get_varint(stored, 1, "dictionary id")?;
     if id > u64::from(DictionaryId::MAX) {
         return Err(corrupt(1, format!("dictionary id {id} is out of range")));
@@ -213,34 +217,58 @@ fn parse_block(stored: &[u8]) -> Result<(Header, Vec<usize>)> {
             format!("block document count {count} is out of range (1..={MAX_BLOCK_DOCS})"),
         ));
     }
-    // Each length takes at least one byte: a count beyond the value's size is corrupt
-    // before anything is allocated for it.
-    if count > (stored.len() - pos) as u64 {
+    let len_at = pos;
+    let (raw_len, p) = get_varint(stored, pos, "block length")?;
+    pos = p;
+    // Each length takes at least one byte of the decoded frame.
+    if count > raw_len {
         return Err(corrupt(
             count_at,
-            format!(
-                "block claims {count} documents in a {}-byte value",
-                stored.len()
-            ),
+            format!("block claims {count} documents in {raw_len} decoded bytes"),
         ));
     }
-    let mut ends = Vec::with_capacity(count as usize);
-    let mut total: u64 = 0;
-    for _ in 0..count {
-        let (n, p) = get_varint(stored, pos, "document length")?;
-        total = total.saturating_add(n);
-        ends.push(usize::try_from(total).unwrap_or(usize::MAX));
-        pos = p;
-    }
-    check_frame(stored, pos, total, count_at)?;
-    let header = Header {
+    check_frame(stored, pos, raw_len, len_at)?;
+    Ok(Header {
         codec: Codec::Block,
         dictionary: (id != 0).then_some(id as DictionaryId),
-        raw_len: total,
+        raw_len,
         docs: count as u32,
         payload_at: pos,
-    };
-    Ok((header, ends))
+    })
+}
+
+/// Reads the length table at the start of a decoded block frame (`bytes`, from a value whose
+/// header is `h`): the end offset of each document within `bytes`, and where the first one
+/// starts. Checks that the lengths exactly cover the rest of the frame.
+fn split_block(h: &Header, bytes: &[u8]) -> Result<(Vec<usize>, usize)> {
+    let count = h.docs as usize;
+    // `count <= raw_len == bytes.len()` (checked by `parse_block` and `decompress`), so
+    // this allocation is bounded by the decoded size.
+    let mut lens = Vec::with_capacity(count);
+    let mut pos = 0;
+    let mut total: u64 = 0;
+    for _ in 0..count {
+        let (n, p) = get_varint(bytes, pos, "document length")
+            .map_err(|_| corrupt(h.payload_at, "the length table of a block is cut short"))?;
+        total = total.saturating_add(n);
+        lens.push(n);
+        pos = p;
+    }
+    let rest = (bytes.len() - pos) as u64;
+    if total != rest {
+        return Err(corrupt(
+            h.payload_at,
+            format!("the documents of a block add up to {total} bytes, its frame holds {rest}"),
+        ));
+    }
+    let mut ends = Vec::with_capacity(count);
+    let mut end = pos;
+    for n in lens {
+        // Cannot overflow: the lengths add up to `rest`, which fits in `bytes`.
+        end += n as usize;
+        ends.push(end);
+    }
+    Ok((ends, pos))
 }
 
 /// The dictionary a stored value needs, if any (for reference counting dictionaries).
@@ -396,13 +424,18 @@ impl Decoder {
             let mut bytes = Vec::new();
             self.decode_into(stored, dicts, &mut bytes)?;
             let ends = vec![bytes.len()];
-            return Ok(Block { bytes, ends });
+            return Ok(Block {
+                bytes,
+                ends,
+                start: 0,
+            });
         }
-        let (h, ends) = parse_block(stored)?;
+        let h = parse_block(stored)?;
         let payload = stored.get(h.payload_at..).unwrap_or_default();
         let mut bytes = Vec::new();
         self.decompress(&h, payload, dicts, &mut bytes)?;
-        Ok(Block { bytes, ends })
+        let (ends, start) = split_block(&h, &bytes)?;
+        Ok(Block { bytes, ends, start })
     }
 
     fn decompress(
@@ -465,8 +498,12 @@ fn not_single(h: &Header) -> Error {
 /// The decoded documents of a block, in order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Block {
+    /// The decoded frame: the length table, then the documents from `start` on.
     bytes: Vec<u8>,
+    /// End of each document within `bytes`, non-decreasing, the last one `bytes.len()`.
     ends: Vec<usize>,
+    /// Where the first document starts.
+    start: usize,
 }
 
 impl Block {
@@ -480,7 +517,11 @@ impl Block {
                 "block parts do not fit: ends must grow and end at the length of the bytes",
             ));
         }
-        Ok(Block { bytes, ends })
+        Ok(Block {
+            bytes,
+            ends,
+            start: 0,
+        })
     }
 
     /// Bytes this block holds on the heap (documents and offsets), for cache budgets.
@@ -501,7 +542,11 @@ impl Block {
     /// Document `i`.
     pub fn get(&self, i: usize) -> Option<&[u8]> {
         let end = *self.ends.get(i)?;
-        let start = if i == 0 { 0 } else { *self.ends.get(i - 1)? };
+        let start = if i == 0 {
+            self.start
+        } else {
+            *self.ends.get(i - 1)?
+        };
         self.bytes.get(start..end)
     }
 

@@ -403,7 +403,11 @@ fn encode_block(
             ),
         });
     }
+    // The frame holds the length table, then the documents (see `codec`'s layout).
     joined.clear();
+    for d in docs {
+        put_varint(joined, d.len() as u64);
+    }
     for d in docs {
         joined.extend_from_slice(d);
     }
@@ -415,9 +419,7 @@ fn encode_block(
     out.push(Codec::Block as u8);
     put_varint(out, u64::from(dict_id));
     put_varint(out, docs.len() as u64);
-    for d in docs {
-        put_varint(out, d.len() as u64);
-    }
+    put_varint(out, joined.len() as u64);
     out.extend_from_slice(scratch);
     Ok(())
 }
