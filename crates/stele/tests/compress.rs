@@ -154,8 +154,8 @@ fn disabled_compressor_stores_raw() {
 }
 
 /// Some documents of one collection, small enough for exhaustive corruption.
-fn sample_values() -> (Vec<Vec<u8>>, Dictionaries) {
-    let docs: Vec<Vec<u8>> = (0..300)
+fn sample_docs() -> Vec<Vec<u8>> {
+    (0..300)
         .map(|i| {
             let j = format!(
                 r#"{{"id":{i},"name":"user number {i}","email":"user{i}@example.com","tags":["a","b"],"active":{}}}"#,
@@ -163,35 +163,32 @@ fn sample_values() -> (Vec<Vec<u8>>, Dictionaries) {
             );
             stele_doc::from_json(j.as_bytes()).unwrap()
         })
-        .collect();
-    let opts = CompressOptions {
+        .collect()
+}
+
+/// Options that train small dictionaries early on [`sample_docs`].
+fn sample_opts() -> CompressOptions {
+    CompressOptions {
         train_after: 100,
         sample_docs: 100,
         dictionary_bytes: 2048,
         ..CompressOptions::default()
-    };
-    let (stored, dicts, ids) = run(&docs, opts);
+    }
+}
+
+/// [`sample_docs`] as stored values, and the dictionaries they need.
+fn sample_values() -> (Vec<Vec<u8>>, Dictionaries) {
+    let (stored, dicts, ids) = run(&sample_docs(), sample_opts());
     assert!(!ids.is_empty(), "no dictionary trained");
     (stored, dicts)
 }
 
 /// The last dictionary `sample_values` trains: its id and bytes (the same compression again).
 fn sample_last_dictionary() -> (DictionaryId, Vec<u8>) {
-    let opts = CompressOptions {
-        train_after: 100,
-        sample_docs: 100,
-        dictionary_bytes: 2048,
-        ..CompressOptions::default()
-    };
-    let mut c = Compressor::new(opts).unwrap();
+    let mut c = Compressor::new(sample_opts()).unwrap();
     let mut last = None;
-    for i in 0..300 {
-        let j = format!(
-            r#"{{"id":{i},"name":"user number {i}","email":"user{i}@example.com","tags":["a","b"],"active":{}}}"#,
-            i % 2 == 0
-        );
-        c.compress(&stele_doc::from_json(j.as_bytes()).unwrap())
-            .unwrap();
+    for doc in sample_docs() {
+        c.compress(&doc).unwrap();
         if let Some(nd) = c.take_new_dictionary().unwrap() {
             last = Some((nd.id(), nd.bytes().to_vec()));
             c.adopt(nd).unwrap();

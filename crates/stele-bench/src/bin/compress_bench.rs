@@ -416,8 +416,8 @@ fn blocks_table(inputs: &[Input]) -> Result<()> {
     println!(
         "Consecutive Stele documents written without LZ4 strings, grouped into blocks of about \
          N raw bytes by `Compressor::compress_block` (default options: block level 9, \
-         dictionaries trained and adopted as for single documents, counted), one zstd frame per block plus one \
-         length per document. \"per doc\" = the same no-LZ4 documents one value each. A read of one document decodes its whole block: \"us/read\" is the mean \
+         dictionaries trained and adopted as for single documents, counted), one zstd frame per block holding \
+         the documents' lengths and the documents. \"per doc\" = the same no-LZ4 documents one value each. A read of one document decodes its whole block: \"us/read\" is the mean \
          CPU time to decode one block (what a cache miss costs; a block cache hides it for \
          neighbours).\n"
     );
