@@ -162,6 +162,20 @@ fn dict_key(collection: &str, id: crate::compress::DictionaryId) -> Vec<u8> {
     format!("dict/{collection}/{id:010}").into_bytes()
 }
 
+/// Keeps the in-memory dictionary sets in step with a removal from the meta collection.
+fn note_meta_removal(state: &mut State, key: &[u8]) {
+    let Some(rest) = key.strip_prefix(b"dict/") else {
+        return;
+    };
+    let text = String::from_utf8_lossy(rest);
+    if let Some((collection, id)) = text.rsplit_once('/')
+        && let Ok(id) = id.parse::<crate::compress::DictionaryId>()
+        && let Some(dicts) = state.dicts.get_mut(collection)
+    {
+        dicts.remove(id);
+    }
+}
+
 /// Keeps the in-memory dictionary sets in step with puts to the meta collection.
 fn note_meta(state: &mut State, key: &[u8], value: &[u8]) -> Result<()> {
     let Some(rest) = key.strip_prefix(b"dict/") else {
@@ -475,6 +489,8 @@ pub(crate) struct Inner {
     ready: Mutex<Vec<SideCompaction>>,
     /// Per-collection compressors, created on first write; they carry training state.
     compressors: Mutex<HashMap<String, Arc<Mutex<Compressor>>>>,
+    /// Dictionaries of batches compressed but not applied yet (see `crate::dicts`).
+    pins: Arc<crate::dicts::Pins>,
 }
 
 /// An embedded database of JSON documents in a folder. Cheap to clone; `Send + Sync`.
@@ -561,6 +577,9 @@ pub(crate) fn apply(store: &Store, state: &mut State, ops: &[LoggedOp]) -> Resul
             LoggedOp::Delete { collection, id } => {
                 if !crate::collection::contains(state, collection, id)? {
                     continue;
+                }
+                if collection == META {
+                    note_meta_removal(state, id);
                 }
                 reindex(state, collection, id, None)?;
                 let Some(map) = state.collections.get_mut(collection) else {
@@ -775,6 +794,7 @@ impl Database {
                 compacting: Mutex::new(HashSet::new()),
                 ready: Mutex::new(Vec::new()),
                 compressors: Mutex::new(HashMap::new()),
+                pins: Arc::default(),
             }),
         };
         if background {
@@ -819,7 +839,9 @@ impl Database {
     /// threads share one log write and one fsync (group commit).
     pub fn commit(&self, batch: Batch) -> Result<()> {
         let mut ops = batch.into_ops();
-        let proposals = self.compress_ops(&mut ops)?;
+        // `_pins` holds the dictionaries these documents were compressed with until the
+        // batch is applied (see `crate::dicts`).
+        let (proposals, _pins) = self.compress_ops(&mut ops)?;
         self.commit_ops(ops)?;
         // The dictionaries are durable now: later documents may use them.
         for (compressor, dict) in proposals {
@@ -895,10 +917,17 @@ impl Database {
     /// compressor used may hand out a dictionary (trained on everything up to this batch's
     /// last document, or earlier on a background thread): it goes into this batch, ahead of
     /// the documents (none of which uses it), and is adopted once the batch is durable.
+    #[expect(
+        clippy::type_complexity,
+        reason = "one private call site; a struct would only name the pair"
+    )]
     fn compress_ops(
         &self,
         ops: &mut Vec<LoggedOp>,
-    ) -> Result<Vec<(Arc<Mutex<Compressor>>, NewDictionary)>> {
+    ) -> Result<(
+        Vec<(Arc<Mutex<Compressor>>, NewDictionary)>,
+        Vec<crate::dicts::Pin>,
+    )> {
         let mut enabled: HashMap<String, bool> = HashMap::new();
         // In order of first use, so that dictionaries are logged in a stable order; with
         // the positions of the operations whose documents each compresses.
@@ -945,7 +974,8 @@ impl Database {
             }
         }
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        for (_, compressor, positions) in &used {
+        let mut pins = Vec::new();
+        for (collection, compressor, positions) in &used {
             let docs: Vec<&[u8]> = positions
                 .iter()
                 .filter_map(|&at| match ops.get(at) {
@@ -953,10 +983,16 @@ impl Database {
                     _ => None,
                 })
                 .collect();
-            let values = compressor
-                .lock()
-                .map_err(lock_poisoned)?
-                .compress_many(&docs, threads)?;
+            let values = {
+                let mut c = compressor.lock().map_err(lock_poisoned)?;
+                // Pinned under the compressor's lock, before any removal can read this
+                // compressor's current id (the dictionary only changes through `adopt`,
+                // which takes the same lock).
+                if let Some(id) = c.current_dictionary() {
+                    pins.push(self.inner.pins.pin(collection, id));
+                }
+                c.compress_many(&docs, threads)?
+            };
             drop(docs);
             for (&at, compressed) in positions.iter().zip(values) {
                 if let Some(LoggedOp::Put { value, .. }) = ops.get_mut(at) {
@@ -984,7 +1020,7 @@ impl Database {
             dict_ops.append(ops);
             *ops = dict_ops;
         }
-        Ok(proposals)
+        Ok((proposals, pins))
     }
 
     /// Creates index `name` on `collection` over the field paths `fields` (see
@@ -1110,10 +1146,78 @@ impl Database {
     /// Merges every collection into a single table each (packing every document of a
     /// collection with compression on into new blocks), then checkpoints. Waits first for
     /// dictionary trainings in flight and persists the dictionaries they produce, so that the
-    /// blocks are compressed with them.
+    /// blocks are compressed with them. Ends by removing the compression dictionaries that
+    /// no stored document, batch in flight or later write can need any more (once every
+    /// document of a collection is packed with its newest dictionary, the older ones are
+    /// usually unused); open snapshots keep reading with the dictionaries they had.
     pub fn compact(&self) -> Result<()> {
         self.settle_dictionaries(None)?;
-        self.checkpoint_with(true)
+        self.checkpoint_with(true)?;
+        self.remove_unused_dictionaries()?;
+        Ok(())
+    }
+
+    /// Removes the dictionaries that no stored value, batch in flight or later write can
+    /// need (see `crate::dicts` for why each rule is there); returns how many went. Runs
+    /// after a full compaction, which leaves packed collections on their newest
+    /// dictionary. Skipped while a background compaction runs or waits to be swapped in.
+    /// Dictionaries of dropped collections are left as they are.
+    fn remove_unused_dictionaries(&self) -> Result<usize> {
+        let ops = {
+            let w = self.quiet_writer()?;
+            let busy = !self
+                .inner
+                .compacting
+                .lock()
+                .map_err(lock_poisoned)?
+                .is_empty()
+                || !self.inner.ready.lock().map_err(lock_poisoned)?.is_empty();
+            if busy {
+                return Ok(0);
+            }
+            let mut ops = Vec::new();
+            for (collection, dicts) in &w.state.dicts {
+                let persisted: std::collections::BTreeSet<_> = dicts.ids().collect();
+                if persisted.len() < 2 || !w.state.collections.contains_key(collection) {
+                    continue;
+                }
+                let compressor = self
+                    .inner
+                    .compressors
+                    .lock()
+                    .map_err(lock_poisoned)?
+                    .get(collection)
+                    .cloned();
+                // Without a compressor, the next one resumes from the newest dictionary. A
+                // compressor without a dictionary may be about to adopt any: keep them all.
+                let current = match compressor {
+                    Some(c) => c
+                        .lock()
+                        .map_err(lock_poisoned)?
+                        .current_dictionary()
+                        .unwrap_or(0),
+                    None => persisted.last().copied().unwrap_or(0),
+                };
+                // Read after the current id: a batch compressed before that read is pinned.
+                let Some(pinned) = self.inner.pins.of(collection) else {
+                    return Ok(0);
+                };
+                let named = crate::dicts::named(&w.state, collection)?;
+                for id in crate::dicts::removable(&persisted, current, &pinned, &named) {
+                    ops.push(LoggedOp::Delete {
+                        collection: META.to_owned(),
+                        id: dict_key(collection, id),
+                    });
+                }
+            }
+            ops
+        };
+        // Safe after the writer lock is released: from here on, new values name only the
+        // current dictionary or newer ones (commits) or the newest (packing), and blocks
+        // copied by later packings were part of the scan.
+        let removed = ops.len();
+        self.commit_ops(ops)?;
+        Ok(removed)
     }
 
     /// Finishes the pending dictionary training of `only` (or of every collection) and
@@ -1355,3 +1459,7 @@ fn compact_on_the_side(weak: &Weak<Inner>, r: &MapRef) -> Result<Option<SideComp
         }
     }
 }
+
+#[cfg(test)]
+#[path = "db_dict_tests.rs"]
+mod dict_tests;

@@ -13,6 +13,7 @@ mod bytes;
 mod collection;
 pub mod compress;
 mod db;
+mod dicts;
 mod error;
 pub mod export;
 pub mod import;

@@ -6,6 +6,8 @@
     reason = "tests: a failed unwrap is a failed test"
 )]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::path::Path;
@@ -93,13 +95,7 @@ impl Storage for Seam {
 type Model = BTreeMap<String, String>;
 
 fn content(db: &Database) -> Model {
-    db.snapshot()
-        .iter("c")
-        .map(|e| {
-            let (id, d) = e.unwrap();
-            (id, d.to_json().unwrap())
-        })
-        .collect()
+    common::content(&db.snapshot(), "c")
 }
 
 #[test]

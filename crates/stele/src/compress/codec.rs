@@ -327,6 +327,11 @@ impl Dictionaries {
         self.by_id.remove(&id).is_some()
     }
 
+    /// The ids of the dictionaries held, in no particular order.
+    pub fn ids(&self) -> impl Iterator<Item = DictionaryId> + '_ {
+        self.by_id.keys().copied()
+    }
+
     /// Whether dictionary `id` is loaded.
     pub fn contains(&self, id: DictionaryId) -> bool {
         self.by_id.contains_key(&id)

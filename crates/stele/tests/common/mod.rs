@@ -3,6 +3,10 @@
 /// JSON text of sensor reading `i`: a second kind of document next to the order and customer
 /// documents of the tests, to make the compression ratio drift. Minified, so that it equals
 /// the stored document's JSON output.
+#[allow(
+    dead_code,
+    reason = "each test file is its own crate, and not all of them write sensor documents"
+)]
 pub fn sensor_json(i: u32) -> String {
     format!(
         r#"{{"sensor":"probe-{}","reading":{{"celsius":{}.{},"humidity":{}}},"site":"north field {}","firmware":"v2.{}.7"}}"#,
@@ -13,4 +17,21 @@ pub fn sensor_json(i: u32) -> String {
         i % 7,
         i % 3
     )
+}
+
+/// Every document of `collection` in `snap`, as minified JSON by id.
+#[allow(
+    dead_code,
+    reason = "each test file is its own crate, and not all of them read whole collections"
+)]
+pub fn content(
+    snap: &stele::Snapshot,
+    collection: &str,
+) -> std::collections::BTreeMap<String, String> {
+    snap.iter(collection)
+        .map(|e| {
+            let (id, d) = e.unwrap();
+            (id, d.to_json().unwrap())
+        })
+        .collect()
 }

@@ -1,0 +1,150 @@
+//! Removal of unused dictionaries against the two races that only the database's internals
+//! can stage on purpose: a batch compressed with a dictionary that stops being current
+//! before the batch is applied (pins), and a newer dictionary persisted but not yet adopted
+//! while writes still use the current one (the current id is never removed).
+
+use super::*;
+
+/// Document `i` of kind `kind` (0: log lines, 1: orders): orders compress worse than log
+/// lines with a dictionary of log lines, so switching from 0 to 1 makes the compressor see
+/// its ratio drift and train a new dictionary. Minified JSON.
+fn doc(kind: u32, i: u32) -> String {
+    if kind == 1 {
+        format!(
+            r#"{{"order":"o-{i}","customer":"c-{}","total":{}.{},"status":"shipped","items":[{{"sku":"s-{}","qty":{}}}]}}"#,
+            i % 97,
+            i % 500,
+            i % 100,
+            i % 31,
+            i % 5
+        )
+    } else {
+        format!(
+            r#"{{"level":"warn","logger":"net.http.client","message":"retry {} of request {i} to host-{}.example.org timed out","at":{}}}"#,
+            i % 4,
+            i % 17,
+            1_700_000_000 + u64::from(i)
+        )
+    }
+}
+
+fn batch(db: &Database, prefix: &str, kind: u32, range: std::ops::Range<u32>) -> Batch {
+    let mut b = db.batch();
+    for i in range {
+        b.put_json("c", &format!("{prefix}{i:06}"), doc(kind, i).as_bytes())
+            .unwrap();
+    }
+    b
+}
+
+fn current(db: &Database) -> Option<crate::compress::DictionaryId> {
+    db.compressor("c")
+        .unwrap()
+        .lock()
+        .unwrap()
+        .current_dictionary()
+}
+
+fn persisted(db: &Database, id: crate::compress::DictionaryId) -> bool {
+    db.snapshot_state()
+        .dicts
+        .get("c")
+        .is_some_and(|d| d.contains(id))
+}
+
+/// Every document `prefix{i}` of `range` reads back as `doc(kind, i)`.
+fn assert_reads(db: &Database, prefix: &str, kind: u32, range: std::ops::Range<u32>) {
+    let snap = db.snapshot();
+    for i in range {
+        let id = format!("{prefix}{i:06}");
+        let got = snap.get("c", &id).unwrap().unwrap().to_json().unwrap();
+        assert_eq!(got, doc(kind, i), "{id}");
+    }
+}
+
+fn open(dir: &Path) -> Database {
+    Database::open_with(dir, DatabaseOptions::default().background_training(false)).unwrap()
+}
+
+/// Writes kind 0 until the collection has a dictionary, then more of it so that the
+/// compressor's ratio windows (measured only once a dictionary is in use) learn kind 0's
+/// ratio; returns the dictionary's id.
+fn first_dictionary(db: &Database) -> crate::compress::DictionaryId {
+    db.commit(batch(db, "a", 0, 0..2000)).unwrap();
+    db.commit(batch(db, "a", 0, 2000..3000)).unwrap();
+    current(db).unwrap()
+}
+
+#[test]
+fn a_batch_compressed_before_a_removal_keeps_its_dictionary() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let x = first_dictionary(&db);
+    db.compact().unwrap();
+    // A batch compressed with X, held back before it is applied.
+    let mut held = batch(&db, "held", 0, 0..20).into_ops();
+    let (proposals, pins) = db.compress_ops(&mut held).unwrap();
+    assert!(proposals.is_empty());
+    // Other writes move the collection to a newer dictionary.
+    let mut n = 0;
+    while current(&db) == Some(x) {
+        db.commit(batch(&db, "b", 1, n * 250..(n + 1) * 250))
+            .unwrap();
+        n += 1;
+        assert!(
+            n < 200,
+            "no new dictionary after {} documents: {:?}",
+            n * 250,
+            db.compressor("c").unwrap().lock().unwrap().stats()
+        );
+    }
+    // Every stored document is packed with the newer one now: only the held batch names X.
+    db.compact().unwrap();
+    assert!(
+        persisted(&db, x),
+        "dictionary {x} went while a batch in flight used it"
+    );
+    db.commit_ops(held).unwrap();
+    drop(pins);
+    assert_reads(&db, "held", 0, 0..20);
+    drop(db);
+    let db = open(dir.path());
+    assert_reads(&db, "held", 0, 0..20);
+    // Once the batch is packed too, X may go.
+    db.compact().unwrap();
+    assert!(!persisted(&db, x));
+    assert_reads(&db, "held", 0, 0..20);
+}
+
+#[test]
+fn the_current_dictionary_stays_while_a_newer_one_awaits_adoption() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let x = first_dictionary(&db);
+    // Commit kind 1 without adopting what the compressor proposes, until it proposes one.
+    let mut pending = None;
+    for n in 0..200u32 {
+        let mut ops = batch(&db, "b", 1, n * 250..(n + 1) * 250).into_ops();
+        let (proposals, pins) = db.compress_ops(&mut ops).unwrap();
+        db.commit_ops(ops).unwrap();
+        drop(pins);
+        if let Some(p) = proposals.into_iter().next() {
+            pending = Some(p);
+            break;
+        }
+    }
+    let (compressor, y) = pending.unwrap();
+    assert!(y.id() > x);
+    assert_eq!(current(&db), Some(x));
+    // The compaction packs every document with Y, the newest persisted dictionary; X is
+    // still the one commits compress with.
+    db.compact().unwrap();
+    assert!(persisted(&db, x), "the current dictionary {x} went");
+    db.commit(batch(&db, "late", 1, 0..20)).unwrap();
+    assert_reads(&db, "late", 1, 0..20);
+    compressor.lock().unwrap().adopt(y).unwrap();
+    drop(db);
+    let db = open(dir.path());
+    assert_reads(&db, "late", 1, 0..20);
+    assert_reads(&db, "a", 0, 0..3000);
+}
