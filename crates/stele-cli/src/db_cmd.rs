@@ -459,32 +459,35 @@ pub struct CompactArgs {
     json: bool,
 }
 
-/// (layers, table bytes) of every collection together.
-fn totals(db: &Database) -> (usize, u64) {
+/// (layers, table bytes, compression dictionaries) of every collection together.
+fn totals(db: &Database) -> (usize, u64, usize) {
     let snap = db.snapshot();
     snap.collections()
         .iter()
-        .map(|c| snap.stats(c))
-        .fold((0, 0), |(l, b), s| (l + s.layers, b + s.table_bytes))
+        .map(|c| (snap.stats(c), snap.dictionaries(c)))
+        .fold((0, 0, 0), |(l, b, d), (s, n)| {
+            (l + s.layers, b + s.table_bytes, d + n)
+        })
 }
 
 pub fn compact(args: &CompactArgs) -> Result<()> {
     let db = open_existing(&args.db)?;
-    let (layers_before, bytes_before) = totals(&db);
+    let (layers_before, bytes_before, dicts_before) = totals(&db);
     let started = std::time::Instant::now();
     db.compact()
         .with_context(|| format!("compacting database {}", args.db.display()))?;
     let seconds = started.elapsed().as_secs_f64();
-    let (layers, bytes) = totals(&db);
+    let (layers, bytes, dicts) = totals(&db);
     if args.json {
         let v = serde_json::json!({
             "layers_before": layers_before, "table_bytes_before": bytes_before,
-            "layers": layers, "table_bytes": bytes, "seconds": seconds,
+            "dictionaries_before": dicts_before,
+            "layers": layers, "table_bytes": bytes, "dictionaries": dicts, "seconds": seconds,
         });
         println!("{v}");
     } else {
         println!(
-            "compacted: {layers_before} tables ({bytes_before} bytes) -> {layers} tables ({bytes} bytes), {seconds:.2} s"
+            "compacted: {layers_before} tables ({bytes_before} bytes) -> {layers} tables ({bytes} bytes), {dicts_before} -> {dicts} compression dictionaries, {seconds:.2} s"
         );
     }
     Ok(())

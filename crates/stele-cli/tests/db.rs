@@ -84,6 +84,9 @@ fn import_get_export_round_trip_and_stats() {
     let compacted: serde_json::Value =
         serde_json::from_str(&stdout_of(&["compact", "--json"], &db)).unwrap();
     assert_eq!(compacted["layers"], 2);
+    // Each collection keeps the dictionary its packed documents use.
+    let dicts = compacted["dictionaries"].as_u64().unwrap();
+    assert!(dicts >= 2 && dicts <= compacted["dictionaries_before"].as_u64().unwrap());
 }
 
 #[test]
