@@ -1103,7 +1103,7 @@ impl Database {
                 if w.pending.is_empty() && w.logged_bytes >= inner.opts.checkpoint_bytes {
                     // The commits are durable whatever happens here; a failed checkpoint
                     // is retried at the next one and the log still holds everything.
-                    let _ = self.checkpoint_locked(&mut w);
+                    let _ = self.checkpoint_locked(&mut w, true);
                 }
             }
             Err(e) => {
@@ -1140,19 +1140,54 @@ impl Database {
     /// with too many layers, records the tables in the manifest, starts a new log segment
     /// and removes files nothing needs any more. Waits for commits in flight.
     pub fn checkpoint(&self) -> Result<()> {
-        self.checkpoint_with(false)
+        let mut w = self.quiet_writer()?;
+        self.checkpoint_locked(&mut w, true)
     }
 
     /// Merges every collection into a single table each (packing every document of a
     /// collection with compression on into new blocks), then checkpoints. Waits first for
     /// dictionary trainings in flight and persists the dictionaries they produce, so that the
-    /// blocks are compressed with them. Ends by removing the compression dictionaries that
+    /// blocks are compressed with them. The merges run on the side, without the writer
+    /// lock: readers and writers go on meanwhile, and what is written during them lands
+    /// as one diff on top of the merged table (writers wait only while that diff is
+    /// written and the result swapped in). Ends by removing the compression dictionaries that
     /// no stored document, batch in flight or later write can need any more (once every
     /// document of a collection is packed with its newest dictionary, the older ones are
     /// usually unused); open snapshots keep reading with the dictionaries they had.
     pub fn compact(&self) -> Result<()> {
         self.settle_dictionaries(None)?;
-        self.checkpoint_with(true)?;
+        // Everything written so far into tables, so that the merges see all of it (without
+        // queueing background compactions: the merges below cover every map).
+        {
+            let mut w = self.quiet_writer()?;
+            self.checkpoint_locked(&mut w, false)?;
+        }
+        let refs: Vec<MapRef> = {
+            let w = self.inner.writer.lock().map_err(lock_poisoned)?;
+            w.state.map_refs().map(|(r, _)| r).collect()
+        };
+        let weak = Arc::downgrade(&self.inner);
+        let mut sides = Vec::new();
+        for r in &refs {
+            if let Some(side) = compact_on_the_side(&weak, r, true)? {
+                sides.push(side);
+            }
+        }
+        {
+            let mut w = self.quiet_writer()?;
+            let mut state = w.state.clone();
+            for side in sides {
+                let r = side.map.clone();
+                if !swap_in(&mut state, side)? {
+                    // Another compaction of this map landed meanwhile (a background one,
+                    // swapped in by a checkpoint a commit triggered): merge what the map
+                    // holds now, in line.
+                    compact_in_line(&self.inner.store, &self.inner.opts, &mut state, &r, true)?;
+                }
+            }
+            w.state = state;
+            self.checkpoint_locked(&mut w, false)?;
+        }
         self.remove_unused_dictionaries()?;
         Ok(())
     }
@@ -1276,41 +1311,17 @@ impl Database {
         Ok(w)
     }
 
-    fn checkpoint_with(&self, compact_all: bool) -> Result<()> {
-        let mut w = self.quiet_writer()?;
-        if compact_all {
-            let mut state = w.state.clone();
-            let refs: Vec<MapRef> = state.map_refs().map(|(r, _)| r).collect();
-            for r in refs {
-                compact_in_line(&self.inner.store, &self.inner.opts, &mut state, &r, true)?;
-            }
-            w.state = state;
-        }
-        self.checkpoint_locked(&mut w)
-    }
-
     /// The checkpoint itself; the writer lock is held, nothing is pending or in flight,
-    /// so the working state is exactly the durable one.
-    fn checkpoint_locked(&self, w: &mut Writer) -> Result<()> {
+    /// so the working state is exactly the durable one. `compact_deep`: compact the maps
+    /// with more layers than allowed (in line, or queued for the background compactor).
+    fn checkpoint_locked(&self, w: &mut Writer, compact_deep: bool) -> Result<()> {
         let inner = &*self.inner;
         let mut state = w.state.clone();
         let ready = std::mem::take(&mut *inner.ready.lock().map_err(lock_poisoned)?);
         for side in ready {
-            let Some(map) = state.map_mut(&side.map) else {
-                continue;
-            };
-            // `false` when the map was compacted another way meanwhile. An error (say, a
-            // full disk while rewriting the newer diffs) leaves the map as it was: the
-            // compaction is dropped and tried again later. A packed base goes in only with
-            // its packs map, which replaces the old one: the base points into it, and the
-            // diffs above the base hold whole documents.
-            let swapped = match side.base.id() {
-                Some(id) => map.rebase(&side.covered, id).unwrap_or(false),
-                None => false,
-            };
-            if let (true, MapRef::Collection(c), Some(packs)) = (swapped, &side.map, side.packs) {
-                state.collections.insert(crate::pack::packs_name(c), packs);
-            }
+            // An error (say, a full disk while rewriting the newer diffs) leaves the map as
+            // it was: the background compaction is dropped and tried again later.
+            let _ = swap_in(&mut state, side);
         }
         let background = inner.compactor.is_some();
         for map in state.maps_mut() {
@@ -1318,22 +1329,21 @@ impl Database {
                 map.save()?;
             }
         }
-        if !background {
-            let deep: Vec<MapRef> = state
+        let deep: Vec<MapRef> = if compact_deep {
+            state
                 .map_refs()
                 .filter(|(_, m)| m.layer_ids().len() > inner.opts.compact_layers)
                 .map(|(r, _)| r)
-                .collect();
-            for r in deep {
-                compact_in_line(&inner.store, &inner.opts, &mut state, &r, false)?;
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if !background {
+            for r in &deep {
+                compact_in_line(&inner.store, &inner.opts, &mut state, r, false)?;
             }
         }
         if let Some(queue) = &inner.compactor {
-            let deep: Vec<MapRef> = state
-                .map_refs()
-                .filter(|(_, m)| m.layer_ids().len() > inner.opts.compact_layers)
-                .map(|(r, _)| r)
-                .collect();
             let mut queued = inner.compacting.lock().map_err(lock_poisoned)?;
             for r in deep {
                 if queued.insert(r.clone())
@@ -1393,6 +1403,25 @@ impl Database {
     }
 }
 
+/// Swaps a compaction done on the side into `state`: `false`, changing nothing, when the
+/// map was compacted another way meanwhile (its bottom layers are no longer the ones the
+/// compaction covered). An error leaves the map as it was. A packed base goes in only with
+/// its packs map, which replaces the old one: the base points into it, and the diffs above
+/// the base hold whole documents.
+fn swap_in(state: &mut State, side: SideCompaction) -> Result<bool> {
+    let Some(map) = state.map_mut(&side.map) else {
+        return Ok(false);
+    };
+    let Some(id) = side.base.id() else {
+        return Ok(false);
+    };
+    let swapped = map.rebase(&side.covered, id)?;
+    if let (true, MapRef::Collection(c), Some(packs)) = (swapped, &side.map, side.packs) {
+        state.collections.insert(crate::pack::packs_name(c), packs);
+    }
+    Ok(swapped)
+}
+
 /// The background compactor: merges the saved layers of one map at a time without any
 /// lock and leaves the result for the next checkpoint to swap in with `rebase`. It holds
 /// the database only for an instant at either end, so closing is never delayed by a merge;
@@ -1400,7 +1429,7 @@ impl Database {
 fn compactor(weak: &Weak<Inner>, queue: &mpsc::Receiver<MapRef>) {
     while let Ok(r) = queue.recv() {
         // Errors leave the map as it was; a later checkpoint queues it again.
-        let done = compact_on_the_side(weak, &r).ok().flatten();
+        let done = compact_on_the_side(weak, &r, false).ok().flatten();
         let Some(inner) = weak.upgrade() else { return };
         if let Some(side) = done
             && let Ok(mut ready) = inner.ready.lock()
@@ -1414,9 +1443,14 @@ fn compactor(weak: &Weak<Inner>, queue: &mpsc::Receiver<MapRef>) {
 }
 
 /// Compacts what map `r` has saved now into a new base (for a user collection with
-/// compression on: packs it, leaving an empty base); returns what the next checkpoint swaps
-/// in.
-fn compact_on_the_side(weak: &Weak<Inner>, r: &MapRef) -> Result<Option<SideCompaction>> {
+/// compression on: packs it, leaving an empty base; `full`: rewriting every block, even of a
+/// collection of one layer); returns what is to be swapped in ([`swap_in`]), or nothing if
+/// the map is compact already.
+fn compact_on_the_side(
+    weak: &Weak<Inner>,
+    r: &MapRef,
+    full: bool,
+) -> Result<Option<SideCompaction>> {
     let (state, store, opts) = {
         let Some(inner) = weak.upgrade() else {
             return Ok(None);
@@ -1431,7 +1465,11 @@ fn compact_on_the_side(weak: &Weak<Inner>, r: &MapRef) -> Result<Option<SideComp
     };
     let mut side = map.saved_only();
     let covered = side.layer_ids();
-    if covered.len() <= 1 {
+    let packed = match r {
+        MapRef::Collection(c) if !c.starts_with('_') => packs_collection(&opts, &state, c)?,
+        _ => false,
+    };
+    if covered.is_empty() || (covered.len() == 1 && !(full && packed)) {
         return Ok(None);
     }
     let side_of = |base: DurableMap, packs: Option<DurableMap>| SideCompaction {
@@ -1443,9 +1481,9 @@ fn compact_on_the_side(weak: &Weak<Inner>, r: &MapRef) -> Result<Option<SideComp
     match r {
         MapRef::Collection(c) if !c.starts_with('_') => {
             let source = side.sequential()?;
-            if packs_collection(&opts, &state, c)? {
+            if packed {
                 let (packs, _) =
-                    crate::pack::pack(&store, &state, c, &source, false, pack_settings(&opts))?;
+                    crate::pack::pack(&store, &state, c, &source, full, pack_settings(&opts))?;
                 let empty = store.map_builder()?.finish()?;
                 Ok(Some(side_of(empty, Some(packs))))
             } else {

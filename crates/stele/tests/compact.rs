@@ -1,0 +1,139 @@
+//! `Database::compact` merges on the side: writers are not held up while it packs.
+#![allow(
+    clippy::unwrap_used,
+    reason = "tests: a failed unwrap is a failed test"
+)]
+
+mod common;
+
+use std::io;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+use stele::{Database, DatabaseOptions};
+use stele_table::{FsStorage, Storage, StorageFile};
+
+/// The thread that runs `compact` in the test below.
+const COMPACTING_THREAD: &str = "compacting";
+
+/// Pauses the compacting thread at its first creation of a table file (the output of the
+/// merge) until the test opens the gate.
+#[derive(Debug, Default)]
+struct Gate {
+    armed: AtomicBool,
+    paused: Mutex<bool>,
+    open: Mutex<bool>,
+    changed: Condvar,
+}
+
+impl Gate {
+    fn maybe_pause(&self, path: &Path) {
+        let in_tables = path.parent().and_then(Path::file_name) == Some("tables".as_ref());
+        if !in_tables
+            || std::thread::current().name() != Some(COMPACTING_THREAD)
+            || !self.armed.swap(false, Ordering::SeqCst)
+        {
+            return;
+        }
+        *self.paused.lock().unwrap() = true;
+        self.changed.notify_all();
+        let mut open = self.open.lock().unwrap();
+        while !*open {
+            open = self.changed.wait(open).unwrap();
+        }
+    }
+
+    fn wait_paused(&self) {
+        let mut paused = self.paused.lock().unwrap();
+        while !*paused {
+            paused = self.changed.wait(paused).unwrap();
+        }
+    }
+
+    fn release(&self) {
+        *self.open.lock().unwrap() = true;
+        self.changed.notify_all();
+    }
+}
+
+#[derive(Debug)]
+struct Seam(Arc<Gate>);
+
+impl Storage for Seam {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
+        self.0.maybe_pause(path);
+        FsStorage.create(path)
+    }
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
+        FsStorage.open_append(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        FsStorage.rename(from, to)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        FsStorage.sync_dir(dir)
+    }
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        FsStorage.remove(path)
+    }
+}
+
+#[test]
+fn writers_commit_while_compact_merges() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = Arc::new(Gate::default());
+    // In-line trainings: no dictionary is pending when `compact` starts, so its first
+    // checkpoint has nothing to save and the first table it creates is its merge's.
+    let opts = DatabaseOptions::default()
+        .background_training(false)
+        .storage(Arc::new(Seam(Arc::clone(&gate))));
+    let db = Database::open_with(dir.path(), opts).unwrap();
+    let mut model = std::collections::BTreeMap::new();
+    let mut b = db.batch();
+    for i in 0..3000u32 {
+        let (id, json) = (format!("s{i:05}"), common::sensor_json(i));
+        b.put_json("c", &id, json.as_bytes()).unwrap();
+        model.insert(id, json);
+    }
+    db.commit(b).unwrap();
+    // Everything in tables first, so that the first table `compact` creates is its merge's.
+    db.checkpoint().unwrap();
+    gate.armed.store(true, Ordering::SeqCst);
+    let compacting = {
+        let db = db.clone();
+        std::thread::Builder::new()
+            .name(COMPACTING_THREAD.into())
+            .spawn(move || db.compact())
+            .unwrap()
+    };
+    gate.wait_paused();
+    // The merge is paused half way: a commit must still go through.
+    let (tx, rx) = mpsc::channel();
+    let writer = {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            let mut b = db.batch();
+            b.put_json("c", "during", br#"{"during":true}"#).unwrap();
+            b.delete("c", "s00007").unwrap();
+            let _ = tx.send(db.commit(b));
+        })
+    };
+    let committed = rx.recv_timeout(Duration::from_secs(30));
+    gate.release();
+    assert!(
+        matches!(committed, Ok(Ok(()))),
+        "a commit waited for the whole compaction: {committed:?}"
+    );
+    writer.join().unwrap();
+    compacting.join().unwrap().unwrap();
+    model.insert("during".into(), r#"{"during":true}"#.into());
+    model.remove("s00007");
+    assert_eq!(common::content(&db.snapshot(), "c"), model);
+    // The merge landed (documents packed) and the write made during it is on top.
+    assert!(db.snapshot().stats("c").packed_blocks > 0);
+    drop(db);
+    let db = Database::open(dir.path()).unwrap();
+    assert_eq!(common::content(&db.snapshot(), "c"), model);
+}
