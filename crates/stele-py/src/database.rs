@@ -91,7 +91,8 @@ fn closed(py: Python<'_>, path: &std::path::Path) -> PyErr {
     )
 }
 
-fn stats_dict<'py>(py: Python<'py>, s: &CollectionStats) -> PyResult<Bound<'py, PyDict>> {
+fn stats_dict<'py>(py: Python<'py>, snap: &Snapshot, name: &str) -> PyResult<Bound<'py, PyDict>> {
+    let s: CollectionStats = snap.stats(name);
     let d = PyDict::new(py);
     d.set_item("documents", s.documents)?;
     d.set_item("layers", s.layers)?;
@@ -100,13 +101,14 @@ fn stats_dict<'py>(py: Python<'py>, s: &CollectionStats) -> PyResult<Bound<'py, 
     d.set_item("unsaved_changes", s.unsaved_changes)?;
     d.set_item("packed_blocks", s.packed_blocks)?;
     d.set_item("pack_bytes", s.pack_bytes)?;
+    d.set_item("dictionaries", snap.dictionaries(name))?;
     Ok(d)
 }
 
 fn all_stats<'py>(py: Python<'py>, snap: &Snapshot) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     for name in snap.collections() {
-        d.set_item(name, stats_dict(py, &snap.stats(name))?)?;
+        d.set_item(name, stats_dict(py, snap, name)?)?;
     }
     Ok(d)
 }
@@ -276,7 +278,9 @@ impl PyDatabase {
         py.detach(|| db.checkpoint()).map_err(|e| db_err(py, e))
     }
 
-    /// Merges every collection into one table each, then checkpoints (without the GIL).
+    /// Merges every collection into one table each (packing compressed collections into
+    /// blocks), then checkpoints and removes the compression dictionaries no document needs
+    /// any more (without the GIL). Other threads' writes go on while it merges.
     fn compact(&self, py: Python<'_>) -> PyResult<()> {
         let db = self.db(py)?;
         py.detach(|| db.compact()).map_err(|e| db_err(py, e))
@@ -857,7 +861,7 @@ impl PyCollection {
 
     /// {documents, layers, table_bytes, stored_bytes, unsaved_changes}.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        stats_dict(py, &self.snapshot(py)?.stats(&self.name))
+        stats_dict(py, &self.snapshot(py)?, &self.name)
     }
 
     fn __repr__(&self) -> String {

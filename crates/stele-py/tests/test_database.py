@@ -182,6 +182,7 @@ def test_reopen_keeps_data_and_checkpoint_compact(tmp_path):
         assert stats["table_bytes"] > 0 and stats["unsaved_changes"] == 0
         # Compaction packed the documents into blocks (compression is on by default).
         assert stats["packed_blocks"] > 0 and 0 < stats["pack_bytes"] < stats["table_bytes"]
+        assert stats["dictionaries"] <= 1
         assert c.stats() == stats
     with stele.open(tmp_path) as db:
         c = db["c"]

@@ -167,9 +167,12 @@ class Database:
     def snapshot(self) -> Snapshot:
         """A consistent read-only view as of the last commit."""
     def checkpoint(self) -> None: ...
-    def compact(self) -> None: ...
+    def compact(self) -> None:
+        """Merges every collection into one table each (packing compressed collections into
+        blocks), then removes the compression dictionaries no document needs any more.
+        Other threads' writes go on while it merges."""
     def stats(self) -> dict[str, dict[str, int]]:
-        """{collection: {documents, layers, table_bytes, stored_bytes, unsaved_changes, packed_blocks, pack_bytes}}."""
+        """{collection: {documents, layers, table_bytes, stored_bytes, unsaved_changes, packed_blocks, pack_bytes, dictionaries}}."""
 
 def open(
     path: str | PathLike[str],
