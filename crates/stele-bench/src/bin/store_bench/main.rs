@@ -35,6 +35,8 @@ struct Args {
     quick: bool,
     data: PathBuf,
     only: Option<String>,
+    /// `DatabaseOptions::pack_block_bytes` (default: the library's default).
+    pack_block_bytes: Option<usize>,
 }
 
 fn parse_args() -> Result<Args> {
@@ -42,6 +44,7 @@ fn parse_args() -> Result<Args> {
         quick: false,
         data: data::default_data_dir(),
         only: None,
+        pack_block_bytes: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -49,9 +52,16 @@ fn parse_args() -> Result<Args> {
             "--quick" | "--test" => args.quick = true,
             "--data" => args.data = PathBuf::from(it.next().context("--data needs a folder")?),
             "--only" => args.only = Some(it.next().context("--only needs a name")?),
-            other => {
-                anyhow::bail!("unknown argument {other:?} (use --quick, --data DIR, --only NAME)")
+            "--pack-block-bytes" => {
+                let n = it.next().context("--pack-block-bytes needs a number")?;
+                args.pack_block_bytes = Some(
+                    n.parse()
+                        .with_context(|| format!("--pack-block-bytes {n:?}: not a number"))?,
+                );
             }
+            other => anyhow::bail!(
+                "unknown argument {other:?} (use --quick, --data DIR, --only NAME, --pack-block-bytes N)"
+            ),
         }
     }
     Ok(args)
@@ -128,11 +138,16 @@ fn folder_bytes(dir: &std::path::Path) -> Result<u64> {
     Ok(total)
 }
 
-fn run_one(c: &data::Collection, work: &std::path::Path, compressed: bool) -> Result<Row> {
+fn run_one(
+    c: &data::Collection,
+    work: &std::path::Path,
+    compressed: bool,
+    opts: &DatabaseOptions,
+) -> Result<Row> {
     let n = c.len();
     let dir = work.join(c.name.replace('/', "_"));
     let _ = std::fs::remove_dir_all(&dir);
-    let db = Database::open(&dir)?;
+    let db = Database::open_with(&dir, opts.clone())?;
     let coll = "c";
     db.set_compression(coll, compressed)?;
     let ids: Vec<String> = (0..n).map(|i| format!("{i:08}")).collect();
@@ -251,7 +266,7 @@ fn run_one(c: &data::Collection, work: &std::path::Path, compressed: bool) -> Re
     drop(db);
     // get+3 with no block cache: every read of a packed document decodes its block (what a
     // read of a block not read before costs).
-    let db = Database::open_with(&dir, DatabaseOptions::default().block_cache_bytes(0))?;
+    let db = Database::open_with(&dir, opts.clone().block_cache_bytes(0))?;
     let snap = db.snapshot();
     let mut uncached_ns = Vec::with_capacity(probes.min(20_000));
     for _ in 0..probes.min(20_000) {
@@ -315,7 +330,14 @@ fn main() -> Result<()> {
     let work = PathBuf::from(std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into()))
         .join("store-bench");
     std::fs::create_dir_all(&work)?;
+    let mut opts = DatabaseOptions::default();
+    if let Some(n) = args.pack_block_bytes {
+        opts = opts.pack_block_bytes(n);
+    }
     println!("# Document store benchmark\n");
+    if let Some(n) = args.pack_block_bytes {
+        println!("`--pack-block-bytes {n}`: blocks of {n} bytes instead of the default below.\n");
+    }
     println!(
         "Each collection twice: compression off (raw Stele documents) and on (as written: each document alone at zstd level 1 with the collection's trained dictionaries; the final `compact` packs ids and documents into 32 KiB blocks at zstd level 9). Ids: line numbers. Batches of 1,000 documents per commit, then `compact`; \"ingest + compact\" counts the time of both (with compression on, the packing at level 9 happens in `compact`)."
     );
@@ -359,7 +381,8 @@ fn main() -> Result<()> {
             continue;
         }
         for compressed in [false, true] {
-            let r = run_one(&c, &work, compressed).with_context(|| format!("collection {name}"))?;
+            let r = run_one(&c, &work, compressed, &opts)
+                .with_context(|| format!("collection {name}"))?;
             eprintln!("{name} (compression {compressed}): done");
             t.row(vec![
                 r.name,
