@@ -104,7 +104,7 @@ impl DatabaseOptions {
     /// its neighbours from the block cache ([`block_cache_bytes`](Self::block_cache_bytes)).
     /// Documents written since the last compaction stay compressed one by one.
     /// `docs/benchmarks.md` ("Block size") measures 16, 32 and 64 KiB side by side: each
-    /// doubling makes collections of small documents 4-8 % smaller and doubles the cost of a
+    /// doubling makes collections of small documents 2-13 % smaller and doubles the cost of a
     /// read whose block is not cached (debian 20 -> 35 -> 61 us).
     #[must_use]
     pub fn pack_block_bytes(mut self, bytes: usize) -> Self {
