@@ -37,16 +37,24 @@ pub trait StorageFile: Write + Send + Debug {
     }
 }
 
-/// File operations used to create tables; implement it to inject faults.
+/// File operations used to create tables; implement it to inject faults. Every operation
+/// but `create` defaults to the real file system, so a seam overrides only what it
+/// intercepts.
 pub trait Storage: Send + Sync + Debug {
     /// Creates a new file (fails if it exists).
     fn create(&self, path: &Path) -> io::Result<Box<dyn StorageFile>>;
     /// Renames `from` to `to`, replacing `to`.
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        fs::rename(from, to)
+    }
     /// Makes a folder's entries durable (fsync of the folder).
-    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        File::open(dir)?.sync_all()
+    }
     /// Removes a file.
-    fn remove(&self, path: &Path) -> io::Result<()>;
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        fs::remove_file(path)
+    }
 
     /// Opens an existing file, or creates it, for appending (write-ahead logs). The default
     /// uses the real file system; seams that inject faults wrap it.
@@ -148,15 +156,6 @@ impl Storage for FsStorage {
             file: f,
             written_bytes: 0,
         }))
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        fs::rename(from, to)
-    }
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        File::open(dir)?.sync_all()
-    }
-    fn remove(&self, path: &Path) -> io::Result<()> {
-        fs::remove_file(path)
     }
 }
 

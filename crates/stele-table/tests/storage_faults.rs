@@ -81,9 +81,6 @@ impl Storage for Faulty {
         }
         FsStorage.sync_dir(dir)
     }
-    fn remove(&self, path: &Path) -> io::Result<()> {
-        FsStorage.remove(path)
-    }
 }
 
 fn build(dir: &Path, fault: Fault) -> Result<stele_table::TableInfo, Error> {

@@ -69,15 +69,6 @@ impl Storage for Seam {
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
         FsStorage.open_append(path)
     }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        FsStorage.rename(from, to)
-    }
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        FsStorage.sync_dir(dir)
-    }
-    fn remove(&self, path: &Path) -> io::Result<()> {
-        FsStorage.remove(path)
-    }
 }
 
 #[test]

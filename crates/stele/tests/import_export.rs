@@ -295,15 +295,6 @@ impl Storage for FailOneSync {
             self.fail_at,
         )))
     }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        FsStorage.rename(from, to)
-    }
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        FsStorage.sync_dir(dir)
-    }
-    fn remove(&self, path: &Path) -> io::Result<()> {
-        FsStorage.remove(path)
-    }
 }
 
 #[test]
