@@ -84,14 +84,6 @@ impl Drop for Pin {
     }
 }
 
-fn corrupt(collection: &str, id: &[u8], reason: String) -> Error {
-    Error::CorruptDocument {
-        collection: collection.to_owned(),
-        id: String::from_utf8_lossy(id).into_owned(),
-        reason,
-    }
-}
-
 /// The dictionary ids of `collection` that values of `state` name: its map's documents, its
 /// packed blocks, and the documents of import staging collections into it.
 pub(crate) fn named(state: &State, collection: &str) -> Result<BTreeSet<DictionaryId>> {
@@ -108,23 +100,15 @@ pub(crate) fn named(state: &State, collection: &str) -> Result<BTreeSet<Dictiona
             if crate::pack::is_removed(stored) {
                 continue;
             }
-            let header = parse_header(stored).map_err(|e| corrupt(name, &id, e.to_string()))?;
+            let header = parse_header(stored)
+                .map_err(|e| Error::corrupt_document(name, &id, e.to_string()))?;
             ids.extend(header.dictionary);
         }
     }
     if let Some(packs) = state.collections.get(&crate::pack::packs_name(collection)) {
         for entry in packs.iter() {
             let (last_id, value) = entry?;
-            let mut r = crate::bytes::Reader::new(value);
-            if r.varint().is_none() {
-                return Err(corrupt(
-                    collection,
-                    &last_id,
-                    "a packed block does not start with its number".to_owned(),
-                ));
-            }
-            let header =
-                parse_header(r.rest()).map_err(|e| corrupt(collection, &last_id, e.to_string()))?;
+            let header = crate::pack::block_header(collection, &last_id, value)?;
             ids.extend(header.dictionary);
         }
     }

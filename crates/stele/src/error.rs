@@ -172,6 +172,15 @@ pub enum Error {
 
 /// More variants of [`Error`] live here to keep the enum readable.
 impl Error {
+    /// A stored document (or block) of `collection` under `id` that does not decode.
+    pub(crate) fn corrupt_document(collection: &str, id: &[u8], reason: impl Into<String>) -> Self {
+        Error::CorruptDocument {
+            collection: collection.to_owned(),
+            id: String::from_utf8_lossy(id).into_owned(),
+            reason: reason.into(),
+        }
+    }
+
     pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {
             op,

@@ -79,14 +79,6 @@ thread_local! {
     static DECODER: RefCell<Option<Decoder>> = const { RefCell::new(None) };
 }
 
-fn corrupt(collection: &str, id: &[u8], reason: String) -> Error {
-    Error::CorruptDocument {
-        collection: collection.to_owned(),
-        id: String::from_utf8_lossy(id).into_owned(),
-        reason,
-    }
-}
-
 /// Runs `f` with this thread's reusable decoder.
 pub(crate) fn with_decoder<T>(f: impl FnOnce(&mut Decoder) -> Result<T>) -> Result<T> {
     DECODER.with(|cell| {
@@ -133,5 +125,5 @@ pub(crate) fn decode_with<'a>(
     decoder
         .decode(stored, dicts)
         .map(|c| DocBytes::Owned(c.into_owned()))
-        .map_err(|e| corrupt(collection, id, e.to_string()))
+        .map_err(|e| Error::corrupt_document(collection, id, e.to_string()))
 }

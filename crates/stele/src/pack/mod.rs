@@ -94,12 +94,33 @@ impl Packing {
     }
 }
 
-fn corrupt(collection: &str, id: &[u8], reason: impl Into<String>) -> Error {
-    Error::CorruptDocument {
-        collection: collection.to_owned(),
-        id: String::from_utf8_lossy(id).into_owned(),
-        reason: reason.into(),
-    }
+/// A value of `collection`'s packs map (stored under key `last_id`) split into its block
+/// number and its block value (codec 3).
+pub(crate) fn split_value<'v>(
+    collection: &str,
+    last_id: &[u8],
+    value: &'v [u8],
+) -> Result<(u64, &'v [u8])> {
+    let mut r = Reader::new(value);
+    let Some(number) = r.varint() else {
+        return Err(Error::corrupt_document(
+            collection,
+            last_id,
+            "a packed block does not start with its number",
+        ));
+    };
+    Ok((number, r.rest()))
+}
+
+/// The header of the block in a value of `collection`'s packs map (see [`split_value`]).
+pub(crate) fn block_header(
+    collection: &str,
+    last_id: &[u8],
+    value: &[u8],
+) -> Result<crate::compress::Header> {
+    let (_, block) = split_value(collection, last_id, value)?;
+    crate::compress::parse_header(block)
+        .map_err(|e| Error::corrupt_document(collection, last_id, e.to_string()))
 }
 
 /// The block stored under key `last_id` as `value` in `collection`'s packs map, decoded:
@@ -111,22 +132,17 @@ pub(crate) fn load_block(
     value: &[u8],
     decoder: &mut Decoder,
 ) -> Result<Arc<DecodedBlock>> {
-    let mut r = Reader::new(value);
-    let Some(number) = r.varint() else {
-        return Err(corrupt(
-            collection,
-            last_id,
-            "a packed block does not start with its number",
-        ));
-    };
+    let (number, stored) = split_value(collection, last_id, value)?;
     if let Some(block) = state.packing.cache.get(number) {
         return Ok(block);
     }
     let none = Dictionaries::new();
     let dicts = state.dicts.get(collection).unwrap_or(&none);
-    let bad = |e: String| corrupt(collection, last_id, format!("packed block {number}: {e}"));
+    let bad = |e: String| {
+        Error::corrupt_document(collection, last_id, format!("packed block {number}: {e}"))
+    };
     let block = decoder
-        .decode_block(r.rest(), dicts)
+        .decode_block(stored, dicts)
         .map_err(|e| bad(e.to_string()))?;
     let block = Arc::new(DecodedBlock::new(block, last_id).map_err(bad)?);
     state.packing.cache.insert(number, &block);
@@ -392,12 +408,7 @@ pub(crate) fn pack(
             let small_pending =
                 w.pending_bytes() > 0 && w.pending_bytes() < settings.block_bytes / 2;
             if !full && !changes.any_upto(&last_id) && !small_pending {
-                let mut r = Reader::new(value);
-                let _ = r.varint();
-                let docs = crate::compress::parse_header(r.rest())
-                    .map_err(|e| corrupt(collection, &last_id, e.to_string()))?
-                    .docs as usize
-                    / 2;
+                let docs = block_header(collection, &last_id, value)?.docs as usize / 2;
                 w.copy(&last_id, value, docs)?;
                 continue;
             }
