@@ -244,14 +244,16 @@ fn split_block(h: &Header, bytes: &[u8]) -> Result<(Vec<usize>, usize)> {
     let count = h.docs as usize;
     // `count <= raw_len == bytes.len()` (checked by `parse_block` and `decompress`), so
     // this allocation is bounded by the decoded size.
-    let mut lens = Vec::with_capacity(count);
+    // First each document's end relative to the end of the table (running totals), then,
+    // once they are known to cover the rest of the frame exactly, shifted by the table's length.
+    let mut ends = Vec::with_capacity(count);
     let mut pos = 0;
     let mut total: u64 = 0;
     for _ in 0..count {
         let (n, p) = get_varint(bytes, pos, "document length")
             .map_err(|_| corrupt(h.payload_at, "the length table of a block is cut short"))?;
         total = total.saturating_add(n);
-        lens.push(n);
+        ends.push(total);
         pos = p;
     }
     let rest = (bytes.len() - pos) as u64;
@@ -261,13 +263,8 @@ fn split_block(h: &Header, bytes: &[u8]) -> Result<(Vec<usize>, usize)> {
             format!("the documents of a block add up to {total} bytes, its frame holds {rest}"),
         ));
     }
-    let mut ends = Vec::with_capacity(count);
-    let mut end = pos;
-    for n in lens {
-        // Cannot overflow: the lengths add up to `rest`, which fits in `bytes`.
-        end += n as usize;
-        ends.push(end);
-    }
+    // Cannot overflow: every running total is at most `rest`, and `pos + rest == bytes.len()`.
+    let ends = ends.into_iter().map(|end| pos + end as usize).collect();
     Ok((ends, pos))
 }
 
