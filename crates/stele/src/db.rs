@@ -162,17 +162,25 @@ pub(crate) struct State {
 pub(crate) const META: &str = "_meta";
 
 fn dict_key(collection: &str, id: crate::compress::DictionaryId) -> Vec<u8> {
-    format!("dict/{collection}/{id:010}").into_bytes()
+    format!("{}{id:010}", dict_prefix(collection)).into_bytes()
+}
+
+/// The prefix of the meta keys of `collection`'s dictionaries.
+pub(crate) fn dict_prefix(collection: &str) -> String {
+    format!("dict/{collection}/")
+}
+
+/// The collection and dictionary id a meta key names (the inverse of `dict_key`), or `None` if
+/// `key` is not a dictionary key.
+pub(crate) fn parse_dict_key(key: &[u8]) -> Option<(&str, crate::compress::DictionaryId)> {
+    let rest = std::str::from_utf8(key.strip_prefix(b"dict/")?).ok()?;
+    let (collection, id) = rest.rsplit_once('/')?;
+    Some((collection, id.parse().ok()?))
 }
 
 /// Keeps the in-memory dictionary sets in step with a removal from the meta collection.
 fn note_meta_removal(state: &mut State, key: &[u8]) {
-    let Some(rest) = key.strip_prefix(b"dict/") else {
-        return;
-    };
-    let text = String::from_utf8_lossy(rest);
-    if let Some((collection, id)) = text.rsplit_once('/')
-        && let Ok(id) = id.parse::<crate::compress::DictionaryId>()
+    if let Some((collection, id)) = parse_dict_key(key)
         && let Some(dicts) = state.dicts.get_mut(collection)
     {
         dicts.remove(id);
@@ -181,17 +189,10 @@ fn note_meta_removal(state: &mut State, key: &[u8]) {
 
 /// Keeps the in-memory dictionary sets in step with puts to the meta collection.
 fn note_meta(state: &mut State, key: &[u8], value: &[u8]) -> Result<()> {
-    let Some(rest) = key.strip_prefix(b"dict/") else {
+    if !key.starts_with(b"dict/") {
         return Ok(());
-    };
-    let text = String::from_utf8_lossy(rest);
-    let parsed = text.rsplit_once('/').and_then(|(c, id)| {
-        Some((
-            c.to_owned(),
-            id.parse::<crate::compress::DictionaryId>().ok()?,
-        ))
-    });
-    let Some((collection, id)) = parsed else {
+    }
+    let Some((collection, id)) = parse_dict_key(key) else {
         return Err(Error::CorruptManifest {
             path: PathBuf::from(META),
             reason: "a dictionary key does not name a collection and an id",
@@ -199,7 +200,7 @@ fn note_meta(state: &mut State, key: &[u8], value: &[u8]) -> Result<()> {
     };
     state
         .dicts
-        .entry(collection)
+        .entry(collection.to_owned())
         .or_default()
         .insert(id, value)?;
     Ok(())

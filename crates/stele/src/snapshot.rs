@@ -228,7 +228,7 @@ impl Snapshot {
         let Some(meta) = self.state.collections.get(crate::db::META) else {
             return Ok(0);
         };
-        let prefix = format!("dict/{collection}/");
+        let prefix = crate::db::dict_prefix(collection);
         let mut total = 0u64;
         for entry in meta.prefix(prefix.as_bytes()) {
             total += entry?.1.len() as u64;

@@ -270,16 +270,17 @@ pub(crate) fn last_dictionary(
     let Some(meta) = state.collections.get(crate::db::META) else {
         return Ok(None);
     };
-    let prefix = format!("dict/{collection}/");
+    let prefix = crate::db::dict_prefix(collection);
     let Some(entry) = meta.prefix(prefix.as_bytes()).next_back() else {
         return Ok(None);
     };
     let (key, value) = entry?;
-    let id = key
-        .get(prefix.len()..)
-        .and_then(|t| std::str::from_utf8(t).ok())
-        .and_then(|t| t.parse().ok())
-        .unwrap_or(0);
+    let Some((_, id)) = crate::db::parse_dict_key(&key) else {
+        return Err(Error::CorruptManifest {
+            path: std::path::PathBuf::from(crate::db::META),
+            reason: "a dictionary key does not name a collection and an id",
+        });
+    };
     Ok(Some((id, value.to_vec())))
 }
 
