@@ -505,21 +505,6 @@ pub struct StatsArgs {
     json: bool,
 }
 
-/// Bytes of every file under `dir`.
-fn folder_bytes(dir: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .map(|e| match e.file_type() {
-            Ok(t) if t.is_dir() => folder_bytes(&e.path()),
-            Ok(_) => e.metadata().map_or(0, |m| m.len()),
-            Err(_) => 0,
-        })
-        .sum()
-}
-
 pub fn stats(args: &StatsArgs) -> Result<()> {
     let db = open_existing(&args.db)?;
     let snap = db.snapshot();
@@ -529,8 +514,8 @@ pub fn stats(args: &StatsArgs) -> Result<()> {
         .iter()
         .map(|s| Ok((db.compression(&s.name)?, snap.dictionaries(&s.name))))
         .collect::<Result<_>>()?;
-    let disk = folder_bytes(&args.db);
-    let wal = folder_bytes(&args.db.join("wal"));
+    let usage = db.disk_usage();
+    let (disk, wal) = (usage.total_bytes, usage.log_bytes);
     if args.json {
         let collections: Vec<serde_json::Value> = stats
             .iter()

@@ -286,7 +286,18 @@ impl PyDatabase {
         py.detach(|| db.compact()).map_err(|e| db_err(py, e))
     }
 
-    /// {collection: {documents, layers, table_bytes, stored_bytes, unsaved_changes}}.
+    /// {total_bytes, log_bytes}: bytes the database's folder takes on disk now, and how many
+    /// of them are the write-ahead log (best effort while a compaction runs).
+    fn disk_usage<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let usage = self.db(py)?.disk_usage();
+        let d = PyDict::new(py);
+        d.set_item("total_bytes", usage.total_bytes)?;
+        d.set_item("log_bytes", usage.log_bytes)?;
+        Ok(d)
+    }
+
+    /// {collection: {documents, layers, table_bytes, stored_bytes, unsaved_changes,
+    /// packed_blocks, pack_bytes, dictionaries}}.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         all_stats(py, &self.db(py)?.snapshot())
     }
@@ -336,7 +347,8 @@ impl PySnapshot {
         self.snap.seq()
     }
 
-    /// {collection: {documents, layers, table_bytes, stored_bytes, unsaved_changes}}.
+    /// {collection: {documents, layers, table_bytes, stored_bytes, unsaved_changes,
+    /// packed_blocks, pack_bytes, dictionaries}}.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         all_stats(py, &self.snap)
     }

@@ -174,6 +174,8 @@ def test_reopen_keeps_data_and_checkpoint_compact(tmp_path):
         c = db["c"]
         for i in range(200):
             c[f"k{i:03}"] = {"i": i, "pad": "x" * 50}
+        before = db.disk_usage()
+        assert before["total_bytes"] > before["log_bytes"] > 0
         db.checkpoint()
         del c["k000"]
         db.compact()
@@ -184,6 +186,8 @@ def test_reopen_keeps_data_and_checkpoint_compact(tmp_path):
         assert stats["packed_blocks"] > 0 and 0 < stats["pack_bytes"] < stats["table_bytes"]
         assert stats["dictionaries"] <= 1
         assert c.stats() == stats
+        after = db.disk_usage()
+        assert after["log_bytes"] < before["log_bytes"]
     with stele.open(tmp_path) as db:
         c = db["c"]
         assert len(c) == 199 and c["k199"]["i"] == 199 and "k000" not in c

@@ -863,6 +863,11 @@ impl Database {
         self.snapshot_state().packing.cache.stats()
     }
 
+    /// The folder of the write-ahead log's segments.
+    pub(crate) fn wal_dir(&self) -> PathBuf {
+        self.inner.dir.join(WAL_DIR)
+    }
+
     /// Whether `collection` stores new documents compressed (default: yes).
     pub fn compression(&self, collection: &str) -> Result<bool> {
         let snap = self.snapshot();

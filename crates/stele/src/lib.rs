@@ -14,6 +14,7 @@ mod collection;
 pub mod compress;
 mod db;
 mod dicts;
+mod disk;
 mod error;
 pub mod export;
 pub mod import;
@@ -27,6 +28,7 @@ mod wal;
 
 pub use batch::{Batch, MAX_ID_BYTES, check_collection_name};
 pub use db::{Database, DatabaseOptions};
+pub use disk::DiskUsage;
 pub use error::{Error, Result};
 pub use index::{FieldPath, IndexDef};
 pub use pack::BlockCacheStats;

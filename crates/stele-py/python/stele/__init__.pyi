@@ -173,6 +173,9 @@ class Database:
         Other threads' writes go on while it merges."""
     def stats(self) -> dict[str, dict[str, int]]:
         """{collection: {documents, layers, table_bytes, stored_bytes, unsaved_changes, packed_blocks, pack_bytes, dictionaries}}."""
+    def disk_usage(self) -> dict[str, int]:
+        """{total_bytes, log_bytes}: bytes the folder takes on disk now, and how many of them
+        are the write-ahead log (best effort while a compaction runs)."""
 
 def open(
     path: str | PathLike[str],

@@ -123,21 +123,6 @@ struct Row {
     get3_uncached_p99_ns: u64,
 }
 
-/// Bytes of the files under `dir` (recursively).
-fn folder_bytes(dir: &std::path::Path) -> Result<u64> {
-    let mut total = 0;
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let meta = entry.metadata()?;
-        total += if meta.is_dir() {
-            folder_bytes(&entry.path())?
-        } else {
-            meta.len()
-        };
-    }
-    Ok(total)
-}
-
 fn run_one(
     c: &data::Collection,
     work: &std::path::Path,
@@ -162,7 +147,7 @@ fn run_one(
     }
     db.commit(batch)?;
     let ingest_s = t.elapsed().as_secs_f64();
-    let folder_before_compact_bytes = folder_bytes(&dir)?;
+    let folder_before_compact_bytes = db.disk_usage().total_bytes;
     let t = Instant::now();
     db.compact()?;
     let checkpoint_s = t.elapsed().as_secs_f64();
