@@ -504,7 +504,7 @@ pub(crate) struct Inner {
 /// let db = stele::Database::open("/tmp/shop")?;
 /// let mut batch = db.batch();
 /// batch.put_json("orders", "o-1", br#"{"customer": "ada", "total": 12.50}"#)?;
-/// batch.delete("orders", "o-0");
+/// batch.delete("orders", "o-0")?;
 /// db.commit(batch)?;                      // durable when it returns
 /// let snap = db.snapshot();               // a consistent view of every collection
 /// if let Some(doc) = snap.get("orders", "o-1")? {

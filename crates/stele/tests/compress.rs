@@ -688,7 +688,7 @@ proptest! {
 
     #[test]
     fn arbitrary_codec_headers_never_panic(
-        codec in 0u8..5,
+        codec in 0u8..6,
         id in 0u32..4,
         len in 0u64..100_000,
         tail in proptest::collection::vec(any::<u8>(), 0..64),
@@ -700,7 +700,7 @@ proptest! {
             v.push(x as u8);
         };
         if codec >= 2 { put(u64::from(id)); }
-        if codec == 3 { put(len % 5); }
+        if codec == 3 || codec == 5 { put(len % 5); }
         if codec != 0 { put(len); }
         v.extend_from_slice(&tail);
         let _ = decode(&v, &dicts);
@@ -756,63 +756,4 @@ fn compress_many_equals_one_at_a_time() {
     }
     assert!(adopted >= 1);
     assert_eq!(one.stats(), many.stats());
-}
-
-/// A block value around `frame` (the decoded frame: length table, then documents) as the
-/// codec writes it: no dictionary, `count` documents.
-fn block_value(count: u64, frame: &[u8]) -> Vec<u8> {
-    use zstd::zstd_safe::{CParameter, FrameFormat};
-    let mut c = zstd::bulk::Compressor::new(3).unwrap();
-    for p in [
-        CParameter::Format(FrameFormat::Magicless),
-        CParameter::ChecksumFlag(false),
-        CParameter::DictIdFlag(false),
-        CParameter::ContentSizeFlag(false),
-    ] {
-        c.set_parameter(p).unwrap();
-    }
-    let z = c.compress(frame).unwrap();
-    let mut v = vec![Codec::Block as u8, 0];
-    for x in [count, frame.len() as u64] {
-        let mut x = x;
-        while x >= 0x80 {
-            v.push((x as u8) | 0x80);
-            x >>= 7;
-        }
-        v.push(x as u8);
-    }
-    v.extend_from_slice(&z);
-    v
-}
-
-/// The length table inside a block's frame is untrusted too: it must cover the documents
-/// exactly, and a count the decoded size cannot hold is refused before decoding.
-#[test]
-fn block_length_tables_that_do_not_fit_are_refused() {
-    let dicts = Dictionaries::new();
-    let mut dec = Decoder::new().unwrap();
-    // Well formed: lengths 3 and 2, then "abcde".
-    let good = block_value(2, b"\x03\x02abcde");
-    let b = dec.decode_block(&good, &dicts).unwrap();
-    assert_eq!(b.iter().collect::<Vec<_>>(), [&b"abc"[..], b"de"]);
-    assert_eq!(parse_header(&good).unwrap().docs, 2);
-    for (count, frame, expect) in [
-        // Lengths add up to more than the frame holds.
-        (2, &b"\x03\x09abcde"[..], "add up to"),
-        // And to less.
-        (2, b"\x01\x01abcde", "add up to"),
-        // The table ends inside a varint.
-        (2, b"\x03\x82", "cut short"),
-        // More documents than the frame has bytes.
-        (9, b"\x01\x01ab", "claims 9 documents"),
-    ] {
-        let v = block_value(count, frame);
-        let err = dec.decode_block(&v, &dicts).unwrap_err();
-        assert!(
-            matches!(err, Error::CorruptValue { .. }) && err.to_string().contains(expect),
-            "{count} {frame:?}: {err}"
-        );
-    }
-    // The decoder still works.
-    assert_eq!(dec.decode_block(&good, &dicts).unwrap(), b);
 }

@@ -7,6 +7,8 @@
 //! block      := 0x03 | varint dict_id (0: none) | varint count | varint raw_len | zstd frame
 //!               the frame decodes to raw_len bytes: varint len * count, then the documents
 //! removed    := 0x04
+//! keyed      := 0x05 | varint dict_id (0: none) | varint n | varint raw_len | zstd frame
+//!               n front-coded keys, their values' lengths, the values (see [`super::keyed`])
 //! ```
 //!
 //! A removed value is the database's mark of a deleted document whose older version may
@@ -53,6 +55,8 @@ pub enum Codec {
     Block = 3,
     /// The mark of a removed document (no payload).
     Removed = 4,
+    /// Keys (front-coded, ascending) and their values in one zstd frame ([`super::keyed`]).
+    KeyedBlock = 5,
 }
 
 impl Codec {
@@ -64,6 +68,7 @@ impl Codec {
             2 => Some(Codec::ZstdDict),
             3 => Some(Codec::Block),
             4 => Some(Codec::Removed),
+            5 => Some(Codec::KeyedBlock),
             _ => None,
         }
     }
@@ -86,13 +91,14 @@ pub struct Header {
     /// Length of the document once decoded (for a block: of its decoded frame, the length
     /// table and every document).
     pub raw_len: u64,
-    /// Documents in the value (1 unless a block).
+    /// Entries [`Decoder::decode_block`] yields: 1 for a single document, `count` for a
+    /// block, `2n` (keys and values) for a keyed block of `n` keys.
     pub docs: u32,
     /// Where the payload starts in the stored value.
     pub payload_at: usize,
 }
 
-fn corrupt(offset: usize, problem: impl Into<String>) -> Error {
+pub(super) fn corrupt(offset: usize, problem: impl Into<String>) -> Error {
     Error::CorruptValue {
         offset,
         problem: problem.into(),
@@ -109,7 +115,7 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
 }
 
 /// Reads a canonical LEB128 varint at `pos`; returns the value and the position after it.
-fn get_varint(bytes: &[u8], pos: usize, what: &str) -> Result<(u64, usize)> {
+pub(super) fn get_varint(bytes: &[u8], pos: usize, what: &str) -> Result<(u64, usize)> {
     let mut v: u64 = 0;
     let mut shift = 0u32;
     let mut p = pos;
@@ -141,12 +147,12 @@ pub fn parse_header(stored: &[u8]) -> Result<Header> {
         return Err(corrupt(
             0,
             format!(
-                "unknown codec byte {first:#04x} (known: 0 raw, 1 zstd, 2 zstd+dictionary, 3 block, 4 removed)"
+                "unknown codec byte {first:#04x} (known: 0 raw, 1 zstd, 2 zstd+dictionary, 3 block, 4 removed, 5 keyed block)"
             ),
         ));
     };
-    if codec == Codec::Block {
-        return parse_block(stored);
+    if matches!(codec, Codec::Block | Codec::KeyedBlock) {
+        return parse_block(stored, codec);
     }
     if codec == Codec::Removed {
         return Err(corrupt(
@@ -201,9 +207,9 @@ fn check_frame(stored: &[u8], frame_at: usize, n: u64, len_at: usize) -> Result<
 /// Most documents one block may hold.
 pub const MAX_BLOCK_DOCS: u32 = 1 << 20;
 
-/// Parses a block's header (the lengths of its documents are inside the frame, read by
-/// [`split_block`] once decoded).
-fn parse_block(stored: &[u8]) -> Result<Header> {
+/// Parses the header of a block or keyed block (the lengths of its documents are inside the
+/// frame, read by [`split_block`] or [`super::keyed::split`] once decoded).
+fn parse_block(stored: &[u8], codec: Codec) -> Result<Header> {
     let (id, mut pos) = get_varint(stored, 1, "dictionary id")?;
     if id > u64::from(DictionaryId::MAX) {
         return Err(corrupt(1, format!("dictionary id {id} is out of range")));
@@ -220,8 +226,12 @@ fn parse_block(stored: &[u8]) -> Result<Header> {
     let len_at = pos;
     let (raw_len, p) = get_varint(stored, pos, "block length")?;
     pos = p;
-    // Each length takes at least one byte of the decoded frame.
-    if count > raw_len {
+    // Each length takes at least one byte of the decoded frame (a key and its value three).
+    let (min_bytes, entries) = match codec {
+        Codec::KeyedBlock => (count * super::keyed::MIN_ENTRY_BYTES, count * 2),
+        _ => (count, count),
+    };
+    if min_bytes > raw_len {
         return Err(corrupt(
             count_at,
             format!("block claims {count} documents in {raw_len} decoded bytes"),
@@ -229,10 +239,10 @@ fn parse_block(stored: &[u8]) -> Result<Header> {
     }
     check_frame(stored, pos, raw_len, len_at)?;
     Ok(Header {
-        codec: Codec::Block,
+        codec,
         dictionary: (id != 0).then_some(id as DictionaryId),
         raw_len,
-        docs: count as u32,
+        docs: entries as u32,
         payload_at: pos,
     })
 }
@@ -388,7 +398,7 @@ impl Decoder {
         let payload = stored.get(h.payload_at..).unwrap_or_default();
         match h.codec {
             Codec::Raw => return Ok(Cow::Borrowed(payload)),
-            Codec::Block | Codec::Removed => return Err(not_single(&h)),
+            Codec::Block | Codec::KeyedBlock | Codec::Removed => return Err(not_single(&h)),
             Codec::Zstd | Codec::ZstdDict => {}
         }
         let mut out = Vec::new();
@@ -411,7 +421,7 @@ impl Decoder {
                 out.extend_from_slice(payload);
                 return Ok(());
             }
-            Codec::Block | Codec::Removed => return Err(not_single(&h)),
+            Codec::Block | Codec::KeyedBlock | Codec::Removed => return Err(not_single(&h)),
             Codec::Zstd | Codec::ZstdDict => {}
         }
         self.decompress(&h, payload, dicts, out)
@@ -422,7 +432,7 @@ impl Decoder {
         let Some(&first) = stored.first() else {
             return Err(corrupt(0, "stored value is empty (no codec byte)"));
         };
-        if first != Codec::Block as u8 {
+        if first != Codec::Block as u8 && first != Codec::KeyedBlock as u8 {
             let mut bytes = Vec::new();
             self.decode_into(stored, dicts, &mut bytes)?;
             let ends = vec![bytes.len()];
@@ -432,10 +442,13 @@ impl Decoder {
                 start: 0,
             });
         }
-        let h = parse_block(stored)?;
+        let h = parse_header(stored)?;
         let payload = stored.get(h.payload_at..).unwrap_or_default();
         let mut bytes = Vec::new();
         self.decompress(&h, payload, dicts, &mut bytes)?;
+        if h.codec == Codec::KeyedBlock {
+            return super::keyed::split(&h, &bytes);
+        }
         let (ends, start) = split_block(&h, &bytes)?;
         Ok(Block { bytes, ends, start })
     }

@@ -17,10 +17,12 @@
 //! decoding a block per uncached read (`docs/benchmarks.md`, "Document compression").
 
 pub mod codec;
+mod keyed;
 mod policy;
 
 pub use codec::{
     Block, Codec, Decoder, Dictionaries, DictionaryId, Header, MAX_BLOCK_DOCS, MAX_DOCUMENT_BYTES,
     decode, encode_raw, parse_header, stored_dictionary,
 };
+pub use keyed::MAX_KEY_BYTES;
 pub use policy::{BlockPacker, CompressOptions, CompressStats, Compressor, NewDictionary};

@@ -411,14 +411,36 @@ fn encode_block(
     for d in docs {
         joined.extend_from_slice(d);
     }
+    compress_joined(
+        cctx,
+        Codec::Block,
+        dict_id,
+        docs.len(),
+        joined,
+        scratch,
+        out,
+    )
+}
+
+/// Compresses the frame content `joined` of a block of `count` entries into a stored value of
+/// `codec` in `out`.
+fn compress_joined(
+    cctx: &mut bulk::Compressor<'static>,
+    codec: Codec,
+    dict_id: DictionaryId,
+    count: usize,
+    joined: &[u8],
+    scratch: &mut Vec<u8>,
+    out: &mut Vec<u8>,
+) -> Result<()> {
     scratch.clear();
     scratch.reserve(zstd::zstd_safe::compress_bound(joined.len()));
-    cctx.compress_to_buffer(&joined[..], scratch)
+    cctx.compress_to_buffer(joined, scratch)
         .map_err(zstd_io("compress"))?;
     out.clear();
-    out.push(Codec::Block as u8);
+    out.push(codec as u8);
     put_varint(out, u64::from(dict_id));
-    put_varint(out, docs.len() as u64);
+    put_varint(out, count as u64);
     put_varint(out, joined.len() as u64);
     out.extend_from_slice(scratch);
     Ok(())
@@ -466,6 +488,38 @@ impl BlockPacker {
             self.dict_id,
             docs,
             &mut self.joined,
+            &mut self.scratch,
+            out,
+        )
+    }
+
+    /// Compresses `keys` (strictly ascending, at most [`super::MAX_KEY_BYTES`] each) and
+    /// their `values` (1 to [`MAX_BLOCK_DOCS`] of each, as many values as keys) into one keyed
+    /// block value in `out` (cleared first); [`super::Decoder::decode_block`] yields the keys,
+    /// then the values.
+    pub fn pack_keyed(
+        &mut self,
+        keys: &[&[u8]],
+        values: &[&[u8]],
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        if keys.is_empty() || keys.len() > MAX_BLOCK_DOCS as usize || keys.len() != values.len() {
+            return Err(Error::Zstd {
+                op: "compress keyed block",
+                message: format!(
+                    "a keyed block holds 1 to {MAX_BLOCK_DOCS} keys and one value per key, not {} keys and {} values",
+                    keys.len(),
+                    values.len()
+                ),
+            });
+        }
+        super::keyed::join(keys, values, &mut self.joined)?;
+        compress_joined(
+            &mut self.cctx,
+            Codec::KeyedBlock,
+            self.dict_id,
+            keys.len(),
+            &self.joined,
             &mut self.scratch,
             out,
         )

@@ -284,6 +284,18 @@ pub(crate) fn last_dictionary(
     Ok(Some((id, value.to_vec())))
 }
 
+/// The parts of `bytes` that end at each of `ends`, in order.
+fn split_at_ends<'b>(bytes: &'b [u8], ends: &[usize]) -> Vec<&'b [u8]> {
+    let mut start = 0;
+    ends.iter()
+        .map(|&end| {
+            let part = bytes.get(start..end).unwrap_or_default();
+            start = end;
+            part
+        })
+        .collect()
+}
+
 /// Collects documents into blocks and writes them to a new packs map.
 struct BlockWriter<'s> {
     out: MapBuilder,
@@ -323,19 +335,10 @@ impl BlockWriter<'_> {
         if self.id_ends.is_empty() {
             return Ok(());
         }
-        let mut parts: Vec<&[u8]> = Vec::with_capacity(self.id_ends.len() * 2);
-        let mut start = 0;
-        for &end in &self.id_ends {
-            parts.push(self.ids.get(start..end).unwrap_or_default());
-            start = end;
-        }
-        let last_id = parts.last().copied().unwrap_or_default();
-        start = 0;
-        for &end in &self.doc_ends {
-            parts.push(self.docs.get(start..end).unwrap_or_default());
-            start = end;
-        }
-        self.packer.pack(&parts, &mut self.block)?;
+        let ids = split_at_ends(&self.ids, &self.id_ends);
+        let docs = split_at_ends(&self.docs, &self.doc_ends);
+        let last_id = ids.last().copied().unwrap_or_default();
+        self.packer.pack_keyed(&ids, &docs, &mut self.block)?;
         self.value.clear();
         crate::bytes::put_varint(&mut self.value, self.packing.allocate());
         self.value.extend_from_slice(&self.block);
