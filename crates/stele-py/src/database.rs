@@ -27,7 +27,7 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
 use stele::{Batch, CollectionStats, Database, DatabaseOptions, Plan, Query, Snapshot};
 use stele_doc::{DocumentWriter, Value};
 
-use crate::document::{Decimals, PyDocument, document_bytes, python_to_bytes, python_to_json};
+use crate::document::{Decimals, PyDocument, document_bytes, python_to_bytes_with, python_to_json};
 use crate::errors::{Kind, db_err, doc_err, new_err, type_err};
 
 /// How documents read from a database come back to Python.
@@ -63,7 +63,9 @@ impl<'a> Payload<'a> {
         if let Ok(b) = value.cast::<PyBytes>() {
             return Ok(Payload::Json(b.as_bytes()));
         }
-        Ok(Payload::Doc(Cow::Owned(python_to_bytes(py, value, false)?)))
+        // As the database writes JSON text: long strings plain, for the collection's zstd.
+        let bytes = python_to_bytes_with(py, value, stele::write_options())?;
+        Ok(Payload::Doc(Cow::Owned(bytes)))
     }
 
     /// Adds the put to `batch` (converts JSON text, validates document bytes).
@@ -682,7 +684,7 @@ impl PyCollection {
             batch: batch.max(1),
             skip_bad,
             reader: BufReader::with_capacity(1 << 20, file),
-            writer: DocumentWriter::new(),
+            writer: DocumentWriter::with_options(stele::write_options()),
             line: Vec::new(),
             lines: 0,
             imported: 0,

@@ -858,7 +858,17 @@ pub(crate) fn python_to_bytes(
     value: &Bound<'_, PyAny>,
     sort_keys: bool,
 ) -> PyResult<Vec<u8>> {
-    let mut writer = DocumentWriter::with_options(write_options(py, "reject", sort_keys)?);
+    python_to_bytes_with(py, value, write_options(py, "reject", sort_keys)?)
+}
+
+/// The document bytes of a Python value written with `options` (duplicate keys cannot
+/// occur in a dict; the options' string compression and key order apply).
+pub(crate) fn python_to_bytes_with(
+    py: Python<'_>,
+    value: &Bound<'_, PyAny>,
+    options: WriteOptions,
+) -> PyResult<Vec<u8>> {
+    let mut writer = DocumentWriter::with_options(options);
     write_python(py, &mut writer, value)?;
     writer.finish().map_err(|e| doc_err(py, e))
 }

@@ -2,7 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::wal::LoggedOp;
-use stele_doc::{Document, DocumentWriter};
+use stele_doc::{Document, DocumentWriter, WriteOptions};
 
 /// Longest document id, in bytes.
 pub const MAX_ID_BYTES: usize = 1024;
@@ -38,18 +38,38 @@ pub(crate) fn check_id(id: &str) -> Result<()> {
     })
 }
 
+/// How the database turns JSON text into documents ([`Batch::put_json`], imports, the
+/// Python package): [`WriteOptions::default`] without LZ4 compression of long strings. A
+/// compressed collection's zstd shrinks long strings far better when they are stored plain:
+/// LZ4-compressed strings made packed blocks of `mongodb-samples/books` 30 % bigger and of
+/// `debian-packages` 5 % (`docs/benchmarks.md`, "Document store"); a collection with
+/// compression off stores documents as they are, which is what turning it off asks for.
+/// Documents given as bytes ([`Batch::put_document`]) are stored as they are.
+pub fn write_options() -> WriteOptions {
+    WriteOptions::default().compress_strings(None)
+}
+
 /// Puts and deletes across collections, applied by [`Database::commit`](crate::Database::commit)
 /// all or nothing. Documents are converted and checked when added, so a bad one is
 /// reported here, before anything is written.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Batch {
     ops: Vec<LoggedOp>,
     writer: DocumentWriter,
 }
 
+impl Default for Batch {
+    fn default() -> Self {
+        Batch::new()
+    }
+}
+
 impl Batch {
     pub(crate) fn new() -> Self {
-        Batch::default()
+        Batch {
+            ops: Vec::new(),
+            writer: DocumentWriter::with_options(write_options()),
+        }
     }
 
     /// Inserts or replaces document `id` of `collection` with JSON text (one value, usually

@@ -103,7 +103,7 @@ impl Default for ImportOptions {
             skip_bad: false,
             batch_docs: 10_000,
             batch_bytes: 8 << 20,
-            write: WriteOptions::default(),
+            write: crate::write_options(),
         }
     }
 }
@@ -155,7 +155,8 @@ impl ImportOptions {
     }
 
     /// How JSON becomes documents: duplicate keys, key order, depth limit, string
-    /// compression (default: [`WriteOptions::default`], e.g. the last of duplicate keys wins).
+    /// compression (default: [`crate::write_options`], e.g. the last of duplicate keys wins,
+    /// long strings stored plain for the collection's zstd).
     #[must_use]
     pub fn write_options(mut self, write: WriteOptions) -> Self {
         self.write = write;

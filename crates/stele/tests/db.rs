@@ -297,6 +297,43 @@ fn background_compaction_bounds_the_layers_while_writes_continue() {
     assert_eq!(db.snapshot().count("c"), 100);
 }
 
+/// JSON text becomes documents with long strings stored plain (`stele::write_options`), so
+/// that the collection's zstd, not LZ4, compresses them; documents given as bytes are kept.
+#[test]
+fn long_strings_of_json_are_stored_plain_and_documents_as_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    let long = "a description that repeats itself. ".repeat(40);
+    let json = format!(r#"{{"text":"{long}"}}"#);
+    let lz4 = stele_doc::DocumentWriter::new()
+        .from_json(json.as_bytes())
+        .unwrap();
+    assert!(
+        lz4.len() < long.len() / 2,
+        "the default writer compresses it"
+    );
+    let mut b = db.batch();
+    b.put_json("c", "json", json.as_bytes()).unwrap();
+    b.put_document("c", "doc", &lz4).unwrap();
+    db.commit(b).unwrap();
+    let check = |snap: &stele::Snapshot| {
+        let plain = snap.get("c", "json").unwrap().unwrap();
+        assert!(plain.bytes().len() > long.len(), "{}", plain.bytes().len());
+        assert_eq!(plain.to_json().unwrap(), json);
+        let given = snap.get("c", "doc").unwrap().unwrap();
+        assert_eq!(given.bytes(), &lz4[..]);
+        assert_eq!(given.to_json().unwrap(), json);
+    };
+    check(&db.snapshot());
+    drop(db);
+    // Reopened, then packed into a block and read back from it.
+    let db = Database::open(dir.path()).unwrap();
+    check(&db.snapshot());
+    db.compact().unwrap();
+    assert_eq!(db.snapshot().stats("c").packed_blocks, 1);
+    check(&db.snapshot());
+}
+
 #[test]
 fn compression_trains_dictionaries_that_survive_reopening() {
     let dir = tempfile::tempdir().unwrap();
