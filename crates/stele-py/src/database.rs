@@ -146,7 +146,7 @@ impl PyDatabase {
 #[pymethods]
 impl PyDatabase {
     /// Database(path, *, decimals="float", trusted=False, checkpoint_bytes=64 MiB,
-    /// compact_layers=8, pack_block_bytes=32 KiB, block_cache_bytes=64 MiB)
+    /// compact_layers=8, pack_block_bytes=32 KiB, pack_level=9, block_cache_bytes=64 MiB)
     ///
     /// Opens the database in folder `path`, creating it if needed, and recovers from its
     /// log (without the GIL). One process at a time: `InUseError` (with `pid`) if another
@@ -155,10 +155,11 @@ impl PyDatabase {
     /// `trusted=True` skips validating documents read: only for databases that nothing but
     /// Stele wrote (a crafted file with valid checksums could otherwise crash the process).
     /// `pack_block_bytes`: size of the blocks compaction packs compressed collections into
-    /// (0: no packing); `block_cache_bytes`: memory for decoded blocks (see the Rust
-    /// `DatabaseOptions`).
+    /// (0: no packing); `pack_level`: their zstd level (higher: a few percent smaller,
+    /// several times the compaction CPU); `block_cache_bytes`: memory for decoded blocks
+    /// (see the Rust `DatabaseOptions`).
     #[new]
-    #[pyo3(signature = (path, *, decimals = "float", trusted = false, checkpoint_bytes = None, compact_layers = None, pack_block_bytes = None, block_cache_bytes = None))]
+    #[pyo3(signature = (path, *, decimals = "float", trusted = false, checkpoint_bytes = None, compact_layers = None, pack_block_bytes = None, pack_level = None, block_cache_bytes = None))]
     #[expect(
         clippy::too_many_arguments,
         reason = "the Python constructor's keyword arguments, one per option"
@@ -171,6 +172,7 @@ impl PyDatabase {
         checkpoint_bytes: Option<u64>,
         compact_layers: Option<usize>,
         pack_block_bytes: Option<usize>,
+        pack_level: Option<i32>,
         block_cache_bytes: Option<usize>,
     ) -> PyResult<PyDatabase> {
         let decimals = Decimals::parse(py, decimals)?;
@@ -183,6 +185,9 @@ impl PyDatabase {
         }
         if let Some(bytes) = pack_block_bytes {
             opts = opts.pack_block_bytes(bytes);
+        }
+        if let Some(level) = pack_level {
+            opts = opts.pack_level(level);
         }
         if let Some(bytes) = block_cache_bytes {
             opts = opts.block_cache_bytes(bytes);

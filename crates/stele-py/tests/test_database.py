@@ -170,7 +170,7 @@ def test_trusted_reads_the_same(tmp_path):
 
 
 def test_reopen_keeps_data_and_checkpoint_compact(tmp_path):
-    with stele.open(tmp_path, checkpoint_bytes=1 << 10, compact_layers=2) as db:
+    with stele.open(tmp_path, checkpoint_bytes=1 << 10, compact_layers=2, pack_level=12) as db:
         c = db["c"]
         for i in range(200):
             c[f"k{i:03}"] = {"i": i, "pad": "x" * 50}

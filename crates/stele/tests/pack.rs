@@ -192,6 +192,27 @@ fn uncompressed_collections_are_not_packed_and_packing_can_be_off() {
     assert_matches(&db.snapshot(), &model);
 }
 
+/// `pack_level` sets the blocks' zstd level: the same documents pack smaller at a higher
+/// level, and read back the same at any level (out-of-range levels are clamped).
+#[test]
+fn the_pack_level_trades_compaction_time_for_size() {
+    let mut sizes = Vec::new();
+    for level in [-5, 1, 19, 99] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open_with(dir.path(), opts(16384, 1 << 20).pack_level(level)).unwrap();
+        let mut model = BTreeMap::new();
+        put_orders(&db, 0..2000, &mut model);
+        db.compact().unwrap();
+        let snap = db.snapshot();
+        assert_matches(&snap, &model);
+        sizes.push(snap.stats("orders").pack_bytes);
+    }
+    // -5 is level 1, 99 is level 22.
+    assert_eq!(sizes[0], sizes[1], "{sizes:?}");
+    assert!(sizes[2] < sizes[1], "{sizes:?}");
+    assert!(sizes[3] <= sizes[2], "{sizes:?}");
+}
+
 /// On real documents (when the shared data is present): packing makes a collection smaller,
 /// and every document reads back the same.
 #[test]

@@ -47,6 +47,7 @@ def open(
     checkpoint_bytes: int | None = None,
     compact_layers: int | None = None,
     pack_block_bytes: int | None = None,
+    pack_level: int | None = None,
     block_cache_bytes: int | None = None,
 ) -> Database:
     """Opens (creating if needed) the database in folder ``path``; same as ``Database(...)``.
@@ -60,6 +61,7 @@ def open(
         checkpoint_bytes=checkpoint_bytes,
         compact_layers=compact_layers,
         pack_block_bytes=pack_block_bytes,
+        pack_level=pack_level,
         block_cache_bytes=block_cache_bytes,
     )
 

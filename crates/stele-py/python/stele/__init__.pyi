@@ -144,6 +144,7 @@ class Database:
         checkpoint_bytes: int | None = None,
         compact_layers: int | None = None,
         pack_block_bytes: int | None = None,
+        pack_level: int | None = None,
         block_cache_bytes: int | None = None,
     ) -> None:
         """Opens or creates the database; InUseError (with pid) if it is open elsewhere.
@@ -185,6 +186,7 @@ def open(
     checkpoint_bytes: int | None = None,
     compact_layers: int | None = None,
     pack_block_bytes: int | None = None,
+    pack_level: int | None = None,
     block_cache_bytes: int | None = None,
 ) -> Database:
     """Same as Database(path, ...)."""

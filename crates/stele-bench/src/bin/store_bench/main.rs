@@ -37,6 +37,8 @@ struct Args {
     only: Option<String>,
     /// `DatabaseOptions::pack_block_bytes` (default: the library's default).
     pack_block_bytes: Option<usize>,
+    /// `DatabaseOptions::pack_level` (default: the library's default).
+    pack_level: Option<i32>,
 }
 
 fn parse_args() -> Result<Args> {
@@ -45,6 +47,7 @@ fn parse_args() -> Result<Args> {
         data: data::default_data_dir(),
         only: None,
         pack_block_bytes: None,
+        pack_level: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -59,8 +62,26 @@ fn parse_args() -> Result<Args> {
                         .with_context(|| format!("--pack-block-bytes {n:?}: not a number"))?,
                 );
             }
+            "--pack-level" => {
+                let n = it.next().context("--pack-level needs a number")?;
+                args.pack_level = Some(
+                    n.parse()
+                        .with_context(|| format!("--pack-level {n:?}: not a number"))?,
+                );
+            }
+            "--help" | "-h" => {
+                println!(
+                    "store_bench: the document store on every collection of ../shared/data\n\n\
+                     --quick            3 collections, 500 documents each (the CI smoke run)\n\
+                     --data DIR         the data folder (default: ../shared/data)\n\
+                     --only NAME        collections whose path contains NAME\n\
+                     --pack-block-bytes N   DatabaseOptions::pack_block_bytes\n\
+                     --pack-level N     DatabaseOptions::pack_level"
+                );
+                std::process::exit(0);
+            }
             other => anyhow::bail!(
-                "unknown argument {other:?} (use --quick, --data DIR, --only NAME, --pack-block-bytes N)"
+                "unknown argument {other:?} (use --quick, --data DIR, --only NAME, --pack-block-bytes N, --pack-level N)"
             ),
         }
     }
@@ -319,9 +340,15 @@ fn main() -> Result<()> {
     if let Some(n) = args.pack_block_bytes {
         opts = opts.pack_block_bytes(n);
     }
+    if let Some(n) = args.pack_level {
+        opts = opts.pack_level(n);
+    }
     println!("# Document store benchmark\n");
     if let Some(n) = args.pack_block_bytes {
         println!("`--pack-block-bytes {n}`: blocks of {n} bytes instead of the default below.\n");
+    }
+    if let Some(n) = args.pack_level {
+        println!("`--pack-level {n}`: blocks packed at zstd level {n} instead of level 9.\n");
     }
     println!(
         "Each collection twice: compression off (raw Stele documents) and on (as written: each document alone at zstd level 1 with the collection's trained dictionaries; the final `compact` packs ids and documents into 32 KiB blocks at zstd level 9). Ids: line numbers. Batches of 1,000 documents per commit, then `compact`; \"ingest + compact\" counts the time of both (with compression on, the packing at level 9 happens in `compact`)."
