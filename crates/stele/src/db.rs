@@ -116,11 +116,11 @@ impl DatabaseOptions {
 
     /// zstd level of packed blocks (default 9; clamped to 1..=22). Compaction compresses
     /// each block once, off the write path; reads decode equally fast at any level. Higher
-    /// levels make text-heavy collections a few percent smaller for several times the
-    /// compaction CPU: level 15 stores debian-packages, emojibase and tweets 3-5 % smaller
-    /// than level 9 and takes 6-9x as long to pack them, and stores vega-flights' tiny
-    /// documents 3 % bigger (`docs/benchmarks.md`, "Pack level"). Applies to blocks packed
-    /// from then on.
+    /// levels make collections a few percent smaller for several times the compaction CPU:
+    /// level 15 stores 20 of the 24 benchmark collections 1-9 % smaller than level 9
+    /// (debian-packages 4 %, emojibase 5 %) and takes 4-9x as long to compact them, and
+    /// stores vega-flights' tiny documents 1 % bigger (`docs/benchmarks.md`, "Pack level").
+    /// Applies to blocks packed from then on.
     #[must_use]
     pub fn pack_level(mut self, level: i32) -> Self {
         self.pack_level = level.clamp(1, 22);
