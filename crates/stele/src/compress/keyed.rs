@@ -73,7 +73,8 @@ pub(super) fn split(h: &Header, frame: &[u8]) -> Result<Block> {
     let n = (h.docs / 2) as usize;
     let at = h.payload_at;
     let cut = |what: &str| corrupt(at, format!("the {what} of a keyed block is cut short"));
-    // First pass: check the keys and measure them, allocating nothing.
+    // First pass: check the keys and measure them, before allocating more than the list of
+    // their suffixes.
     let mut pos = 0;
     let (mut prev_len, mut keys_len) = (0usize, 0usize);
     let mut suffixes = Vec::with_capacity(n); // (shared, suffix range); n <= raw_len / 3
@@ -97,7 +98,7 @@ pub(super) fn split(h: &Header, frame: &[u8]) -> Result<Block> {
             ));
         }
         suffixes.push((shared, p..end));
-        keys_len += len;
+        keys_len = keys_len.saturating_add(len);
         prev_len = len;
         pos = end;
     }
@@ -123,12 +124,14 @@ pub(super) fn split(h: &Header, frame: &[u8]) -> Result<Block> {
     // `n * MAX_KEY_BYTES`; allocate fallibly all the same.
     let mut bytes = Vec::new();
     bytes
-        .try_reserve_exact(keys_len + values.len())
+        .try_reserve_exact(keys_len.saturating_add(values.len()))
         .map_err(|_| corrupt(at, format!("cannot allocate {keys_len} bytes of keys")))?;
     let mut ends = Vec::with_capacity(2 * n);
     let mut prev_start = 0;
     for (i, (shared, suffix)) in suffixes.into_iter().enumerate() {
         let start = bytes.len();
+        // In bounds: the previous key is `bytes[prev_start..start]`, and the first pass
+        // checked `shared <= ` its length (0 for the first key).
         bytes.extend_from_within(prev_start..prev_start + shared);
         bytes.extend_from_slice(frame.get(suffix).unwrap_or_default());
         let key = bytes.get(start..).unwrap_or_default();
