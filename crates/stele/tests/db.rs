@@ -109,8 +109,16 @@ fn small() -> DatabaseOptions {
         .block_cache_bytes(400)
 }
 
+/// Sequences the model test runs: 48, or `STELE_MODEL_CASES` (`scripts/soak.sh`).
+fn model_cases() -> u32 {
+    std::env::var("STELE_MODEL_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(48)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: model_cases(), ..ProptestConfig::default() })]
 
     #[test]
     fn database_matches_model(ops in prop::collection::vec(op(), 1..60)) {
