@@ -31,7 +31,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail, ensure};
 use clap::Parser;
-use stele::compress::{CompressOptions, Compressor, Decoder, Dictionaries};
+use stele::compress::{BlockPacker, CompressOptions, Compressor, Decoder, Dictionaries};
 
 use data::{Collection, Docs};
 use table::{Table, bytes, f, geomean, ratio};
@@ -121,6 +121,7 @@ fn main() -> Result<()> {
     if !args.no_variants {
         variants_table(&inputs)?;
         blocks_table(&inputs)?;
+        keyed_table(&inputs)?;
     }
     println!(
         "_Total run time: {:.1} s; load average at the end: {}._",
@@ -461,6 +462,95 @@ fn blocks_table(inputs: &[Input]) -> Result<()> {
         }
     }
     t.row(g);
+    t.print();
+    Ok(())
+}
+
+/// Ids and documents packed as the database packs them, about 32 KiB of both per block at
+/// level 9 without a dictionary: ids stored whole (2n entries of a plain block, codec 3) or
+/// front-coded (a keyed block, codec 5). Returns bytes and the mean CPU microseconds to
+/// decode one block, checked against the input.
+fn id_blocks(ids: &[String], docs: &[&[u8]], keyed: bool) -> Result<(usize, f64)> {
+    let mut packer = BlockPacker::new(9, None)?;
+    let mut values: Vec<(Vec<u8>, usize, usize)> = Vec::new();
+    let (mut start, mut raw) = (0, 0);
+    for (k, (id, d)) in ids.iter().zip(docs).enumerate() {
+        raw += id.len() + d.len();
+        if raw < 32 * 1024 && k + 1 < docs.len() {
+            continue;
+        }
+        let keys: Vec<&[u8]> = ids
+            .get(start..=k)
+            .context("ids")?
+            .iter()
+            .map(|i| i.as_bytes())
+            .collect();
+        let group = docs.get(start..=k).context("block range")?;
+        let mut out = Vec::new();
+        if keyed {
+            packer.pack_keyed(&keys, group, &mut out)?;
+        } else {
+            let all: Vec<&[u8]> = keys.iter().chain(group).copied().collect();
+            packer.pack(&all, &mut out)?;
+        }
+        values.push((out, start, k + 1));
+        (start, raw) = (k + 1, 0);
+    }
+    let (dicts, mut dec) = (Dictionaries::new(), Decoder::new()?);
+    let t = thread_cpu_secs();
+    for (v, a, b) in &values {
+        let got = dec.decode_block(v, &dicts)?;
+        let want_ids = ids.get(*a..*b).context("ids")?.iter().map(|i| i.as_bytes());
+        let want = want_ids.chain(docs.get(*a..*b).context("block range")?.iter().copied());
+        ensure!(got.iter().eq(want), "block decodes wrong");
+    }
+    let per_block_us = (thread_cpu_secs() - t) * 1e6 / values.len().max(1) as f64;
+    Ok((values.iter().map(|v| v.0.len()).sum(), per_block_us))
+}
+
+/// Plain blocks (ids whole) against keyed blocks (ids front-coded), ids = 8-digit line
+/// numbers as in `store_bench`.
+fn keyed_table(inputs: &[Input]) -> Result<()> {
+    println!("## Ids in blocks: whole (codec 3) or front-coded (codec 5)\n");
+    println!(
+        "Each collection's no-LZ4 documents under 8-digit line numbers, packed as the database \
+         packs them (ids then documents, about 32 KiB per block, level 9, no dictionary): the \
+         ids stored whole in a plain block or front-coded in a keyed block. us/read: mean CPU \
+         time to decode one block (ids rebuilt for the keyed one), checked against the input.\n"
+    );
+    let mut t = Table::new(&[
+        "collection",
+        "ids whole / zstd-3",
+        "front-coded / zstd-3",
+        "front-coded / whole",
+        "whole us/read",
+        "front-coded us/read",
+    ]);
+    let mut gains = Vec::new();
+    for i in inputs {
+        let z3 = whole_file(i)? as f64;
+        let docs = i.plain_slices();
+        let ids: Vec<String> = (0..docs.len()).map(|n| format!("{n:08}")).collect();
+        let (whole, whole_us) = id_blocks(&ids, &docs, false)?;
+        let (keyed, keyed_us) = id_blocks(&ids, &docs, true)?;
+        gains.push(keyed as f64 / whole as f64);
+        t.row(vec![
+            i.json.name.clone(),
+            ratio(whole as f64 / z3),
+            ratio(keyed as f64 / z3),
+            ratio(keyed as f64 / whole as f64),
+            f(whole_us, 1),
+            f(keyed_us, 1),
+        ]);
+    }
+    t.row(vec![
+        "**geomean**".to_owned(),
+        String::new(),
+        String::new(),
+        ratio(geomean(&gains)),
+        String::new(),
+        String::new(),
+    ]);
     t.print();
     Ok(())
 }

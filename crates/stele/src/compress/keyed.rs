@@ -63,6 +63,16 @@ pub(super) fn join(keys: &[&[u8]], values: &[&[u8]], joined: &mut Vec<u8>) -> Re
     Ok(())
 }
 
+/// [`get_varint`] with the one-byte case inline (keys, suffixes and small values are shorter
+/// than 128 bytes).
+#[inline]
+fn varint(bytes: &[u8], pos: usize, what: &str) -> Result<(u64, usize)> {
+    match bytes.get(pos) {
+        Some(&b) if b < 0x80 => Ok((u64::from(b), pos + 1)),
+        _ => get_varint(bytes, pos, what),
+    }
+}
+
 /// Fewest decoded bytes one key and its value take (shared, suffix length and value length
 /// varints): bounds `n` by `raw_len` in the header check.
 pub(super) const MIN_ENTRY_BYTES: u64 = 3;
@@ -79,9 +89,8 @@ pub(super) fn split(h: &Header, frame: &[u8]) -> Result<Block> {
     let (mut prev_len, mut keys_len) = (0usize, 0usize);
     let mut suffixes = Vec::with_capacity(n); // (shared, suffix range); n <= raw_len / 3
     for i in 0..n {
-        let (shared, p) = get_varint(frame, pos, "shared prefix").map_err(|_| cut("key table"))?;
-        let (suffix_len, p) =
-            get_varint(frame, p, "suffix length").map_err(|_| cut("key table"))?;
+        let (shared, p) = varint(frame, pos, "shared prefix").map_err(|_| cut("key table"))?;
+        let (suffix_len, p) = varint(frame, p, "suffix length").map_err(|_| cut("key table"))?;
         let (shared, suffix_len) = (shared as usize, suffix_len as usize);
         let end = p.checked_add(suffix_len).filter(|&e| e <= frame.len());
         let Some(end) = end else {
@@ -105,7 +114,7 @@ pub(super) fn split(h: &Header, frame: &[u8]) -> Result<Block> {
     let mut value_ends = Vec::with_capacity(n);
     let mut total: u64 = 0;
     for _ in 0..n {
-        let (len, p) = get_varint(frame, pos, "value length").map_err(|_| cut("length table"))?;
+        let (len, p) = varint(frame, pos, "value length").map_err(|_| cut("length table"))?;
         total = total.saturating_add(len);
         value_ends.push(total);
         pos = p;
@@ -136,8 +145,15 @@ pub(super) fn split(h: &Header, frame: &[u8]) -> Result<Block> {
         bytes.extend_from_slice(frame.get(suffix).unwrap_or_default());
         let key = bytes.get(start..).unwrap_or_default();
         let before = bytes.get(prev_start..start).unwrap_or_default();
-        // The suffix's first byte decides the order; a smaller one means a damaged block.
-        if i > 0 && key <= before {
+        // Keys differ first at byte `shared` when the writer front-coded them (the usual
+        // case: one byte comparison); a longer key is greater; anything else (a damaged or
+        // hand-made block) is compared in full.
+        let greater = match (key.get(shared), before.get(shared)) {
+            (Some(k), Some(b)) if k != b => k > b,
+            (Some(_), None) => true,
+            _ => key > before,
+        };
+        if i > 0 && !greater {
             return Err(corrupt(
                 at,
                 format!("key {i} of a keyed block is not greater than the one before it"),
