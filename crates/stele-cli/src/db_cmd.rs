@@ -496,9 +496,10 @@ pub fn compact(args: &CompactArgs) -> Result<()> {
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
   stele stats shop.db
-  stele stats shop.db --json | jq '.collections[] | {name, documents}'")]
+  stele stats shop.db --json | jq '.collections[] | {name, documents, ratio: .compression.ratio}'")]
 pub struct StatsArgs {
-    /// The database folder.
+    /// The database folder. The compression ratio is the bytes of each collection's values
+    /// before compression over the bytes stored (read from their headers, one pass).
     db: PathBuf,
     /// Print as JSON.
     #[arg(long)]
@@ -510,9 +511,15 @@ pub fn stats(args: &StatsArgs) -> Result<()> {
     let snap = db.snapshot();
     let stats: Vec<stele::CollectionStats> =
         snap.collections().iter().map(|c| snap.stats(c)).collect();
-    let compression: Vec<(bool, usize)> = stats
+    let compression: Vec<(bool, usize, stele::CompressionStats)> = stats
         .iter()
-        .map(|s| Ok((db.compression(&s.name)?, snap.dictionaries(&s.name))))
+        .map(|s| {
+            Ok((
+                db.compression(&s.name)?,
+                snap.dictionaries(&s.name),
+                snap.compression_stats(&s.name)?,
+            ))
+        })
         .collect::<Result<_>>()?;
     let usage = db.disk_usage();
     let (disk, wal) = (usage.total_bytes, usage.log_bytes);
@@ -520,7 +527,7 @@ pub fn stats(args: &StatsArgs) -> Result<()> {
         let collections: Vec<serde_json::Value> = stats
             .iter()
             .zip(&compression)
-            .map(|(s, (on, dicts))| {
+            .map(|(s, (on, dicts, sizes))| {
                 serde_json::json!({
                     "name": s.name,
                     "documents": s.documents,
@@ -530,7 +537,13 @@ pub fn stats(args: &StatsArgs) -> Result<()> {
                     "unsaved_changes": s.unsaved_changes,
                     "packed_blocks": s.packed_blocks,
                     "pack_bytes": s.pack_bytes,
-                    "compression": {"enabled": on, "dictionaries": dicts},
+                    "compression": {
+                        "enabled": on,
+                        "dictionaries": dicts,
+                        "raw_bytes": sizes.raw_bytes,
+                        "stored_bytes": sizes.stored_bytes,
+                        "ratio": sizes.ratio(),
+                    },
                 })
             })
             .collect();
@@ -557,14 +570,15 @@ pub fn stats(args: &StatsArgs) -> Result<()> {
         "{:<24} {:>12} {:>7} {:>8} {:>14} {:>14} {:>9}  compression",
         "collection", "documents", "layers", "blocks", "table bytes", "stored bytes", "unsaved"
     );
-    for (s, (on, dicts)) in stats.iter().zip(&compression) {
-        let compression = match (on, dicts) {
+    for (s, (on, dicts, sizes)) in stats.iter().zip(&compression) {
+        let state = match (on, dicts) {
             (false, 0) => "off".to_owned(),
             (false, n) => format!("off ({n} dictionaries kept for older documents)"),
             (true, 0) => "on (no dictionary trained yet)".to_owned(),
             (true, 1) => "on, 1 dictionary".to_owned(),
             (true, n) => format!("on, {n} dictionaries"),
         };
+        let compression = format!("{:.2}x, {state}", sizes.ratio());
         println!(
             "{:<24} {:>12} {:>7} {:>8} {:>14} {:>14} {:>9}  {compression}",
             s.name,

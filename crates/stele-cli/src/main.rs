@@ -46,7 +46,7 @@ enum Command {
     Export(db_cmd::ExportArgs),
     /// Merge every collection's tables into one table each.
     Compact(db_cmd::CompactArgs),
-    /// Show a database's collections: documents, tables, bytes on disk.
+    /// Show a database's collections: documents, layers, bytes on disk, compression ratio and dictionaries.
     Stats(db_cmd::StatsArgs),
     /// Find documents by equality, range or prefix on a field, with order, limit and projection.
     Query(query_cmd::QueryArgs),

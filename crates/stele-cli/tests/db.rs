@@ -80,6 +80,19 @@ fn import_get_export_round_trip_and_stats() {
         colls[1]["compression"]["dictionaries"].as_u64().unwrap() >= 1,
         "{stats}"
     );
+    // The compression ratio: the documents as written, each compressed alone.
+    let ratio = |stats: &serde_json::Value| {
+        let c = &stats["collections"][1]["compression"];
+        let (raw, stored) = (
+            c["raw_bytes"].as_u64().unwrap(),
+            c["stored_bytes"].as_u64().unwrap(),
+        );
+        assert!(stored > 0 && raw > 0, "{stats}");
+        assert!((c["ratio"].as_f64().unwrap() - raw as f64 / stored as f64).abs() < 1e-9);
+        c["ratio"].as_f64().unwrap()
+    };
+    let alone = ratio(&stats);
+    assert!(alone > 1.0, "{stats}");
     // Compact merges tables.
     let compacted: serde_json::Value =
         serde_json::from_str(&stdout_of(&["compact", "--json"], &db)).unwrap();
@@ -87,6 +100,17 @@ fn import_get_export_round_trip_and_stats() {
     // Each collection keeps the dictionary its packed documents use.
     let dicts = compacted["dictionaries"].as_u64().unwrap();
     assert!(dicts >= 2 && dicts <= compacted["dictionaries_before"].as_u64().unwrap());
+    // Packed into blocks, the same documents compress better, and the text names the ratio.
+    let stats: serde_json::Value =
+        serde_json::from_str(&stdout_of(&["stats", "--json"], &db)).unwrap();
+    let packed = ratio(&stats);
+    assert!(packed > alone, "{packed} vs {alone}");
+    on("stats", &db)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(format!(
+            "{packed:.2}x, on, 1 dictionary"
+        )));
 }
 
 #[test]

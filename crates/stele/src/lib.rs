@@ -33,5 +33,5 @@ pub use error::{Error, Result};
 pub use index::{FieldPath, IndexDef};
 pub use pack::BlockCacheStats;
 pub use query::{Condition, Plan, Query, QueryOutput, Row};
-pub use snapshot::{CollectionStats, Doc, Snapshot};
+pub use snapshot::{CollectionStats, CompressionStats, Doc, Snapshot};
 pub use wal::MAX_RECORD_BYTES;

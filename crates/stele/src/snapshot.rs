@@ -1,7 +1,7 @@
 //! Consistent reads of every collection.
 
 use crate::db::State;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 use stele_doc::Document;
@@ -269,6 +269,72 @@ impl Snapshot {
             }
         }
         stats
+    }
+
+    /// How much compression shrinks `collection`: the bytes of its stored values before and
+    /// after compression (zeros if it does not exist). One pass over its values reading only
+    /// their headers, no decompression: the documents of its map as stored (the newest
+    /// version of each; removal marks skipped) and its packed blocks, whose bytes before
+    /// compression are their decoded frames (ids, lengths and documents, including versions
+    /// that newer writes replaced until the next compaction repacks them).
+    ///
+    /// ```no_run
+    /// # fn main() -> stele::Result<()> {
+    /// let db = stele::Database::open("/tmp/shop")?;
+    /// let c = db.snapshot().compression_stats("orders")?;
+    /// println!("{:.2}x ({} bytes -> {})", c.ratio(), c.raw_bytes, c.stored_bytes);
+    /// # Ok(()) }
+    /// ```
+    pub fn compression_stats(&self, collection: &str) -> Result<CompressionStats> {
+        let mut c = CompressionStats::default();
+        if let Some(map) = self.state.collections.get(collection) {
+            for entry in map.iter() {
+                let (id, stored) = entry?;
+                if crate::pack::is_removed(stored) {
+                    continue;
+                }
+                let header = crate::compress::parse_header(stored)
+                    .map_err(|e| Error::corrupt_document(collection, &id, e.to_string()))?;
+                c.raw_bytes += header.raw_len;
+                c.stored_bytes += stored.len() as u64;
+            }
+        }
+        if let Some(packs) = self
+            .state
+            .collections
+            .get(&crate::pack::packs_name(collection))
+        {
+            for entry in packs.iter() {
+                let (last_id, value) = entry?;
+                let header = crate::pack::block_header(collection, &last_id, value)?;
+                c.raw_bytes += header.raw_len;
+                c.stored_bytes += value.len() as u64;
+            }
+        }
+        Ok(c)
+    }
+}
+
+/// The bytes of a collection's stored values before and after compression, from
+/// [`Snapshot::compression_stats`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CompressionStats {
+    /// Bytes before compression: documents as Stele documents, blocks as decoded frames.
+    pub raw_bytes: u64,
+    /// Bytes as stored (headers included).
+    pub stored_bytes: u64,
+}
+
+impl CompressionStats {
+    /// `raw_bytes / stored_bytes`: 3.0 means compression stores a third of the bytes; 1.0
+    /// (or a little less, for headers) when nothing is compressed or nothing is stored.
+    pub fn ratio(&self) -> f64 {
+        if self.stored_bytes == 0 {
+            1.0
+        } else {
+            self.raw_bytes as f64 / self.stored_bytes as f64
+        }
     }
 }
 

@@ -55,7 +55,8 @@ pub enum Codec {
     Block = 3,
     /// The mark of a removed document (no payload).
     Removed = 4,
-    /// Keys (front-coded, ascending) and their values in one zstd frame ([`super::keyed`]).
+    /// Keys (front-coded, ascending) and their values in one zstd frame (layout in
+    /// `docs/FORMAT.md`, "Stored document values").
     KeyedBlock = 5,
 }
 

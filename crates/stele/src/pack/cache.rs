@@ -115,7 +115,7 @@ pub(crate) struct BlockCache {
     clock: Mutex<Clock>,
 }
 
-/// Counters of a [`BlockCache`].
+/// Counters of the database's cache of decoded blocks ([`crate::Database::block_cache_stats`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct BlockCacheStats {
     /// Bytes of decoded blocks held.

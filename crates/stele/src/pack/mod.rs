@@ -1,7 +1,7 @@
 //! Packing: at compaction, a compressed collection's documents move into blocks of about
 //! [`DatabaseOptions::pack_block_bytes`](crate::DatabaseOptions::pack_block_bytes) of ids
-//! and documents compressed together (zstd level 9, with the collection's newest
-//! dictionary). The blocks form the bottom level of the collection; its map keeps only what
+//! and documents compressed together (zstd at [`DatabaseOptions::pack_level`](crate::DatabaseOptions::pack_level),
+//! 9 by default, with the collection's newest dictionary). The blocks form the bottom level of the collection; its map keeps only what
 //! was written since (whole documents, and marks of removed ones).
 //!
 //! Why: one zstd frame per document cannot use what documents share beyond the dictionary,
@@ -11,8 +11,10 @@
 //! document, more than the compressed document on collections of small documents.
 //!
 //! Layout: the internal collection `_packs/<collection>` maps the last id of each block to
-//! `varint block number | block value` (codec 3 holding 2n entries: n ids in ascending order,
-//! then their n documents; `docs/FORMAT.md`, "Packed documents"). A document is visible if
+//! `varint block number | block value`: a keyed block (codec 5: n ids in ascending order,
+//! front-coded, and their n documents), or, packed before keyed blocks existed, a block of
+//! 2n entries (codec 3: the n ids, then the n documents); both decode to the ids, then the
+//! documents (`docs/FORMAT.md`, "Packed documents"). A document is visible if
 //! the collection map holds it, or, when the map does not mention its id, if a block holds
 //! it. A removal writes the mark `0x04` (codec "removed") into the map, which hides a packed
 //! version below; compaction drops marks with nothing left to hide.
@@ -95,7 +97,7 @@ impl Packing {
 }
 
 /// A value of `collection`'s packs map (stored under key `last_id`) split into its block
-/// number and its block value (codec 3).
+/// number and its block value (a keyed block, codec 5; codec 3 if packed before keyed blocks).
 pub(crate) fn split_value<'v>(
     collection: &str,
     last_id: &[u8],
