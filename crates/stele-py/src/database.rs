@@ -878,9 +878,26 @@ impl PyCollection {
         Ok(d)
     }
 
-    /// {documents, layers, table_bytes, stored_bytes, unsaved_changes}.
+    /// {documents, layers, table_bytes, stored_bytes, unsaved_changes, packed_blocks,
+    /// pack_bytes, dictionaries}.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         stats_dict(py, &self.snapshot(py)?, &self.name)
+    }
+
+    /// {raw_bytes, stored_bytes, ratio}: the bytes of this collection's stored values before
+    /// and after compression (one pass over their headers, without the GIL; no
+    /// decompression), and their ratio.
+    fn compression_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let snap = self.snapshot(py)?;
+        let name = self.name.as_str();
+        let c = py
+            .detach(|| snap.compression_stats(name))
+            .map_err(|e| db_err(py, e))?;
+        let d = PyDict::new(py);
+        d.set_item("raw_bytes", c.raw_bytes)?;
+        d.set_item("stored_bytes", c.stored_bytes)?;
+        d.set_item("ratio", c.ratio())?;
+        Ok(d)
     }
 
     fn __repr__(&self) -> String {
