@@ -511,13 +511,16 @@ pub fn stats(args: &StatsArgs) -> Result<()> {
     let snap = db.snapshot();
     let stats: Vec<stele::CollectionStats> =
         snap.collections().iter().map(|c| snap.stats(c)).collect();
-    let compression: Vec<(bool, usize, stele::CompressionStats)> = stats
+    // A value that does not decode makes its collection's ratio unknown (and says where),
+    // not the whole command fail: stats is what one runs on a database in doubt.
+    type Sizes = std::result::Result<stele::CompressionStats, String>;
+    let compression: Vec<(bool, usize, Sizes)> = stats
         .iter()
         .map(|s| {
             Ok((
                 db.compression(&s.name)?,
                 snap.dictionaries(&s.name),
-                snap.compression_stats(&s.name)?,
+                snap.compression_stats(&s.name).map_err(|e| e.to_string()),
             ))
         })
         .collect::<Result<_>>()?;
@@ -537,12 +540,20 @@ pub fn stats(args: &StatsArgs) -> Result<()> {
                     "unsaved_changes": s.unsaved_changes,
                     "packed_blocks": s.packed_blocks,
                     "pack_bytes": s.pack_bytes,
-                    "compression": {
-                        "enabled": on,
-                        "dictionaries": dicts,
-                        "raw_bytes": sizes.raw_bytes,
-                        "stored_bytes": sizes.stored_bytes,
-                        "ratio": sizes.ratio(),
+                    "compression": match sizes {
+                        Ok(c) => serde_json::json!({
+                            "enabled": on,
+                            "dictionaries": dicts,
+                            "raw_bytes": c.raw_bytes,
+                            "stored_bytes": c.stored_bytes,
+                            "ratio": c.ratio(),
+                        }),
+                        Err(e) => serde_json::json!({
+                            "enabled": on,
+                            "dictionaries": dicts,
+                            "ratio": null,
+                            "error": e,
+                        }),
                     },
                 })
             })
@@ -578,7 +589,10 @@ pub fn stats(args: &StatsArgs) -> Result<()> {
             (true, 1) => "on, 1 dictionary".to_owned(),
             (true, n) => format!("on, {n} dictionaries"),
         };
-        let compression = format!("{:.2}x, {state}", sizes.ratio());
+        let compression = match sizes {
+            Ok(c) => format!("{:.2}x, {state}", c.ratio()),
+            Err(e) => format!("ratio unknown, {state} ({e})"),
+        };
         println!(
             "{:<24} {:>12} {:>7} {:>8} {:>14} {:>14} {:>9}  {compression}",
             s.name,

@@ -20,6 +20,18 @@ fn on(cmd: &str, db: &Path) -> Command {
 
 const SAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/orders.jsonl");
 
+/// A database in a temporary folder (removed when the first value drops) with the sample
+/// orders imported.
+fn shop_with_orders() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("shop.db");
+    on("import", &db)
+        .args(["orders", SAMPLE, "--id-field", "id"])
+        .assert()
+        .success();
+    (dir, db)
+}
+
 fn stdout_of(args: &[&str], db: &Path) -> String {
     let out = on(args[0], db)
         .args(&args[1..])
@@ -340,12 +352,7 @@ fn database_commands_have_examples() {
 
 #[test]
 fn query_and_index_commands() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("shop.db");
-    on("import", &db)
-        .args(["orders", SAMPLE, "--id-field", "id"])
-        .assert()
-        .success();
+    let (_dir, db) = shop_with_orders();
     // Without an index: a full scan, said by --explain and on stderr.
     on("query", &db)
         .args(["orders", "--eq", "status=\"shipped\"", "--explain"])
@@ -458,4 +465,32 @@ fn query_and_index_commands() {
         .args(["orders", "by_status"])
         .assert()
         .success();
+}
+
+/// A damaged table makes its collection's compression ratio unknown (with the reason), not
+/// `stats` fail: it is the command one runs on a database in doubt.
+#[test]
+fn stats_names_a_damaged_collection_and_goes_on() {
+    let (_dir, db) = shop_with_orders();
+    on("compact", &db).assert().success();
+    // The biggest table is the orders' packed blocks; damage a byte of its first data block.
+    let biggest = std::fs::read_dir(db.join("tables"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "stt"))
+        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
+        .unwrap();
+    let mut bytes = std::fs::read(&biggest).unwrap();
+    bytes[100] ^= 0xff;
+    std::fs::write(&biggest, bytes).unwrap();
+    on("stats", &db)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("orders"))
+        .stdout(predicate::str::contains("ratio unknown"));
+    let stats: serde_json::Value =
+        serde_json::from_str(&stdout_of(&["stats", "--json"], &db)).unwrap();
+    let c = &stats["collections"][0]["compression"];
+    assert!(c["ratio"].is_null(), "{stats}");
+    assert!(c["error"].as_str().unwrap().contains("checksum"), "{stats}");
 }
