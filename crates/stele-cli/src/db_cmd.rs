@@ -138,7 +138,7 @@ pub fn import(args: &ImportArgs) -> Result<()> {
     let mut opts = ImportOptions::new()
         .skip_bad(args.skip_bad)
         .batch_docs(args.batch)
-        .write_options(stele_doc::WriteOptions::default().duplicate_keys(args.duplicates.into()));
+        .write_options(stele::write_options().duplicate_keys(args.duplicates.into()));
     if let Some(f) = args.format {
         opts = opts.format(match f {
             Format::Json => ImportFormat::Json,

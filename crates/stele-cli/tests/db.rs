@@ -494,3 +494,23 @@ fn stats_names_a_damaged_collection_and_goes_on() {
     assert!(c["ratio"].is_null(), "{stats}");
     assert!(c["error"].as_str().unwrap().contains("checksum"), "{stats}");
 }
+
+/// `stele import` writes documents as the database does: long strings plain, for the
+/// collection's zstd (the documents' bytes before compression hold the whole string).
+#[test]
+fn imports_store_long_strings_plain() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let long = "the same words again and again. ".repeat(100);
+    on("import", &db)
+        .args(["notes", "-", "--format", "jsonl"])
+        .write_stdin(format!("{{\"text\":\"{long}\"}}\n"))
+        .assert()
+        .success();
+    let stats: serde_json::Value =
+        serde_json::from_str(&stdout_of(&["stats", "--json"], &db)).unwrap();
+    let raw = stats["collections"][0]["compression"]["raw_bytes"]
+        .as_u64()
+        .unwrap();
+    assert!(raw > long.len() as u64, "{stats}");
+}
