@@ -277,7 +277,10 @@ pub(crate) fn last_dictionary(
         return Ok(None);
     };
     let (key, value) = entry?;
-    let Some((_, id)) = crate::db::parse_dict_key(&key) else {
+    // Collection names cannot hold '/', so the prefix matches this collection's keys only;
+    // checked all the same.
+    let parsed = crate::db::parse_dict_key(&key).filter(|(c, _)| *c == collection);
+    let Some((_, id)) = parsed else {
         return Err(Error::CorruptManifest {
             path: std::path::PathBuf::from(crate::db::META),
             reason: "a dictionary key does not name a collection and an id",
