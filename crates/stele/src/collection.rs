@@ -2,8 +2,9 @@
 //! removed ones) over its packed blocks (`crate::pack`). Every read of documents goes
 //! through here.
 
+use crate::compress::{Header, parse_header};
 use crate::db::State;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::pack::{self, PackedIter};
 use crate::stored::{self, DocBytes};
 use std::cmp::Ordering;
@@ -45,6 +46,48 @@ pub(crate) fn contains(state: &State, collection: &str, id: &[u8]) -> Result<boo
 /// Number of visible documents of `collection`.
 pub(crate) fn count(state: &State, collection: &str) -> u64 {
     state.counts.get(collection).copied().unwrap_or(0)
+}
+
+/// Calls `f` with the header and stored length of every value of map `map_name` in `state`
+/// (a user collection, or an import staging collection into one), removal marks skipped.
+/// Reads headers only, decompresses nothing.
+pub(crate) fn for_each_value_header(
+    state: &State,
+    map_name: &str,
+    mut f: impl FnMut(&Header, usize),
+) -> Result<()> {
+    let Some(map) = state.collections.get(map_name) else {
+        return Ok(());
+    };
+    for entry in map.iter() {
+        let (id, stored) = entry?;
+        if pack::is_removed(stored) {
+            continue;
+        }
+        let header = parse_header(stored)
+            .map_err(|e| Error::corrupt_document(map_name, &id, e.to_string()))?;
+        f(&header, stored.len());
+    }
+    Ok(())
+}
+
+/// Calls `f` with the header and stored length of every packed block of `collection`.
+pub(crate) fn for_each_block_header(
+    state: &State,
+    collection: &str,
+    mut f: impl FnMut(&Header, usize),
+) -> Result<()> {
+    let Some(packs) = state.collections.get(&pack::packs_name(collection)) else {
+        return Ok(());
+    };
+    for entry in packs.iter() {
+        let (last_id, value) = entry?;
+        f(
+            &pack::block_header(collection, &last_id, value)?,
+            value.len(),
+        );
+    }
+    Ok(())
 }
 
 /// One visible document: its id, and its bytes unless only ids were asked for.

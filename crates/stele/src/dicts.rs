@@ -25,9 +25,9 @@
 //! pins), it is not the newest persisted one (new ids continue after it, so ids are never
 //! reused), no pin holds it, and no value of the scan names it.
 
-use crate::compress::{DictionaryId, parse_header};
+use crate::compress::DictionaryId;
 use crate::db::State;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
@@ -89,29 +89,15 @@ impl Drop for Pin {
 pub(crate) fn named(state: &State, collection: &str) -> Result<BTreeSet<DictionaryId>> {
     let mut ids = BTreeSet::new();
     let staging_suffix = format!("/{collection}");
-    let maps = state.collections.iter().filter(|(name, _)| {
+    let maps = state.collections.keys().filter(|name| {
         name.as_str() == collection
             || (name.starts_with(crate::import::STAGING_PREFIX)
                 && name.ends_with(staging_suffix.as_str()))
     });
-    for (name, map) in maps {
-        for entry in map.iter() {
-            let (id, stored) = entry?;
-            if crate::pack::is_removed(stored) {
-                continue;
-            }
-            let header = parse_header(stored)
-                .map_err(|e| Error::corrupt_document(name, &id, e.to_string()))?;
-            ids.extend(header.dictionary);
-        }
+    for name in maps {
+        crate::collection::for_each_value_header(state, name, |h, _| ids.extend(h.dictionary))?;
     }
-    if let Some(packs) = state.collections.get(&crate::pack::packs_name(collection)) {
-        for entry in packs.iter() {
-            let (last_id, value) = entry?;
-            let header = crate::pack::block_header(collection, &last_id, value)?;
-            ids.extend(header.dictionary);
-        }
-    }
+    crate::collection::for_each_block_header(state, collection, |h, _| ids.extend(h.dictionary))?;
     Ok(ids)
 }
 

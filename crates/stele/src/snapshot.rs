@@ -1,7 +1,7 @@
 //! Consistent reads of every collection.
 
 use crate::db::State;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 use stele_doc::Document;
@@ -287,30 +287,12 @@ impl Snapshot {
     /// ```
     pub fn compression_stats(&self, collection: &str) -> Result<CompressionStats> {
         let mut c = CompressionStats::default();
-        if let Some(map) = self.state.collections.get(collection) {
-            for entry in map.iter() {
-                let (id, stored) = entry?;
-                if crate::pack::is_removed(stored) {
-                    continue;
-                }
-                let header = crate::compress::parse_header(stored)
-                    .map_err(|e| Error::corrupt_document(collection, &id, e.to_string()))?;
-                c.raw_bytes += header.raw_len;
-                c.stored_bytes += stored.len() as u64;
-            }
-        }
-        if let Some(packs) = self
-            .state
-            .collections
-            .get(&crate::pack::packs_name(collection))
-        {
-            for entry in packs.iter() {
-                let (last_id, value) = entry?;
-                let header = crate::pack::block_header(collection, &last_id, value)?;
-                c.raw_bytes += header.raw_len;
-                c.stored_bytes += value.len() as u64;
-            }
-        }
+        let mut add = |h: &crate::compress::Header, stored_bytes: usize| {
+            c.raw_bytes += h.raw_len;
+            c.stored_bytes += stored_bytes as u64;
+        };
+        crate::collection::for_each_value_header(&self.state, collection, &mut add)?;
+        crate::collection::for_each_block_header(&self.state, collection, &mut add)?;
         Ok(c)
     }
 }
