@@ -5,26 +5,17 @@
 
 use super::*;
 
+#[path = "../tests/common/docs.rs"]
+mod docs;
+
 /// Document `i` of kind `kind` (0: log lines, 1: orders): orders compress worse than log
 /// lines with a dictionary of log lines, so switching from 0 to 1 makes the compressor see
 /// its ratio drift and train a new dictionary. Minified JSON.
 fn doc(kind: u32, i: u32) -> String {
     if kind == 1 {
-        format!(
-            r#"{{"order":"o-{i}","customer":"c-{}","total":{}.{},"status":"shipped","items":[{{"sku":"s-{}","qty":{}}}]}}"#,
-            i % 97,
-            i % 500,
-            i % 100,
-            i % 31,
-            i % 5
-        )
+        docs::order_json(i)
     } else {
-        format!(
-            r#"{{"level":"warn","logger":"net.http.client","message":"retry {} of request {i} to host-{}.example.org timed out","at":{}}}"#,
-            i % 4,
-            i % 17,
-            1_700_000_000 + u64::from(i)
-        )
+        docs::log_json(i)
     }
 }
 

@@ -20,22 +20,9 @@ type Model = BTreeMap<String, String>;
 /// drifts and the compressor trains several dictionaries. Minified JSON.
 fn drifting_json(i: u32) -> String {
     match (i / 1500) % 4 {
-        0 => format!(
-            r#"{{"order":"o-{i}","customer":"c-{}","total":{}.{},"status":"shipped","items":[{{"sku":"s-{}","qty":{}}}]}}"#,
-            i % 97,
-            i % 500,
-            i % 100,
-            i % 31,
-            i % 5
-        ),
+        0 => common::order_json(i),
         1 => common::sensor_json(i),
-        2 => format!(
-            r#"{{"level":"warn","logger":"net.http.client","message":"retry {} of request {} to host-{}.example.org timed out","at":{}}}"#,
-            i % 4,
-            i,
-            i % 17,
-            1_700_000_000 + u64::from(i)
-        ),
+        2 => common::log_json(i),
         _ => format!(
             r#"{{"invoice":{i},"lines":[{},{},{}],"currency":"EUR","paid":{},"note":"net 30 days"}}"#,
             i % 9,

@@ -1,5 +1,16 @@
 //! Test data shared by the test files (each test file is its own crate and includes this).
 
+#[allow(
+    dead_code,
+    reason = "each test file is its own crate, and not all of them write orders or log lines"
+)]
+mod docs;
+#[allow(
+    unused_imports,
+    reason = "each test file is its own crate, and not all of them write orders or log lines"
+)]
+pub use docs::{log_json, order_json};
+
 /// JSON text of sensor reading `i`: a second kind of document next to the order and customer
 /// documents of the tests, to make the compression ratio drift. Minified, so that it equals
 /// the stored document's JSON output.
