@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing of the document decoders with libFuzzer on stable Rust.
-# Usage: scripts/fuzz.sh [document|json|table|stored_value] [seconds]   (default: every target, 60 s each)
+# Usage: scripts/fuzz.sh [document|json|table|stored_value|stream] [seconds]   (default: every target, 60 s each)
 # Findings land in fuzz/artifacts/<target>/; the committed seeds are in fuzz/corpus/<target>/.
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 seconds=${2:-60}
-targets=${1:-"document json table stored_value"}
+targets=${1:-"document json table stored_value stream"}
 export RUSTFLAGS="-C passes=sancov-module -C llvm-args=-sanitizer-coverage-level=3 \
   -C llvm-args=-sanitizer-coverage-inline-8bit-counters -C llvm-args=-sanitizer-coverage-pc-table \
   -C llvm-args=-sanitizer-coverage-trace-compares"

@@ -33,6 +33,7 @@ mod inspect;
 mod output;
 mod reader;
 pub mod serde;
+pub mod stream;
 mod validate;
 mod writer;
 

@@ -168,6 +168,41 @@ proptest! {
         prop_assert_eq!(built, converted);
     }
 
+    /// Every document the database writes (input order, no LZ4 strings) has a stream form
+    /// that rebuilds it byte for byte; with LZ4 strings, a stream is refused or exact.
+    #[test]
+    fn stream_forms_rebuild_documents_exactly(m in json()) {
+        use stele_doc::stream;
+        let text = serde_json::to_string(&m).unwrap();
+        let mut w = DocumentWriter::with_options(stream::write_options());
+        for (opts, must) in [(stream::write_options(), true), (WriteOptions::default(), false)] {
+            let bytes = stele_doc::from_json_with(text.as_bytes(), opts).unwrap();
+            let doc = Document::new(bytes.as_slice()).unwrap();
+            let mut s = vec![0xEE];
+            let exact = stream::encode(&doc, &mut w, &mut s);
+            if exact {
+                prop_assert!(stream::is_stream(&s[1..]));
+                prop_assert_eq!(stream::decode(&s[1..], &mut w).unwrap(), bytes.clone());
+            } else {
+                prop_assert_eq!(&s, &[0xEE]);
+            }
+            prop_assert!(exact || !must, "{}", text);
+        }
+    }
+
+    /// Arbitrary bytes as a stream: an error, or a valid document whose own stream rebuilds it.
+    #[test]
+    fn arbitrary_streams_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..300)) {
+        use stele_doc::stream;
+        let mut w = DocumentWriter::with_options(stream::write_options());
+        if let Ok(doc) = stream::decode(&bytes, &mut w) {
+            let d = Document::new(doc.as_slice()).unwrap();
+            let mut s = Vec::new();
+            prop_assert!(stream::encode(&d, &mut w, &mut s));
+            prop_assert_eq!(stream::decode(&s, &mut w).unwrap(), doc);
+        }
+    }
+
     #[test]
     fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..300)) {
         if let Ok(doc) = Document::new(bytes.as_slice()) {

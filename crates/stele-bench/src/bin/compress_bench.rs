@@ -122,6 +122,7 @@ fn main() -> Result<()> {
         variants_table(&inputs)?;
         blocks_table(&inputs)?;
         keyed_table(&inputs)?;
+        stream_table(&inputs)?;
     }
     println!(
         "_Total run time: {:.1} s; load average at the end: {}._",
@@ -508,6 +509,23 @@ fn id_blocks(ids: &[String], docs: &[&[u8]], keyed: bool) -> Result<(usize, f64)
     Ok((values.iter().map(|v| v.0.len()).sum(), per_block_us))
 }
 
+/// Ids `00000000`, `00000001`, ...: the 8-digit line numbers `store_bench` uses.
+fn line_ids(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{i:08}")).collect()
+}
+
+/// A table's last row: "geomean" and `value` in column `at` of `columns`.
+fn geomean_row(columns: usize, at: usize, value: f64) -> Vec<String> {
+    let mut row = vec![String::new(); columns];
+    if let Some(first) = row.first_mut() {
+        *first = "**geomean**".to_owned();
+    }
+    if let Some(cell) = row.get_mut(at) {
+        *cell = ratio(value);
+    }
+    row
+}
+
 /// Plain blocks (ids whole) against keyed blocks (ids front-coded), ids = 8-digit line
 /// numbers as in `store_bench`.
 fn keyed_table(inputs: &[Input]) -> Result<()> {
@@ -530,7 +548,7 @@ fn keyed_table(inputs: &[Input]) -> Result<()> {
     for i in inputs {
         let z3 = whole_file(i)? as f64;
         let docs = i.plain_slices();
-        let ids: Vec<String> = (0..docs.len()).map(|n| format!("{n:08}")).collect();
+        let ids = line_ids(docs.len());
         let (whole, whole_us) = id_blocks(&ids, &docs, false)?;
         let (keyed, keyed_us) = id_blocks(&ids, &docs, true)?;
         gains.push(keyed as f64 / whole as f64);
@@ -543,14 +561,79 @@ fn keyed_table(inputs: &[Input]) -> Result<()> {
             f(keyed_us, 1),
         ]);
     }
-    t.row(vec![
-        "**geomean**".to_owned(),
-        String::new(),
-        String::new(),
-        ratio(geomean(&gains)),
-        String::new(),
-        String::new(),
+    t.row(geomean_row(6, 3, geomean(&gains)));
+    t.print();
+    Ok(())
+}
+
+/// Keyed blocks of documents against keyed blocks of their stream forms
+/// (`stele_doc::stream`), and what rebuilding a document from its stream costs.
+fn stream_table(inputs: &[Input]) -> Result<()> {
+    println!("## Documents or their stream forms in blocks\n");
+    println!(
+        "Each collection's no-LZ4 documents under 8-digit line numbers in keyed blocks (about \
+         32 KiB, level 9, no dictionary), as documents or as their stream forms \
+         (`stele_doc::stream`: values in input order, keys spelled out, no offsets; a document \
+         whose stream does not rebuild it exactly stays a document). rebuild: mean CPU time to \
+         turn one stream back into its document, and the documents' bytes per second, checked \
+         against the input.\n"
+    );
+    let mut t = Table::new(&[
+        "collection",
+        "documents / zstd-3",
+        "streams / zstd-3",
+        "streams / documents",
+        "kept as documents",
+        "stream / document bytes",
+        "rebuild us/doc",
+        "rebuild MB/s",
     ]);
+    let mut gains = Vec::new();
+    for i in inputs {
+        let z3 = whole_file(i)? as f64;
+        let docs = i.plain_slices();
+        let ids = line_ids(docs.len());
+        let mut w = stele_doc::DocumentWriter::with_options(stele_doc::stream::write_options());
+        let mut streams: Vec<Vec<u8>> = Vec::with_capacity(docs.len());
+        let mut kept = 0usize;
+        for d in &docs {
+            let doc = stele_doc::Document::new(*d)?;
+            let mut s = Vec::new();
+            if !stele_doc::stream::encode(&doc, &mut w, &mut s) {
+                s = d.to_vec();
+                kept += 1;
+            }
+            streams.push(s);
+        }
+        let stream_slices: Vec<&[u8]> = streams.iter().map(Vec::as_slice).collect();
+        let (as_docs, _) = id_blocks(&ids, &docs, true)?;
+        let (as_streams, _) = id_blocks(&ids, &stream_slices, true)?;
+        let t0 = thread_cpu_secs();
+        let mut rebuilt = 0usize;
+        for (s, d) in stream_slices.iter().zip(&docs) {
+            if stele_doc::stream::is_stream(s) {
+                let doc = stele_doc::stream::decode(s, &mut w)?;
+                ensure!(doc.as_slice() == *d, "stream rebuilds another document");
+                rebuilt += d.len();
+            }
+        }
+        let secs = thread_cpu_secs() - t0;
+        let n = (docs.len() - kept).max(1) as f64;
+        let doc_bytes: usize = docs.iter().map(|d| d.len()).sum();
+        let stream_bytes: usize = stream_slices.iter().map(|s| s.len()).sum();
+        gains.push(as_streams as f64 / as_docs as f64);
+        t.row(vec![
+            i.json.name.clone(),
+            ratio(as_docs as f64 / z3),
+            ratio(as_streams as f64 / z3),
+            ratio(as_streams as f64 / as_docs as f64),
+            kept.to_string(),
+            ratio(stream_bytes as f64 / doc_bytes as f64),
+            f(secs * 1e6 / n, 2),
+            f(rebuilt as f64 / secs.max(1e-9) / 1e6, 0),
+        ]);
+    }
+    t.row(geomean_row(8, 3, geomean(&gains)));
     t.print();
     Ok(())
 }

@@ -346,6 +346,23 @@ impl DocumentWriter {
         Ok(())
     }
 
+    /// Writes a scaled decimal: `mantissa / 10^scale`, negative if `negative`, kept exactly
+    /// with its trailing zeros (`12.50` is mantissa 1250, scale 2). `scale` is 1 to 127; a
+    /// number without fraction digits is an integer ([`Self::i64`]).
+    pub fn scaled(&mut self, negative: bool, mantissa: u64, scale: u8) -> Result<()> {
+        if scale == 0 || scale > number::MAX_SCALE {
+            return Err(Error::Builder {
+                expected: "a scaled decimal with 1 to 127 fraction digits",
+                got: "a scale of 0 or above 127",
+            });
+        }
+        let pos = self.value_slot("a number")?;
+        self.out.push(scale | if negative { 0x80 } else { 0 });
+        put_varint(&mut self.out, mantissa);
+        self.commit(Tag::Scaled, pos);
+        Ok(())
+    }
+
     #[inline]
     fn put_i64(&mut self, v: i64) -> Tag {
         if let Ok(v) = i8::try_from(v) {
