@@ -146,7 +146,8 @@ impl PyDatabase {
 #[pymethods]
 impl PyDatabase {
     /// Database(path, *, decimals="float", trusted=False, checkpoint_bytes=64 MiB,
-    /// compact_layers=8, pack_block_bytes=32 KiB, pack_level=9, block_cache_bytes=64 MiB)
+    /// compact_layers=8, pack_block_bytes=32 KiB, pack_level=9, pack_streams=True,
+    /// block_cache_bytes=64 MiB)
     ///
     /// Opens the database in folder `path`, creating it if needed, and recovers from its
     /// log (without the GIL). One process at a time: `InUseError` (with `pid`) if another
@@ -156,10 +157,11 @@ impl PyDatabase {
     /// Stele wrote (a crafted file with valid checksums could otherwise crash the process).
     /// `pack_block_bytes`: size of the blocks compaction packs compressed collections into
     /// (0: no packing); `pack_level`: their zstd level (higher: a few percent smaller,
-    /// several times the compaction CPU); `block_cache_bytes`: memory for decoded blocks
-    /// (see the Rust `DatabaseOptions`).
+    /// several times the compaction CPU); `pack_streams`: whether `compact()` may store
+    /// packed documents in their stream form (smaller; each rebuilt on its first read);
+    /// `block_cache_bytes`: memory for decoded blocks (see the Rust `DatabaseOptions`).
     #[new]
-    #[pyo3(signature = (path, *, decimals = "float", trusted = false, checkpoint_bytes = None, compact_layers = None, pack_block_bytes = None, pack_level = None, block_cache_bytes = None))]
+    #[pyo3(signature = (path, *, decimals = "float", trusted = false, checkpoint_bytes = None, compact_layers = None, pack_block_bytes = None, pack_level = None, pack_streams = true, block_cache_bytes = None))]
     #[expect(
         clippy::too_many_arguments,
         reason = "the Python constructor's keyword arguments, one per option"
@@ -173,6 +175,7 @@ impl PyDatabase {
         compact_layers: Option<usize>,
         pack_block_bytes: Option<usize>,
         pack_level: Option<i32>,
+        pack_streams: bool,
         block_cache_bytes: Option<usize>,
     ) -> PyResult<PyDatabase> {
         let decimals = Decimals::parse(py, decimals)?;
@@ -189,6 +192,7 @@ impl PyDatabase {
         if let Some(level) = pack_level {
             opts = opts.pack_level(level);
         }
+        opts = opts.pack_streams(pack_streams);
         if let Some(bytes) = block_cache_bytes {
             opts = opts.block_cache_bytes(bytes);
         }

@@ -204,6 +204,25 @@ def test_reopen_keeps_data_and_checkpoint_compact(tmp_path):
         assert len(c) == 199 and c["k199"]["i"] == 199 and "k000" not in c
 
 
+def test_pack_streams_shrinks_nested_documents_and_reads_them_back(tmp_path):
+    docs = {
+        f"k{i:04}": {"name": f"item {i}", "tags": ["a", f"t{i % 9}"], "spec": {"w": i % 13, "ok": i % 2 == 0, "note": None}}
+        for i in range(1500)
+    }
+    sizes = {}
+    for streams in (True, False):
+        with stele.open(tmp_path / str(streams), pack_streams=streams) as db:
+            c = db["c"]
+            with db.batch() as b:
+                for k, v in docs.items():
+                    b.put("c", k, v)
+            db.compact()
+            sizes[streams] = db.stats()["c"]["pack_bytes"]
+            assert all(c[k] == v for k, v in list(docs.items())[::37])
+            assert dict(c.items()) == docs
+    assert sizes[True] < sizes[False]
+
+
 def test_put_many_with_id_field(db):
     c = db["people"]
     people = [{"id": i, "name": f"p{i}"} for i in range(25)] + [{"id": "s", "name": "str id"}]

@@ -27,8 +27,9 @@ pub(crate) fn get<'a>(
         return stored::decode(state, collection, id, stored).map(Some);
     }
     stored::with_decoder(|decoder| {
-        Ok(pack::lookup(state, collection, id, decoder)?
-            .map(|(block, i)| DocBytes::InBlock(block, i)))
+        pack::lookup(state, collection, id, decoder)?
+            .map(|(block, i)| DocBytes::in_block(state, collection, block, i))
+            .transpose()
     })
 }
 

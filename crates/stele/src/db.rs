@@ -31,6 +31,7 @@ pub struct DatabaseOptions {
     pub(crate) table: TableOptions,
     pub(crate) pack_block_bytes: usize,
     pub(crate) pack_level: i32,
+    pub(crate) pack_streams: bool,
     pub(crate) block_cache_bytes: usize,
 }
 
@@ -45,6 +46,7 @@ impl Default for DatabaseOptions {
             table: TableOptions::default(),
             pack_block_bytes: 32 * 1024,
             pack_level: 9,
+            pack_streams: true,
             block_cache_bytes: 64 << 20,
         }
     }
@@ -124,6 +126,24 @@ impl DatabaseOptions {
     #[must_use]
     pub fn pack_level(mut self, level: i32) -> Self {
         self.pack_level = level.clamp(1, 22);
+        self
+    }
+
+    /// Whether [`Database::compact`] may store packed documents in their stream form
+    /// (default: on; `stele_doc::stream`, `docs/FORMAT.md`): their values in input order
+    /// with the keys spelled out and no offsets, which zstd compresses better. Compaction
+    /// packs the first block of every 16 both ways and keeps the smaller form until the
+    /// next trial, so collections that compress better as documents stay documents. On the
+    /// benchmark collections streams make the stored collection up to a third smaller
+    /// (mdn-compat-features 1.86x -> 1.43x of whole-file zstd -3, debian-packages 1.35x ->
+    /// 1.15x; `docs/benchmarks.md`, "Stream blocks"). The price: compaction takes up to 1.5x
+    /// as long, and a read rebuilds its document from the stream the first time (0.2-2 us
+    /// for documents under 1 KiB, kept in the block cache after). Background compactions
+    /// never make streams (they run beside writers); blocks they write are rewritten by
+    /// the next `compact`.
+    #[must_use]
+    pub fn pack_streams(mut self, on: bool) -> Self {
+        self.pack_streams = on;
         self
     }
 
@@ -261,6 +281,7 @@ fn pack_settings(opts: &DatabaseOptions) -> crate::pack::PackSettings {
     crate::pack::PackSettings {
         block_bytes: opts.pack_block_bytes,
         level: opts.pack_level,
+        streams: opts.pack_streams,
     }
 }
 

@@ -30,7 +30,8 @@ pub(crate) fn raw(stored: &[u8]) -> Option<&[u8]> {
 pub(crate) enum DocBytes<'a> {
     Borrowed(&'a [u8]),
     Owned(Vec<u8>),
-    /// Document `.1` of the block (checked to exist when made).
+    /// Document `.1` of the block (checked to exist, and rebuilt if the block holds its
+    /// stream form, by [`DocBytes::in_block`]).
     InBlock(Arc<DecodedBlock>, usize),
 }
 
@@ -43,6 +44,19 @@ impl Deref for DocBytes<'_> {
             DocBytes::Owned(v) => v,
             DocBytes::InBlock(block, i) => block.get(*i),
         }
+    }
+}
+
+impl DocBytes<'static> {
+    /// Document `i` of `block`, a packed block of `collection` in `state`.
+    pub(crate) fn in_block(
+        state: &State,
+        collection: &str,
+        block: Arc<DecodedBlock>,
+        i: usize,
+    ) -> Result<DocBytes<'static>> {
+        crate::pack::read_document(state, collection, &block, i)?;
+        Ok(DocBytes::InBlock(block, i))
     }
 }
 

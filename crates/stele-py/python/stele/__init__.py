@@ -48,6 +48,7 @@ def open(
     compact_layers: int | None = None,
     pack_block_bytes: int | None = None,
     pack_level: int | None = None,
+    pack_streams: bool = True,
     block_cache_bytes: int | None = None,
 ) -> Database:
     """Opens (creating if needed) the database in folder ``path``; same as ``Database(...)``.
@@ -62,6 +63,7 @@ def open(
         compact_layers=compact_layers,
         pack_block_bytes=pack_block_bytes,
         pack_level=pack_level,
+        pack_streams=pack_streams,
         block_cache_bytes=block_cache_bytes,
     )
 

@@ -145,6 +145,7 @@ class Database:
         compact_layers: int | None = None,
         pack_block_bytes: int | None = None,
         pack_level: int | None = None,
+        pack_streams: bool = True,
         block_cache_bytes: int | None = None,
     ) -> None:
         """Opens or creates the database; InUseError (with pid) if it is open elsewhere.
@@ -187,6 +188,7 @@ def open(
     compact_layers: int | None = None,
     pack_block_bytes: int | None = None,
     pack_level: int | None = None,
+    pack_streams: bool = True,
     block_cache_bytes: int | None = None,
 ) -> Database:
     """Same as Database(path, ...)."""

@@ -9,6 +9,8 @@
 //! removed    := 0x04
 //! keyed      := 0x05 | varint dict_id (0: none) | varint n | varint raw_len | zstd frame
 //!               n front-coded keys, their values' lengths, the values (see [`super::keyed`])
+//! streams    := 0x06 | the same as keyed, each value a document's stream form
+//!               (`stele_doc::stream`) or, where it has none, the document
 //! ```
 //!
 //! A removed value is the database's mark of a deleted document whose older version may
@@ -58,6 +60,10 @@ pub enum Codec {
     /// Keys (front-coded, ascending) and their values in one zstd frame (layout in
     /// `docs/FORMAT.md`, "Stored document values").
     KeyedBlock = 5,
+    /// A keyed block whose values are documents in their stream form
+    /// (`stele_doc::stream`: smaller once compressed, rebuilt when read), or documents
+    /// where a stream would not rebuild them exactly ([`Block::document`] reads either).
+    StreamBlock = 6,
 }
 
 impl Codec {
@@ -70,6 +76,7 @@ impl Codec {
             3 => Some(Codec::Block),
             4 => Some(Codec::Removed),
             5 => Some(Codec::KeyedBlock),
+            6 => Some(Codec::StreamBlock),
             _ => None,
         }
     }
@@ -148,11 +155,11 @@ pub fn parse_header(stored: &[u8]) -> Result<Header> {
         return Err(corrupt(
             0,
             format!(
-                "unknown codec byte {first:#04x} (known: 0 raw, 1 zstd, 2 zstd+dictionary, 3 block, 4 removed, 5 keyed block)"
+                "unknown codec byte {first:#04x} (known: 0 raw, 1 zstd, 2 zstd+dictionary, 3 block, 4 removed, 5 keyed block, 6 stream block)"
             ),
         ));
     };
-    if matches!(codec, Codec::Block | Codec::KeyedBlock) {
+    if matches!(codec, Codec::Block | Codec::KeyedBlock | Codec::StreamBlock) {
         return parse_block(stored, codec);
     }
     if codec == Codec::Removed {
@@ -229,7 +236,9 @@ fn parse_block(stored: &[u8], codec: Codec) -> Result<Header> {
     pos = p;
     // Each length takes at least one byte of the decoded frame (a key and its value three).
     let (min_bytes, entries) = match codec {
-        Codec::KeyedBlock => (count * super::keyed::MIN_ENTRY_BYTES, count * 2),
+        Codec::KeyedBlock | Codec::StreamBlock => {
+            (count * super::keyed::MIN_ENTRY_BYTES, count * 2)
+        }
         _ => (count, count),
     };
     if min_bytes > raw_len {
@@ -399,7 +408,9 @@ impl Decoder {
         let payload = stored.get(h.payload_at..).unwrap_or_default();
         match h.codec {
             Codec::Raw => return Ok(Cow::Borrowed(payload)),
-            Codec::Block | Codec::KeyedBlock | Codec::Removed => return Err(not_single(&h)),
+            Codec::Block | Codec::KeyedBlock | Codec::StreamBlock | Codec::Removed => {
+                return Err(not_single(&h));
+            }
             Codec::Zstd | Codec::ZstdDict => {}
         }
         let mut out = Vec::new();
@@ -422,7 +433,9 @@ impl Decoder {
                 out.extend_from_slice(payload);
                 return Ok(());
             }
-            Codec::Block | Codec::KeyedBlock | Codec::Removed => return Err(not_single(&h)),
+            Codec::Block | Codec::KeyedBlock | Codec::StreamBlock | Codec::Removed => {
+                return Err(not_single(&h));
+            }
             Codec::Zstd | Codec::ZstdDict => {}
         }
         self.decompress(&h, payload, dicts, out)
@@ -433,7 +446,10 @@ impl Decoder {
         let Some(&first) = stored.first() else {
             return Err(corrupt(0, "stored value is empty (no codec byte)"));
         };
-        if first != Codec::Block as u8 && first != Codec::KeyedBlock as u8 {
+        let is_block = [Codec::Block, Codec::KeyedBlock, Codec::StreamBlock]
+            .iter()
+            .any(|&c| c as u8 == first);
+        if !is_block {
             let mut bytes = Vec::new();
             self.decode_into(stored, dicts, &mut bytes)?;
             let ends = vec![bytes.len()];
@@ -441,17 +457,29 @@ impl Decoder {
                 bytes,
                 ends,
                 start: 0,
+                streams_from: None,
             });
         }
         let h = parse_header(stored)?;
         let payload = stored.get(h.payload_at..).unwrap_or_default();
         let mut bytes = Vec::new();
         self.decompress(&h, payload, dicts, &mut bytes)?;
-        if h.codec == Codec::KeyedBlock {
-            return super::keyed::split(&h, &bytes);
+        match h.codec {
+            Codec::KeyedBlock => return super::keyed::split(&h, &bytes),
+            Codec::StreamBlock => {
+                let mut block = super::keyed::split(&h, &bytes)?;
+                block.streams_from = Some(block.len() / 2);
+                return Ok(block);
+            }
+            _ => {}
         }
         let (ends, start) = split_block(&h, &bytes)?;
-        Ok(Block { bytes, ends, start })
+        Ok(Block {
+            bytes,
+            ends,
+            start,
+            streams_from: None,
+        })
     }
 
     fn decompress(
@@ -520,6 +548,8 @@ pub struct Block {
     ends: Vec<usize>,
     /// Where the first document starts.
     start: usize,
+    /// Entries from this one on may be stream forms (a [`Codec::StreamBlock`]'s values).
+    streams_from: Option<usize>,
 }
 
 impl Block {
@@ -537,6 +567,7 @@ impl Block {
             bytes,
             ends,
             start: 0,
+            streams_from: None,
         })
     }
 
@@ -555,7 +586,8 @@ impl Block {
         self.ends.is_empty()
     }
 
-    /// Document `i`.
+    /// Entry `i` as stored: a key or a document, or, in a [`Codec::StreamBlock`], a
+    /// document's stream form ([`Block::document`] rebuilds it).
     pub fn get(&self, i: usize) -> Option<&[u8]> {
         let end = *self.ends.get(i)?;
         let start = if i == 0 {
@@ -566,7 +598,41 @@ impl Block {
         self.bytes.get(start..end)
     }
 
-    /// The documents in order.
+    /// Whether entry `i` may be a stream form, to be read with [`Block::document`].
+    pub fn holds_streams(&self, i: usize) -> bool {
+        self.streams_from.is_some_and(|from| i >= from)
+    }
+
+    /// Entry `i` as a document: as stored, or rebuilt from its stream form. `None` if `i`
+    /// is out of range; an error if a stream form does not decode.
+    pub fn document(&self, i: usize) -> Option<Result<Cow<'_, [u8]>>> {
+        let entry = self.get(i)?;
+        if !self.holds_streams(i) {
+            return Some(Ok(Cow::Borrowed(entry)));
+        }
+        Some(super::streams::to_document(entry))
+    }
+
+    /// The block with every stream form rebuilt into its document (the block itself if it
+    /// holds none): what [`Block::get`] then yields are keys and documents.
+    pub fn into_documents(self) -> Result<Block> {
+        let Some(from) = self.streams_from else {
+            return Ok(self);
+        };
+        let mut bytes = Vec::with_capacity(self.bytes.len() + self.bytes.len() / 4);
+        let mut ends = Vec::with_capacity(self.len());
+        for i in 0..self.len() {
+            match self.get(i) {
+                Some(entry) if i < from => bytes.extend_from_slice(entry),
+                Some(entry) => bytes.extend_from_slice(&super::streams::to_document(entry)?),
+                None => return Err(corrupt(0, format!("block entry {i} is missing"))),
+            }
+            ends.push(bytes.len());
+        }
+        Block::from_parts(bytes, ends)
+    }
+
+    /// The entries in order, as stored (see [`Block::get`]).
     pub fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
         (0..self.len()).filter_map(|i| self.get(i))
     }

@@ -19,6 +19,7 @@
 pub mod codec;
 mod keyed;
 mod policy;
+mod streams;
 
 pub use codec::{
     Block, Codec, Decoder, Dictionaries, DictionaryId, Header, MAX_BLOCK_DOCS, MAX_DOCUMENT_BYTES,
@@ -26,3 +27,4 @@ pub use codec::{
 };
 pub use keyed::MAX_KEY_BYTES;
 pub use policy::{BlockPacker, CompressOptions, CompressStats, Compressor, NewDictionary};
+pub use streams::{TRIAL_EVERY_BLOCKS, to_document};

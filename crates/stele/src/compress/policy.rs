@@ -424,7 +424,7 @@ fn encode_block(
 
 /// Compresses the frame content `joined` of a block of `count` entries into a stored value of
 /// `codec` in `out`.
-fn compress_joined(
+pub(super) fn compress_joined(
     cctx: &mut bulk::Compressor<'static>,
     codec: Codec,
     dict_id: DictionaryId,
@@ -450,10 +450,17 @@ fn compress_joined(
 /// dictionary), independent of any [`Compressor`]'s training: what the database uses to pack
 /// a collection's documents at compaction, off the write path.
 pub struct BlockPacker {
-    cctx: bulk::Compressor<'static>,
-    dict_id: DictionaryId,
-    joined: Vec<u8>,
-    scratch: Vec<u8>,
+    pub(super) cctx: bulk::Compressor<'static>,
+    pub(super) dict_id: DictionaryId,
+    pub(super) joined: Vec<u8>,
+    pub(super) scratch: Vec<u8>,
+    /// Stream forms of documents, checked by rebuilding them ([`super::streams`]).
+    pub(super) writer: stele_doc::DocumentWriter,
+    pub(super) forms: super::streams::FormChoice,
+    pub(super) stream_forms: super::streams::Forms,
+    pub(super) doc_forms: super::streams::Forms,
+    /// The block in the form a trial did not keep.
+    pub(super) alternative: Vec<u8>,
 }
 
 impl std::fmt::Debug for BlockPacker {
@@ -477,6 +484,11 @@ impl BlockPacker {
             dict_id,
             joined: Vec::new(),
             scratch: Vec::new(),
+            writer: stele_doc::DocumentWriter::with_options(stele_doc::stream::write_options()),
+            forms: super::streams::FormChoice::new(),
+            stream_forms: super::streams::Forms::default(),
+            doc_forms: super::streams::Forms::default(),
+            alternative: Vec::new(),
         })
     }
 

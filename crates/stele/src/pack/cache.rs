@@ -6,90 +6,9 @@
 //! cheap under the lock; an insertion over budget walks the ring, sparing each recently hit
 //! block once.
 
-use crate::compress::Block;
+use super::decoded::DecodedBlock;
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-
-/// A decoded block of packed documents: `n` ids in ascending order, then their `n`
-/// documents, and which documents have been validated (the bytes never change once decoded,
-/// so a document validated once need not be validated again on later reads).
-#[derive(Debug)]
-pub(crate) struct DecodedBlock {
-    block: Block,
-    n: usize,
-    checked: Box<[AtomicBool]>,
-}
-
-impl DecodedBlock {
-    /// Checks the layout of a block stored under key `last_id`: an even number of entries,
-    /// ids strictly ascending, the last one equal to the key. The reason if not.
-    pub(crate) fn new(block: Block, last_id: &[u8]) -> Result<Self, String> {
-        let entries = block.len();
-        if entries == 0 || !entries.is_multiple_of(2) {
-            return Err(format!(
-                "a packed block holds ids and documents in pairs, not {entries} entries"
-            ));
-        }
-        let n = entries / 2;
-        let ids: Vec<&[u8]> = (0..n).filter_map(|i| block.get(i)).collect();
-        if ids.windows(2).any(|w| w.first() >= w.get(1)) {
-            return Err("the ids of a packed block are not in ascending order".to_owned());
-        }
-        if ids.last() != Some(&last_id) {
-            return Err("the last id of a packed block differs from its key".to_owned());
-        }
-        let checked = (0..n).map(|_| AtomicBool::new(false)).collect();
-        Ok(DecodedBlock { block, n, checked })
-    }
-
-    /// Documents in the block.
-    pub(crate) fn len(&self) -> usize {
-        self.n
-    }
-
-    /// Id of document `i` (empty if out of range; callers keep `i < len()`).
-    pub(crate) fn id(&self, i: usize) -> &[u8] {
-        self.block.get(i).unwrap_or_default()
-    }
-
-    /// Document `i` (empty if out of range; callers keep `i < len()`).
-    pub(crate) fn get(&self, i: usize) -> &[u8] {
-        self.block.get(self.n + i).unwrap_or_default()
-    }
-
-    /// Position of `id`, or where it would go.
-    pub(crate) fn find(&self, id: &[u8]) -> std::result::Result<usize, usize> {
-        let (mut lo, mut hi) = (0, self.n);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            match self.id(mid).cmp(id) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Ok(mid),
-            }
-        }
-        Err(lo)
-    }
-
-    /// Whether document `i` passed `stele_doc::Document::new` before.
-    pub(crate) fn is_checked(&self, i: usize) -> bool {
-        self.checked
-            .get(i)
-            .is_some_and(|c| c.load(Ordering::Acquire))
-    }
-
-    /// Records that document `i` passed `stele_doc::Document::new`.
-    pub(crate) fn mark_checked(&self, i: usize) {
-        if let Some(c) = self.checked.get(i) {
-            c.store(true, Ordering::Release);
-        }
-    }
-
-    fn heap_bytes(&self) -> usize {
-        self.block.heap_bytes() + self.checked.len()
-    }
-}
 
 #[derive(Debug)]
 struct Slot {
@@ -182,6 +101,27 @@ impl BlockCache {
         );
         c.ring.push_back(number);
         c.cached_bytes += charge_bytes;
+        self.evict_over_budget(&mut c);
+    }
+
+    /// Changes the charge of cached block `number` by `delta_bytes` (its stream forms were
+    /// rebuilt into documents, or dropped), evicting others if that goes over budget.
+    pub(crate) fn recharge(&self, number: u64, delta_bytes: isize) {
+        if delta_bytes == 0 {
+            return;
+        }
+        let mut c = self.lock();
+        let Some(slot) = c.slots.get_mut(&number) else {
+            return;
+        };
+        let old = slot.charge_bytes;
+        slot.charge_bytes = old.saturating_add_signed(delta_bytes);
+        let new = slot.charge_bytes;
+        c.cached_bytes = c.cached_bytes - old + new;
+        self.evict_over_budget(&mut c);
+    }
+
+    fn evict_over_budget(&self, c: &mut Clock) {
         // Each pass over the ring clears every flag it spares, so this ends within two.
         while c.cached_bytes > self.budget_bytes {
             let Some(victim) = c.ring.pop_front() else {
@@ -217,10 +157,12 @@ impl BlockCache {
 #[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
+    use crate::compress::Block;
 
     fn block(bytes: usize) -> Arc<DecodedBlock> {
         Arc::new(
             DecodedBlock::new(
+                0,
                 Block::from_parts(vec![7; bytes], vec![1, bytes]).unwrap(),
                 &[7],
             )

@@ -27,6 +27,7 @@
 //! - A collection's packs map is replaced only together with its map, in one manifest.
 
 pub(crate) mod cache;
+mod decoded;
 
 use crate::bytes::Reader;
 use crate::compress::{BlockPacker, Decoder, Dictionaries, DictionaryId, MAX_BLOCK_DOCS};
@@ -40,7 +41,7 @@ use stele_durable::{DurableMap, MapBuilder, Store};
 
 use cache::BlockCache;
 pub use cache::BlockCacheStats;
-pub(crate) use cache::DecodedBlock;
+pub(crate) use decoded::DecodedBlock;
 
 /// Prefix of the internal collections holding packed blocks.
 pub(crate) const PACKS_PREFIX: &str = "_packs/";
@@ -146,12 +147,32 @@ pub(crate) fn load_block(
     let block = decoder
         .decode_block(stored, dicts)
         .map_err(|e| bad(e.to_string()))?;
-    let block = Arc::new(DecodedBlock::new(block, last_id).map_err(bad)?);
+    let block = Arc::new(DecodedBlock::new(number, block, last_id).map_err(bad)?);
     state.packing.cache.insert(number, &block);
     Ok(block)
 }
 
-/// The packed document `id` of `collection`, if a block holds it: the block and its index.
+/// Document `i` of `block` (a block of `collection`), rebuilt from its stream form on its
+/// first read, the cache's charge for the block updated.
+pub(crate) fn read_document<'b>(
+    state: &State,
+    collection: &str,
+    block: &'b DecodedBlock,
+    i: usize,
+) -> Result<&'b [u8]> {
+    let (doc, grown_bytes) = block.document(i).map_err(|reason| {
+        Error::corrupt_document(
+            collection,
+            block.id(i),
+            format!("packed block {}: {reason}", block.number()),
+        )
+    })?;
+    state.packing.cache.recharge(block.number(), grown_bytes);
+    Ok(doc)
+}
+
+/// The packed document `id` of `collection`, if a block holds it: the block and its index
+/// (the document itself is read with [`read_document`]).
 pub(crate) fn lookup(
     state: &State,
     collection: &str,
@@ -236,7 +257,8 @@ impl Iterator for PackedIter<'_> {
                 let at = *i;
                 *i += 1;
                 let id = block.id(at).to_vec();
-                return Some(Ok((id, DocBytes::InBlock(Arc::clone(block), at))));
+                let doc = DocBytes::in_block(self.state, self.collection, Arc::clone(block), at);
+                return Some(doc.map(|doc| (id, doc)));
             }
             match self.next_block() {
                 Ok(Some(next)) => self.current = Some(next),
@@ -262,6 +284,8 @@ pub(crate) struct PackSettings {
     pub(crate) block_bytes: usize,
     /// zstd level of blocks.
     pub(crate) level: i32,
+    /// Whether full packings may store stream forms.
+    pub(crate) streams: bool,
 }
 
 /// The newest persisted dictionary of `collection` in `state`: id and bytes.
@@ -343,7 +367,7 @@ impl BlockWriter<'_> {
         let ids = split_at_ends(&self.ids, &self.id_ends);
         let docs = split_at_ends(&self.docs, &self.doc_ends);
         let last_id = ids.last().copied().unwrap_or_default();
-        self.packer.pack_keyed(&ids, &docs, &mut self.block)?;
+        self.packer.pack_documents(&ids, &docs, &mut self.block)?;
         self.value.clear();
         crate::bytes::put_varint(&mut self.value, self.packing.allocate());
         self.value.extend_from_slice(&self.block);
@@ -368,9 +392,10 @@ impl BlockWriter<'_> {
 /// Merges `source` (what `collection`'s map holds: whole documents and marks of removed
 /// ones) with the collection's packed blocks in `state` into a new packs map holding every
 /// visible document. Blocks no entry of `source` falls into are copied as they are (unless
-/// `full`, which rewrites every block), so appending to a packed collection costs only its
-/// new documents. `state` supplies the dictionaries and the current blocks. Returns the
-/// new packs map and the number of documents it holds.
+/// `full`, which rewrites every block and may store documents in their stream form), so
+/// appending to a packed collection costs only its new documents. `state` supplies the
+/// dictionaries and the current blocks. Returns the new packs map and the number of
+/// documents it holds.
 pub(crate) fn pack(
     store: &Store,
     state: &State,
@@ -380,10 +405,13 @@ pub(crate) fn pack(
     settings: PackSettings,
 ) -> Result<(DurableMap, u64)> {
     let dictionary = last_dictionary(state, collection)?;
+    // Stream forms cost about 2 us per document to make and check: worth it when
+    // compacting on demand, not in the background compactions that run beside writers.
     let packer = BlockPacker::new(
         settings.level,
         dictionary.as_ref().map(|(id, b)| (*id, b.as_slice())),
-    )?;
+    )?
+    .streams(full && settings.streams);
     let mut w = BlockWriter {
         out: store.map_builder_with_block_size(PACKS_TABLE_BLOCK_BYTES)?,
         packer,
@@ -432,7 +460,7 @@ pub(crate) fn pack(
                     write_change(&mut w, &cid, stored)?;
                 }
                 if !replaced {
-                    w.push(id, block.get(i))?;
+                    w.push(id, read_document(state, collection, &block, i)?)?;
                 }
             }
         }

@@ -39,6 +39,8 @@ struct Args {
     pack_block_bytes: Option<usize>,
     /// `DatabaseOptions::pack_level` (default: the library's default).
     pack_level: Option<i32>,
+    /// `DatabaseOptions::pack_streams(false)`.
+    no_streams: bool,
 }
 
 fn parse_args() -> Result<Args> {
@@ -48,6 +50,7 @@ fn parse_args() -> Result<Args> {
         only: None,
         pack_block_bytes: None,
         pack_level: None,
+        no_streams: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -69,6 +72,7 @@ fn parse_args() -> Result<Args> {
                         .with_context(|| format!("--pack-level {n:?}: not a number"))?,
                 );
             }
+            "--no-streams" => args.no_streams = true,
             "--help" | "-h" => {
                 println!(
                     "store_bench: the document store on every collection of ../shared/data\n\n\
@@ -76,12 +80,13 @@ fn parse_args() -> Result<Args> {
                      --data DIR         the data folder (default: ../shared/data)\n\
                      --only NAME        collections whose path contains NAME\n\
                      --pack-block-bytes N   DatabaseOptions::pack_block_bytes\n\
-                     --pack-level N     DatabaseOptions::pack_level"
+                     --pack-level N     DatabaseOptions::pack_level\n\
+                     --no-streams       DatabaseOptions::pack_streams(false)"
                 );
                 std::process::exit(0);
             }
             other => anyhow::bail!(
-                "unknown argument {other:?} (use --quick, --data DIR, --only NAME, --pack-block-bytes N, --pack-level N)"
+                "unknown argument {other:?} (use --quick, --data DIR, --only NAME, --pack-block-bytes N, --pack-level N, --no-streams)"
             ),
         }
     }
@@ -343,12 +348,18 @@ fn main() -> Result<()> {
     if let Some(n) = args.pack_level {
         opts = opts.pack_level(n);
     }
+    if args.no_streams {
+        opts = opts.pack_streams(false);
+    }
     println!("# Document store benchmark\n");
     if let Some(n) = args.pack_block_bytes {
         println!("`--pack-block-bytes {n}`: blocks of {n} bytes instead of the default below.\n");
     }
     if let Some(n) = args.pack_level {
         println!("`--pack-level {n}`: blocks packed at zstd level {n} instead of level 9.\n");
+    }
+    if args.no_streams {
+        println!("`--no-streams`: packed blocks hold documents, never stream forms.\n");
     }
     println!(
         "Each collection twice: compression off (raw Stele documents) and on (as written: each document alone at zstd level 1 with the collection's trained dictionaries; the final `compact` packs ids and documents into 32 KiB blocks at zstd level 9). Ids: line numbers. Batches of 1,000 documents per commit, then `compact`; \"ingest + compact\" counts the time of both (with compression on, the packing at level 9 happens in `compact`)."

@@ -1,0 +1,357 @@
+//! Stream blocks (codec 6): keyed blocks whose documents are stored in their stream form
+//! (`stele_doc::stream`), and the packer's choice between them and keyed blocks of documents.
+//!
+//! A stream holds a document's values in input order with its keys spelled out and no
+//! offsets; zstd compresses it better than the document, whose offsets and key ids differ
+//! from document to document (15 % smaller blocks over the shared collections, a third on
+//! the ones of large nested documents). Collections of small documents of numbers compress
+//! better as documents (vega-flights: a tenth bigger as streams), so [`BlockPacker`] packs a
+//! block both ways every [`TRIAL_EVERY_BLOCKS`] blocks and keeps the smaller form until the
+//! next trial (`docs/benchmarks.md`, "Document store").
+//!
+//! A stream is turned back into its document when read ([`to_document`]): 0.2-2 us for
+//! documents under 1 KiB, about 250-700 MB/s of document. The database's block cache keeps
+//! each document once rebuilt.
+//!
+//! Values are told apart by their first byte: a document starts with `0xB1`, a stream with a
+//! byte of at most `0x0A` ([`stele_doc::stream::is_stream`]). A document whose stream does not
+//! rebuild it byte for byte (LZ4 strings, sorted keys, a duplicate key's leftover bytes) is
+//! stored as the document.
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+
+use stele_doc::{Document, DocumentWriter, stream};
+
+use super::codec::{Codec, corrupt};
+use super::policy::{BlockPacker, compress_joined};
+use crate::{Error, Result};
+
+/// Blocks packed in the chosen form between two trials of both forms.
+pub const TRIAL_EVERY_BLOCKS: u32 = 16;
+
+thread_local! {
+    /// The writer that rebuilds documents from streams on this thread (reused: a fresh one
+    /// would allocate its tables for every document).
+    static REBUILDER: RefCell<DocumentWriter> =
+        RefCell::new(DocumentWriter::with_options(stream::write_options()));
+}
+
+/// A stored block entry as a document: `value` itself, or the document rebuilt from it if it
+/// is a stream form. The error says why a stream does not decode.
+pub fn to_document(value: &[u8]) -> Result<Cow<'_, [u8]>> {
+    if !stream::is_stream(value) {
+        return Ok(Cow::Borrowed(value));
+    }
+    REBUILDER
+        .with(|w| match w.try_borrow_mut() {
+            Ok(mut w) => stream::decode(value, &mut w),
+            // Only reachable if decoding re-entered this function; a fresh writer is correct.
+            Err(_) => stream::decode(
+                value,
+                &mut DocumentWriter::with_options(stream::write_options()),
+            ),
+        })
+        .map(Cow::Owned)
+        .map_err(|e| corrupt(0, format!("a stored stream form does not decode: {e}")))
+}
+
+/// Appends `value` (a document or a stream form) to `out` in stream form where a document
+/// has one that rebuilds it exactly, else as the document.
+fn push_stream(value: &[u8], writer: &mut DocumentWriter, out: &mut Vec<u8>) {
+    if stream::is_stream(value) {
+        out.extend_from_slice(value);
+        return;
+    }
+    let exact = Document::new(value).is_ok_and(|doc| stream::encode(&doc, writer, out));
+    if !exact {
+        out.extend_from_slice(value);
+    }
+}
+
+/// Which form a packer gives its blocks' documents; see the module documentation.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct FormChoice {
+    /// Whether stream forms may be used at all ([`BlockPacker::streams`]).
+    pub(super) allowed: bool,
+    /// Whether the last trial found streams smaller.
+    pub(super) streams: bool,
+    /// Blocks to pack before the next trial (0: the next block is one).
+    pub(super) until_trial: u32,
+}
+
+impl FormChoice {
+    pub(super) fn new() -> Self {
+        FormChoice {
+            allowed: true,
+            streams: true,
+            until_trial: 0,
+        }
+    }
+}
+
+/// The documents of one block in one form, concatenated, and each one's end.
+#[derive(Debug, Default)]
+pub(super) struct Forms {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Forms {
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
+    }
+
+    fn parts(&self) -> Vec<&[u8]> {
+        let mut start = 0;
+        self.ends
+            .iter()
+            .map(|&end| {
+                let part = self.bytes.get(start..end).unwrap_or_default();
+                start = end;
+                part
+            })
+            .collect()
+    }
+}
+
+impl BlockPacker {
+    /// Whether [`Self::pack_documents`] may store documents in their stream form (default:
+    /// on). Streams make blocks 0-35 % smaller (15 % over the shared collections) and cost,
+    /// per document packed, turning it into a stream and rebuilding it once to check it
+    /// (about 2 us for a 1 KiB document); off, every block holds documents.
+    pub fn streams(mut self, on: bool) -> Self {
+        self.forms.allowed = on;
+        self
+    }
+
+    /// Compresses `keys` (strictly ascending, at most [`super::MAX_KEY_BYTES`] each) and their
+    /// documents (1 to [`super::MAX_BLOCK_DOCS`], one per key; each a document or a stream
+    /// form read from another block) into one block value in `out` (cleared first): a stream
+    /// block or a keyed block of documents, whichever the packer's last trial found smaller.
+    /// [`super::Decoder::decode_block`] yields the keys, then the entries
+    /// [`super::Block::document`] reads as documents. Returns the codec used.
+    pub fn pack_documents(
+        &mut self,
+        keys: &[&[u8]],
+        values: &[&[u8]],
+        out: &mut Vec<u8>,
+    ) -> Result<Codec> {
+        if !self.forms.allowed {
+            self.forms.streams = false;
+            self.forms.until_trial = u32::MAX;
+        }
+        let trial = self.forms.until_trial == 0;
+        let streams = trial || self.forms.streams;
+        let documents = trial || !self.forms.streams;
+        let mut stream_forms = std::mem::take(&mut self.stream_forms);
+        let mut doc_forms = std::mem::take(&mut self.doc_forms);
+        stream_forms.clear();
+        doc_forms.clear();
+        if streams {
+            for v in values {
+                push_stream(v, &mut self.writer, &mut stream_forms.bytes);
+                stream_forms.ends.push(stream_forms.bytes.len());
+            }
+        }
+        if documents {
+            for v in values {
+                doc_forms.bytes.extend_from_slice(&to_document(v)?);
+                doc_forms.ends.push(doc_forms.bytes.len());
+            }
+        }
+        let result = self.pack_forms(keys, &stream_forms, &doc_forms, trial, out);
+        (self.stream_forms, self.doc_forms) = (stream_forms, doc_forms);
+        result
+    }
+
+    fn pack_forms(
+        &mut self,
+        keys: &[&[u8]],
+        stream_forms: &Forms,
+        doc_forms: &Forms,
+        trial: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<Codec> {
+        let mut pack = |codec: Codec, forms: &Forms, out: &mut Vec<u8>| -> Result<()> {
+            let values = forms.parts();
+            if keys.is_empty() || keys.len() > super::MAX_BLOCK_DOCS as usize {
+                return Err(Error::Zstd {
+                    op: "compress block",
+                    message: format!(
+                        "a block holds 1 to {} documents, not {}",
+                        super::MAX_BLOCK_DOCS,
+                        keys.len()
+                    ),
+                });
+            }
+            if keys.len() != values.len() {
+                return Err(Error::Zstd {
+                    op: "compress block",
+                    message: format!("{} keys for {} documents", keys.len(), values.len()),
+                });
+            }
+            super::keyed::join(keys, &values, &mut self.joined)?;
+            compress_joined(
+                &mut self.cctx,
+                codec,
+                self.dict_id,
+                keys.len(),
+                &self.joined,
+                &mut self.scratch,
+                out,
+            )
+        };
+        if !trial {
+            let codec = if self.forms.streams {
+                Codec::StreamBlock
+            } else {
+                Codec::KeyedBlock
+            };
+            let forms = if self.forms.streams {
+                stream_forms
+            } else {
+                doc_forms
+            };
+            pack(codec, forms, out)?;
+            self.forms.until_trial = self.forms.until_trial.saturating_sub(1);
+            return Ok(codec);
+        }
+        let mut as_docs = std::mem::take(&mut self.alternative);
+        pack(Codec::KeyedBlock, doc_forms, &mut as_docs)?;
+        pack(Codec::StreamBlock, stream_forms, out)?;
+        self.forms.streams = out.len() <= as_docs.len();
+        if !self.forms.streams {
+            std::mem::swap(out, &mut as_docs);
+        }
+        self.alternative = as_docs;
+        self.forms.until_trial = TRIAL_EVERY_BLOCKS - 1;
+        Ok(if self.forms.streams {
+            Codec::StreamBlock
+        } else {
+            Codec::KeyedBlock
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compress::{Decoder, Dictionaries};
+
+    fn doc(json: &str) -> Vec<u8> {
+        stele_doc::from_json_with(json.as_bytes(), crate::write_options()).unwrap()
+    }
+
+    #[test]
+    fn documents_come_back_from_either_form() {
+        let docs: Vec<Vec<u8>> = (0..200)
+            .map(|i| {
+                doc(&format!(
+                    r#"{{"name":"user {i}","tags":["a","b{i}"],"n":{i}.5}}"#
+                ))
+            })
+            .collect();
+        let keys: Vec<String> = (0..200).map(|i| format!("{i:05}")).collect();
+        let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_bytes()).collect();
+        let values: Vec<&[u8]> = docs.iter().map(Vec::as_slice).collect();
+        let mut packer = BlockPacker::new(3, None).unwrap();
+        let mut out = Vec::new();
+        let codec = packer.pack_documents(&keys, &values, &mut out).unwrap();
+        assert_eq!(
+            codec,
+            Codec::StreamBlock,
+            "nested text documents pack smaller as streams"
+        );
+        let block = Decoder::new()
+            .unwrap()
+            .decode_block(&out, &Dictionaries::new())
+            .unwrap();
+        assert_eq!(block.len(), 400);
+        for (i, d) in docs.iter().enumerate() {
+            assert_eq!(block.get(i), Some(keys[i]));
+            assert!(stream::is_stream(block.get(200 + i).unwrap()));
+            assert_eq!(&*block.document(200 + i).unwrap().unwrap(), d.as_slice());
+        }
+        // Re-packing the stored streams (the copy path of compaction) gives the same block.
+        let stored: Vec<&[u8]> = (200..400).map(|i| block.get(i).unwrap()).collect();
+        let mut again = Vec::new();
+        packer.pack_documents(&keys, &stored, &mut again).unwrap();
+        assert_eq!(again, out);
+    }
+
+    #[test]
+    fn small_numeric_documents_stay_documents_after_a_trial() {
+        // Rows of numbers under keys that share a shape: documents compress better.
+        let docs: Vec<Vec<u8>> = (0..2000)
+            .map(|i| {
+                doc(&format!(
+                    r#"{{"d":{},"t":{},"o":"A{}"}}"#,
+                    i * 7919 % 1000,
+                    i % 97,
+                    i % 5
+                ))
+            })
+            .collect();
+        let keys: Vec<String> = (0..2000).map(|i| format!("{i:08}")).collect();
+        let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_bytes()).collect();
+        let values: Vec<&[u8]> = docs.iter().map(Vec::as_slice).collect();
+        let mut packer = BlockPacker::new(9, None).unwrap();
+        let (mut streams, mut documents) = (Vec::new(), Vec::new());
+        packer.forms = FormChoice {
+            allowed: true,
+            streams: true,
+            until_trial: 1,
+        };
+        packer.pack_documents(&keys, &values, &mut streams).unwrap();
+        packer.forms = FormChoice {
+            allowed: true,
+            streams: false,
+            until_trial: 1,
+        };
+        packer
+            .pack_documents(&keys, &values, &mut documents)
+            .unwrap();
+        // A trial keeps the smaller of the two and packs the next blocks the same way.
+        packer.forms = FormChoice::new();
+        let mut chosen = Vec::new();
+        let codec = packer.pack_documents(&keys, &values, &mut chosen).unwrap();
+        assert_eq!(chosen.len(), streams.len().min(documents.len()));
+        assert_eq!(
+            codec == Codec::StreamBlock,
+            streams.len() <= documents.len()
+        );
+        assert_eq!(packer.forms.until_trial, TRIAL_EVERY_BLOCKS - 1);
+        let mut next = Vec::new();
+        assert_eq!(
+            packer.pack_documents(&keys, &values, &mut next).unwrap(),
+            codec
+        );
+        assert_eq!(next, chosen);
+        // Streams off: documents, whatever they would save.
+        let mut off = BlockPacker::new(9, None).unwrap().streams(false);
+        let stored: Vec<&[u8]> = values.clone();
+        assert_eq!(
+            off.pack_documents(&keys, &stored, &mut next).unwrap(),
+            Codec::KeyedBlock
+        );
+        assert_eq!(next, documents);
+    }
+
+    #[test]
+    fn documents_without_an_exact_stream_are_stored_whole() {
+        let lz4 =
+            stele_doc::from_json(format!(r#"{{"s":"{}"}}"#, "x".repeat(500)).as_bytes()).unwrap();
+        let mut w = DocumentWriter::with_options(stream::write_options());
+        let mut out = Vec::new();
+        push_stream(&lz4, &mut w, &mut out);
+        assert_eq!(out, lz4);
+        out.clear();
+        push_stream(b"not a document", &mut w, &mut out);
+        assert_eq!(out, b"not a document");
+        assert_eq!(&*to_document(&lz4).unwrap(), lz4.as_slice());
+        let e = to_document(&[0x07, 0x05, b'a']).unwrap_err();
+        assert!(e.to_string().contains("stream form does not decode"), "{e}");
+    }
+}

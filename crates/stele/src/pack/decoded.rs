@@ -1,0 +1,221 @@
+//! A decoded block of packed documents, as the block cache holds it.
+//!
+//! A keyed block decodes to its ids and documents. A stream block (codec 6) decodes to its
+//! ids and its documents' stream forms, and each document is rebuilt from its stream on its
+//! first read and kept: a read that misses the cache pays for zstd and one document, not
+//! for rebuilding the whole block (0.2-14 us per document against 50-200 us per block on
+//! the shared collections). Once half of a block's documents have been read, the rest are
+//! rebuilt as well and the stream forms dropped, so a block read through holds its
+//! documents only, as a keyed block does; its cache charge follows (see
+//! [`DecodedBlock::document`]).
+
+use crate::compress::Block;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+/// What a decoded block holds.
+#[derive(Debug)]
+enum Body {
+    /// Ids, then documents.
+    Documents(Block),
+    /// A stream block's ids, and its stream forms until every document is rebuilt.
+    Streams {
+        ids: Block,
+        /// Ids then stream forms (or documents stored as such), dropped once `docs` is full.
+        stored: Mutex<Option<Block>>,
+        docs: Box<[OnceLock<Box<[u8]>>]>,
+        /// Cells of `docs` set so far.
+        rebuilt: AtomicUsize,
+    },
+}
+
+/// A decoded block: `n` ids in ascending order and their `n` documents, and which
+/// documents have been validated (the bytes never change once decoded or rebuilt, so a
+/// document validated once need not be validated again on later reads).
+#[derive(Debug)]
+pub(crate) struct DecodedBlock {
+    number: u64,
+    body: Body,
+    n: usize,
+    checked: Box<[AtomicBool]>,
+}
+
+impl DecodedBlock {
+    /// Checks the layout of block `number` stored under key `last_id`: an even number of
+    /// entries, ids strictly ascending, the last one equal to the key. The reason if not.
+    pub(crate) fn new(number: u64, block: Block, last_id: &[u8]) -> Result<Self, String> {
+        let entries = block.len();
+        if entries == 0 || !entries.is_multiple_of(2) {
+            return Err(format!(
+                "a packed block holds ids and documents in pairs, not {entries} entries"
+            ));
+        }
+        let n = entries / 2;
+        let ids: Vec<&[u8]> = (0..n).filter_map(|i| block.get(i)).collect();
+        if ids.windows(2).any(|w| w.first() >= w.get(1)) {
+            return Err("the ids of a packed block are not in ascending order".to_owned());
+        }
+        if ids.last() != Some(&last_id) {
+            return Err("the last id of a packed block differs from its key".to_owned());
+        }
+        let body = if block.holds_streams(n) {
+            let mut bytes = Vec::with_capacity(ids.iter().map(|i| i.len()).sum());
+            let mut ends = Vec::with_capacity(n);
+            for id in &ids {
+                bytes.extend_from_slice(id);
+                ends.push(bytes.len());
+            }
+            let ids = Block::from_parts(bytes, ends).map_err(|e| e.to_string())?;
+            Body::Streams {
+                ids,
+                stored: Mutex::new(Some(block)),
+                docs: (0..n).map(|_| OnceLock::new()).collect(),
+                rebuilt: AtomicUsize::new(0),
+            }
+        } else {
+            Body::Documents(block)
+        };
+        let checked = (0..n).map(|_| AtomicBool::new(false)).collect();
+        Ok(DecodedBlock {
+            number,
+            body,
+            n,
+            checked,
+        })
+    }
+
+    /// The block's number (its key in the cache).
+    pub(crate) fn number(&self) -> u64 {
+        self.number
+    }
+
+    /// Documents in the block.
+    pub(crate) fn len(&self) -> usize {
+        self.n
+    }
+
+    /// Id of document `i` (empty if out of range; callers keep `i < len()`).
+    pub(crate) fn id(&self, i: usize) -> &[u8] {
+        match &self.body {
+            Body::Documents(block) => block.get(i),
+            Body::Streams { ids, .. } => ids.get(i),
+        }
+        .unwrap_or_default()
+    }
+
+    /// Position of `id`, or where it would go.
+    pub(crate) fn find(&self, id: &[u8]) -> std::result::Result<usize, usize> {
+        let (mut lo, mut hi) = (0, self.n);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.id(mid).cmp(id) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Ok(mid),
+            }
+        }
+        Err(lo)
+    }
+
+    /// Document `i` once [`Self::document`] has returned it (empty before that in a stream
+    /// block, and if out of range).
+    pub(crate) fn get(&self, i: usize) -> &[u8] {
+        match &self.body {
+            Body::Documents(block) => block.get(self.n + i).unwrap_or_default(),
+            Body::Streams { docs, .. } => docs.get(i).and_then(|d| d.get()).map_or(&[], |d| d),
+        }
+    }
+
+    /// Document `i`, rebuilt from its stream form if need be, and by how many bytes the
+    /// block's memory grew (negative when the stream forms were dropped): the caller passes
+    /// that on to the cache. The reason if a stream form does not decode.
+    pub(crate) fn document(&self, i: usize) -> Result<(&[u8], isize), String> {
+        let Body::Streams {
+            stored,
+            docs,
+            rebuilt,
+            ..
+        } = &self.body
+        else {
+            return Ok((self.get(i), 0));
+        };
+        let Some(cell) = docs.get(i) else {
+            return Err(format!("no document {i} in a block of {}", self.n));
+        };
+        if let Some(doc) = cell.get() {
+            return Ok((doc, 0));
+        }
+        let mut guard = match stored.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        // Another reader may have rebuilt it (or the whole block) while this one waited.
+        if let Some(doc) = cell.get() {
+            return Ok((doc, 0));
+        }
+        let Some(block) = guard.as_ref() else {
+            return Err(
+                "a stream block lost its stream forms before every document was rebuilt".to_owned(),
+            );
+        };
+        let mut grown: isize = 0;
+        let mut rebuild = |k: usize, cell: &OnceLock<Box<[u8]>>| -> Result<(), String> {
+            let entry = block.get(self.n + k).unwrap_or_default();
+            let doc = crate::compress::to_document(entry).map_err(|e| e.to_string())?;
+            grown = grown.saturating_add_unsigned(doc.len());
+            // Only this thread, holding the lock, sets cells.
+            let _ = cell.set(doc.into_owned().into_boxed_slice());
+            Ok(())
+        };
+        rebuild(i, cell)?;
+        let done = rebuilt.fetch_add(1, Ordering::AcqRel) + 1;
+        if 2 * done >= self.n {
+            // Half read: rebuild the rest (costing at most what the reads so far did) and
+            // keep documents only.
+            for (k, c) in docs.iter().enumerate() {
+                if c.get().is_none() {
+                    rebuild(k, c)?;
+                }
+            }
+            rebuilt.store(self.n, Ordering::Release);
+            grown = grown.saturating_sub_unsigned(block.heap_bytes());
+            *guard = None;
+        }
+        Ok((cell.get().map_or(&[], |d| d), grown))
+    }
+
+    /// Whether document `i` passed `stele_doc::Document::new` before.
+    pub(crate) fn is_checked(&self, i: usize) -> bool {
+        self.checked
+            .get(i)
+            .is_some_and(|c| c.load(Ordering::Acquire))
+    }
+
+    /// Records that document `i` passed `stele_doc::Document::new`.
+    pub(crate) fn mark_checked(&self, i: usize) {
+        if let Some(c) = self.checked.get(i) {
+            c.store(true, Ordering::Release);
+        }
+    }
+
+    /// Bytes this block holds on the heap now (ids, documents and stream forms).
+    pub(crate) fn heap_bytes(&self) -> usize {
+        let body = match &self.body {
+            Body::Documents(block) => block.heap_bytes(),
+            Body::Streams {
+                ids, stored, docs, ..
+            } => {
+                let stored = match stored.lock() {
+                    Ok(g) => g.as_ref().map_or(0, Block::heap_bytes),
+                    Err(p) => p.into_inner().as_ref().map_or(0, Block::heap_bytes),
+                };
+                let rebuilt: usize = docs.iter().filter_map(|d| d.get()).map(|d| d.len()).sum();
+                ids.heap_bytes()
+                    + stored
+                    + rebuilt
+                    + docs.len() * std::mem::size_of::<OnceLock<Box<[u8]>>>()
+            }
+        };
+        body + self.checked.len()
+    }
+}
