@@ -1,7 +1,8 @@
 //! Untrusted bytes as a stored document value (`stele::compress`: raw, zstd, zstd with a
-//! dictionary, a block of documents, a keyed block, a removal mark): decoding must return an error or
-//! exactly what the header promises. Never a panic, never an allocation the value's size
-//! cannot justify.
+//! dictionary, a block of documents, a keyed block, a stream block, a removal mark): decoding
+//! must return an error or exactly what the header promises, and a stream block's entries an
+//! error or a valid document. Never a panic, never an allocation the value's size cannot
+//! justify.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -19,7 +20,10 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(doc) = dec.decode(data, &dicts) {
         let h = header.as_ref().expect("a value that decodes has a header");
         assert_eq!(doc.len() as u64, h.raw_len);
-        assert!(!matches!(h.codec, Codec::Block | Codec::KeyedBlock));
+        assert!(!matches!(
+            h.codec,
+            Codec::Block | Codec::KeyedBlock | Codec::StreamBlock
+        ));
     }
     if let Ok(block) = dec.decode_block(data, &dicts) {
         let h = header.as_ref().expect("a value that decodes has a header");
@@ -27,7 +31,7 @@ fuzz_target!(|data: &[u8]| {
         let docs_len: u64 = block.iter().map(|d| d.len() as u64).sum();
         if h.codec == Codec::Block {
             assert!(docs_len < h.raw_len, "the length table is part of raw_len");
-        } else if h.codec == Codec::KeyedBlock {
+        } else if matches!(h.codec, Codec::KeyedBlock | Codec::StreamBlock) {
             // Keys then values: the keys strictly ascending (front coding rebuilt them), the
             // values inside the frame with their lengths.
             let n = block.len() / 2;
@@ -35,6 +39,19 @@ fuzz_target!(|data: &[u8]| {
             assert!(keys.windows(2).all(|w| w[0] < w[1]), "keys ascend");
             let values_len: u64 = block.iter().skip(n).map(|d| d.len() as u64).sum();
             assert!(values_len < h.raw_len, "the tables are part of raw_len");
+            for i in n..block.len() {
+                let doc = block.document(i).expect("an entry in range");
+                if h.codec == Codec::KeyedBlock {
+                    assert_eq!(doc.as_deref().ok(), block.get(i), "documents as stored");
+                } else if let Ok(doc) = doc {
+                    let stored = block.get(i).expect("an entry in range");
+                    if stele_doc::stream::is_stream(stored) {
+                        stele_doc::validate(&doc).expect("a rebuilt document is valid");
+                    } else {
+                        assert_eq!(&*doc, stored, "documents stored as such come back as such");
+                    }
+                }
+            }
         } else {
             assert_eq!(docs_len, h.raw_len);
         }
