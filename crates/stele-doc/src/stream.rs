@@ -333,6 +333,23 @@ mod tests {
         }
     }
 
+    /// The example of `docs/FORMAT.md` ("Stream form"), byte for byte: the layout is stored
+    /// in packed blocks and must not drift.
+    #[test]
+    fn the_format_example_has_these_bytes() {
+        let stream = round_trip(r#"{"b":1,"a":[true,null,"x"]}"#);
+        let want = [
+            0x08, 0x02, 0x01, b'b', 0x03, 0x02, 0x01, b'a', 0x09, 0x03, 0x02, 0x00, 0x07, 0x01,
+            b'x',
+        ];
+        assert_eq!(stream, want);
+        let numbers = round_trip("[-2,12.50,1E5,18446744073709551615]");
+        let mut want = vec![0x09, 0x04, 0x03, 0x03, 0x0A, 0x02, 0xE2, 0x09];
+        want.extend_from_slice(&[0x06, 0x03, b'1', b'E', b'5', 0x04]);
+        want.extend_from_slice(&u64::MAX.to_le_bytes());
+        assert_eq!(numbers, want);
+    }
+
     #[test]
     fn a_stream_holds_no_positions() {
         // Two objects alike but for the length of one string: their documents differ in
