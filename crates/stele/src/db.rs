@@ -949,6 +949,8 @@ impl Database {
             // Packing recompresses every document at compaction, with whatever dictionary
             // exists by then: no commit needs to wait for the first training.
             background_first_training: packing,
+            // Full compactions pack stream forms with the collection's newest dictionary.
+            stream_samples: packing && self.inner.opts.pack_streams,
             level,
             ..CompressOptions::default()
         };
