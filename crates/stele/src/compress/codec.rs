@@ -613,25 +613,6 @@ impl Block {
         Some(super::streams::to_document(entry))
     }
 
-    /// The block with every stream form rebuilt into its document (the block itself if it
-    /// holds none): what [`Block::get`] then yields are keys and documents.
-    pub fn into_documents(self) -> Result<Block> {
-        let Some(from) = self.streams_from else {
-            return Ok(self);
-        };
-        let mut bytes = Vec::with_capacity(self.bytes.len() + self.bytes.len() / 4);
-        let mut ends = Vec::with_capacity(self.len());
-        for i in 0..self.len() {
-            match self.get(i) {
-                Some(entry) if i < from => bytes.extend_from_slice(entry),
-                Some(entry) => bytes.extend_from_slice(&super::streams::to_document(entry)?),
-                None => return Err(corrupt(0, format!("block entry {i} is missing"))),
-            }
-            ends.push(bytes.len());
-        }
-        Block::from_parts(bytes, ends)
-    }
-
     /// The entries in order, as stored (see [`Block::get`]).
     pub fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
         (0..self.len()).filter_map(|i| self.get(i))
