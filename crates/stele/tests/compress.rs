@@ -807,5 +807,10 @@ fn stream_samples_make_dictionaries_for_stream_blocks() {
         }
         sizes.push(total);
     }
-    assert!(sizes[1] < sizes[0], "with stream samples {} >= without {}", sizes[1], sizes[0]);
+    assert!(
+        sizes[1] < sizes[0],
+        "with stream samples {} >= without {}",
+        sizes[1],
+        sizes[0]
+    );
 }

@@ -140,9 +140,8 @@ impl BlockPacker {
     ) -> Result<Codec> {
         if !self.forms.allowed {
             self.forms.streams = false;
-            self.forms.until_trial = u32::MAX;
         }
-        let trial = self.forms.until_trial == 0;
+        let trial = self.forms.allowed && self.forms.until_trial == 0;
         let streams = trial || self.forms.streams;
         let documents = trial || !self.forms.streams;
         let mut stream_forms = std::mem::take(&mut self.stream_forms);

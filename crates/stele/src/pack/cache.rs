@@ -189,6 +189,27 @@ mod tests {
     }
 
     #[test]
+    fn recharges_follow_a_block_and_keep_the_budget() {
+        let cache = BlockCache::new(10_000);
+        for n in 0..3 {
+            cache.insert(n, &block(2_000));
+        }
+        let full = cache.stats().cached_bytes;
+        // Block 2's documents were rebuilt: it grows, and the oldest unreferenced go.
+        cache.recharge(2, 5_000);
+        let s = cache.stats();
+        assert!(s.cached_bytes <= 10_000, "{s:?}");
+        assert!(cache.get(2).is_some());
+        assert!(cache.get(0).is_none());
+        // Its streams were dropped: it shrinks. Unknown numbers are ignored.
+        let before = cache.stats().cached_bytes;
+        cache.recharge(2, -3_000);
+        cache.recharge(99, 1_000_000);
+        assert_eq!(cache.stats().cached_bytes, before - 3_000);
+        assert!(full > 0);
+    }
+
+    #[test]
     fn a_block_bigger_than_the_budget_is_not_kept() {
         let cache = BlockCache::new(1_000);
         cache.insert(1, &block(5_000));

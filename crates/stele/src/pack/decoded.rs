@@ -171,15 +171,22 @@ impl DecodedBlock {
         let done = rebuilt.fetch_add(1, Ordering::AcqRel) + 1;
         if 2 * done >= self.n {
             // Half read: rebuild the rest (costing at most what the reads so far did) and
-            // keep documents only.
+            // keep documents only. A stream that does not decode is not this read's error:
+            // its cell stays empty (its own read reports it) and the streams stay.
+            let mut all = true;
             for (k, c) in docs.iter().enumerate() {
                 if c.get().is_none() {
-                    rebuild(k, c)?;
+                    all &= rebuild(k, c).is_ok();
                 }
             }
-            rebuilt.store(self.n, Ordering::Release);
-            grown = grown.saturating_sub_unsigned(block.heap_bytes());
-            *guard = None;
+            if all {
+                rebuilt.store(self.n, Ordering::Release);
+                grown = grown.saturating_sub_unsigned(block.heap_bytes());
+                *guard = None;
+            } else {
+                // Try again only after as many reads again.
+                rebuilt.store(0, Ordering::Release);
+            }
         }
         Ok((cell.get().map_or(&[], |d| d), grown))
     }
@@ -217,5 +224,80 @@ impl DecodedBlock {
             }
         };
         body + self.checked.len()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+    use crate::compress::{BlockPacker, Codec, Decoder, Dictionaries};
+
+    /// A stream block of 20 nested documents under ids `d00`..`d19`, document `bad` replaced
+    /// by a stream that does not decode (packed as is: a packer trusts stream forms it is
+    /// given, as compaction gives it those of other blocks).
+    fn block(bad: Option<usize>) -> (DecodedBlock, Vec<Vec<u8>>) {
+        let docs: Vec<Vec<u8>> = (0..20)
+            .map(|i| {
+                let json = format!(r#"{{"name":"n{i}","tags":["x","y{i}"],"o":{{"k":"v {i}"}}}}"#);
+                stele_doc::from_json_with(json.as_bytes(), crate::write_options()).unwrap()
+            })
+            .collect();
+        let ids: Vec<String> = (0..20).map(|i| format!("d{i:02}")).collect();
+        let ids: Vec<&[u8]> = ids.iter().map(|k| k.as_bytes()).collect();
+        let mut values: Vec<&[u8]> = docs.iter().map(Vec::as_slice).collect();
+        let mut packer = BlockPacker::new(3, None).unwrap();
+        let mut out = Vec::new();
+        // The first block is a trial; the second is packed in the form it chose.
+        assert_eq!(
+            packer.pack_documents(&ids, &values, &mut out).unwrap(),
+            Codec::StreamBlock
+        );
+        let broken = [0x07u8, 0x09, b'c', b'u', b't'];
+        if let Some(b) = bad {
+            values[b] = &broken;
+        }
+        packer.pack_documents(&ids, &values, &mut out).unwrap();
+        let decoded = Decoder::new()
+            .unwrap()
+            .decode_block(&out, &Dictionaries::new())
+            .unwrap();
+        (DecodedBlock::new(7, decoded, b"d19").unwrap(), docs)
+    }
+
+    #[test]
+    fn documents_are_rebuilt_one_by_one_then_all_at_half() {
+        let (b, docs) = block(None);
+        let before = b.heap_bytes();
+        let mut grown = 0isize;
+        for i in 0..9 {
+            let (doc, g) = b.document(i).unwrap();
+            assert_eq!(doc, docs[i].as_slice());
+            assert_eq!(g, doc.len() as isize);
+            grown += g;
+            assert_eq!(b.get(i), docs[i].as_slice());
+        }
+        assert!(b.get(15).is_empty(), "not rebuilt yet");
+        // The tenth read is half the block: everything is rebuilt, the streams dropped.
+        let (_, g) = b.document(9).unwrap();
+        grown += g;
+        assert!(g < 0, "the streams' memory is given back");
+        for (i, d) in docs.iter().enumerate() {
+            assert_eq!(b.get(i), d.as_slice());
+            assert_eq!(b.document(i).unwrap(), (d.as_slice(), 0));
+        }
+        assert_eq!(b.heap_bytes() as isize, before as isize + grown);
+    }
+
+    #[test]
+    fn a_stream_that_does_not_decode_fails_its_own_read_only() {
+        let (b, docs) = block(Some(3));
+        for i in (0..20).filter(|&i| i != 3) {
+            assert_eq!(b.document(i).unwrap().0, docs[i].as_slice(), "document {i}");
+        }
+        let e = b.document(3).unwrap_err();
+        assert!(e.contains("does not decode"), "{e}");
+        assert!(b.get(3).is_empty());
+        assert_eq!(b.id(3), b"d03");
     }
 }
