@@ -134,13 +134,14 @@ impl DatabaseOptions {
     /// with the keys spelled out and no offsets, which zstd compresses better. Compaction
     /// packs the first block of every 16 both ways and keeps the smaller form until the
     /// next trial, so collections that compress better as documents stay documents. On the
-    /// benchmark collections streams make the stored collection up to a third smaller
-    /// (mdn-compat-features 1.86x -> 1.43x of whole-file zstd -3, debian-packages 1.35x ->
-    /// 1.15x; `docs/benchmarks.md`, "Stream blocks"). The price: compaction takes up to 1.5x
-    /// as long, and a read rebuilds its document from the stream the first time (0.2-2 us
-    /// for documents under 1 KiB, kept in the block cache after). Background compactions
-    /// never make streams (they run beside writers); blocks they write are rewritten by
-    /// the next `compact`.
+    /// benchmark collections streams (and dictionaries trained on them too,
+    /// `CompressOptions::stream_samples`) make the stored collection up to a third smaller
+    /// (github-webhooks 4.09x -> 2.71x of whole-file zstd -3, mdn-compat-features 1.86x ->
+    /// 1.33x, debian-packages 1.35x -> 1.14x; `docs/benchmarks.md`, "Stream blocks"). The
+    /// price: `compact` takes 1.3-2x as long, and a read rebuilds its document from the
+    /// stream the first time (0.2-2 us for documents under 1 KiB, kept in the block cache
+    /// after). Background compactions never make streams (they run beside writers); blocks
+    /// they write are rewritten by the next `compact`.
     #[must_use]
     pub fn pack_streams(mut self, on: bool) -> Self {
         self.pack_streams = on;

@@ -214,11 +214,11 @@ fn every_damaged_byte_or_cut_of_a_stream_block_is_an_error_or_valid_documents() 
             // document or fails to with an error.
             assert_eq!(b.len(), parse_header(&v).unwrap().docs as usize);
             for i in 150..300 {
-                if let Ok(doc) = b.document(i).unwrap() {
-                    if stele_doc::stream::is_stream(b.get(i).unwrap()) {
-                        stele_doc::validate(&doc).unwrap();
-                        rebuilt_damaged += 1;
-                    }
+                if let Ok(doc) = b.document(i).unwrap()
+                    && stele_doc::stream::is_stream(b.get(i).unwrap())
+                {
+                    stele_doc::validate(&doc).unwrap();
+                    rebuilt_damaged += 1;
                 }
             }
         }

@@ -276,7 +276,7 @@ fn stream_blocks_are_smaller_and_read_back_the_same() {
             word(),
             word(),
             i % 13,
-            i % 2 == 0,
+            i.is_multiple_of(2),
             text.join(" "),
             word(),
             i * 7,

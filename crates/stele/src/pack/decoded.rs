@@ -270,12 +270,12 @@ mod tests {
         let (b, docs) = block(None);
         let before = b.heap_bytes();
         let mut grown = 0isize;
-        for i in 0..9 {
+        for (i, want) in docs.iter().enumerate().take(9) {
             let (doc, g) = b.document(i).unwrap();
-            assert_eq!(doc, docs[i].as_slice());
+            assert_eq!(doc, want.as_slice());
             assert_eq!(g, doc.len() as isize);
             grown += g;
-            assert_eq!(b.get(i), docs[i].as_slice());
+            assert_eq!(b.get(i), want.as_slice());
         }
         assert!(b.get(15).is_empty(), "not rebuilt yet");
         // The tenth read is half the block: everything is rebuilt, the streams dropped.
