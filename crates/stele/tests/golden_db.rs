@@ -11,6 +11,11 @@
 //! stele delete db items d00007                      # both left in the log, unapplied
 //! stele put db items d00008 '{"id":"d00008","n":-8,"replaced":true}'
 //! ```
+//!
+//! `tests/golden/db-codec6` was written the same way by the CLI at commit `afab1b8` (the
+//! first version with stream blocks), from the 1,500 documents of `streamed_doc(i)` below
+//! (ids `s00000`...; `s00007` deleted and `s00008` replaced, both in the log): its packed
+//! documents are stream forms, 6 stream blocks (codec 6) and 1 dictionary.
 
 #![allow(clippy::unwrap_used, reason = "tests")]
 
@@ -54,7 +59,27 @@ fn assert_holds(snap: &Snapshot, model: &BTreeMap<String, String>) {
         let doc = snap.get("items", id).unwrap().unwrap();
         assert_eq!(doc.to_json().unwrap(), *json);
     }
-    assert!(snap.get("items", "d00007").unwrap().is_none());
+    // The deleted documents of both golden databases.
+    for removed in ["d00007", "s00007"] {
+        assert!(snap.get("items", removed).unwrap().is_none());
+    }
+}
+
+/// Document `i` of the input of `db-codec6`.
+fn streamed_doc(i: u32) -> String {
+    const WORDS: [&str; 8] = [
+        "amber", "basalt", "cedar", "dune", "ember", "fjord", "glade", "heath",
+    ];
+    let w = |k: u32| WORDS[((i * k + k) % 8) as usize];
+    format!(
+        r#"{{"id":"s{i:05}","name":"item {i}","spec":{{"color":"{}","size":{},"notes":["{}","{} {}"]}},"price":{i}.{:02}}}"#,
+        w(3),
+        i % 9,
+        w(5),
+        w(7),
+        w(1),
+        i % 100
+    )
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -111,6 +136,58 @@ fn a_database_with_plain_blocks_reads_and_rewrites_into_keyed_blocks() {
     drop(snap);
     drop(db);
 
+    let db = Database::open(dir.path()).unwrap();
+    assert_holds(&db.snapshot(), &model);
+}
+
+#[test]
+fn a_database_with_stream_blocks_reads_back_and_repacks() {
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/db-codec6");
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&golden, dir.path());
+    let mut model: BTreeMap<String, String> = (0..1500)
+        .map(|i| (format!("s{i:05}"), streamed_doc(i)))
+        .collect();
+    model.remove("s00007");
+    model.insert(
+        "s00008".into(),
+        r#"{"id":"s00008","n":-8,"replaced":true}"#.into(),
+    );
+    let db = Database::open(dir.path()).unwrap();
+    let snap = db.snapshot();
+    let old = snap.stats("items");
+    assert_eq!(
+        old.packed_blocks, 6,
+        "the golden database holds 6 stream blocks"
+    );
+    assert_holds(&snap, &model);
+    // Documents rebuilt from streams are the documents the input converts to.
+    let mut w = stele_doc::DocumentWriter::with_options(stele::write_options());
+    for i in (0..1500).filter(|i| ![7, 8].contains(i)).step_by(11) {
+        let doc = snap.get("items", &format!("s{i:05}")).unwrap().unwrap();
+        assert_eq!(
+            doc.bytes(),
+            &w.from_json(streamed_doc(i).as_bytes()).unwrap()[..]
+        );
+    }
+    // Repacked without streams and with them: the same documents, smaller as streams.
+    drop(snap);
+    drop(db);
+    let mut sizes = Vec::new();
+    for streams in [false, true] {
+        let opts = stele::DatabaseOptions::default().pack_streams(streams);
+        let db = Database::open_with(dir.path(), opts).unwrap();
+        db.compact().unwrap();
+        let snap = db.snapshot();
+        assert_holds(&snap, &model);
+        sizes.push(snap.stats("items").pack_bytes);
+    }
+    assert!(
+        sizes[1] < sizes[0],
+        "streams {} bytes, documents {}",
+        sizes[1],
+        sizes[0]
+    );
     let db = Database::open(dir.path()).unwrap();
     assert_holds(&db.snapshot(), &model);
 }
