@@ -137,6 +137,46 @@ fn a_diff_without_its_base_names_the_missing_file() {
     ));
 }
 
+/// Two maps with the same content share one content-named file. Building the second must
+/// not replace the first's file: the first holds its lock on that file, and a replaced file
+/// would leave the name unprotected once the second map is gone, so garbage collection
+/// would remove a table the first still needs (found by the database's model test as a
+/// missing empty table on reopen).
+#[test]
+fn a_table_built_again_keeps_the_file_its_holders_lock() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let first = store.map_builder().unwrap().finish().unwrap();
+    let id = first.id().unwrap();
+    let path = store.table_path(id);
+    let inode = std::fs::metadata(&path).unwrap().ino();
+    for _ in 0..3 {
+        let again = store.map_builder().unwrap().finish().unwrap();
+        assert_eq!(again.id(), Some(id));
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().ino(),
+            inode,
+            "file replaced"
+        );
+        drop(again);
+        // No root needs it, but `first` holds it: it stays.
+        let report = store.collect_garbage().unwrap();
+        assert!(report.removed.is_empty(), "{report:?}");
+        assert_eq!(report.in_use, vec![id]);
+    }
+    // The same for a table with content, built while the first is open.
+    let a = store.build_map(pairs(50, "x")).unwrap();
+    let b = store.build_map(pairs(50, "x")).unwrap();
+    assert_eq!(a.id(), b.id());
+    drop(b);
+    store.collect_garbage().unwrap();
+    assert!(store.table_path(a.id().unwrap()).exists());
+    assert_eq!(tables_in(dir.path()).len(), 2);
+    drop((first, a));
+    assert_eq!(store.collect_garbage().unwrap().removed.len(), 2);
+}
+
 #[test]
 fn garbage_collection_keeps_what_roots_and_snapshots_need() {
     let dir = tempfile::tempdir().unwrap();
@@ -246,6 +286,10 @@ impl Storage for Seam {
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         self.0.hit("rename")?;
         FsStorage.rename(from, to)
+    }
+    fn rename_new(&self, from: &Path, to: &Path) -> io::Result<bool> {
+        self.0.hit("rename")?;
+        FsStorage.rename_new(from, to)
     }
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         self.0.hit("sync_dir")?;

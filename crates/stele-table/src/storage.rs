@@ -47,6 +47,38 @@ pub trait Storage: Send + Sync + Debug {
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         fs::rename(from, to)
     }
+    /// Gives the finished file `from` the name `to` unless a file of that name exists, and
+    /// returns whether it did; `from` is gone either way (at worst left as a `.partial` for
+    /// [`remove_partials`]). For content-named tables: an existing file holds the same bytes,
+    /// and other handles hold *that* file locked, so it must not be replaced (a replaced
+    /// file would leave their locks on an unlinked one, and garbage collection free to
+    /// remove the new one under a name they still need). The default makes a hard link,
+    /// which never replaces, then removes `from`; on a file system without hard links it
+    /// falls back to checking for `to` and renaming.
+    fn rename_new(&self, from: &Path, to: &Path) -> io::Result<bool> {
+        let created = match fs::hard_link(from, to) {
+            Ok(()) => true,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => false,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::Unsupported | io::ErrorKind::PermissionDenied
+                ) =>
+            {
+                if fs::symlink_metadata(to).is_ok() {
+                    false
+                } else {
+                    self.rename(from, to)?;
+                    return Ok(true);
+                }
+            }
+            Err(e) => return Err(e),
+        };
+        // Best effort: the table is in place (or was already); a leftover temp file is
+        // cleared with the other partials.
+        let _ = self.remove(from);
+        Ok(created)
+    }
     /// Makes a folder's entries durable (fsync of the folder).
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         File::open(dir)?.sync_all()
@@ -291,14 +323,19 @@ impl AtomicFile {
         drop(file);
         let id = TableId::from_u128(self.hasher.digest128());
         let final_path = self.dir.join(id.file_name());
-        self.storage
-            .rename(&self.temp_path, &final_path)
-            .map_err(|e| Error::io("renaming table file into place", &final_path, e))?;
-        // Renamed: nothing left to clean up even if the folder sync fails.
+        // Never over an existing table of the same name (same bytes): see
+        // `Storage::rename_new`.
+        let created = self
+            .storage
+            .rename_new(&self.temp_path, &final_path)
+            .map_err(|e| Error::io("moving table file into place", &final_path, e))?;
+        // In place: nothing left to clean up even if the folder sync fails.
         self.temp_path = PathBuf::new();
-        self.storage
-            .sync_dir(&self.dir)
-            .map_err(|e| Error::io("syncing folder", &self.dir, e))?;
+        if created {
+            self.storage
+                .sync_dir(&self.dir)
+                .map_err(|e| Error::io("syncing folder", &self.dir, e))?;
+        }
         Ok((final_path, id))
     }
 }

@@ -75,6 +75,12 @@ impl Storage for Faulty {
         }
         FsStorage.rename(from, to)
     }
+    fn rename_new(&self, from: &Path, to: &Path) -> io::Result<bool> {
+        if self.fault == Fault::Rename {
+            return Err(io::Error::other("injected rename failure"));
+        }
+        FsStorage.rename_new(from, to)
+    }
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         if self.fault == Fault::SyncDir {
             return Err(io::Error::other("injected folder sync failure"));

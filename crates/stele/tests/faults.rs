@@ -82,6 +82,10 @@ impl Storage for Seam {
         self.0.hit("rename")?;
         FsStorage.rename(from, to)
     }
+    fn rename_new(&self, from: &Path, to: &Path) -> io::Result<bool> {
+        self.0.hit("rename")?;
+        FsStorage.rename_new(from, to)
+    }
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         self.0.hit("sync_dir")?;
         FsStorage.sync_dir(dir)
