@@ -81,8 +81,9 @@ impl BlockCache {
         }
     }
 
-    /// Caches `block` as `number` (a block bigger than the whole budget is not kept).
-    pub(crate) fn insert(&self, number: u64, block: &Arc<DecodedBlock>) {
+    /// Caches `block` under its number (a block bigger than the whole budget is not kept).
+    pub(crate) fn insert(&self, block: &Arc<DecodedBlock>) {
+        let number = block.number();
         let charge_bytes = block.heap_bytes() + 64;
         if charge_bytes > self.budget_bytes {
             return;
@@ -104,16 +105,21 @@ impl BlockCache {
         self.evict_over_budget(&mut c);
     }
 
-    /// Changes the charge of cached block `number` by `delta_bytes` (its stream forms were
-    /// rebuilt into documents, or dropped), evicting others if that goes over budget.
-    pub(crate) fn recharge(&self, number: u64, delta_bytes: isize) {
+    /// Changes the charge of `block` by `delta_bytes` (its stream forms were rebuilt into
+    /// documents, or dropped), evicting others if that goes over budget. Only if the cache
+    /// holds this very block: another decoding of the same number (two readers that missed
+    /// at once, one of them cached) has memory of its own.
+    pub(crate) fn recharge(&self, block: &DecodedBlock, delta_bytes: isize) {
         if delta_bytes == 0 {
             return;
         }
         let mut c = self.lock();
-        let Some(slot) = c.slots.get_mut(&number) else {
+        let Some(slot) = c.slots.get_mut(&block.number()) else {
             return;
         };
+        if !std::ptr::eq(Arc::as_ptr(&slot.block), block) {
+            return;
+        }
         let old = slot.charge_bytes;
         slot.charge_bytes = old.saturating_add_signed(delta_bytes);
         let new = slot.charge_bytes;
@@ -159,10 +165,10 @@ mod tests {
     use super::*;
     use crate::compress::Block;
 
-    fn block(bytes: usize) -> Arc<DecodedBlock> {
+    fn block(number: u64, bytes: usize) -> Arc<DecodedBlock> {
         Arc::new(
             DecodedBlock::new(
-                0,
+                number,
                 Block::from_parts(vec![7; bytes], vec![1, bytes]).unwrap(),
                 &[7],
             )
@@ -174,7 +180,7 @@ mod tests {
     fn keeps_within_budget_and_spares_hit_blocks() {
         let cache = BlockCache::new(10_000);
         for n in 0..5 {
-            cache.insert(n, &block(2_000));
+            cache.insert(&block(n, 2_000));
         }
         // 5 x (2,000 + 64 + ends) > 10,000: the oldest went.
         assert!(cache.stats().cached_bytes <= 10_000);
@@ -182,7 +188,7 @@ mod tests {
         assert!(cache.get(4).is_some());
         // Block 1 is hit, so the next insertion evicts 2 (next unreferenced) instead.
         assert!(cache.get(1).is_some());
-        cache.insert(5, &block(2_000));
+        cache.insert(&block(5, 2_000));
         assert!(cache.get(1).is_some());
         assert!(cache.get(2).is_none());
         assert!(cache.stats().cached_bytes <= 10_000);
@@ -192,19 +198,29 @@ mod tests {
     fn recharges_follow_a_block_and_keep_the_budget() {
         let cache = BlockCache::new(10_000);
         for n in 0..3 {
-            cache.insert(n, &block(2_000));
+            cache.insert(&block(n, 2_000));
         }
         let full = cache.stats().cached_bytes;
         // Block 2's documents were rebuilt: it grows, and the oldest unreferenced go.
-        cache.recharge(2, 5_000);
+        let two = cache.get(2).unwrap();
+        cache.recharge(&two, 5_000);
         let s = cache.stats();
         assert!(s.cached_bytes <= 10_000, "{s:?}");
         assert!(cache.get(2).is_some());
         assert!(cache.get(0).is_none());
         // Its streams were dropped: it shrinks. Unknown numbers are ignored.
         let before = cache.stats().cached_bytes;
-        cache.recharge(2, -3_000);
-        cache.recharge(99, 1_000_000);
+        cache.recharge(&two, -3_000);
+        assert_eq!(cache.stats().cached_bytes, before - 3_000);
+        // Another decoding of number 2, or a number not cached: ignored.
+        cache.recharge(&block(2, 2_000), 1_000_000);
+        let other = DecodedBlock::new(
+            99,
+            crate::compress::Block::from_parts(vec![7; 10], vec![1, 10]).unwrap(),
+            &[7],
+        )
+        .unwrap();
+        cache.recharge(&other, 1_000_000);
         assert_eq!(cache.stats().cached_bytes, before - 3_000);
         assert!(full > 0);
     }
@@ -212,10 +228,10 @@ mod tests {
     #[test]
     fn a_block_bigger_than_the_budget_is_not_kept() {
         let cache = BlockCache::new(1_000);
-        cache.insert(1, &block(5_000));
+        cache.insert(&block(1, 5_000));
         assert!(cache.get(1).is_none());
         let none = BlockCache::new(0);
-        none.insert(1, &block(1));
+        none.insert(&block(1, 1));
         assert!(none.get(1).is_none());
         assert_eq!(none.stats().blocks, 0);
     }

@@ -148,7 +148,7 @@ pub(crate) fn load_block(
         .decode_block(stored, dicts)
         .map_err(|e| bad(e.to_string()))?;
     let block = Arc::new(DecodedBlock::new(number, block, last_id).map_err(bad)?);
-    state.packing.cache.insert(number, &block);
+    state.packing.cache.insert(&block);
     Ok(block)
 }
 
@@ -167,7 +167,7 @@ pub(crate) fn read_document<'b>(
             format!("packed block {}: {reason}", block.number()),
         )
     })?;
-    state.packing.cache.recharge(block.number(), grown_bytes);
+    state.packing.cache.recharge(block, grown_bytes);
     Ok(doc)
 }
 
