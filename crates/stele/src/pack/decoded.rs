@@ -126,6 +126,20 @@ impl DecodedBlock {
         }
     }
 
+    /// Document `i` as a stream block stores it (its stream form, or the document where it
+    /// has none), while the block still holds them; `None` for a block of documents or once
+    /// the streams were dropped. Compaction repacks these without rebuilding documents.
+    pub(crate) fn stored_form(&self, i: usize) -> Option<Vec<u8>> {
+        let Body::Streams { stored, .. } = &self.body else {
+            return None;
+        };
+        let guard = match stored.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        guard.as_ref()?.get(self.n + i).map(<[u8]>::to_vec)
+    }
+
     /// Document `i`, rebuilt from its stream form if need be, and by how many bytes the
     /// block's memory grew (negative when the stream forms were dropped): the caller passes
     /// that on to the cache. The reason if a stream form does not decode.
@@ -278,6 +292,7 @@ mod tests {
             assert_eq!(b.get(i), want.as_slice());
         }
         assert!(b.get(15).is_empty(), "not rebuilt yet");
+        assert!(stele_doc::stream::is_stream(&b.stored_form(15).unwrap()));
         // The tenth read is half the block: everything is rebuilt, the streams dropped.
         let (_, g) = b.document(9).unwrap();
         grown += g;
@@ -285,6 +300,7 @@ mod tests {
         for (i, d) in docs.iter().enumerate() {
             assert_eq!(b.get(i), d.as_slice());
             assert_eq!(b.document(i).unwrap(), (d.as_slice(), 0));
+            assert_eq!(b.stored_form(i), None, "streams dropped");
         }
         assert_eq!(b.heap_bytes() as isize, before as isize + grown);
     }
@@ -299,5 +315,10 @@ mod tests {
         assert!(e.contains("does not decode"), "{e}");
         assert!(b.get(3).is_empty());
         assert_eq!(b.id(3), b"d03");
+        // The stored forms are still there (the half-block rebuild failed on document 3).
+        assert_eq!(
+            b.stored_form(3).as_deref(),
+            Some(&[0x07u8, 0x09, b'c', b'u', b't'][..])
+        );
     }
 }

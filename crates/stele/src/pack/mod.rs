@@ -459,8 +459,14 @@ pub(crate) fn pack(
                     replaced |= cid[..] == *id;
                     write_change(&mut w, &cid, stored)?;
                 }
-                if !replaced {
-                    w.push(id, read_document(state, collection, &block, i)?)?;
+                if replaced {
+                    continue;
+                }
+                // A stream form goes into the new block as it is, unless the packer wants
+                // documents (it rebuilds them itself then).
+                match block.stored_form(i) {
+                    Some(stored) => w.push(id, &stored)?,
+                    None => w.push(id, read_document(state, collection, &block, i)?)?,
                 }
             }
         }
