@@ -466,7 +466,7 @@ pub(crate) fn pack(
                 // When the new blocks may hold streams, a stream form goes in as it is, with
                 // no rebuild and no re-encoding (blocks are then cut at `block_bytes` of
                 // stream forms, a tenth or so more documents than when packing documents).
-                match block.stored_form(i).filter(|_| streams) {
+                match streams.then(|| block.stored_form(i)).flatten() {
                     Some(stored) => w.push(id, &stored)?,
                     None => w.push(id, read_document(state, collection, &block, i)?)?,
                 }
