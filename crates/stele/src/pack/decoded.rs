@@ -3,8 +3,8 @@
 //! A keyed block decodes to its ids and documents. A stream block (codec 6) decodes to its
 //! ids and its documents' stream forms, and each document is rebuilt from its stream on its
 //! first read and kept: a read that misses the cache pays for zstd and one document, not
-//! for rebuilding the whole block (0.2-14 us per document against 50-200 us per block on
-//! the shared collections). Once half of a block's documents have been read, the rest are
+//! for rebuilding the whole block (0.2-16 us per document against 50-130 us per 32 KiB
+//! block on the shared collections). Once half of a block's documents have been read, the rest are
 //! rebuilt as well and the stream forms dropped, so a block read through holds its
 //! documents only, as a keyed block does; its cache charge follows (see
 //! [`DecodedBlock::document`]).
@@ -24,7 +24,8 @@ enum Body {
         /// Ids then stream forms (or documents stored as such), dropped once `docs` is full.
         stored: Mutex<Option<Block>>,
         docs: Box<[OnceLock<Box<[u8]>>]>,
-        /// Cells of `docs` set so far.
+        /// Documents rebuilt one by one (reset to 0 when a block-wide rebuild fails, so the
+        /// next attempt waits for as many reads again).
         rebuilt: AtomicUsize,
     },
 }
