@@ -437,7 +437,7 @@ fn encode_block(
 
 /// Compresses the frame content `joined` of a block of `count` entries into a stored value of
 /// `codec` in `out`.
-pub(super) fn compress_joined(
+fn compress_joined(
     cctx: &mut bulk::Compressor<'static>,
     codec: Codec,
     dict_id: DictionaryId,
@@ -528,6 +528,18 @@ impl BlockPacker {
         values: &[&[u8]],
         out: &mut Vec<u8>,
     ) -> Result<()> {
+        self.pack_keyed_as(Codec::KeyedBlock, keys, values, out)
+    }
+
+    /// [`Self::pack_keyed`] under `codec` ([`Codec::KeyedBlock`], or [`Codec::StreamBlock`]
+    /// when the values are stream forms; the layout is the same).
+    pub(super) fn pack_keyed_as(
+        &mut self,
+        codec: Codec,
+        keys: &[&[u8]],
+        values: &[&[u8]],
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
         if keys.is_empty() || keys.len() > MAX_BLOCK_DOCS as usize || keys.len() != values.len() {
             return Err(Error::Zstd {
                 op: "compress keyed block",
@@ -541,7 +553,7 @@ impl BlockPacker {
         super::keyed::join(keys, values, &mut self.joined)?;
         compress_joined(
             &mut self.cctx,
-            Codec::KeyedBlock,
+            codec,
             self.dict_id,
             keys.len(),
             &self.joined,

@@ -24,8 +24,8 @@ use std::cell::RefCell;
 use stele_doc::{Document, DocumentWriter, stream};
 
 use super::codec::{Codec, corrupt};
-use super::policy::{BlockPacker, compress_joined};
-use crate::{Error, Result};
+use super::policy::BlockPacker;
+use crate::Result;
 
 /// Blocks packed in the chosen form between two trials of both forms.
 pub const TRIAL_EVERY_BLOCKS: u32 = 16;
@@ -173,64 +173,34 @@ impl BlockPacker {
         trial: bool,
         out: &mut Vec<u8>,
     ) -> Result<Codec> {
-        let mut pack = |codec: Codec, forms: &Forms, out: &mut Vec<u8>| -> Result<()> {
-            let values = forms.parts();
-            if keys.is_empty() || keys.len() > super::MAX_BLOCK_DOCS as usize {
-                return Err(Error::Zstd {
-                    op: "compress block",
-                    message: format!(
-                        "a block holds 1 to {} documents, not {}",
-                        super::MAX_BLOCK_DOCS,
-                        keys.len()
-                    ),
-                });
-            }
-            if keys.len() != values.len() {
-                return Err(Error::Zstd {
-                    op: "compress block",
-                    message: format!("{} keys for {} documents", keys.len(), values.len()),
-                });
-            }
-            super::keyed::join(keys, &values, &mut self.joined)?;
-            compress_joined(
-                &mut self.cctx,
-                codec,
-                self.dict_id,
-                keys.len(),
-                &self.joined,
-                &mut self.scratch,
-                out,
-            )
-        };
-        if !trial {
-            let codec = if self.forms.streams {
+        let codec_of = |streams: bool| {
+            if streams {
                 Codec::StreamBlock
             } else {
                 Codec::KeyedBlock
-            };
+            }
+        };
+        if !trial {
             let forms = if self.forms.streams {
                 stream_forms
             } else {
                 doc_forms
             };
-            pack(codec, forms, out)?;
+            let codec = codec_of(self.forms.streams);
+            self.pack_keyed_as(codec, keys, &forms.parts(), out)?;
             self.forms.until_trial = self.forms.until_trial.saturating_sub(1);
             return Ok(codec);
         }
         let mut as_docs = std::mem::take(&mut self.alternative);
-        pack(Codec::KeyedBlock, doc_forms, &mut as_docs)?;
-        pack(Codec::StreamBlock, stream_forms, out)?;
+        self.pack_keyed_as(Codec::KeyedBlock, keys, &doc_forms.parts(), &mut as_docs)?;
+        self.pack_keyed_as(Codec::StreamBlock, keys, &stream_forms.parts(), out)?;
         self.forms.streams = out.len() <= as_docs.len();
         if !self.forms.streams {
             std::mem::swap(out, &mut as_docs);
         }
         self.alternative = as_docs;
         self.forms.until_trial = TRIAL_EVERY_BLOCKS - 1;
-        Ok(if self.forms.streams {
-            Codec::StreamBlock
-        } else {
-            Codec::KeyedBlock
-        })
+        Ok(codec_of(self.forms.streams))
     }
 }
 
