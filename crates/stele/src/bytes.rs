@@ -1,5 +1,6 @@
 //! Small byte codecs shared by the log and the manifest: LEB128 varints, length-prefixed
-//! byte strings, and a reader that returns `None` past the end instead of panicking.
+//! byte strings, and a reader that returns `None` past the end instead of panicking; and
+//! the parts of a concatenation, by their end offsets (packing's buffers of ids and values).
 
 /// Appends `v` as a LEB128 varint.
 pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
@@ -14,6 +15,18 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
 pub(crate) fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     put_varint(out, b.len() as u64);
     out.extend_from_slice(b);
+}
+
+/// The parts of `bytes` that end at each of `ends`, in order.
+pub(crate) fn split_at_ends<'b>(bytes: &'b [u8], ends: &[usize]) -> Vec<&'b [u8]> {
+    let mut start = 0;
+    ends.iter()
+        .map(|&end| {
+            let part = bytes.get(start..end).unwrap_or_default();
+            start = end;
+            part
+        })
+        .collect()
 }
 
 /// Reads untrusted bytes front to back; every method returns `None` when the bytes end

@@ -104,15 +104,7 @@ impl Forms {
     }
 
     fn parts(&self) -> Vec<&[u8]> {
-        let mut start = 0;
-        self.ends
-            .iter()
-            .map(|&end| {
-                let part = self.bytes.get(start..end).unwrap_or_default();
-                start = end;
-                part
-            })
-            .collect()
+        crate::bytes::split_at_ends(&self.bytes, &self.ends)
     }
 }
 

@@ -313,18 +313,6 @@ pub(crate) fn last_dictionary(
     Ok(Some((id, value.to_vec())))
 }
 
-/// The parts of `bytes` that end at each of `ends`, in order.
-fn split_at_ends<'b>(bytes: &'b [u8], ends: &[usize]) -> Vec<&'b [u8]> {
-    let mut start = 0;
-    ends.iter()
-        .map(|&end| {
-            let part = bytes.get(start..end).unwrap_or_default();
-            start = end;
-            part
-        })
-        .collect()
-}
-
 /// Collects documents into blocks and writes them to a new packs map.
 struct BlockWriter<'s> {
     out: MapBuilder,
@@ -364,8 +352,8 @@ impl BlockWriter<'_> {
         if self.id_ends.is_empty() {
             return Ok(());
         }
-        let ids = split_at_ends(&self.ids, &self.id_ends);
-        let docs = split_at_ends(&self.docs, &self.doc_ends);
+        let ids = crate::bytes::split_at_ends(&self.ids, &self.id_ends);
+        let docs = crate::bytes::split_at_ends(&self.docs, &self.doc_ends);
         let last_id = ids.last().copied().unwrap_or_default();
         self.packer.pack_documents(&ids, &docs, &mut self.block)?;
         self.value.clear();
