@@ -1065,9 +1065,9 @@ impl TrainJob {
                 .iter()
                 .enumerate()
                 .map(|(i, s)| {
-                    let doc = stele_doc::Document::new(*s).ok().filter(|_| i % 2 == 1)?;
                     let mut out = Vec::new();
-                    stele_doc::stream::encode(&doc, &mut w, &mut out).then_some(out)
+                    (i % 2 == 1 && super::streams::append_stream_form(s, &mut w, &mut out))
+                        .then_some(out)
                 })
                 .collect()
         } else {

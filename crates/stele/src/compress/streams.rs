@@ -56,15 +56,20 @@ pub fn to_document(value: &[u8]) -> Result<Cow<'_, [u8]>> {
         .map_err(|e| corrupt(0, format!("a stored stream form does not decode: {e}")))
 }
 
+/// Appends the stream form of the document `bytes` to `out` and returns true if they are a
+/// valid document whose stream `writer` rebuilds exactly (else leaves `out` as it was).
+pub(super) fn append_stream_form(
+    bytes: &[u8],
+    writer: &mut DocumentWriter,
+    out: &mut Vec<u8>,
+) -> bool {
+    Document::new(bytes).is_ok_and(|doc| stream::encode(&doc, writer, out))
+}
+
 /// Appends `value` (a document or a stream form) to `out` in stream form where a document
 /// has one that rebuilds it exactly, else as the document.
 fn push_stream(value: &[u8], writer: &mut DocumentWriter, out: &mut Vec<u8>) {
-    if stream::is_stream(value) {
-        out.extend_from_slice(value);
-        return;
-    }
-    let exact = Document::new(value).is_ok_and(|doc| stream::encode(&doc, writer, out));
-    if !exact {
+    if stream::is_stream(value) || !append_stream_form(value, writer, out) {
         out.extend_from_slice(value);
     }
 }
