@@ -80,6 +80,11 @@ impl Codec {
             _ => None,
         }
     }
+
+    /// Whether values of this codec hold several entries ([`Decoder::decode_block`]).
+    pub fn is_block(self) -> bool {
+        matches!(self, Codec::Block | Codec::KeyedBlock | Codec::StreamBlock)
+    }
 }
 
 /// The most a zstd frame can expand per input byte: a 4-byte RLE block (3-byte header plus the
@@ -159,7 +164,7 @@ pub fn parse_header(stored: &[u8]) -> Result<Header> {
             ),
         ));
     };
-    if matches!(codec, Codec::Block | Codec::KeyedBlock | Codec::StreamBlock) {
+    if codec.is_block() {
         return parse_block(stored, codec);
     }
     if codec == Codec::Removed {
@@ -446,10 +451,7 @@ impl Decoder {
         let Some(&first) = stored.first() else {
             return Err(corrupt(0, "stored value is empty (no codec byte)"));
         };
-        let is_block = [Codec::Block, Codec::KeyedBlock, Codec::StreamBlock]
-            .iter()
-            .any(|&c| c as u8 == first);
-        if !is_block {
+        if !Codec::from_byte(first).is_some_and(Codec::is_block) {
             let mut bytes = Vec::new();
             self.decode_into(stored, dicts, &mut bytes)?;
             let ends = vec![bytes.len()];
