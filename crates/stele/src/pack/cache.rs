@@ -56,12 +56,7 @@ impl BlockCache {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Clock> {
-        // The clock holds no invariant a panicking holder could break halfway that matters
-        // for correctness (at worst a count is off): keep using it.
-        match self.clock.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        }
+        super::lock_unpoisoned(&self.clock)
     }
 
     /// The decoded block `number`, if cached (and counts the lookup).

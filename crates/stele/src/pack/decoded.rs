@@ -134,10 +134,7 @@ impl DecodedBlock {
         let Body::Streams { stored, .. } = &self.body else {
             return None;
         };
-        let guard = match stored.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        };
+        let guard = super::lock_unpoisoned(stored);
         guard.as_ref()?.get(self.n + i).map(<[u8]>::to_vec)
     }
 
@@ -160,10 +157,7 @@ impl DecodedBlock {
         if let Some(doc) = cell.get() {
             return Ok((doc, 0));
         }
-        let mut guard = match stored.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        };
+        let mut guard = super::lock_unpoisoned(stored);
         // Another reader may have rebuilt it (or the whole block) while this one waited.
         if let Some(doc) = cell.get() {
             return Ok((doc, 0));
@@ -227,10 +221,9 @@ impl DecodedBlock {
             Body::Streams {
                 ids, stored, docs, ..
             } => {
-                let stored = match stored.lock() {
-                    Ok(g) => g.as_ref().map_or(0, Block::heap_bytes),
-                    Err(p) => p.into_inner().as_ref().map_or(0, Block::heap_bytes),
-                };
+                let stored = super::lock_unpoisoned(stored)
+                    .as_ref()
+                    .map_or(0, Block::heap_bytes);
                 let rebuilt: usize = docs.iter().filter_map(|d| d.get()).map(|d| d.len()).sum();
                 ids.heap_bytes()
                     + stored

@@ -43,6 +43,16 @@ use cache::BlockCache;
 pub use cache::BlockCacheStats;
 pub(crate) use decoded::DecodedBlock;
 
+/// Locks `m` even if a thread panicked while holding it: for the block cache and decoded
+/// blocks, whose data no holder can leave inconsistent halfway (at worst a count is off, or
+/// a document already rebuilt is rebuilt again).
+pub(crate) fn lock_unpoisoned<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}
+
 /// Prefix of the internal collections holding packed blocks.
 pub(crate) const PACKS_PREFIX: &str = "_packs/";
 
