@@ -34,15 +34,28 @@ fn doc(i: u32) -> String {
     )
 }
 
-fn expected() -> BTreeMap<String, String> {
-    let mut model: BTreeMap<String, String> =
-        (0..1500).map(|i| (format!("d{i:05}"), doc(i))).collect();
-    model.remove("d00007");
+/// What a golden database holds: the 1,500 documents `doc(i)` under `<prefix><i:05>`, the
+/// 7th deleted and the 8th replaced (the two unapplied writes both were made with).
+fn expected(prefix: char, doc: fn(u32) -> String) -> BTreeMap<String, String> {
+    let mut model: BTreeMap<String, String> = (0..1500)
+        .map(|i| (format!("{prefix}{i:05}"), doc(i)))
+        .collect();
+    model.remove(&format!("{prefix}00007"));
     model.insert(
-        "d00008".into(),
-        r#"{"id":"d00008","n":-8,"replaced":true}"#.into(),
+        format!("{prefix}00008"),
+        format!(r#"{{"id":"{prefix}00008","n":-8,"replaced":true}}"#),
     );
     model
+}
+
+/// A copy of golden database `name` in a temporary folder (opening one writes to it).
+fn golden_copy(name: &str) -> tempfile::TempDir {
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&golden, dir.path());
+    dir
 }
 
 fn assert_holds(snap: &Snapshot, model: &BTreeMap<String, String>) {
@@ -97,10 +110,8 @@ fn copy_dir(from: &Path, to: &Path) {
 
 #[test]
 fn a_database_with_plain_blocks_reads_and_rewrites_into_keyed_blocks() {
-    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/db-codec3");
-    let dir = tempfile::tempdir().unwrap();
-    copy_dir(&golden, dir.path());
-    let mut model = expected();
+    let dir = golden_copy("db-codec3");
+    let mut model = expected('d', doc);
 
     let db = Database::open(dir.path()).unwrap();
     let snap = db.snapshot();
@@ -142,17 +153,8 @@ fn a_database_with_plain_blocks_reads_and_rewrites_into_keyed_blocks() {
 
 #[test]
 fn a_database_with_stream_blocks_reads_back_and_repacks() {
-    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/db-codec6");
-    let dir = tempfile::tempdir().unwrap();
-    copy_dir(&golden, dir.path());
-    let mut model: BTreeMap<String, String> = (0..1500)
-        .map(|i| (format!("s{i:05}"), streamed_doc(i)))
-        .collect();
-    model.remove("s00007");
-    model.insert(
-        "s00008".into(),
-        r#"{"id":"s00008","n":-8,"replaced":true}"#.into(),
-    );
+    let dir = golden_copy("db-codec6");
+    let model = expected('s', streamed_doc);
     let db = Database::open(dir.path()).unwrap();
     let snap = db.snapshot();
     let old = snap.stats("items");
