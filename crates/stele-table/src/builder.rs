@@ -57,9 +57,13 @@ impl Default for TableOptions {
 }
 
 impl TableOptions {
-    /// Size and alignment of data blocks (power of two, 256 B to 16 MiB; default 4 KiB, the
+    /// Size and alignment of data blocks (power of two, 16 B to 16 MiB; default 4 KiB, the
     /// page size). A random get reads one block: larger blocks cost more per cold read and
-    /// more scanning per get, but shrink the in-memory index.
+    /// more scanning per get, but shrink the in-memory index. A block holds one unit of
+    /// entries, or its first entry alone when that entry needs more: units under 256 B suit
+    /// only tables whose values span several units, to keep the padding after each one
+    /// small (such tables are written as format version 3, unreadable by builds that read
+    /// only version 2).
     #[must_use]
     pub fn block_size_bytes(mut self, bytes: u32) -> Self {
         self.block_size_bytes = bytes;
@@ -109,7 +113,7 @@ impl TableOptions {
             return Err(Error::InvalidOption {
                 name: "block_size_bytes",
                 value: u64::from(b),
-                reason: "must be a power of two from 256 to 16777216",
+                reason: "must be a power of two from 16 to 16777216",
             });
         }
         if !(1..=1 << 16).contains(&self.restart_interval) {

@@ -123,12 +123,12 @@ pub enum Error {
     },
     /// The table was written by a newer (or unknown) version of the format.
     #[error(
-        "table format version {found} is not supported (this build reads version {supported}); upgrade stele"
+        "table format version {found} is not supported (this build reads versions 2 to {supported}); upgrade stele"
     )]
     UnsupportedVersion {
         /// Version in the file.
         found: u32,
-        /// Version this build reads.
+        /// Newest version this build reads (it reads versions 2 up to this one).
         supported: u32,
     },
     /// A stored checksum does not match the bytes: the file is damaged.

@@ -3,7 +3,8 @@
 //! Layout (all integers little-endian), [`FOOTER_BYTES`] bytes:
 //!
 //! ```text
-//! 0   u32 format version          4   u32 flags (bit 0 list, bit 1 diff, bit 2 positional)
+//! 0   u32 format version (2, or 3 when the block size is under 256 bytes)
+//!                                 4   u32 flags (bit 0 list, bit 1 diff, bit 2 positional)
 //! 8   u32 block size (bytes)      12  u32 restart interval (entries)
 //! 16  u64 entry count             24  u64 block count
 //! 32  u64 index offset            40  u64 index length (bytes)
@@ -23,8 +24,16 @@ use xxhash_rust::xxh3::xxh3_64;
 
 /// Magic at the very end of the file.
 pub const MAGIC: [u8; 8] = *b"STELETBL";
-/// Format version written by this build, and the only one it reads.
-pub const FORMAT_VERSION: u32 = 2;
+/// Newest format version this build writes and reads. Version 3 is version 2 with block
+/// sizes from [`crate::block::MIN_BLOCK_BYTES`] (16 bytes) up; a table is written as version
+/// 2 whenever its block size is 256 bytes or more, so builds that read only version 2 still
+/// read every such table, and report a table of smaller blocks as a newer version instead of
+/// as damage.
+pub const FORMAT_VERSION: u32 = 3;
+/// Oldest format version this build reads.
+const OLDEST_VERSION: u32 = 2;
+/// Smallest block size a version 2 table may have.
+const V2_MIN_BLOCK_BYTES: u32 = 256;
 /// Size of the footer in bytes.
 pub const FOOTER_BYTES: usize = 120;
 /// Size of the version 1 footer, only read to name the version in the error.
@@ -81,7 +90,7 @@ fn v1_version(file: &[u8]) -> Option<u32> {
 impl Footer {
     pub(crate) fn encode(&self) -> [u8; FOOTER_BYTES] {
         let mut out = Vec::with_capacity(FOOTER_BYTES);
-        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&Self::version_for(self.block_size).to_le_bytes());
         out.extend_from_slice(&self.flags.to_le_bytes());
         out.extend_from_slice(&self.block_size.to_le_bytes());
         out.extend_from_slice(&self.restart_interval.to_le_bytes());
@@ -148,7 +157,7 @@ impl Footer {
             });
         }
         let version = u32_at(b, 0);
-        if version != FORMAT_VERSION {
+        if !(OLDEST_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(Error::UnsupportedVersion {
                 found: version,
                 supported: FORMAT_VERSION,
@@ -192,7 +201,10 @@ impl Footer {
             return bad("reserved field is not zero");
         }
         if !f.block_size.is_power_of_two() || f.block_size < crate::block::MIN_BLOCK_BYTES {
-            return bad("block size is not a power of two of at least 256");
+            return bad("block size is not a power of two of at least 16");
+        }
+        if version != Self::version_for(f.block_size) {
+            return bad("version does not match the block size (3 below 256 bytes, else 2)");
         }
         if f.restart_interval == 0 {
             return bad("restart interval is zero");
@@ -210,6 +222,16 @@ impl Footer {
             return bad("more blocks than fit before the index");
         }
         Ok(f)
+    }
+
+    /// The version a table of `block_size` byte blocks is written as: the oldest that can
+    /// describe it.
+    fn version_for(block_size: u32) -> u32 {
+        if block_size < V2_MIN_BLOCK_BYTES {
+            FORMAT_VERSION
+        } else {
+            OLDEST_VERSION
+        }
     }
 
     pub(crate) fn is_list(&self) -> bool {

@@ -84,7 +84,8 @@ fn invalid_options_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     for opts in [
         TableOptions::default().block_size_bytes(1000),
-        TableOptions::default().block_size_bytes(128),
+        TableOptions::default().block_size_bytes(8),
+        TableOptions::default().block_size_bytes(1 << 25),
         TableOptions::default().restart_interval(0),
     ] {
         let err = TableBuilder::new(dir.path(), opts).unwrap_err();

@@ -11,9 +11,15 @@ use stele_table::{Error, ListBuilder, Table, TableBuilder, TableList, TableOptio
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
 fn small_table() -> (Vec<u8>, Entries) {
+    small_table_of_units(256)
+}
+
+/// The same entries in blocks of `block_bytes` units (16: one entry per block, a version 3
+/// table).
+fn small_table_of_units(block_bytes: u32) -> (Vec<u8>, Entries) {
     let dir = tempfile::tempdir().unwrap();
     let opts = TableOptions::default()
-        .block_size_bytes(256)
+        .block_size_bytes(block_bytes)
         .restart_interval(4);
     let mut b = TableBuilder::new(dir.path(), opts).unwrap();
     let mut entries = Vec::new();
@@ -69,17 +75,88 @@ fn read_all(bytes: Vec<u8>, entries: &[(Vec<u8>, Vec<u8>)]) -> Result<(), Error>
 
 #[test]
 fn every_flipped_byte_is_an_error() {
-    let (bytes, entries) = small_table();
-    read_all(bytes.clone(), &entries).unwrap();
-    for pos in 0..bytes.len() {
-        for mask in [0x01u8, 0x80, 0xff] {
-            let mut bad = bytes.clone();
-            bad[pos] ^= mask;
-            let err = read_all(bad, &entries)
-                .expect_err(&format!("flip {mask:#x} at byte {pos} went unnoticed"));
-            assert!(is_integrity_error(&err), "byte {pos}: {err}");
+    for units in [256, 16] {
+        let (bytes, entries) = small_table_of_units(units);
+        read_all(bytes.clone(), &entries).unwrap();
+        for pos in 0..bytes.len() {
+            for mask in [0x01u8, 0x80, 0xff] {
+                let mut bad = bytes.clone();
+                bad[pos] ^= mask;
+                let err = read_all(bad, &entries).expect_err(&format!(
+                    "{units} B units: flip {mask:#x} at byte {pos} went unnoticed"
+                ));
+                assert!(
+                    is_integrity_error(&err),
+                    "{units} B units, byte {pos}: {err}"
+                );
+            }
         }
     }
+}
+
+/// Tables of blocks under 256 bytes are format version 3, others stay version 2 (which
+/// builds that read only version 2 still read); a version 2 footer with small blocks is
+/// damage, and a version beyond 3 is named as such.
+#[test]
+fn small_blocks_make_a_version_3_table() {
+    let footer = stele_table::FOOTER_BYTES;
+    let version =
+        |bytes: &[u8]| u32::from_le_bytes(bytes[bytes.len() - footer..][..4].try_into().unwrap());
+    let (big, _) = small_table_of_units(256);
+    assert_eq!(version(&big), 2);
+    let (small, entries) = small_table_of_units(16);
+    assert_eq!(version(&small), 3);
+    assert_eq!(stele_table::FORMAT_VERSION, 3);
+    // Small entries each take a block of their own (with its trailer) in small units...
+    assert!(small.len() > big.len(), "{} <= {}", small.len(), big.len());
+    let t = Table::from_bytes(small.clone()).unwrap();
+    assert_eq!(t.stats().block_size_bytes, 16);
+    assert_eq!(t.stats().blocks, entries.len() as u64);
+    drop(t);
+    // Rewrite the version and the footer checksum: only the version is wrong.
+    let with_version = |bytes: &[u8], v: u32| {
+        let mut b = bytes.to_vec();
+        let start = b.len() - footer;
+        b[start..start + 4].copy_from_slice(&v.to_le_bytes());
+        let sum = stele_table::checksum(&b[start..start + 104]);
+        b[start + 104..start + 112].copy_from_slice(&sum.to_le_bytes());
+        b
+    };
+    let err = Table::from_bytes(with_version(&small, 2)).unwrap_err();
+    assert!(matches!(err, Error::Corrupt { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains("version does not match the block size"),
+        "{err}"
+    );
+    let err = Table::from_bytes(with_version(&big, 4)).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::UnsupportedVersion {
+                found: 4,
+                supported: 3
+            }
+        ),
+        "{err}"
+    );
+    let err = Table::from_bytes(with_version(&big, 3)).unwrap_err();
+    assert!(matches!(err, Error::Corrupt { .. }), "{err}");
+
+    // ...while values that span units each leave under 16 bytes of padding instead of
+    // up to 255.
+    let dir = tempfile::tempdir().unwrap();
+    let sized = |units: u32| {
+        let mut b =
+            TableBuilder::new(dir.path(), TableOptions::default().block_size_bytes(units)).unwrap();
+        for i in 0..40u32 {
+            b.add(&i.to_be_bytes(), &vec![i as u8; 700 + 37 * i as usize])
+                .unwrap();
+        }
+        std::fs::metadata(b.finish().unwrap().path).unwrap().len()
+    };
+    let (small, big) = (sized(16), sized(256));
+    assert!(small + 40 * 64 < big, "{small} vs {big}");
 }
 
 #[test]
@@ -101,6 +178,12 @@ fn errors_name_the_damaged_part() {
 
 #[test]
 fn every_truncation_is_an_error() {
+    let (small, small_entries) = small_table_of_units(16);
+    for len in 0..small.len() {
+        let err = read_all(small[..len].to_vec(), &small_entries)
+            .expect_err(&format!("16 B units: truncation to {len} went unnoticed"));
+        assert!(is_integrity_error(&err), "16 B units, length {len}: {err}");
+    }
     let (bytes, entries) = small_table();
     for len in 0..bytes.len() {
         let err = read_all(bytes[..len].to_vec(), &entries)

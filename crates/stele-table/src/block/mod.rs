@@ -28,8 +28,10 @@ mod reader;
 pub(crate) use builder::{BlockBuilder, BlockSizer, common_prefix};
 pub(crate) use reader::{BlockRef, RawEntry, verify};
 
-/// Smallest allowed block size.
-pub const MIN_BLOCK_BYTES: u32 = 256;
+/// Smallest allowed block size. Blocks under 256 bytes suit tables whose every value spans
+/// several units (such as a document store's compressed blocks): the padding after each
+/// block stays under a unit. Tables of such blocks are written as format version 3.
+pub const MIN_BLOCK_BYTES: u32 = 16;
 /// Largest allowed block size (restart offsets and lengths stay within u32).
 pub const MAX_BLOCK_BYTES: u32 = 1 << 24;
 /// Bytes of the fixed trailer at the end of each block.
