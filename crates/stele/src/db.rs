@@ -1204,6 +1204,7 @@ impl Database {
     /// usually unused); open snapshots keep reading with the dictionaries they had.
     pub fn compact(&self) -> Result<()> {
         self.settle_dictionaries(None)?;
+        self.train_for_packing()?;
         // Everything written so far into tables, so that the merges see all of it (without
         // queueing background compactions: the merges below cover every map).
         {
@@ -1331,15 +1332,74 @@ impl Database {
                 }
             };
             if let Some(dict) = dict {
-                self.commit_ops(vec![LoggedOp::Put {
-                    collection: META.to_owned(),
-                    id: dict_key(&collection, dict.id()),
-                    value: Arc::from(dict.bytes()),
-                }])?;
-                if let Ok(mut c) = compressor.lock() {
-                    // Refused only if a newer one was adopted meanwhile: drop this one.
-                    let _ = c.adopt(dict);
+                self.persist_and_adopt(&collection, &compressor, dict)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Stores `dict` durably in the meta collection, then has `compressor` (the one of
+    /// `collection` that handed it out) adopt it.
+    fn persist_and_adopt(
+        &self,
+        collection: &str,
+        compressor: &Mutex<Compressor>,
+        dict: NewDictionary,
+    ) -> Result<()> {
+        self.commit_ops(vec![LoggedOp::Put {
+            collection: META.to_owned(),
+            id: dict_key(collection, dict.id()),
+            value: Arc::from(dict.bytes()),
+        }])?;
+        if let Ok(mut c) = compressor.lock() {
+            // Refused only if a newer one was adopted meanwhile: drop this one.
+            let _ = c.adopt(dict);
+        }
+        Ok(())
+    }
+
+    /// Before a full compaction packs them, trains a dictionary for each collection it
+    /// packs on documents spread evenly over the whole collection (every n-th in id order,
+    /// up to the compressor's `sample_docs`), and persists and adopts it if the collection's
+    /// blocks plus the dictionary come out smaller than with the current one
+    /// (`Compressor::train_for_blocks`). Commits train on what was written last, so a
+    /// collection written in one go keeps the dictionary of its first documents until its
+    /// sample ring fills, which a collection of fewer documents never does.
+    fn train_for_packing(&self) -> Result<()> {
+        let state = self.snapshot_state();
+        let snap = self.snapshot();
+        for collection in state.collections.keys() {
+            if !packs_collection(&self.inner.opts, &state, collection)? {
+                continue;
+            }
+            let compressor = self.compressor(collection)?;
+            let (train_after, sample_docs) = {
+                let c = compressor.lock().map_err(lock_poisoned)?;
+                (c.options().train_after, c.options().sample_docs)
+            };
+            let count = snap.count(collection);
+            if count < train_after.max(1) as u64 {
+                continue;
+            }
+            let stride = count.div_ceil(sample_docs.max(1) as u64).max(1);
+            let mut samples: Vec<Vec<u8>> = Vec::with_capacity(sample_docs.min(count as usize));
+            for (i, entry) in snap.iter(collection).enumerate() {
+                if (i as u64).is_multiple_of(stride) {
+                    samples.push(entry?.1.bytes().to_vec());
                 }
+            }
+            let refs: Vec<&[u8]> = samples.iter().map(Vec::as_slice).collect();
+            let target = crate::compress::PackTarget {
+                block_bytes: self.inner.opts.pack_block_bytes,
+                level: self.inner.opts.pack_level,
+                docs: count,
+            };
+            let dict = compressor
+                .lock()
+                .map_err(lock_poisoned)?
+                .train_for_blocks(&refs, target)?;
+            if let Some(dict) = dict {
+                self.persist_and_adopt(collection, &compressor, dict)?;
             }
         }
         Ok(())

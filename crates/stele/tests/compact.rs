@@ -75,8 +75,11 @@ impl Storage for Seam {
 fn writers_commit_while_compact_merges() {
     let dir = tempfile::tempdir().unwrap();
     let gate = Arc::new(Gate::default());
-    // In-line trainings: no dictionary is pending when `compact` starts, so its first
-    // checkpoint has nothing to save and the first table it creates is its merge's.
+    // In-line trainings, and a first compaction before the gated one (which trains the
+    // collection's dictionary for its blocks; the second, on the same documents, trains
+    // the same dictionary and keeps the current one): no dictionary is pending or
+    // persisted when the gated `compact` starts, so its first checkpoint has nothing to
+    // save and the first table it creates is its merge's.
     let opts = DatabaseOptions::default()
         .background_training(false)
         .storage(Arc::new(Seam(Arc::clone(&gate))));
@@ -89,6 +92,7 @@ fn writers_commit_while_compact_merges() {
         model.insert(id, json);
     }
     db.commit(b).unwrap();
+    db.compact().unwrap();
     // Everything in tables first, so that the first table `compact` creates is its merge's.
     db.checkpoint().unwrap();
     gate.armed.store(true, Ordering::SeqCst);

@@ -12,8 +12,8 @@ mod common;
 use proptest::prelude::*;
 use stele::Error;
 use stele::compress::{
-    BlockPacker, Codec, CompressOptions, Compressor, Decoder, Dictionaries, DictionaryId, decode,
-    encode_raw, parse_header, stored_dictionary,
+    BlockPacker, Codec, CompressOptions, Compressor, Decoder, Dictionaries, DictionaryId,
+    PackTarget, decode, encode_raw, parse_header, stored_dictionary,
 };
 
 fn data_dir() -> PathBuf {
@@ -758,24 +758,33 @@ fn compress_many_equals_one_at_a_time() {
     assert_eq!(one.stats(), many.stats());
 }
 
+/// The first `limit` documents of shared collection `name`, written as the database writes
+/// them, or `None` (after saying so) when the shared data is not there.
+fn shared_documents(name: &str, limit: usize) -> Option<Vec<Vec<u8>>> {
+    let path = data_dir().join(format!("{name}.jsonl.zst"));
+    let Ok(file) = std::fs::File::open(&path) else {
+        eprintln!("shared data not found; skipping");
+        return None;
+    };
+    let mut w = stele_doc::DocumentWriter::with_options(stele::write_options());
+    let docs = BufReader::new(zstd::stream::read::Decoder::new(file).unwrap())
+        .split(b'\n')
+        .map(Result::unwrap)
+        .filter(|l| !l.trim_ascii().is_empty())
+        .take(limit)
+        .map(|l| w.from_json(&l).unwrap())
+        .collect();
+    Some(docs)
+}
+
 /// With `stream_samples`, dictionaries are trained on stream forms too, and blocks of stream
 /// forms packed with them come out smaller (on real documents, when the shared data is
 /// present: the first 2,000 of mdn-compat-features, nested and varied).
 #[test]
 fn stream_samples_make_dictionaries_for_stream_blocks() {
-    let path = data_dir().join("mdn-compat-features.jsonl.zst");
-    let Ok(file) = std::fs::File::open(&path) else {
-        eprintln!("shared data not found; skipping");
+    let Some(docs) = shared_documents("mdn-compat-features", 2000) else {
         return;
     };
-    let mut w = stele_doc::DocumentWriter::with_options(stele::write_options());
-    let docs: Vec<Vec<u8>> = BufReader::new(zstd::stream::read::Decoder::new(file).unwrap())
-        .split(b'\n')
-        .map(Result::unwrap)
-        .filter(|l| !l.trim_ascii().is_empty())
-        .take(2000)
-        .map(|l| w.from_json(&l).unwrap())
-        .collect();
     let keys: Vec<String> = (0..docs.len()).map(|i| format!("{i:06}")).collect();
     let mut sizes = Vec::new();
     for stream_samples in [false, true] {
@@ -813,4 +822,85 @@ fn stream_samples_make_dictionaries_for_stream_blocks() {
         sizes[1],
         sizes[0]
     );
+}
+
+/// A dictionary trained on a collection's first 64 documents (what a collection written in
+/// one go keeps) against one trained for blocks on documents spread over all of it: the
+/// github-webhooks collection packs into far fewer bytes, dictionary included, and training
+/// again on the same samples finds nothing better than the adopted dictionary.
+#[test]
+fn training_for_blocks_beats_the_dictionary_of_the_first_documents() {
+    let Some(docs) = shared_documents("github-webhooks", usize::MAX) else {
+        return;
+    };
+    let opts = CompressOptions {
+        stream_samples: true,
+        ..CompressOptions::default()
+    };
+    let mut c = Compressor::new(opts).unwrap();
+    let mut dicts = Dictionaries::new();
+    for d in &docs[..64] {
+        c.compress(d).unwrap();
+    }
+    let first = c
+        .take_new_dictionary()
+        .unwrap()
+        .expect("a first dictionary");
+    let (first_id, first_bytes) = (first.id(), first.bytes().to_vec());
+    dicts.insert(first_id, &first_bytes).unwrap();
+    c.adopt(first).unwrap();
+    for d in &docs[64..] {
+        c.compress(d).unwrap();
+    }
+    assert!(
+        c.take_new_dictionary().unwrap().is_none(),
+        "the ring is not full"
+    );
+
+    // Blocks of about 32 KiB, dictionary counted.
+    let packed = |id: u32, dict: &[u8], dicts: &Dictionaries| -> usize {
+        let mut packer = stele::compress::BlockPacker::new(9, Some((id, dict))).unwrap();
+        let mut total = dict.len();
+        let mut at = 0;
+        while at < docs.len() {
+            let mut end = at + 1;
+            let mut bytes = docs[at].len();
+            while end < docs.len() && bytes < 32 * 1024 {
+                bytes += docs[end].len();
+                end += 1;
+            }
+            let keys: Vec<String> = (at..end).map(|i| format!("{i:06}")).collect();
+            let k: Vec<&[u8]> = keys.iter().map(|k| k.as_bytes()).collect();
+            let d: Vec<&[u8]> = docs[at..end].iter().map(Vec::as_slice).collect();
+            let mut out = Vec::new();
+            packer.pack_documents(&k, &d, &mut out).unwrap();
+            let b = Decoder::new().unwrap().decode_block(&out, dicts).unwrap();
+            assert_eq!(&*b.document(k.len()).unwrap().unwrap(), d[0]);
+            total += out.len();
+            at = end;
+        }
+        total
+    };
+    let before = packed(first_id, &first_bytes, &dicts);
+    let samples: Vec<&[u8]> = docs.iter().map(Vec::as_slice).collect();
+    let target = PackTarget {
+        block_bytes: 32 * 1024,
+        level: 9,
+        docs: docs.len() as u64,
+    };
+    let nd = c
+        .train_for_blocks(&samples, target)
+        .unwrap()
+        .expect("a better dictionary for blocks");
+    assert!(nd.id() > first_id);
+    let (id, bytes) = (nd.id(), nd.bytes().to_vec());
+    dicts.insert(id, &bytes).unwrap();
+    c.adopt(nd).unwrap();
+    let after = packed(id, &bytes, &dicts);
+    assert!(
+        (after as f64) < before as f64 * 0.9,
+        "trained for blocks {after} vs first documents {before}"
+    );
+    assert!(c.train_for_blocks(&samples, target).unwrap().is_none());
+    assert!(c.train_for_blocks(&samples[..7], target).unwrap().is_none());
 }

@@ -26,5 +26,7 @@ pub use codec::{
     decode, encode_raw, parse_header, stored_dictionary,
 };
 pub use keyed::MAX_KEY_BYTES;
-pub use policy::{BlockPacker, CompressOptions, CompressStats, Compressor, NewDictionary};
+pub use policy::{
+    BlockPacker, CompressOptions, CompressStats, Compressor, NewDictionary, PackTarget,
+};
 pub use streams::{TRIAL_EVERY_BLOCKS, to_document};

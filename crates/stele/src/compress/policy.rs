@@ -159,6 +159,10 @@ impl NewDictionary {
     }
 }
 
+#[path = "retrain.rs"]
+mod retrain;
+pub use retrain::PackTarget;
+
 /// Smallest dictionary worth training (zstd's trainer needs room for its header and tables).
 const MIN_DICTIONARY_BYTES: usize = 1024;
 
