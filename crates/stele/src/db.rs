@@ -1383,9 +1383,20 @@ impl Database {
             }
             let stride = count.div_ceil(sample_docs.max(1) as u64).max(1);
             let mut samples: Vec<Vec<u8>> = Vec::with_capacity(sample_docs.min(count as usize));
-            for (i, entry) in snap.iter(collection).enumerate() {
-                if (i as u64).is_multiple_of(stride) {
-                    samples.push(entry?.1.bytes().to_vec());
+            // Ids first (documents of the map are not decompressed for that), then only the
+            // chosen documents.
+            let ids = crate::collection::Entries::new(
+                &state,
+                collection,
+                std::ops::Bound::Unbounded,
+                std::ops::Bound::Unbounded,
+                false,
+            )?;
+            for (i, entry) in ids.enumerate() {
+                if (i as u64).is_multiple_of(stride)
+                    && let Some(doc) = crate::collection::get(&state, collection, &entry?.0)?
+                {
+                    samples.push(doc.to_vec());
                 }
             }
             let refs: Vec<&[u8]> = samples.iter().map(Vec::as_slice).collect();
