@@ -1367,7 +1367,6 @@ impl Database {
     /// sample ring fills, which a collection of fewer documents never does.
     fn train_for_packing(&self) -> Result<()> {
         let state = self.snapshot_state();
-        let snap = self.snapshot();
         for collection in state.collections.keys() {
             if !packs_collection(&self.inner.opts, &state, collection)? {
                 continue;
@@ -1377,7 +1376,7 @@ impl Database {
                 let c = compressor.lock().map_err(lock_poisoned)?;
                 (c.options().train_after, c.options().sample_docs)
             };
-            let count = snap.count(collection);
+            let count = crate::collection::count(&state, collection);
             if count < train_after.max(1) as u64 {
                 continue;
             }
@@ -1393,8 +1392,9 @@ impl Database {
                 false,
             )?;
             for (i, entry) in ids.enumerate() {
+                let (id, _) = entry?;
                 if (i as u64).is_multiple_of(stride)
-                    && let Some(doc) = crate::collection::get(&state, collection, &entry?.0)?
+                    && let Some(doc) = crate::collection::get(&state, collection, &id)?
                 {
                     samples.push(doc.to_vec());
                 }
@@ -1405,10 +1405,18 @@ impl Database {
                 level: self.inner.opts.pack_level,
                 docs: count,
             };
+            // Commits keep compressing with the current dictionary while this trains.
+            let training = compressor
+                .lock()
+                .map_err(lock_poisoned)?
+                .prepare_training_for_blocks(&refs, target)?;
+            let Some(trained) = training.map(|t| t.run()).transpose()?.flatten() else {
+                continue;
+            };
             let dict = compressor
                 .lock()
                 .map_err(lock_poisoned)?
-                .train_for_blocks(&refs, target)?;
+                .finish_training_for_blocks(trained)?;
             if let Some(dict) = dict {
                 self.persist_and_adopt(collection, &compressor, dict)?;
             }

@@ -888,6 +888,12 @@ fn training_for_blocks_beats_the_dictionary_of_the_first_documents() {
         level: 9,
         docs: docs.len() as u64,
     };
+    // A training prepared now, against the first dictionary, finishes after another one
+    // was adopted: its result is dropped.
+    let stale = c
+        .prepare_training_for_blocks(&samples, target)
+        .unwrap()
+        .expect("a training may run");
     let nd = c
         .train_for_blocks(&samples, target)
         .unwrap()
@@ -903,4 +909,7 @@ fn training_for_blocks_beats_the_dictionary_of_the_first_documents() {
     );
     assert!(c.train_for_blocks(&samples, target).unwrap().is_none());
     assert!(c.train_for_blocks(&samples[..7], target).unwrap().is_none());
+    let late = stale.run().unwrap().expect("beats the first dictionary");
+    assert!(c.finish_training_for_blocks(late).unwrap().is_none());
+    assert_eq!(c.current_dictionary(), Some(id));
 }

@@ -27,6 +27,7 @@ pub use codec::{
 };
 pub use keyed::MAX_KEY_BYTES;
 pub use policy::{
-    BlockPacker, CompressOptions, CompressStats, Compressor, NewDictionary, PackTarget,
+    BlockPacker, BlockTrained, BlockTraining, CompressOptions, CompressStats, Compressor,
+    NewDictionary, PackTarget,
 };
 pub use streams::{TRIAL_EVERY_BLOCKS, to_document};

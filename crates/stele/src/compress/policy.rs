@@ -161,7 +161,7 @@ impl NewDictionary {
 
 #[path = "retrain.rs"]
 mod retrain;
-pub use retrain::PackTarget;
+pub use retrain::{BlockTrained, BlockTraining, PackTarget};
 
 /// Smallest dictionary worth training (zstd's trainer needs room for its header and tables).
 const MIN_DICTIONARY_BYTES: usize = 1024;

@@ -13,9 +13,11 @@
 //! [`CompressOptions::sample_docs`]: super::CompressOptions::sample_docs
 
 use super::{
-    Compressor, MIN_DICTIONARY_BYTES, NewDictionary, Trained, context, train_fast_cover, zstd_io,
+    Compressor, CoverParams, MIN_DICTIONARY_BYTES, NewDictionary, Trained, context,
+    train_fast_cover, zstd_io,
 };
 use crate::Result;
+use crate::compress::DictionaryId;
 use std::sync::Arc;
 use zstd::bulk;
 
@@ -40,6 +42,51 @@ const HELD_OUT_EVERY: usize = 8;
 /// dictionary costs less than it loses.
 const SIZE_DIVISORS: [usize; 2] = [1, 4];
 
+/// A training for blocks ([`Compressor::prepare_training_for_blocks`]): everything it
+/// needs, owned, so that it runs without the compressor's lock
+/// ([`BlockTraining::run`]) while commits keep compressing.
+pub struct BlockTraining {
+    train: Vec<Vec<u8>>,
+    held_out: Vec<Vec<u8>>,
+    /// The dictionary in use when prepared (its id and bytes), or none.
+    current: Option<(DictionaryId, Arc<[u8]>)>,
+    params: Option<CoverParams>,
+    target: PackTarget,
+    level: i32,
+    dictionary_bytes: usize,
+    dictionary_sample_ratio: usize,
+    adoption_margin: f64,
+}
+
+impl std::fmt::Debug for BlockTraining {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlockTraining")
+            .field("train", &self.train.len())
+            .field("held_out", &self.held_out.len())
+            .field("current", &self.current.as_ref().map(|(id, _)| *id))
+            .field("target", &self.target)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The outcome of a [`BlockTraining`] that beat the dictionary it was prepared against:
+/// hand it to [`Compressor::finish_training_for_blocks`].
+pub struct BlockTrained {
+    /// The dictionary it was prepared against (`None`: no dictionary).
+    against: Option<DictionaryId>,
+    trained: Trained,
+}
+
+impl std::fmt::Debug for BlockTrained {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlockTrained")
+            .field("against", &self.against)
+            .field("bytes", &self.trained.bytes.len())
+            .field("eval", &self.trained.eval)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Compressor {
     /// Trains dictionaries in line on `samples` (documents the caller picked, such as every
     /// n-th document of the whole collection at compaction) instead of the recent documents
@@ -52,23 +99,37 @@ impl Compressor {
     /// [`super::CompressOptions::stream_samples`]) at `target.level` with each dictionary,
     /// the bytes scaled from the held-out documents to `target.docs`, plus the dictionary's
     /// own size (the current one's, for the current setup: a full compaction leaves it
-    /// unused). Two sizes are tried: `dictionary_bytes` and a quarter of it.
+    /// unused). Two sizes are tried: the usual size and a quarter of it.
     ///
     /// Returns `None` without training while compression is off, a training runs or a
     /// handed-out dictionary awaits adoption, and when fewer than 8 samples are given.
     /// Samples are cut to [`super::CompressOptions::sample_doc_bytes`] and their total to
-    /// [`super::CompressOptions::sample_bytes`].
+    /// [`super::CompressOptions::sample_bytes`]. The same in three steps, the training
+    /// itself without `&mut self`: [`Compressor::prepare_training_for_blocks`],
+    /// [`BlockTraining::run`], [`Compressor::finish_training_for_blocks`].
     pub fn train_for_blocks(
         &mut self,
         samples: &[&[u8]],
         target: PackTarget,
     ) -> Result<Option<NewDictionary>> {
+        let Some(training) = self.prepare_training_for_blocks(samples, target)? else {
+            return Ok(None);
+        };
+        match training.run()? {
+            Some(trained) => self.finish_training_for_blocks(trained),
+            None => Ok(None),
+        }
+    }
+
+    /// The first step of [`Compressor::train_for_blocks`]: checks that a training may run
+    /// and takes what it needs (`None`: it may not).
+    pub fn prepare_training_for_blocks(
+        &mut self,
+        samples: &[&[u8]],
+        target: PackTarget,
+    ) -> Result<Option<BlockTraining>> {
         self.poll_training()?;
-        if !self.opts.enabled
-            || self.candidate.is_some()
-            || self.running.is_some()
-            || self.outstanding.strong_count() > 0
-        {
+        if !self.may_hand_out() {
             return Ok(None);
         }
         let (train, held_out) = self.split_samples(samples);
@@ -76,60 +137,45 @@ impl Compressor {
             return Ok(None);
         }
         self.stats.trainings += 1;
-        let train_refs: Vec<&[u8]> = train.iter().map(Vec::as_slice).collect();
-        let train_bytes: usize = train.iter().map(Vec::len).sum();
-        let scale = target.docs.max(1) as f64 / held_out.len() as f64;
-        // What the collection would take: held-out blocks scaled up, plus the dictionary.
-        let cost = |dict: Option<&[u8]>| -> Result<f64> {
-            let mut cctx = context(target.level, dict)?;
-            let packed = packed_bytes(&mut cctx, &held_out, target.block_bytes)?;
-            Ok(packed as f64 * scale + dict.map_or(0, <[u8]>::len) as f64)
-        };
-        let current = self.current.as_ref().map(|c| Arc::clone(&c.bytes));
-        let current_cost = cost(current.as_deref())?;
-        let mut best: Option<(f64, Vec<u8>, super::CoverParams)> = None;
-        let mut params = self.cover_params;
-        let full_size = self
-            .opts
-            .dictionary_bytes
-            .min(train_bytes / self.opts.dictionary_sample_ratio.max(1));
-        let mut sizes: Vec<usize> = SIZE_DIVISORS
-            .iter()
-            .map(|d| (full_size / d).max(MIN_DICTIONARY_BYTES))
-            .collect();
-        sizes.dedup();
-        for size in sizes {
-            // zstd's trainer fails on too little input: that only means "no dictionary".
-            let Some((bytes, p)) = train_fast_cover(&train_refs, size, self.opts.level, params)
-            else {
-                continue;
-            };
-            // The first size searches the trainer's parameters; the others reuse them.
-            params = Some(p);
-            let c = cost(Some(&bytes))?;
-            if best.as_ref().is_none_or(|(b, _, _)| c < *b) {
-                best = Some((c, bytes, p));
-            }
-        }
-        let Some((best_cost, bytes, params)) = best else {
-            return Ok(None);
-        };
-        if best_cost > current_cost * (1.0 - self.opts.adoption_margin) {
+        Ok(Some(BlockTraining {
+            train,
+            held_out,
+            current: self.current.as_ref().map(|c| (c.id, Arc::clone(&c.bytes))),
+            params: self.cover_params,
+            target,
+            level: self.opts.level,
+            dictionary_bytes: self.opts.dictionary_bytes,
+            dictionary_sample_ratio: self.opts.dictionary_sample_ratio,
+            adoption_margin: self.opts.adoption_margin,
+        }))
+    }
+
+    /// The last step of [`Compressor::train_for_blocks`]: hands out the trained dictionary
+    /// under the next id, unless the compressor moved on meanwhile (another dictionary was
+    /// adopted or handed out, or a training started): then the result is dropped.
+    pub fn finish_training_for_blocks(
+        &mut self,
+        trained: BlockTrained,
+    ) -> Result<Option<NewDictionary>> {
+        self.poll_training()?;
+        if !self.may_hand_out() || self.current.as_ref().map(|c| c.id) != trained.against {
             return Ok(None);
         }
-        let cctx = context(self.opts.level, Some(&bytes))?;
-        self.conclude(Some(Trained {
-            params,
-            trained_on: train.len(),
-            bytes,
-            cctx,
-            eval: (best_cost as usize, current_cost as usize),
-        }))?;
+        self.conclude(Some(trained.trained))?;
         let Some(nd) = self.candidate.take() else {
             return Ok(None);
         };
         self.outstanding = Arc::downgrade(&nd._outstanding);
         Ok(Some(nd))
+    }
+
+    /// Whether a dictionary may be handed out now: compression is on, no training runs,
+    /// and no candidate waits or is out.
+    fn may_hand_out(&self) -> bool {
+        self.opts.enabled
+            && self.candidate.is_none()
+            && self.running.is_none()
+            && self.outstanding.strong_count() == 0
     }
 
     /// Splits `samples` into training samples (every other one the stream form of the
@@ -165,6 +211,66 @@ impl Compressor {
             train.push(form);
         }
         (train, held_out)
+    }
+}
+
+impl BlockTraining {
+    /// Trains the candidate dictionaries and scores them and the current one (see
+    /// [`Compressor::train_for_blocks`]); `Some` if one wins. Costs tens to hundreds of
+    /// milliseconds (two trainings on up to 8 MiB of samples, three packings of the
+    /// held-out documents).
+    pub fn run(self) -> Result<Option<BlockTrained>> {
+        let target = self.target;
+        let train_refs: Vec<&[u8]> = self.train.iter().map(Vec::as_slice).collect();
+        let train_bytes: usize = self.train.iter().map(Vec::len).sum();
+        let scale = target.docs.max(1) as f64 / self.held_out.len().max(1) as f64;
+        // What the collection would take: held-out blocks scaled up, plus the dictionary.
+        let cost = |dict: Option<&[u8]>| -> Result<f64> {
+            let mut cctx = context(target.level, dict)?;
+            let packed = packed_bytes(&mut cctx, &self.held_out, target.block_bytes)?;
+            Ok(packed as f64 * scale + dict.map_or(0, <[u8]>::len) as f64)
+        };
+        let current_cost = cost(self.current.as_ref().map(|(_, b)| &b[..]))?;
+        let full_size = self
+            .dictionary_bytes
+            .min(train_bytes / self.dictionary_sample_ratio.max(1));
+        let mut sizes: Vec<usize> = SIZE_DIVISORS
+            .iter()
+            .map(|d| (full_size / d).max(MIN_DICTIONARY_BYTES))
+            .collect();
+        sizes.dedup();
+        let mut best: Option<(f64, Vec<u8>, CoverParams)> = None;
+        let mut params = self.params;
+        for size in sizes {
+            // zstd's trainer fails on too little input: that only means "no dictionary".
+            let Some((bytes, p)) = train_fast_cover(&train_refs, size, self.level, params) else {
+                continue;
+            };
+            // The first size searches the trainer's parameters; the others reuse them.
+            params = Some(p);
+            let c = cost(Some(&bytes))?;
+            if best.as_ref().is_none_or(|(b, _, _)| c < *b) {
+                best = Some((c, bytes, p));
+            }
+        }
+        let Some((best_cost, bytes, params)) = best else {
+            return Ok(None);
+        };
+        if best_cost > current_cost * (1.0 - self.adoption_margin) {
+            return Ok(None);
+        }
+        let cctx = context(self.level, Some(&bytes))?;
+        Ok(Some(BlockTrained {
+            against: self.current.as_ref().map(|(id, _)| *id),
+            trained: Trained {
+                params,
+                trained_on: self.train.len(),
+                bytes,
+                cctx,
+                // Estimated bytes of the collection, dictionary included: new, current.
+                eval: (best_cost as usize, current_cost as usize),
+            },
+        }))
     }
 }
 
