@@ -74,14 +74,14 @@ impl MapBuilder {
             builder,
             guard,
         } = self;
-        let info = builder.finish()?;
-        let table = store.open_table(info.id, None)?;
+        let id = store.finish_base(builder)?;
+        let table = store.open_table(id, None)?;
         drop(guard);
         let len = table.len();
         Ok(DurableMap {
             store,
             layers: vec![Arc::new(Layer {
-                id: info.id,
+                id,
                 table,
                 diff: None,
             })],

@@ -244,11 +244,18 @@ impl DurableMap {
         self.diff.len()
     }
 
-    /// Facts about each table of the stack, base first.
+    /// Facts about each table of the stack, base first. The empty base that has no file
+    /// ([`stele_table::empty_map_id`]) counts no file bytes.
     pub fn table_stats(&self) -> Vec<(TableId, stele_table::TableStats)> {
         self.layers
             .iter()
-            .map(|l| (l.id, l.table.stats()))
+            .map(|l| {
+                let mut stats = l.table.stats();
+                if l.id == stele_table::empty_map_id() {
+                    stats.file_bytes = 0;
+                }
+                (l.id, stats)
+            })
             .collect()
     }
 
@@ -475,7 +482,7 @@ impl DurableMap {
         }
         let opts = self.store.options().table.clone();
         let guard = self.store.write_guard()?;
-        let info = match self.id() {
+        let id = match self.id() {
             Some(parent) => {
                 let diff = DiffInfo::new(parent, self.len, false);
                 let mut b = TableBuilder::new(self.store.dir(), opts.diff(diff))?;
@@ -491,7 +498,7 @@ impl DurableMap {
                     }
                     b.add(k, &buf)?;
                 }
-                b.finish()?
+                b.finish()?.id
             }
             None => {
                 let mut b = TableBuilder::new(self.store.dir(), opts)?;
@@ -500,23 +507,19 @@ impl DurableMap {
                         b.add(k, v)?;
                     }
                 }
-                b.finish()?
+                self.store.finish_base(b)?
             }
         };
-        let table = self.store.open_table(info.id, None)?;
+        let table = self.store.open_table(id, None)?;
         drop(guard);
         let diff = table.diff_info();
         debug_assert_eq!(diff.map_or(table.len(), |d| d.logical_len), self.len);
         // A new vector: snapshots taken before the save keep their own.
         let mut layers = self.layers.clone();
-        layers.push(Arc::new(Layer {
-            id: info.id,
-            table,
-            diff,
-        }));
+        layers.push(Arc::new(Layer { id, table, diff }));
         self.layers = layers;
         self.diff = MemDiff::default();
-        Ok(info.id)
+        Ok(id)
     }
 
     /// Merges every layer and the unsaved changes into one new base table and returns its
@@ -535,22 +538,22 @@ impl DurableMap {
             b.add(&k, v)?;
         }
         drop(sequential);
-        let info = b.finish()?;
-        let table = self.store.open_table(info.id, None)?;
+        let id = self.store.finish_base(b)?;
+        let table = self.store.open_table(id, None)?;
         drop(guard);
         if table.len() != self.len {
             return Err(Error::BadStack {
-                top: info.id,
+                top: id,
                 reason: "merged to a different number of entries than the diffs recorded (a diff's logical length is wrong)",
             });
         }
         self.layers = vec![Arc::new(Layer {
-            id: info.id,
+            id,
             table,
             diff: None,
         })];
         self.diff = MemDiff::default();
-        Ok(info.id)
+        Ok(id)
     }
 
     /// A copy of this map (same tables, same unsaved changes) that reads its tables through

@@ -183,6 +183,11 @@ impl Store {
         access: Access,
     ) -> Result<MmapBytes> {
         let path = self.table_path(id);
+        if id == stele_table::empty_map_id() {
+            // The empty map has no file (see `finish_base`); a file of that name left by an
+            // older build holds the same bytes.
+            return Ok(MmapBytes::from_static(stele_table::empty_map_bytes(), path));
+        }
         let missing = || Error::MissingTable {
             id,
             needed_by,
@@ -204,6 +209,19 @@ impl Store {
             return Err(missing());
         }
         Ok(MmapBytes::map_file(file, &path, access)?)
+    }
+
+    /// Finishes `builder`, the base table (not a diff) of a map. An empty one is not
+    /// written (dropping the builder removes its temporary file): it stands for
+    /// [`stele_table::empty_map_id`], whose bytes every store serves from memory, so that
+    /// empty collections and indexes cost no file (the file was 120 bytes, one per folder
+    /// since tables are named by content, and an open and a lock per map).
+    pub(crate) fn finish_base(&self, builder: stele_table::TableBuilder) -> Result<TableId> {
+        if builder.is_empty() {
+            drop(builder);
+            return Ok(stele_table::empty_map_id());
+        }
+        Ok(builder.finish()?.id)
     }
 
     pub(crate) fn open_table(&self, id: TableId, needed_by: Option<TableId>) -> Result<Table> {
@@ -265,7 +283,7 @@ impl Store {
         kind: Kind,
     ) -> Result<RootInfo> {
         let path = self.root_path(name)?;
-        if !self.table_path(new).exists() {
+        if new != stele_table::empty_map_id() && !self.table_path(new).exists() {
             return Err(Error::MissingTable {
                 id: new,
                 needed_by: None,

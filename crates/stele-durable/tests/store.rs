@@ -147,12 +147,14 @@ fn a_table_built_again_keeps_the_file_its_holders_lock() {
     use std::os::unix::fs::MetadataExt;
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
-    let first = store.map_builder().unwrap().finish().unwrap();
+    // (The bug showed with empty tables, which have no file any more: see
+    // `empty_maps_have_no_file`.)
+    let first = store.build_map(pairs(10, "e")).unwrap();
     let id = first.id().unwrap();
     let path = store.table_path(id);
     let inode = std::fs::metadata(&path).unwrap().ino();
     for _ in 0..3 {
-        let again = store.map_builder().unwrap().finish().unwrap();
+        let again = store.build_map(pairs(10, "e")).unwrap();
         assert_eq!(again.id(), Some(id));
         assert_eq!(
             std::fs::metadata(&path).unwrap().ino(),
@@ -175,6 +177,58 @@ fn a_table_built_again_keeps_the_file_its_holders_lock() {
     assert_eq!(tables_in(dir.path()).len(), 2);
     drop((first, a));
     assert_eq!(store.collect_garbage().unwrap().removed.len(), 2);
+}
+
+/// An empty map's base is never written: every empty map (new, emptied and compacted,
+/// built from nothing) is the one id whose bytes the store serves from memory. Maps on
+/// top of it, roots naming it, reopening and garbage collection work as with a file, and
+/// a file of that name left by an older build is read the same.
+#[test]
+fn empty_maps_have_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let empty = stele_table::empty_map_id();
+    let built = store.map_builder().unwrap().finish().unwrap();
+    assert_eq!(built.id(), Some(empty));
+    assert_eq!(built.table_stats()[0].1.file_bytes, 0);
+    let mut m = store.map_at_root_or_new("m").unwrap();
+    assert_eq!(m.save().unwrap(), empty);
+    m.commit().unwrap();
+    assert!(
+        tables_in(dir.path()).is_empty(),
+        "{:?}",
+        tables_in(dir.path())
+    );
+    // A diff on top of the empty base.
+    for (k, v) in pairs(20, "v") {
+        m.put(&k, &v).unwrap();
+    }
+    m.commit().unwrap();
+    assert_eq!(tables_in(dir.path()).len(), 1);
+    drop((m, built));
+    let m = Store::open(dir.path()).unwrap().map_at_root("m").unwrap();
+    assert_eq!(m.len(), 20);
+    assert_eq!(m.layer_ids()[0], empty);
+    // Emptied and compacted: back to no file.
+    let mut m = m;
+    for (k, _) in pairs(20, "v") {
+        m.remove(&k).unwrap();
+    }
+    assert_eq!(m.compact().unwrap(), empty);
+    m.commit().unwrap();
+    drop(m);
+    store.collect_garbage().unwrap();
+    assert!(
+        tables_in(dir.path()).is_empty(),
+        "{:?}",
+        tables_in(dir.path())
+    );
+    // An older build's file of the empty table: read the same, and kept (a root names it).
+    std::fs::write(store.table_path(empty), stele_table::empty_map_bytes()).unwrap();
+    let m = store.map_at_root("m").unwrap();
+    assert!(m.is_empty());
+    store.collect_garbage().unwrap();
+    assert!(store.table_path(empty).exists());
 }
 
 #[test]

@@ -461,3 +461,34 @@ pub(crate) fn check_sizes(key: &[u8], value: &[u8]) -> Result<()> {
     }
     Ok(())
 }
+
+/// The bytes of an empty map table as [`TableBuilder`] writes them with default options:
+/// the footer alone (no block, empty index). Its id is [`empty_map_id`]. Durable stores do
+/// not write this file: they serve these bytes from memory wherever a map is empty.
+pub fn empty_map_bytes() -> &'static [u8] {
+    static BYTES: std::sync::OnceLock<[u8; crate::FOOTER_BYTES]> = std::sync::OnceLock::new();
+    BYTES.get_or_init(|| {
+        let opts = TableOptions::default();
+        Footer {
+            flags: 0,
+            block_size: opts.block_size_bytes,
+            restart_interval: opts.restart_interval,
+            entry_count: 0,
+            block_count: 0,
+            index_offset: 0,
+            index_len: 0,
+            raw_key_bytes: 0,
+            raw_value_bytes: 0,
+            index_checksum: xxhash_rust::xxh3::xxh3_64(&[]),
+            parent: [0; 16],
+            logical_len: 0,
+        }
+        .encode()
+    })
+}
+
+/// The id of [`empty_map_bytes`] (the XXH3-128 of its bytes, as for every table).
+pub fn empty_map_id() -> TableId {
+    static ID: std::sync::OnceLock<TableId> = std::sync::OnceLock::new();
+    *ID.get_or_init(|| TableId::from_u128(xxhash_rust::xxh3::xxh3_128(empty_map_bytes())))
+}

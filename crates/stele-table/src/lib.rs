@@ -43,7 +43,10 @@ mod storage;
 mod table;
 mod varint;
 
-pub use builder::{DuplicatePolicy, MAX_ITEM_BYTES, TableBuilder, TableInfo, TableOptions};
+pub use builder::{
+    DuplicatePolicy, MAX_ITEM_BYTES, TableBuilder, TableInfo, TableOptions, empty_map_bytes,
+    empty_map_id,
+};
 pub use error::{Error, Part, Result};
 pub use footer::{DIFF_PUT, DIFF_REMOVE, DiffInfo, FOOTER_BYTES, FORMAT_VERSION, MAGIC};
 pub use id::{ParseTableIdError, TableId};

@@ -227,3 +227,22 @@ proptest! {
         prop_assert_eq!(rejected, overlap);
     }
 }
+
+/// The empty map durable stores keep in memory is byte for byte what the builder writes
+/// for no entries with default options, under the same id.
+#[test]
+fn the_empty_map_bytes_are_what_the_builder_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let info = TableBuilder::new(dir.path(), TableOptions::default())
+        .unwrap()
+        .finish()
+        .unwrap();
+    assert_eq!(
+        std::fs::read(&info.path).unwrap(),
+        stele_table::empty_map_bytes()
+    );
+    assert_eq!(info.id, stele_table::empty_map_id());
+    let t = Table::from_bytes(stele_table::empty_map_bytes()).unwrap();
+    assert_eq!(t.len(), 0);
+    assert_eq!(t.get(b"x").unwrap(), None);
+}

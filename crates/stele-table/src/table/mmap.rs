@@ -20,14 +20,23 @@ pub enum Access {
     Sequential,
 }
 
-/// A read-only memory map of a table file.
+/// A read-only memory map of a table file, or the bytes of a table that has no file
+/// ([`MmapBytes::from_static`]).
 #[derive(Debug)]
 pub struct MmapBytes {
-    map: Mmap,
+    backing: Backing,
     path: PathBuf,
-    /// Kept open so that advisory locks taken on it (durable collections hold a shared lock
-    /// on every table they read) last as long as the map.
-    _file: File,
+}
+
+#[derive(Debug)]
+enum Backing {
+    Map {
+        map: Mmap,
+        /// Kept open so that advisory locks taken on it (durable collections hold a shared
+        /// lock on every table they read) last as long as the map.
+        _file: File,
+    },
+    Static(&'static [u8]),
 }
 
 impl MmapBytes {
@@ -69,10 +78,18 @@ impl MmapBytes {
         #[cfg(not(unix))]
         let _ = access;
         Ok(MmapBytes {
-            map,
+            backing: Backing::Map { map, _file: file },
             path: path.to_path_buf(),
-            _file: file,
         })
+    }
+
+    /// Bytes that stand for a table without a file (such as [`crate::empty_map_bytes`],
+    /// which durable stores keep in memory); `path` is only used in messages.
+    pub fn from_static(bytes: &'static [u8], path: PathBuf) -> Self {
+        MmapBytes {
+            backing: Backing::Static(bytes),
+            path,
+        }
     }
 
     /// The mapped file's path.
@@ -83,7 +100,10 @@ impl MmapBytes {
 
 impl AsRef<[u8]> for MmapBytes {
     fn as_ref(&self) -> &[u8] {
-        &self.map
+        match &self.backing {
+            Backing::Map { map, .. } => map,
+            Backing::Static(bytes) => bytes,
+        }
     }
 }
 
