@@ -33,6 +33,46 @@ pub(crate) fn get<'a>(
     })
 }
 
+/// Documents of `collection` spread evenly over it: every n-th in id order, n chosen for at
+/// most `max_docs` of them, and doubled (dropping every other one taken) whenever the
+/// documents taken exceed `budget_bytes` (a single document bigger than that is kept
+/// alone). Reads the ids, then only the chosen documents.
+pub(crate) fn spread_sample(
+    state: &State,
+    collection: &str,
+    max_docs: usize,
+    budget_bytes: usize,
+) -> Result<Vec<Vec<u8>>> {
+    let count = count(state, collection);
+    let mut stride = count.div_ceil(max_docs.max(1) as u64).max(1);
+    let mut samples: Vec<Vec<u8>> = Vec::new();
+    let mut bytes = 0usize;
+    let ids = Entries::new(state, collection, Bound::Unbounded, Bound::Unbounded, false)?;
+    for (i, entry) in ids.enumerate() {
+        let (id, _) = entry?;
+        if !(i as u64).is_multiple_of(stride) {
+            continue;
+        }
+        let Some(doc) = get(state, collection, &id)? else {
+            continue;
+        };
+        bytes += doc.len();
+        samples.push(doc.to_vec());
+        // Samples sit at multiples of `stride`; those at even positions are the multiples
+        // of twice the stride.
+        while bytes > budget_bytes && samples.len() > 1 {
+            let mut position = 0usize;
+            samples.retain(|_| {
+                position += 1;
+                position % 2 == 1
+            });
+            bytes = samples.iter().map(Vec::len).sum();
+            stride = stride.saturating_mul(2);
+        }
+    }
+    Ok(samples)
+}
+
 /// Whether `collection` has a visible document `id`. Reads no document unless the id falls
 /// into a packed block (which is then decoded, or found in the cache).
 pub(crate) fn contains(state: &State, collection: &str, id: &[u8]) -> Result<bool> {

@@ -1372,33 +1372,19 @@ impl Database {
                 continue;
             }
             let compressor = self.compressor(collection)?;
-            let (train_after, sample_docs) = {
+            let (train_after, sample_docs, sample_bytes) = {
                 let c = compressor.lock().map_err(lock_poisoned)?;
-                (c.options().train_after, c.options().sample_docs)
+                let o = c.options();
+                (o.train_after, o.sample_docs, o.sample_bytes)
             };
             let count = crate::collection::count(&state, collection);
             if count < train_after.max(1) as u64 {
                 continue;
             }
-            let stride = count.div_ceil(sample_docs.max(1) as u64).max(1);
-            let mut samples: Vec<Vec<u8>> = Vec::with_capacity(sample_docs.min(count as usize));
-            // Ids first (documents of the map are not decompressed for that), then only the
-            // chosen documents.
-            let ids = crate::collection::Entries::new(
-                &state,
-                collection,
-                std::ops::Bound::Unbounded,
-                std::ops::Bound::Unbounded,
-                false,
-            )?;
-            for (i, entry) in ids.enumerate() {
-                let (id, _) = entry?;
-                if (i as u64).is_multiple_of(stride)
-                    && let Some(doc) = crate::collection::get(&state, collection, &id)?
-                {
-                    samples.push(doc.to_vec());
-                }
-            }
+            // Whole documents, so at most twice the bytes a training keeps (it cuts them).
+            let budget_bytes = sample_bytes.saturating_mul(2);
+            let samples =
+                crate::collection::spread_sample(&state, collection, sample_docs, budget_bytes)?;
             let refs: Vec<&[u8]> = samples.iter().map(Vec::as_slice).collect();
             let target = crate::compress::PackTarget {
                 block_bytes: self.inner.opts.pack_block_bytes,

@@ -183,3 +183,31 @@ fn full_compaction_retrains_the_dictionary_of_the_first_documents() {
     let db = open(dir.path());
     assert_reads(&db, "b", 1, 0..600);
 }
+
+/// The documents a compaction trains on are spread over the whole collection, at most
+/// `max_docs` of them, and within the byte budget (fewer, still spread, when it is small).
+#[test]
+fn training_samples_are_spread_and_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    db.commit(batch(&db, "a", 1, 0..1000)).unwrap();
+    let state = db.snapshot_state();
+    let read =
+        |max_docs, budget| crate::collection::spread_sample(&state, "c", max_docs, budget).unwrap();
+    let all = read(100, usize::MAX);
+    assert_eq!(all.len(), 100, "every 10th of 1,000");
+    let bytes = |s: &[Vec<u8>]| s.iter().map(Vec::len).sum::<usize>();
+    let small = read(100, bytes(&all) / 3);
+    assert!(small.len() >= 25 && small.len() <= 50, "{}", small.len());
+    assert!(bytes(&small) <= bytes(&all) / 3);
+    // Both reach the end of the collection: documents of the last tenth are in them.
+    for s in [&all, &small] {
+        let tail = s.last().unwrap();
+        let d = stele_doc::Document::new(&tail[..]).unwrap();
+        let order = d.get("order").unwrap().as_str().unwrap().into_owned();
+        let n: u32 = order.trim_start_matches("o-").parse().unwrap();
+        assert!(n >= 900, "last sample is order {n}");
+    }
+    // One document over the budget is kept alone.
+    assert_eq!(read(100, 1).len(), 1);
+}

@@ -6,8 +6,8 @@
 //! than [`CompressOptions::sample_docs`] documents never gets another (its sample ring never
 //! fills). A full compaction reads the whole collection anyway, so it can train on documents
 //! spread over all of it and judge the result by what it will store: blocks of held-out
-//! documents, scaled to the collection, plus the dictionary itself (which, for a collection
-//! of a few hundred documents, weighs as much as a tenth of it).
+//! documents, scaled to the collection, plus the dictionary itself (which weighs on small
+//! collections: github-webhooks' 32 KiB dictionary is 0.64x of its whole file at zstd -3).
 //!
 //! [`CompressOptions::train_after`]: super::CompressOptions::train_after
 //! [`CompressOptions::sample_docs`]: super::CompressOptions::sample_docs
