@@ -29,7 +29,7 @@ impl Store {
     }
 
     /// Like [`map_builder`](Self::map_builder), with table blocks (and alignment) of
-    /// `block_size_bytes` instead of the store's (a power of two, 256 B to 16 MiB). Small
+    /// `block_size_bytes` instead of the store's (a power of two, 16 B to 16 MiB). Small
     /// blocks suit maps of values bigger than a block: each value spans whole blocks, so
     /// the padding after it is at most one block.
     pub fn map_builder_with_block_size(&self, block_size_bytes: u32) -> Result<MapBuilder> {
