@@ -163,6 +163,9 @@ impl NewDictionary {
 mod retrain;
 pub use retrain::{BlockTrained, BlockTraining, PackTarget};
 
+/// Every `HELD_OUT_EVERY`-th sample is kept out of a training, to judge its dictionary.
+const HELD_OUT_EVERY: usize = 8;
+
 /// Smallest dictionary worth training (zstd's trainer needs room for its header and tables).
 const MIN_DICTIONARY_BYTES: usize = 1024;
 
@@ -829,11 +832,7 @@ impl Compressor {
     /// returned dictionary is alive (until adopted or dropped), no training starts.
     pub fn take_new_dictionary(&mut self) -> Result<Option<NewDictionary>> {
         self.poll_training()?;
-        if self.candidate.is_none()
-            && self.due
-            && self.running.is_none()
-            && self.outstanding.strong_count() == 0
-        {
+        if self.due && !self.proposing() {
             self.due = false;
             self.train()?;
         }
@@ -870,6 +869,12 @@ impl Compressor {
         self.window = (0, 0, 0);
         self.due = false;
         Ok(())
+    }
+
+    /// Whether a proposal is under way: a training runs, or a dictionary it made waits to be
+    /// handed out or awaits adoption. One proposal at a time: nothing else trains meanwhile.
+    fn proposing(&self) -> bool {
+        self.candidate.is_some() || self.running.is_some() || self.outstanding.strong_count() > 0
     }
 
     /// Samples kept at most (the ring).
@@ -921,11 +926,7 @@ impl Compressor {
             .min(MAX_BACKOFF_SHIFT);
         let backoff = 1usize << shift;
         let half_ring = (cap_docs / 2).saturating_mul(backoff);
-        let due = if self.due
-            || self.candidate.is_some()
-            || self.running.is_some()
-            || self.outstanding.strong_count() > 0
-        {
+        let due = if self.due || self.proposing() {
             false // one proposal at a time, and none while one awaits adoption
         } else {
             match &self.current {
@@ -1045,9 +1046,9 @@ impl TrainJob {
     /// setup on the held-out 1/8, and returns it if it wins.
     fn run(self) -> Result<Option<Trained>> {
         let mut train: Vec<&[u8]> = Vec::with_capacity(self.samples.len());
-        let mut eval: Vec<&[u8]> = Vec::with_capacity(self.samples.len() / 8 + 1);
+        let mut eval: Vec<&[u8]> = Vec::with_capacity(self.samples.len() / HELD_OUT_EVERY + 1);
         for (i, s) in self.samples.iter().enumerate() {
-            if i % 8 == 7 {
+            if i % HELD_OUT_EVERY == HELD_OUT_EVERY - 1 {
                 eval.push(s);
             } else {
                 train.push(s);

@@ -13,7 +13,7 @@
 //! [`CompressOptions::sample_docs`]: super::CompressOptions::sample_docs
 
 use super::{
-    Compressor, CoverParams, MIN_DICTIONARY_BYTES, NewDictionary, Trained, context,
+    Compressor, CoverParams, HELD_OUT_EVERY, MIN_DICTIONARY_BYTES, NewDictionary, Trained, context,
     train_fast_cover, zstd_io,
 };
 use crate::Result;
@@ -32,9 +32,6 @@ pub struct PackTarget {
     /// Documents in the collection (the held-out blocks are scaled to it).
     pub docs: u64,
 }
-
-/// Every `HELD_OUT_EVERY`-th sample is kept out of training to judge the dictionaries.
-const HELD_OUT_EVERY: usize = 8;
 
 /// Dictionary sizes tried, as fractions of the usual size (at most
 /// [`super::CompressOptions::dictionary_bytes`] and a tenth of the training bytes): that
@@ -172,10 +169,7 @@ impl Compressor {
     /// Whether a dictionary may be handed out now: compression is on, no training runs,
     /// and no candidate waits or is out.
     fn may_hand_out(&self) -> bool {
-        self.opts.enabled
-            && self.candidate.is_none()
-            && self.running.is_none()
-            && self.outstanding.strong_count() == 0
+        self.opts.enabled && !self.proposing()
     }
 
     /// Splits `samples` into training samples (every other one the stream form of the
@@ -191,15 +185,16 @@ impl Compressor {
         let (mut train, mut held_out) = (Vec::new(), Vec::new());
         let mut total = 0usize;
         for (i, s) in samples.iter().enumerate() {
+            let held = i % HELD_OUT_EVERY == HELD_OUT_EVERY - 1;
             let mut form = Vec::new();
             let streamed = writer.as_mut().is_some_and(|w| {
-                (i % HELD_OUT_EVERY == HELD_OUT_EVERY - 1 || train.len() % 2 == 1)
+                (held || train.len() % 2 == 1)
                     && super::super::streams::append_stream_form(s, w, &mut form)
             });
             if !streamed {
                 form.extend_from_slice(s);
             }
-            if i % HELD_OUT_EVERY == HELD_OUT_EVERY - 1 {
+            if held {
                 held_out.push(form);
                 continue;
             }
