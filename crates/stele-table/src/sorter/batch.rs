@@ -26,11 +26,28 @@ const RADIX_MIN_ENTRIES: usize = 1 << 16;
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Rec {
     prefix: u64,
-    /// Chunk number in the high 32 bits, offset in the chunk in the low 32: also the
-    /// insertion order, which breaks ties between equal keys.
+    /// Chunk number in the high 32 bits, offset in the chunk in the low 32. With the
+    /// length, also the insertion order, which breaks ties between equal keys (see
+    /// [`Rec::order`]).
     loc: u64,
     key_len: u32,
     value_len: u32,
+}
+
+impl Rec {
+    /// The insertion order of records, as a sort key. `loc` alone is not unique: a pair
+    /// with an empty key and an empty value takes no arena bytes, so the next pair starts
+    /// at the same place. All the pairs at one `loc` but the last are such empty pairs
+    /// (each later one starts where they did), so among them the lengths order them as
+    /// they came: the empty pairs (identical, in any order) before the one that has bytes.
+    /// Comparing `loc` alone let a sort put an empty value after a later duplicate of its
+    /// empty key, and `KeepFirst` then kept the later value.
+    fn order(&self) -> (u64, u64) {
+        (
+            self.loc,
+            u64::from(self.key_len) + u64::from(self.value_len),
+        )
+    }
 }
 
 /// One arena chunk: an anonymous map and how much of it is used. A map rather than a
@@ -156,7 +173,7 @@ fn sort_level(chunks: &[Chunk], recs: &mut [Rec], lcps: &mut [u32], depth: usize
     // `depth + 9`, meaning "continues past this digit".
     let cap = |r: &Rec| (r.key_len as usize).min(depth + 9) as u32;
     if recs.len() <= LSD_MIN_ENTRIES {
-        recs.sort_unstable_by_key(|r| (r.prefix, cap(r), r.loc));
+        recs.sort_unstable_by_key(|r| (r.prefix, cap(r), r.order()));
     } else {
         lsd_sort(recs, depth);
     }
@@ -210,7 +227,7 @@ fn sort_by_comparison(chunks: &[Chunk], recs: &mut [Rec], lcps: &mut [u32], from
     recs.sort_unstable_by(|a, b| {
         let ka = Batch::key(chunks, a).get(from..).unwrap_or_default();
         let kb = Batch::key(chunks, b).get(from..).unwrap_or_default();
-        ka.cmp(kb).then(a.loc.cmp(&b.loc))
+        ka.cmp(kb).then(a.order().cmp(&b.order()))
     });
     for i in 1..recs.len() {
         let a = Batch::key(chunks, &recs[i - 1]);
@@ -238,7 +255,7 @@ thread_local! {
 /// Sorts `recs` by `(prefix, capped length)` as `sort_level` does, with a stable LSD radix
 /// sort on bytes: records must come in insertion order (as the scatter and every level leave
 /// them), which stability keeps for equal keys, so the order is the same as sorting by
-/// `(prefix, capped length, loc)`. Passes whose digit is the same for all records (such as
+/// `(prefix, capped length, insertion order)`. Passes whose digit is the same for all records (such as
 /// the leading bytes the scatter already split on, or the zero padding of short keys) are
 /// skipped.
 fn lsd_sort(recs: &mut [Rec], depth: usize) {
@@ -658,6 +675,54 @@ mod tests {
                 };
                 assert_eq!(batch.lcp_at(i), lcp, "record {i} of {n}");
             }
+        }
+    }
+
+    /// Pairs of an empty key and an empty value take no arena bytes, so the pair after one
+    /// starts at the same place: the sort must still keep duplicates in insertion order,
+    /// on the comparison path (few records), the LSD path and the radix path.
+    #[test]
+    fn empty_pairs_keep_their_insertion_order() {
+        for n in [2usize, 40, 300, RADIX_MIN_ENTRIES + 5] {
+            let mut batch = Batch::new(1 << 30);
+            // An out-of-order key first, so that the batch is sorted; then the empty key
+            // with an empty value, then with values, each followed by empty pairs.
+            batch.push(b"z", b"").unwrap();
+            batch.push(b"", b"").unwrap();
+            for i in 0..n as u32 {
+                batch.push(b"", &i.to_le_bytes()).unwrap();
+                batch.push(b"", b"").unwrap();
+            }
+            batch.sort();
+            let mut first = None;
+            let mut last = None;
+            batch
+                .for_each_unique_in(0, batch.len(), DuplicatePolicy::KeepFirst, |k, v| {
+                    if k.is_empty() {
+                        first = Some(v.to_vec());
+                    }
+                    Ok(())
+                })
+                .unwrap();
+            batch
+                .for_each_unique_in(0, batch.len(), DuplicatePolicy::KeepLast, |k, v| {
+                    if k.is_empty() {
+                        last = Some(v.to_vec());
+                    }
+                    Ok(())
+                })
+                .unwrap();
+            assert_eq!(first, Some(Vec::new()), "{n} pairs");
+            assert_eq!(last, Some(Vec::new()), "{n} pairs");
+            // Without the empty pairs between them, the values keep their order too.
+            let mut values = Vec::new();
+            for i in 0..batch.len() {
+                if batch.key_at(i).is_empty() && !batch.value_at(i).is_empty() {
+                    values.push(batch.value_at(i).to_vec());
+                }
+            }
+            let want: Vec<Vec<u8>> = (0..n as u32).map(|i| i.to_le_bytes().to_vec()).collect();
+            assert_eq!(values, want, "{n} pairs");
         }
     }
 }
