@@ -952,6 +952,9 @@ impl Database {
             background_first_training: packing,
             // Full compactions pack stream forms with the collection's newest dictionary.
             stream_samples: packing && self.inner.opts.pack_streams,
+            // Documents compressed one by one are packed again at compaction, with a
+            // dictionary trained for the blocks.
+            light_ingest: packing,
             level,
             ..CompressOptions::default()
         };

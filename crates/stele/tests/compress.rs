@@ -508,15 +508,20 @@ fn noise_docs(n: usize, seed: u64) -> Vec<Vec<u8>> {
     let mut x = seed | 1;
     (0..n)
         .map(|_| {
-            let text: String = (0..96)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    char::from(b"0123456789abcdef"[(x % 16) as usize])
-                })
-                .collect();
+            let text = hex_noise(&mut x, 96);
             stele_doc::from_json(format!(r#"{{"blob":"{text}"}}"#).as_bytes()).unwrap()
+        })
+        .collect()
+}
+
+/// `len` random hex digits from the xorshift state `x` (not 0).
+fn hex_noise(x: &mut u64, len: usize) -> String {
+    (0..len)
+        .map(|_| {
+            *x ^= *x << 13;
+            *x ^= *x >> 7;
+            *x ^= *x << 17;
+            char::from(b"0123456789abcdef"[(*x % 16) as usize])
         })
         .collect()
 }
@@ -912,4 +917,53 @@ fn training_for_blocks_beats_the_dictionary_of_the_first_documents() {
     let late = stale.run().unwrap().expect("beats the first dictionary");
     assert!(c.finish_training_for_blocks(late).unwrap().is_none());
     assert_eq!(c.current_dictionary(), Some(id));
+}
+
+/// `light_ingest`: documents compressed before the first dictionary keep their literals
+/// unencoded, so text that only Huffman coding would shrink stays raw; every value still
+/// reads back, and dictionaries are trained and used as without it.
+#[test]
+fn light_ingest_leaves_literals_unencoded_until_the_first_dictionary() {
+    // Hex digits without repeats: zstd finds no matches, only its literal coding (4 bits
+    // of 8 per digit) shrinks them.
+    let blob = hex_noise(&mut 0x9e37_79b9_7f4a_7c15_u64, 2000);
+    let doc = stele_doc::from_json(format!(r#"{{"blob":"{blob}"}}"#).as_bytes()).unwrap();
+    let mut full = Compressor::new(CompressOptions::default()).unwrap();
+    let mut light = Compressor::new(CompressOptions {
+        light_ingest: true,
+        ..CompressOptions::default()
+    })
+    .unwrap();
+    let coded = full.compress(&doc).unwrap();
+    let uncoded = light.compress(&doc).unwrap();
+    assert_eq!(parse_header(&coded).unwrap().codec, Codec::Zstd);
+    assert!(
+        coded.len() < doc.len() * 3 / 4,
+        "{} of {}",
+        coded.len(),
+        doc.len()
+    );
+    assert_eq!(parse_header(&uncoded).unwrap().codec, Codec::Raw);
+    for s in [&coded, &uncoded] {
+        assert_eq!(decode(s, &Dictionaries::new()).unwrap(), doc.as_slice());
+    }
+
+    let docs = sensor_docs(600);
+    let opts = CompressOptions {
+        light_ingest: true,
+        train_after: 64,
+        sample_docs: 256,
+        ..CompressOptions::default()
+    };
+    let (stored, dicts, ids) = run(&docs, opts);
+    assert!(!ids.is_empty(), "no dictionary trained");
+    let mut with_dictionary = 0;
+    for (d, s) in docs.iter().zip(&stored) {
+        assert_eq!(decode(s, &dicts).unwrap(), d.as_slice());
+        with_dictionary += usize::from(parse_header(s).unwrap().codec == Codec::ZstdDict);
+    }
+    assert!(
+        with_dictionary > 400,
+        "{with_dictionary} of 600 use a dictionary"
+    );
 }

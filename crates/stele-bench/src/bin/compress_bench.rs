@@ -11,6 +11,8 @@
     reason = "shared with `stele-bench doc`; not every helper is used here"
 )]
 mod data;
+#[path = "../doc/ingest_costs.rs"]
+mod ingest_costs;
 #[path = "../doc/ravendb.rs"]
 mod ravendb;
 #[path = "../doc/table.rs"]
@@ -123,6 +125,12 @@ fn main() -> Result<()> {
         blocks_table(&inputs)?;
         keyed_table(&inputs)?;
         stream_table(&inputs)?;
+        let collections: Vec<(&str, Vec<&[u8]>)> = inputs
+            .iter()
+            .map(|i| (i.json.name.as_str(), i.doc_slices()))
+            .collect();
+        ingest_costs::trainer_table(&collections)?;
+        ingest_costs::literals_table(&collections)?;
     }
     println!(
         "_Total run time: {:.1} s; load average at the end: {}._",

@@ -28,6 +28,6 @@ pub use codec::{
 pub use keyed::MAX_KEY_BYTES;
 pub use policy::{
     BlockPacker, BlockTrained, BlockTraining, CompressOptions, CompressStats, Compressor,
-    NewDictionary, PackTarget,
+    NewDictionary, PackTarget, train_dictionary,
 };
 pub use streams::{TRIAL_EVERY_BLOCKS, to_document};

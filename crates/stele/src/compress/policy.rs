@@ -6,7 +6,7 @@ use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 
 use zstd::bulk;
-use zstd::zstd_safe::{CParameter, FrameFormat};
+use zstd::zstd_safe::{CParameter, FrameFormat, ParamSwitch};
 
 use super::codec::{Codec, DictionaryId, MAX_BLOCK_DOCS, encode_raw, put_varint};
 use crate::{Error, Result};
@@ -88,6 +88,22 @@ pub struct CompressOptions {
     /// what it did (as many sample bytes) plus turning half the samples into streams.
     /// Default off; the database turns it on when it packs stream forms.
     pub stream_samples: bool,
+    /// Spend less CPU on documents compressed one by one, for a database that compresses
+    /// them again when it packs them ([`BlockPacker`], at compaction): trainings during
+    /// writes build one dictionary with fixed fastCover parameters (`k` = 1024, `d` = 8)
+    /// instead of searching five values of `k` for the best, and documents compressed
+    /// before the first dictionary leave their literals unencoded (zstd's Huffman stage
+    /// builds a table per document, which costs twice the rest of level 1 on documents of
+    /// a few hundred bytes, and without a dictionary most of them do not shrink anyway).
+    /// On the benchmark collections each training costs a fifth to a quarter of the CPU,
+    /// and its dictionary stores held-out documents within 3 % of the searched one's size,
+    /// as often smaller as bigger (vega-flights' tiny documents: 7 % bigger); documents
+    /// without a dictionary take a third of the CPU (big ones: 0.6) for 0-20 % more bytes;
+    /// together, collections of a few hundred to a few thousand documents ingest about
+    /// twice as fast (`docs/benchmarks.md`, "Lighter trainings"). The dictionaries that
+    /// [`Compressor::train_for_blocks`] trains for packing still search `k`. Default off;
+    /// the database turns it on when it packs.
+    pub light_ingest: bool,
 }
 
 impl Default for CompressOptions {
@@ -108,6 +124,7 @@ impl Default for CompressOptions {
             background_training: false,
             background_first_training: false,
             stream_samples: false,
+            light_ingest: false,
         }
     }
 }
@@ -183,6 +200,12 @@ struct CoverParams {
     d: u32,
 }
 
+/// The trainer's parameters when they are not searched ([`CompressOptions::light_ingest`]):
+/// zstd's middle `k` of the range it searches and its default `d`. On the benchmark
+/// collections the `k` a search picks stores held-out documents at most 3 % smaller than
+/// this one (vega-flights 7 %), and as often bigger.
+const FIXED_COVER_PARAMS: CoverParams = CoverParams { k: 1024, d: 8 };
+
 /// Trains a dictionary of at most `size` bytes on `samples` with zstd's fastCover trainer:
 /// with `params`, once; without, searching `k` as `ZDICT_trainFromBuffer` does (d = 8,
 /// 4 steps, the same dictionary as `zstd::dict::from_samples`). `None` when zstd finds the
@@ -193,6 +216,45 @@ fn train_fast_cover(
     level: i32,
     params: Option<CoverParams>,
 ) -> Option<(Vec<u8>, CoverParams)> {
+    let sample_bytes = samples.iter().map(|s| s.len()).sum();
+    fast_cover(
+        samples,
+        size,
+        level,
+        params,
+        frequency_table_log(sample_bytes),
+    )
+}
+
+/// Trains a dictionary as the compressor does, with its choices exposed, for benchmarks
+/// of them (`compress_bench`): `k` fixed (with `d` = 8) or `None` to search as zstd's
+/// default training does; `table_log` the log2 of the trainer's d-mer table, or `None` to
+/// size it to the samples as the compressor does (zstd's own default is 20). Returns the
+/// dictionary (at most `size` bytes) and the `k` used, or `None` when zstd trains nothing.
+#[doc(hidden)]
+pub fn train_dictionary(
+    samples: &[&[u8]],
+    size: usize,
+    level: i32,
+    k: Option<u32>,
+    table_log: Option<u32>,
+) -> Option<(Vec<u8>, u32)> {
+    let params = k.map(|k| CoverParams { k, d: 8 });
+    let f = match table_log {
+        Some(f) => f.clamp(1, 31),
+        None => frequency_table_log(samples.iter().map(|s| s.len()).sum()),
+    };
+    fast_cover(samples, size, level, params, f).map(|(dict, p)| (dict, p.k))
+}
+
+/// [`train_fast_cover`] with fastCover's `f` given.
+fn fast_cover(
+    samples: &[&[u8]],
+    size: usize,
+    level: i32,
+    params: Option<CoverParams>,
+    f: u32,
+) -> Option<(Vec<u8>, CoverParams)> {
     use zstd::zstd_safe::zstd_sys;
     let count = u32::try_from(samples.len()).ok()?;
     let mut flat = Vec::with_capacity(samples.iter().map(|s| s.len()).sum());
@@ -202,11 +264,11 @@ fn train_fast_cover(
         sizes.push(s.len());
     }
     let mut dict = vec![0u8; size];
-    // Zeros are zstd's defaults (f = 20, accel = 1, split point, no shrinking).
+    // Zeros are zstd's defaults (accel = 1, split point, no shrinking).
     let mut p = zstd_sys::ZDICT_fastCover_params_t {
         k: params.map_or(0, |p| p.k),
         d: params.map_or(8, |p| p.d),
-        f: 0,
+        f,
         steps: if params.is_some() { 0 } else { 4 },
         nbThreads: 0,
         splitPoint: 0.0,
@@ -254,6 +316,21 @@ fn train_fast_cover(
     Some((dict, CoverParams { k: p.k, d: p.d }))
 }
 
+/// zstd's fastCover `f` for `sample_bytes` of samples: the log2 of the entries of its
+/// d-mer frequency table. zstd's default, 20, allocates and clears 4 MiB for the table and
+/// 6 MiB more for each `k` it tries, whatever the input; most of a training on a few
+/// dozen small documents went into those page faults (and the TLB shootdowns they cause
+/// on the thread that commits). A table of at least twice as many entries as there are
+/// d-mers in the samples (one per byte, at most) keeps collisions as rare as the default
+/// does on inputs of half a MiB; bigger inputs keep the default.
+fn frequency_table_log(sample_bytes: usize) -> u32 {
+    const MIN_LOG: u32 = 12;
+    const DEFAULT_LOG: u32 = 20;
+    let entries = sample_bytes.saturating_mul(2).max(1);
+    let log = usize::BITS - (entries - 1).leading_zeros();
+    log.clamp(MIN_LOG, DEFAULT_LOG)
+}
+
 /// What a training needs, owned, so that it can run on another thread.
 #[derive(Clone)]
 struct TrainJob {
@@ -270,6 +347,9 @@ struct TrainJob {
     params: Option<CoverParams>,
     /// Train on the samples' stream forms too ([`CompressOptions::stream_samples`]).
     stream_samples: bool,
+    /// [`CompressOptions::light_ingest`]: compare against documents compressed by
+    /// [`plain_context`] as the compressor does.
+    light: bool,
 }
 
 /// A trained dictionary that beat the setup it was trained against.
@@ -400,6 +480,17 @@ fn context(level: i32, dict: Option<&[u8]>) -> Result<bulk::Compressor<'static>>
         CParameter::ContentSizeFlag(false),
     ] {
         c.set_parameter(p).map_err(zstd_io("set frame parameter"))?;
+    }
+    Ok(c)
+}
+
+/// The context that compresses documents one by one without a dictionary: as [`context`],
+/// and without Huffman coding of literals when `light` ([`CompressOptions::light_ingest`]).
+fn plain_context(level: i32, light: bool) -> Result<bulk::Compressor<'static>> {
+    let mut c = context(level, None)?;
+    if light {
+        c.set_parameter(CParameter::LiteralCompressionMode(ParamSwitch::Disable))
+            .map_err(zstd_io("set literal compression"))?;
     }
     Ok(c)
 }
@@ -636,7 +727,7 @@ impl Compressor {
         current: Option<(DictionaryId, &[u8])>,
         last_id: DictionaryId,
     ) -> Result<Compressor> {
-        let plain = context(opts.level, None)?;
+        let plain = plain_context(opts.level, opts.light_ingest)?;
         let current = match current {
             Some((id, bytes)) => Some(Current {
                 id,
@@ -761,8 +852,11 @@ impl Compressor {
         let helper = match &mut self.helper {
             Some((hid, h)) if *hid == id => h,
             slot => {
-                let dict = self.current.as_ref().map(|c| &c.bytes[..]);
-                &mut slot.insert((id, context(self.opts.level, dict)?)).1
+                let cctx = match &self.current {
+                    Some(c) => context(self.opts.level, Some(&c.bytes[..]))?,
+                    None => plain_context(self.opts.level, self.opts.light_ingest)?,
+                };
+                &mut slot.insert((id, cctx)).1
             }
         };
         let main = match &mut self.current {
@@ -984,8 +1078,13 @@ impl Compressor {
             dictionary_sample_ratio: self.opts.dictionary_sample_ratio,
             adoption_margin: self.opts.adoption_margin,
             cap_docs: self.ring(),
-            params: self.cover_params,
+            params: if self.opts.light_ingest {
+                Some(FIXED_COVER_PARAMS)
+            } else {
+                self.cover_params
+            },
             stream_samples: self.opts.stream_samples,
+            light: self.opts.light_ingest,
         };
         let background = self.trains_in_background();
         if let Some(c) = self.current.as_mut() {
@@ -1018,7 +1117,9 @@ impl Compressor {
             return Ok(());
         };
         self.failed_trainings = 0;
-        if t.trained_on >= self.ring() / 2 && self.cover_params.is_none() {
+        // Fixed parameters chose nothing: `train_for_blocks` searches its own.
+        if t.trained_on >= self.ring() / 2 && self.cover_params.is_none() && !self.opts.light_ingest
+        {
             self.cover_params = Some(t.params);
         }
         let Some(id) = self.last_id.checked_add(1) else {
@@ -1087,7 +1188,10 @@ impl TrainJob {
             return Ok(None);
         };
         let mut cctx = context(self.level, Some(&bytes))?;
-        let mut old = context(self.level, self.current.as_deref())?;
+        let mut old = match self.current.as_deref() {
+            Some(current) => context(self.level, Some(current))?,
+            None => plain_context(self.level, self.light)?,
+        };
         // The id only sizes the header (one varint byte either way for small ids).
         let id = self.current.as_ref().map(|_| 1);
         let (mut scratch, mut out) = (Vec::new(), Vec::new());
@@ -1115,5 +1219,40 @@ impl TrainJob {
             cctx,
             eval: (new_total, old_total),
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frequency_tables_fit_the_samples() {
+        // At least 2^12 entries, then twice the sample bytes, up to zstd's default 2^20.
+        assert_eq!(frequency_table_log(0), 12);
+        assert_eq!(frequency_table_log(2048), 12);
+        assert_eq!(frequency_table_log(2049), 13);
+        assert_eq!(frequency_table_log(14_087), 15);
+        assert_eq!(frequency_table_log(1 << 19), 20);
+        assert_eq!(frequency_table_log(8 << 20), 20);
+        assert_eq!(frequency_table_log(usize::MAX), 20);
+    }
+
+    /// Trainings with fixed parameters and with a smaller table still make dictionaries
+    /// that compress what they were trained on, and keep the parameters they were given.
+    #[test]
+    fn fixed_parameters_train_without_a_search() {
+        let samples: Vec<Vec<u8>> = (0..200)
+            .map(|i| {
+                format!(r#"{{"id":{i},"name":"sensor {}","unit":"celsius"}}"#, i % 7).into_bytes()
+            })
+            .collect();
+        let refs: Vec<&[u8]> = samples.iter().map(Vec::as_slice).collect();
+        let (dict, params) =
+            train_fast_cover(&refs, 2048, 1, Some(FIXED_COVER_PARAMS)).expect("a dictionary");
+        assert_eq!(params, FIXED_COVER_PARAMS);
+        assert!(!dict.is_empty() && dict.len() <= 2048);
+        let (searched, _) = train_fast_cover(&refs, 2048, 1, None).expect("a dictionary");
+        assert!(!searched.is_empty());
     }
 }
