@@ -100,7 +100,7 @@ pub struct CompressOptions {
     /// as often smaller as bigger (vega-flights' tiny documents: 7 % bigger); documents
     /// without a dictionary take a third of the CPU (big ones: 0.6) for 0-20 % more bytes;
     /// together, collections of a few hundred to a few thousand documents ingest about
-    /// twice as fast (`docs/benchmarks.md`, "Lighter trainings"). The dictionaries that
+    /// twice as fast (`docs/benchmarks.md`, "Lighter ingest-time compression"). The dictionaries that
     /// [`Compressor::train_for_blocks`] trains for packing still search `k`. Default off;
     /// the database turns it on when it packs.
     pub light_ingest: bool,
