@@ -99,10 +99,10 @@ pub struct CompressOptions {
     /// and its dictionary stores held-out documents within 3 % of the searched one's size,
     /// as often smaller as bigger (vega-flights' tiny documents: 7 % bigger); documents
     /// without a dictionary take a third of the CPU (big ones: 0.6) for 0-20 % more bytes;
-    /// together, collections of a few hundred to a few thousand documents ingest about
-    /// twice as fast (`docs/benchmarks.md`, "Lighter ingest-time compression"). The dictionaries that
-    /// [`Compressor::train_for_blocks`] trains for packing still search `k`. Default off;
-    /// the database turns it on when it packs.
+    /// together, collections of a few hundred to a few thousand documents ingest up to
+    /// twice as fast (`docs/benchmarks.md`, "Lighter ingest-time compression"). The
+    /// dictionaries that [`Compressor::train_for_blocks`] trains for packing still search
+    /// `k`. Default off; the database turns it on when it packs.
     pub light_ingest: bool,
 }
 
