@@ -57,6 +57,15 @@ fn open(dir: &Path) -> Database {
     Database::open_with(dir, DatabaseOptions::default().background_training(false)).unwrap()
 }
 
+/// As [`open`], with blocks of a dozen documents, where the dictionary matters (in 32 KiB
+/// blocks these repetitive documents compress about as well with any dictionary).
+fn open_small_blocks(dir: &Path) -> Database {
+    let opts = DatabaseOptions::default()
+        .background_training(false)
+        .pack_block_bytes(2048);
+    Database::open_with(dir, opts).unwrap()
+}
+
 /// Writes kind 0 until the collection has a dictionary, then more of it so that the
 /// compressor's ratio windows (measured only once a dictionary is in use) learn kind 0's
 /// ratio; returns the dictionary's id.
@@ -72,9 +81,11 @@ fn a_batch_compressed_before_a_removal_keeps_its_dictionary() {
     let db = open(dir.path());
     first_dictionary(&db);
     db.compact().unwrap();
-    // The compaction may have trained the dictionary again for its blocks; then its ratio
-    // windows start over: let them learn kind 0's ratio again.
+    // The compaction may have trained a dictionary for its blocks, which the next writes
+    // replace with one for documents (a dictionary for blocks is provisional for them);
+    // each time the ratio windows start over: let them learn kind 0's ratio again.
     db.commit(batch(&db, "a", 0, 3000..4000)).unwrap();
+    db.commit(batch(&db, "a", 0, 4000..5000)).unwrap();
     let x = current(&db).unwrap();
     // A batch compressed with X, held back before it is applied.
     let mut held = batch(&db, "held", 0, 0..20).into_ops();
@@ -151,14 +162,7 @@ fn the_current_dictionary_stays_while_a_newer_one_awaits_adoption() {
 #[test]
 fn full_compaction_retrains_the_dictionary_of_the_first_documents() {
     let dir = tempfile::tempdir().unwrap();
-    // Blocks of a dozen documents, where the dictionary matters (in 32 KiB blocks these
-    // repetitive documents compress about as well with any dictionary).
-    let open = |dir: &Path| {
-        let opts = DatabaseOptions::default()
-            .background_training(false)
-            .pack_block_bytes(2048);
-        Database::open_with(dir, opts).unwrap()
-    };
+    let open = open_small_blocks;
     let db = open(dir.path());
     db.commit(batch(&db, "a", 0, 0..64)).unwrap();
     assert_eq!(current(&db), Some(1), "trained on the first 64 documents");
@@ -182,6 +186,42 @@ fn full_compaction_retrains_the_dictionary_of_the_first_documents() {
     drop(db);
     let db = open(dir.path());
     assert_reads(&db, "b", 1, 0..600);
+}
+
+/// A dictionary a compaction trains for its blocks (on stream forms) is provisional for
+/// the documents written one by one after it: once the sample ring fills again, the next
+/// writes train one for documents, and the blocks keep theirs.
+#[test]
+fn writes_after_a_compaction_train_a_dictionary_for_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = open_small_blocks;
+    let db = open(dir.path());
+    db.commit(batch(&db, "a", 0, 0..64)).unwrap();
+    db.commit(batch(&db, "b", 1, 0..600)).unwrap();
+    db.compact().unwrap();
+    let for_blocks = current(&db).unwrap();
+    assert!(
+        for_blocks > 1,
+        "compaction adopted no dictionary for its blocks"
+    );
+    // 1,200 more documents fill the ring of 1,024 samples.
+    db.commit(batch(&db, "c", 1, 0..1200)).unwrap();
+    let for_documents = current(&db).unwrap();
+    assert!(
+        for_documents > for_blocks,
+        "no dictionary for documents after the ring filled: {:?}",
+        db.compressor("c").unwrap().lock().unwrap().stats()
+    );
+    assert!(persisted(&db, for_blocks), "the blocks' dictionary went");
+    assert_eq!(db.snapshot().dictionaries("c"), 2);
+    // Documents compressed with it stay readable, and so do the packed ones.
+    assert_reads(&db, "b", 1, 0..600);
+    assert_reads(&db, "c", 1, 0..1200);
+    drop(db);
+    let db = open(dir.path());
+    db.compact().unwrap();
+    assert_reads(&db, "a", 0, 0..64);
+    assert_reads(&db, "c", 1, 0..1200);
 }
 
 /// The documents a compaction trains on are spread over the whole collection, at most

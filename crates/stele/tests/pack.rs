@@ -421,3 +421,50 @@ fn removals_during_background_packing_stay_removed() {
     db.compact().unwrap();
     assert_matches(&db.snapshot(), &model);
 }
+
+/// Blocks hold at least 16 documents while they stay under 4 times the block size: big
+/// documents share little with 2 or 3 neighbours. Small documents still fill blocks of the
+/// block size.
+#[test]
+fn blocks_hold_a_dozen_and_more_big_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open_with(dir.path(), opts(8 * 1024, 0)).unwrap();
+    let mut model = BTreeMap::new();
+    // 40 documents of about 2 KiB (hex that string compression cannot shrink): 4 fill
+    // 8 KiB, but a block takes up to 16 of them, within 32 KiB: 14 or 15.
+    let mut b = db.batch();
+    for i in 0..40u32 {
+        let text: String = (0..64u64)
+            .map(|j| {
+                format!(
+                    "{:016x} ",
+                    (u64::from(i) * 1000 + j).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                )
+            })
+            .collect();
+        let json = format!(r#"{{"n":{i},"text":"{text}","more":"{text}"}}"#);
+        b.put_json("orders", &id(i), json.as_bytes()).unwrap();
+        model.insert(id(i), json);
+    }
+    db.commit(b).unwrap();
+    db.compact().unwrap();
+    let snap = db.snapshot();
+    let blocks = snap.stats("orders").packed_blocks;
+    assert!(
+        (3..=4).contains(&blocks),
+        "{blocks} blocks of 40 documents of 2 KiB"
+    );
+    assert_matches(&snap, &model);
+    // Small documents: 300 orders of about 150 bytes fill 8 KiB blocks of about 50 each.
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open_with(dir.path(), opts(8 * 1024, 0)).unwrap();
+    let mut model = BTreeMap::new();
+    put_orders(&db, 0..300, &mut model);
+    db.compact().unwrap();
+    let blocks = db.snapshot().stats("orders").packed_blocks;
+    assert!(
+        (4..=8).contains(&blocks),
+        "{blocks} blocks of small documents"
+    );
+    assert_matches(&db.snapshot(), &model);
+}

@@ -141,6 +141,8 @@ pub struct NewDictionary {
     eval: (usize, usize),
     /// Samples it was trained on.
     trained_on: usize,
+    /// Trained for packed blocks ([`Compressor::train_for_blocks`]), on stream forms.
+    for_blocks: bool,
     /// While this lives (handed out, neither adopted nor dropped) the compressor trains
     /// nothing: a dictionary trained meanwhile would be measured against a setup that is
     /// about to change, and a caller that adopts only after its batch is durable would
@@ -178,7 +180,9 @@ impl NewDictionary {
 
 #[path = "retrain.rs"]
 mod retrain;
-pub use retrain::{BlockTrained, BlockTraining, PackTarget};
+pub use retrain::{
+    BlockTrained, BlockTraining, MAX_BLOCK_GROWTH, MIN_BLOCK_DOCS, PackTarget, block_is_full,
+};
 
 /// Every `HELD_OUT_EVERY`-th sample is kept out of a training, to judge its dictionary.
 const HELD_OUT_EVERY: usize = 8;
@@ -356,6 +360,8 @@ struct TrainJob {
 struct Trained {
     params: CoverParams,
     trained_on: usize,
+    /// Trained for packed blocks (`train_for_blocks`), not for documents.
+    for_blocks: bool,
     bytes: Vec<u8>,
     cctx: bulk::Compressor<'static>,
     eval: (usize, usize),
@@ -375,8 +381,11 @@ struct Current {
     bytes: Arc<[u8]>,
     /// Samples it was trained on (`usize::MAX` when resumed: unknown, taken as a full ring).
     trained_on: usize,
+    /// Trained for packed blocks, on stream forms: provisional for documents compressed
+    /// one by one (see [`Compressor::provisional`]).
+    for_blocks: bool,
     /// Whether the one training on a full ring that a provisional dictionary (trained on
-    /// less than half a ring) gets has started.
+    /// less than half a ring, or for blocks) gets has started.
     ring_tried: bool,
 }
 
@@ -735,6 +744,7 @@ impl Compressor {
                 block: None,
                 bytes: Arc::from(bytes),
                 trained_on: usize::MAX,
+                for_blocks: false,
                 ring_tried: false,
             }),
             None => None,
@@ -955,6 +965,7 @@ impl Compressor {
             block: None,
             bytes: Arc::from(dict.bytes),
             trained_on: dict.trained_on,
+            for_blocks: dict.for_blocks,
             ring_tried: false,
         });
         self.stats.adopted += 1;
@@ -1045,12 +1056,14 @@ impl Compressor {
     }
 
     /// Whether the current dictionary is provisional: trained on less than half a ring
-    /// (the first one, when the caller asked for it after `train_after` documents) and not
-    /// yet retrained on a full ring.
+    /// (the first one, when the caller asked for it after `train_after` documents) or for
+    /// packed blocks (on stream forms, which serve documents compressed one by one badly:
+    /// 1.4-3x their bytes with a dictionary trained on both forms), and not yet retrained
+    /// on a full ring.
     fn provisional(&self) -> bool {
         self.current
             .as_ref()
-            .is_some_and(|c| c.trained_on < self.ring() / 2 && !c.ring_tried)
+            .is_some_and(|c| (c.trained_on < self.ring() / 2 || c.for_blocks) && !c.ring_tried)
     }
 
     /// Whether the next training runs on a background thread: with
@@ -1136,6 +1149,7 @@ impl Compressor {
             cctx: t.cctx,
             eval: t.eval,
             trained_on: t.trained_on,
+            for_blocks: t.for_blocks,
             _outstanding: Arc::new(()),
         });
         Ok(())
@@ -1215,6 +1229,7 @@ impl TrainJob {
         Ok(Some(Trained {
             params,
             trained_on: train.len(),
+            for_blocks: false,
             bytes,
             cctx,
             eval: (new_total, old_total),

@@ -35,9 +35,28 @@ pub struct PackTarget {
 
 /// Dictionary sizes tried, as fractions of the usual size (at most
 /// [`super::CompressOptions::dictionary_bytes`] and a tenth of the training bytes): that
-/// size, and a quarter of it for collections so small or so uniform that a smaller
-/// dictionary costs less than it loses.
-const SIZE_DIVISORS: [usize; 2] = [1, 4];
+/// size, and a half and a quarter of it for collections so small or so uniform, or with
+/// blocks so big, that a smaller dictionary costs less than it loses.
+const SIZE_DIVISORS: [usize; 3] = [1, 2, 4];
+
+/// Documents a packed block holds at least, while it stays under
+/// [`MAX_BLOCK_GROWTH`] times the block size: blocks of a few big documents share little.
+/// github-webhooks (329 documents of 10 KB, 3 to a 32 KiB block) stores 1.99x of its
+/// whole file at zstd -3 in 32 KiB blocks and 1.44x in 128 KiB blocks; an uncached read
+/// then decodes the bigger block (`docs/benchmarks.md`, "Dictionaries for blocks").
+pub const MIN_BLOCK_DOCS: usize = 16;
+
+/// How far past the block size a block may grow to hold [`MIN_BLOCK_DOCS`] documents.
+pub const MAX_BLOCK_GROWTH: usize = 4;
+
+/// Whether a block being filled, holding `docs` documents in `bytes` bytes, is complete
+/// for blocks of `block_bytes`: at least `block_bytes` and [`MIN_BLOCK_DOCS`] documents, or
+/// [`MAX_BLOCK_GROWTH`] times `block_bytes`. Packing and the scoring of dictionaries for
+/// blocks cut blocks by this one rule.
+pub fn block_is_full(bytes: usize, docs: usize, block_bytes: usize) -> bool {
+    (bytes >= block_bytes && docs >= MIN_BLOCK_DOCS)
+        || bytes >= block_bytes.saturating_mul(MAX_BLOCK_GROWTH)
+}
 
 /// A training for blocks ([`Compressor::prepare_training_for_blocks`]): everything it
 /// needs, owned, so that it runs without the compressor's lock
@@ -96,7 +115,7 @@ impl Compressor {
     /// [`super::CompressOptions::stream_samples`]) at `target.level` with each dictionary,
     /// the bytes scaled from the held-out documents to `target.docs`, plus the dictionary's
     /// own size (the current one's, for the current setup: a full compaction leaves it
-    /// unused). Two sizes are tried: the usual size and a quarter of it.
+    /// unused). Three sizes are tried: the usual size, a half and a quarter of it.
     ///
     /// Returns `None` without training while compression is off, a training runs or a
     /// handed-out dictionary awaits adoption, and when fewer than 8 samples are given.
@@ -172,11 +191,18 @@ impl Compressor {
         self.opts.enabled && !self.proposing()
     }
 
-    /// Splits `samples` into training samples (every other one the stream form of the
-    /// whole document, cut afterwards, when the options ask for stream samples: big
-    /// documents carry most of what the blocks of a collection such as github-webhooks
-    /// share, and a cut document has no stream form) and held-out forms (every 8th sample,
-    /// whole, as stored in blocks: stream forms where they exist).
+    /// Splits `samples` into training samples (the stream form of each whole document, cut
+    /// afterwards, when the options ask for stream samples: big documents carry most of
+    /// what the blocks of a collection such as github-webhooks share, and a cut document
+    /// has no stream form) and held-out forms (every 8th sample, whole, as stored in
+    /// blocks: stream forms where they exist).
+    ///
+    /// Every sample is a stream form, where commits train on half documents, half streams
+    /// (their dictionary also serves the documents they compress one by one): a dictionary
+    /// for blocks of streams stores github-webhooks 11 % smaller and twitter tweets 6 %
+    /// (`docs/benchmarks.md`, "Dictionaries for blocks"). It serves documents compressed
+    /// one by one badly, so the compressor takes it as provisional for them
+    /// ([`NewDictionary`]'s `for_blocks`) and trains one for documents once its ring fills.
     fn split_samples(&self, samples: &[&[u8]]) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
         let mut writer = self
             .opts
@@ -187,10 +213,9 @@ impl Compressor {
         for (i, s) in samples.iter().enumerate() {
             let held = i % HELD_OUT_EVERY == HELD_OUT_EVERY - 1;
             let mut form = Vec::new();
-            let streamed = writer.as_mut().is_some_and(|w| {
-                (held || train.len() % 2 == 1)
-                    && super::super::streams::append_stream_form(s, w, &mut form)
-            });
+            let streamed = writer
+                .as_mut()
+                .is_some_and(|w| super::super::streams::append_stream_form(s, w, &mut form));
             if !streamed {
                 form.extend_from_slice(s);
             }
@@ -260,6 +285,7 @@ impl BlockTraining {
             trained: Trained {
                 params,
                 trained_on: self.train.len(),
+                for_blocks: true,
                 bytes,
                 cctx,
                 // Estimated bytes of the collection, dictionary included: new, current.
@@ -269,8 +295,8 @@ impl BlockTraining {
     }
 }
 
-/// Bytes of `forms` packed in order into blocks of at least `block_bytes` (the last one
-/// smaller), each compressed with `cctx`.
+/// Bytes of `forms` packed in order into blocks of `block_bytes` as packing cuts them
+/// ([`block_is_full`]; the last one smaller), each compressed with `cctx`.
 fn packed_bytes(
     cctx: &mut bulk::Compressor<'static>,
     forms: &[Vec<u8>],
@@ -278,15 +304,37 @@ fn packed_bytes(
 ) -> Result<usize> {
     let mut joined = Vec::with_capacity(block_bytes * 2);
     let mut total = 0usize;
+    let mut docs = 0usize;
     for (i, form) in forms.iter().enumerate() {
         joined.extend_from_slice(form);
-        if joined.len() >= block_bytes || i + 1 == forms.len() {
+        docs += 1;
+        if block_is_full(joined.len(), docs, block_bytes) || i + 1 == forms.len() {
             total += cctx
                 .compress(&joined)
                 .map_err(zstd_io("compress held-out block"))?
                 .len();
             joined.clear();
+            docs = 0;
         }
     }
     Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_close_at_their_size_with_enough_documents_or_at_four_times_it() {
+        // Small documents: the size closes the block.
+        assert!(!block_is_full(32_767, 100, 32_768));
+        assert!(block_is_full(32_768, 100, 32_768));
+        // Big ones: 16 documents, or four times the size.
+        assert!(!block_is_full(60_000, 15, 32_768));
+        assert!(block_is_full(60_000, 16, 32_768));
+        assert!(!block_is_full(131_071, 3, 32_768));
+        assert!(block_is_full(131_072, 3, 32_768));
+        // No overflow near the top.
+        assert!(!block_is_full(1, 1, usize::MAX));
+    }
 }

@@ -30,7 +30,9 @@ pub(crate) mod cache;
 mod decoded;
 
 use crate::bytes::Reader;
-use crate::compress::{BlockPacker, Decoder, Dictionaries, DictionaryId, MAX_BLOCK_DOCS};
+use crate::compress::{
+    BlockPacker, Decoder, Dictionaries, DictionaryId, MAX_BLOCK_DOCS, block_is_full,
+};
 use crate::db::State;
 use crate::error::{Error, Result};
 use crate::stored::DocBytes;
@@ -291,7 +293,9 @@ impl Iterator for PackedIter<'_> {
 /// How packing compresses.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct PackSettings {
-    /// Documents go into a block until its ids and documents hold at least this many bytes.
+    /// Documents go into a block until its ids and documents hold at least this many bytes
+    /// and [`crate::compress::MIN_BLOCK_DOCS`] documents, or 4 times as many bytes
+    /// ([`block_is_full`]).
     pub(crate) block_bytes: usize,
     /// zstd level of blocks.
     pub(crate) level: i32,
@@ -351,8 +355,11 @@ impl BlockWriter<'_> {
         self.id_ends.push(self.ids.len());
         self.docs.extend_from_slice(doc);
         self.doc_ends.push(self.docs.len());
-        if self.pending_bytes() >= self.settings.block_bytes
-            || self.id_ends.len() * 2 >= MAX_BLOCK_DOCS as usize
+        if block_is_full(
+            self.pending_bytes(),
+            self.id_ends.len(),
+            self.settings.block_bytes,
+        ) || self.id_ends.len() * 2 >= MAX_BLOCK_DOCS as usize
         {
             self.flush()?;
         }
