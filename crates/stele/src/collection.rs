@@ -131,6 +131,22 @@ pub(crate) fn for_each_block_header(
     Ok(())
 }
 
+/// The dictionary that the first packed block of `collection` names, if it has blocks
+/// (and the block a dictionary).
+pub(crate) fn first_block_dictionary(
+    state: &State,
+    collection: &str,
+) -> Result<Option<crate::compress::DictionaryId>> {
+    let Some(packs) = state.collections.get(&pack::packs_name(collection)) else {
+        return Ok(None);
+    };
+    let Some(entry) = packs.iter().next() else {
+        return Ok(None);
+    };
+    let (last_id, value) = entry?;
+    Ok(pack::block_header(collection, &last_id, value)?.dictionary)
+}
+
 /// One visible document: its id, and its bytes unless only ids were asked for.
 pub(crate) type Entry<'a> = Result<(Vec<u8>, Option<DocBytes<'a>>)>;
 

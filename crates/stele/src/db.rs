@@ -963,7 +963,18 @@ impl Database {
             level,
             ..CompressOptions::default()
         };
-        let c = Compressor::resume(opts, current, last.as_ref().map_or(0, |(id, _)| *id))?;
+        let mut c = Compressor::resume(opts, current, last.as_ref().map_or(0, |(id, _)| *id))?;
+        // A dictionary the collection's blocks use was trained for them (by a full
+        // compaction, on stream forms): provisional for documents, as it was before the
+        // restart. Were it trained on documents, this costs one more training, adopted
+        // only if better.
+        if let Some((id, _)) = &last
+            && packing
+            && crate::collection::first_block_dictionary(&self.snapshot_state(), collection)?
+                == Some(*id)
+        {
+            c.current_serves_blocks();
+        }
         let c = Arc::new(Mutex::new(c));
         all.insert(collection.to_owned(), Arc::clone(&c));
         Ok(c)

@@ -188,6 +188,17 @@ fn full_compaction_retrains_the_dictionary_of_the_first_documents() {
     assert_reads(&db, "b", 1, 0..600);
 }
 
+/// The current dictionary is newer than `than` (a dictionary for documents replaced the
+/// one for blocks).
+fn assert_newer_dictionary(db: &Database, than: crate::compress::DictionaryId) {
+    let now = current(db).unwrap();
+    assert!(
+        now > than,
+        "no dictionary for documents after the ring filled: {:?}",
+        db.compressor("c").unwrap().lock().unwrap().stats()
+    );
+}
+
 /// A dictionary a compaction trains for its blocks (on stream forms) is provisional for
 /// the documents written one by one after it: once the sample ring fills again, the next
 /// writes train one for documents, and the blocks keep theirs.
@@ -206,12 +217,7 @@ fn writes_after_a_compaction_train_a_dictionary_for_documents() {
     );
     // 1,200 more documents fill the ring of 1,024 samples.
     db.commit(batch(&db, "c", 1, 0..1200)).unwrap();
-    let for_documents = current(&db).unwrap();
-    assert!(
-        for_documents > for_blocks,
-        "no dictionary for documents after the ring filled: {:?}",
-        db.compressor("c").unwrap().lock().unwrap().stats()
-    );
+    assert_newer_dictionary(&db, for_blocks);
     assert!(persisted(&db, for_blocks), "the blocks' dictionary went");
     assert_eq!(db.snapshot().dictionaries("c"), 2);
     // Documents compressed with it stay readable, and so do the packed ones.
@@ -221,6 +227,25 @@ fn writes_after_a_compaction_train_a_dictionary_for_documents() {
     let db = open(dir.path());
     db.compact().unwrap();
     assert_reads(&db, "a", 0, 0..64);
+    assert_reads(&db, "c", 1, 0..1200);
+}
+
+/// The same after a restart: a compressor resumed on a dictionary its collection's blocks
+/// use takes it as trained for them.
+#[test]
+fn writes_after_a_compaction_and_a_reopen_train_a_dictionary_for_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_small_blocks(dir.path());
+    db.commit(batch(&db, "a", 0, 0..64)).unwrap();
+    db.commit(batch(&db, "b", 1, 0..600)).unwrap();
+    db.compact().unwrap();
+    let for_blocks = current(&db).unwrap();
+    drop(db);
+    let db = open_small_blocks(dir.path());
+    db.commit(batch(&db, "c", 1, 0..1200)).unwrap();
+    assert_newer_dictionary(&db, for_blocks);
+    assert!(persisted(&db, for_blocks));
+    assert_reads(&db, "b", 1, 0..600);
     assert_reads(&db, "c", 1, 0..1200);
 }
 

@@ -947,6 +947,16 @@ impl Compressor {
         Ok(Some(nd))
     }
 
+    /// Takes the current dictionary as one trained for packed blocks
+    /// ([`Compressor::train_for_blocks`]): provisional for documents, so that once the
+    /// sample ring fills, a dictionary for documents is trained. For a compressor resumed
+    /// ([`Compressor::resume`]) on a collection whose blocks use its dictionary.
+    pub fn current_serves_blocks(&mut self) {
+        if let Some(c) = self.current.as_mut() {
+            c.for_blocks = true;
+        }
+    }
+
     /// Starts compressing new documents with `dict`, which the caller has persisted.
     pub fn adopt(&mut self, dict: NewDictionary) -> Result<()> {
         if dict.id <= self.current.as_ref().map_or(0, |c| c.id) {
