@@ -191,15 +191,13 @@ impl Compressor {
         self.opts.enabled && !self.proposing()
     }
 
-    /// Splits `samples` into training samples (the stream form of each whole document, cut
-    /// afterwards, when the options ask for stream samples: big documents carry most of
-    /// what the blocks of a collection such as github-webhooks share, and a cut document
-    /// has no stream form) and held-out forms (every 8th sample, whole, as stored in
-    /// blocks: stream forms where they exist).
-    ///
-    /// Every sample is a stream form, where commits train on half documents, half streams
-    /// (their dictionary also serves the documents they compress one by one): a dictionary
-    /// for blocks of streams stores github-webhooks 11 % smaller and twitter tweets 6 %
+    /// Splits `samples` into training samples and held-out forms (every 8th sample, whole,
+    /// as stored in blocks). With stream samples asked for, every sample is the stream form
+    /// of the whole document (cut afterwards: big documents carry most of what the blocks
+    /// of a collection such as github-webhooks share, and a cut document has no stream
+    /// form), where commits train on half documents, half streams because their dictionary
+    /// also compresses documents one by one. Blocks hold streams: a dictionary trained on
+    /// streams alone stores github-webhooks 11 % smaller and twitter tweets 6 %
     /// (`docs/benchmarks.md`, "Dictionaries for blocks"). It serves documents compressed
     /// one by one badly, so the compressor takes it as provisional for them
     /// ([`NewDictionary`]'s `for_blocks`) and trains one for documents once its ring fills.
