@@ -156,7 +156,8 @@ impl PyDatabase {
     /// `trusted=True` skips validating documents read: only for databases that nothing but
     /// Stele wrote (a crafted file with valid checksums could otherwise crash the process).
     /// `pack_block_bytes`: size of the blocks compaction packs compressed collections into
-    /// (0: no packing); `pack_level`: their zstd level (higher: a few percent smaller,
+    /// (0: no packing; blocks of big documents grow to hold 16 of them, up to 4 times the
+    /// size); `pack_level`: their zstd level (higher: a few percent smaller,
     /// several times the compaction CPU); `pack_streams`: whether `compact()` may store
     /// packed documents in their stream form (smaller; each rebuilt on its first read);
     /// `block_cache_bytes`: memory for decoded blocks (see the Rust `DatabaseOptions`).
