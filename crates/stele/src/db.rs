@@ -967,13 +967,16 @@ impl Database {
         // A dictionary the collection's blocks use was trained for them (by a full
         // compaction, on stream forms): provisional for documents, as it was before the
         // restart. Were it trained on documents, this costs one more training, adopted
-        // only if better.
+        // only if better. A block that cannot be read says nothing here (reads of it report
+        // the damage; writes need not fail for it).
         if let Some((id, _)) = &last
             && packing
-            && crate::collection::first_block_dictionary(&self.snapshot_state(), collection)?
-                == Some(*id)
         {
-            c.current_serves_blocks();
+            let first_block =
+                crate::collection::first_block_dictionary(&self.snapshot_state(), collection);
+            if first_block.ok().flatten() == Some(*id) {
+                c.current_serves_blocks();
+            }
         }
         let c = Arc::new(Mutex::new(c));
         all.insert(collection.to_owned(), Arc::clone(&c));
