@@ -938,18 +938,19 @@ impl Database {
         if let Some(c) = all.get(collection) {
             return Ok(Arc::clone(c));
         }
-        let snap = self.snapshot();
-        let last = snap.last_dictionary(collection)?;
+        // One state for the dictionary and the blocks that may name it.
+        let state = self.snapshot_state();
+        let last = crate::pack::last_dictionary(&state, collection)?;
         let current = last.as_ref().map(|(id, bytes)| (*id, bytes.as_slice()));
+        let packing = self.inner.opts.pack_block_bytes > 0;
         // With packing on, documents stay compressed one by one only until the next
         // compaction packs them (at level 9): level 1 makes commits faster for the same
         // final size (debian-packages 131k -> 157k docs/s, `docs/benchmarks.md`).
-        let level = if self.inner.opts.pack_block_bytes > 0 {
+        let level = if packing {
             1
         } else {
             CompressOptions::default().level
         };
-        let packing = self.inner.opts.pack_block_bytes > 0;
         let opts = CompressOptions {
             background_training: self.inner.opts.background_training,
             // Packing recompresses every document at compaction, with whatever dictionary
@@ -972,8 +973,7 @@ impl Database {
         if let Some((id, _)) = &last
             && packing
         {
-            let first_block =
-                crate::collection::first_block_dictionary(&self.snapshot_state(), collection);
+            let first_block = crate::collection::first_block_dictionary(&state, collection);
             if first_block.ok().flatten() == Some(*id) {
                 c.current_serves_blocks();
             }

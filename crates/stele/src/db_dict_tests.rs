@@ -188,15 +188,37 @@ fn full_compaction_retrains_the_dictionary_of_the_first_documents() {
     assert_reads(&db, "b", 1, 0..600);
 }
 
-/// The current dictionary is newer than `than` (a dictionary for documents replaced the
-/// one for blocks).
-fn assert_newer_dictionary(db: &Database, than: crate::compress::DictionaryId) {
+/// Writes 64 log lines and 600 orders and compacts them; returns the dictionary the
+/// compaction trained for the blocks.
+fn packed_with_a_dictionary_for_blocks(db: &Database) -> crate::compress::DictionaryId {
+    db.commit(batch(db, "a", 0, 0..64)).unwrap();
+    db.commit(batch(db, "b", 1, 0..600)).unwrap();
+    db.compact().unwrap();
+    let for_blocks = current(db).unwrap();
+    assert!(
+        for_blocks > 1,
+        "compaction adopted no dictionary for its blocks"
+    );
+    for_blocks
+}
+
+/// Writes 1,200 more orders, which fill the ring of 1,024 samples: a dictionary for
+/// documents must replace `for_blocks` as the current one, which stays for the blocks,
+/// and every document must stay readable.
+fn writes_train_a_dictionary_for_documents(
+    db: &Database,
+    for_blocks: crate::compress::DictionaryId,
+) {
+    db.commit(batch(db, "c", 1, 0..1200)).unwrap();
     let now = current(db).unwrap();
     assert!(
-        now > than,
+        now > for_blocks,
         "no dictionary for documents after the ring filled: {:?}",
         db.compressor("c").unwrap().lock().unwrap().stats()
     );
+    assert!(persisted(db, for_blocks), "the blocks' dictionary went");
+    assert_reads(db, "b", 1, 0..600);
+    assert_reads(db, "c", 1, 0..1200);
 }
 
 /// A dictionary a compaction trains for its blocks (on stream forms) is provisional for
@@ -207,22 +229,9 @@ fn writes_after_a_compaction_train_a_dictionary_for_documents() {
     let dir = tempfile::tempdir().unwrap();
     let open = open_small_blocks;
     let db = open(dir.path());
-    db.commit(batch(&db, "a", 0, 0..64)).unwrap();
-    db.commit(batch(&db, "b", 1, 0..600)).unwrap();
-    db.compact().unwrap();
-    let for_blocks = current(&db).unwrap();
-    assert!(
-        for_blocks > 1,
-        "compaction adopted no dictionary for its blocks"
-    );
-    // 1,200 more documents fill the ring of 1,024 samples.
-    db.commit(batch(&db, "c", 1, 0..1200)).unwrap();
-    assert_newer_dictionary(&db, for_blocks);
-    assert!(persisted(&db, for_blocks), "the blocks' dictionary went");
+    let for_blocks = packed_with_a_dictionary_for_blocks(&db);
+    writes_train_a_dictionary_for_documents(&db, for_blocks);
     assert_eq!(db.snapshot().dictionaries("c"), 2);
-    // Documents compressed with it stay readable, and so do the packed ones.
-    assert_reads(&db, "b", 1, 0..600);
-    assert_reads(&db, "c", 1, 0..1200);
     drop(db);
     let db = open(dir.path());
     db.compact().unwrap();
@@ -236,17 +245,10 @@ fn writes_after_a_compaction_train_a_dictionary_for_documents() {
 fn writes_after_a_compaction_and_a_reopen_train_a_dictionary_for_documents() {
     let dir = tempfile::tempdir().unwrap();
     let db = open_small_blocks(dir.path());
-    db.commit(batch(&db, "a", 0, 0..64)).unwrap();
-    db.commit(batch(&db, "b", 1, 0..600)).unwrap();
-    db.compact().unwrap();
-    let for_blocks = current(&db).unwrap();
+    let for_blocks = packed_with_a_dictionary_for_blocks(&db);
     drop(db);
     let db = open_small_blocks(dir.path());
-    db.commit(batch(&db, "c", 1, 0..1200)).unwrap();
-    assert_newer_dictionary(&db, for_blocks);
-    assert!(persisted(&db, for_blocks));
-    assert_reads(&db, "b", 1, 0..600);
-    assert_reads(&db, "c", 1, 0..1200);
+    writes_train_a_dictionary_for_documents(&db, for_blocks);
 }
 
 /// The documents a compaction trains on are spread over the whole collection, at most

@@ -208,14 +208,6 @@ impl Snapshot {
         }
     }
 
-    /// The newest persisted dictionary of `collection`: id and bytes.
-    pub(crate) fn last_dictionary(
-        &self,
-        collection: &str,
-    ) -> Result<Option<(crate::compress::DictionaryId, Vec<u8>)>> {
-        crate::pack::last_dictionary(&self.state, collection)
-    }
-
     /// Number of compression dictionaries `collection` has.
     pub fn dictionaries(&self, collection: &str) -> usize {
         self.state.dicts.get(collection).map_or(0, |d| d.len())

@@ -220,14 +220,7 @@ fn train_fast_cover(
     level: i32,
     params: Option<CoverParams>,
 ) -> Option<(Vec<u8>, CoverParams)> {
-    let sample_bytes = samples.iter().map(|s| s.len()).sum();
-    fast_cover(
-        samples,
-        size,
-        level,
-        params,
-        frequency_table_log(sample_bytes),
-    )
+    fast_cover(samples, size, level, params, None)
 }
 
 /// Trains a dictionary as the compressor does, with its choices exposed, for benchmarks
@@ -244,20 +237,18 @@ pub fn train_dictionary(
     table_log: Option<u32>,
 ) -> Option<(Vec<u8>, u32)> {
     let params = k.map(|k| CoverParams { k, d: 8 });
-    let f = match table_log {
-        Some(f) => f.clamp(1, 31),
-        None => frequency_table_log(samples.iter().map(|s| s.len()).sum()),
-    };
-    fast_cover(samples, size, level, params, f).map(|(dict, p)| (dict, p.k))
+    let table_log = table_log.map(|f| f.clamp(1, 31));
+    fast_cover(samples, size, level, params, table_log).map(|(dict, p)| (dict, p.k))
 }
 
-/// [`train_fast_cover`] with fastCover's `f` given.
+/// [`train_fast_cover`] with fastCover's `f` given, or (`None`) sized to the samples
+/// ([`frequency_table_log`]).
 fn fast_cover(
     samples: &[&[u8]],
     size: usize,
     level: i32,
     params: Option<CoverParams>,
-    f: u32,
+    table_log: Option<u32>,
 ) -> Option<(Vec<u8>, CoverParams)> {
     use zstd::zstd_safe::zstd_sys;
     let count = u32::try_from(samples.len()).ok()?;
@@ -272,7 +263,7 @@ fn fast_cover(
     let mut p = zstd_sys::ZDICT_fastCover_params_t {
         k: params.map_or(0, |p| p.k),
         d: params.map_or(8, |p| p.d),
-        f,
+        f: table_log.unwrap_or_else(|| frequency_table_log(flat.len())),
         steps: if params.is_some() { 0 } else { 4 },
         nbThreads: 0,
         splitPoint: 0.0,
@@ -352,7 +343,7 @@ struct TrainJob {
     /// Train on the samples' stream forms too ([`CompressOptions::stream_samples`]).
     stream_samples: bool,
     /// [`CompressOptions::light_ingest`]: compare against documents compressed by
-    /// [`plain_context`] as the compressor does.
+    /// [`document_context`] as the compressor does.
     light: bool,
 }
 
@@ -493,11 +484,16 @@ fn context(level: i32, dict: Option<&[u8]>) -> Result<bulk::Compressor<'static>>
     Ok(c)
 }
 
-/// The context that compresses documents one by one without a dictionary: as [`context`],
-/// and without Huffman coding of literals when `light` ([`CompressOptions::light_ingest`]).
-fn plain_context(level: i32, light: bool) -> Result<bulk::Compressor<'static>> {
-    let mut c = context(level, None)?;
-    if light {
+/// The context that compresses documents one by one, with `dict` or without one: as
+/// [`context`], and without one also without Huffman coding of literals when `light`
+/// ([`CompressOptions::light_ingest`]).
+fn document_context(
+    level: i32,
+    dict: Option<&[u8]>,
+    light: bool,
+) -> Result<bulk::Compressor<'static>> {
+    let mut c = context(level, dict)?;
+    if light && dict.is_none() {
         c.set_parameter(CParameter::LiteralCompressionMode(ParamSwitch::Disable))
             .map_err(zstd_io("set literal compression"))?;
     }
@@ -736,7 +732,7 @@ impl Compressor {
         current: Option<(DictionaryId, &[u8])>,
         last_id: DictionaryId,
     ) -> Result<Compressor> {
-        let plain = plain_context(opts.level, opts.light_ingest)?;
+        let plain = document_context(opts.level, None, opts.light_ingest)?;
         let current = match current {
             Some((id, bytes)) => Some(Current {
                 id,
@@ -862,10 +858,8 @@ impl Compressor {
         let helper = match &mut self.helper {
             Some((hid, h)) if *hid == id => h,
             slot => {
-                let cctx = match &self.current {
-                    Some(c) => context(self.opts.level, Some(&c.bytes[..]))?,
-                    None => plain_context(self.opts.level, self.opts.light_ingest)?,
-                };
+                let dict = self.current.as_ref().map(|c| &c.bytes[..]);
+                let cctx = document_context(self.opts.level, dict, self.opts.light_ingest)?;
                 &mut slot.insert((id, cctx)).1
             }
         };
@@ -1212,10 +1206,7 @@ impl TrainJob {
             return Ok(None);
         };
         let mut cctx = context(self.level, Some(&bytes))?;
-        let mut old = match self.current.as_deref() {
-            Some(current) => context(self.level, Some(current))?,
-            None => plain_context(self.level, self.light)?,
-        };
+        let mut old = document_context(self.level, self.current.as_deref(), self.light)?;
         // The id only sizes the header (one varint byte either way for small ids).
         let id = self.current.as_ref().map(|_| 1);
         let (mut scratch, mut out) = (Vec::new(), Vec::new());
