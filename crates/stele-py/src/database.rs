@@ -428,9 +428,19 @@ impl PyCollection {
         // caller holds; those objects are immutable, so reading them without the GIL is sound.
         py.detach(|| {
             let mut batch = db.batch();
+            // Runs of JSON text are converted on all cores.
+            let mut json: Vec<(&str, &[u8])> = Vec::new();
             for (id, payload) in items {
-                payload.add(&mut batch, name, id)?;
+                match payload {
+                    Payload::Json(text) => json.push((id, text)),
+                    Payload::Doc(_) => {
+                        batch.put_json_many(name, &json)?;
+                        json.clear();
+                        payload.add(&mut batch, name, id)?;
+                    }
+                }
             }
+            batch.put_json_many(name, &json)?;
             db.commit(batch)
         })
         .map_err(|e| db_err(py, e))

@@ -129,6 +129,9 @@ pub(crate) fn db_err(py: Python<'_>, e: stele::Error) -> PyErr {
         E::Durable(e) => return durable_err(py, e),
         E::Table(e) => return table_err(py, e),
         E::Document(e) => return doc_err(py, e),
+        // The same exception as `put_json` of that one document raises (its class and
+        // attributes, such as a JSON error's line and column).
+        E::InvalidDocument { source, .. } => return db_err(py, *source),
         E::Io { ref source, .. } => {
             return PyErr::from(std::io::Error::new(source.kind(), e.to_string()));
         }

@@ -49,6 +49,63 @@ pub fn write_options() -> WriteOptions {
     WriteOptions::default().compress_strings(None)
 }
 
+/// Total JSON text from which [`Batch::put_json_many`] converts on more than one thread:
+/// below it, starting threads costs more than it saves (about 20 us each, the time to
+/// convert some 5 KB).
+pub const PARALLEL_JSON_BYTES: usize = 64 * 1024;
+
+/// Converts `docs` (the ones from position `start` of a [`Batch::put_json_many`]) into put
+/// operations of `collection`.
+fn convert_all<I: AsRef<str>, J: AsRef<[u8]>>(
+    writer: &mut DocumentWriter,
+    collection: &str,
+    docs: &[(I, J)],
+    start: usize,
+) -> Result<Vec<LoggedOp>> {
+    let mut ops = Vec::with_capacity(docs.len());
+    for (at, (id, json)) in docs.iter().enumerate() {
+        let id = id.as_ref();
+        let bad = |source: Error| Error::InvalidDocument {
+            collection: collection.to_owned(),
+            position: start + at,
+            id: id.chars().take(80).collect(),
+            source: Box::new(source),
+        };
+        check_id(id).map_err(bad)?;
+        let doc = writer
+            .from_json(json.as_ref())
+            .map_err(|e| bad(Error::Document(e)))?;
+        ops.push(LoggedOp::Put {
+            collection: collection.to_owned(),
+            id: id.as_bytes().to_vec(),
+            value: crate::stored::encode(&doc),
+        });
+    }
+    Ok(ops)
+}
+
+/// Splits `docs` into at most `parts` consecutive runs of about equal JSON bytes.
+fn split_by_bytes<I, J: AsRef<[u8]>>(
+    docs: &[(I, J)],
+    parts: usize,
+    total_bytes: usize,
+) -> Vec<&[(I, J)]> {
+    let share = total_bytes.div_ceil(parts.max(1)).max(1);
+    let mut chunks = Vec::with_capacity(parts);
+    let (mut start, mut bytes) = (0, 0);
+    for (at, (_, json)) in docs.iter().enumerate() {
+        bytes += json.as_ref().len();
+        if bytes >= share && chunks.len() + 1 < parts {
+            chunks.push(docs.get(start..=at).unwrap_or_default());
+            (start, bytes) = (at + 1, 0);
+        }
+    }
+    if start < docs.len() {
+        chunks.push(docs.get(start..).unwrap_or_default());
+    }
+    chunks
+}
+
 /// Puts and deletes across collections, applied by [`Database::commit`](crate::Database::commit)
 /// all or nothing. Documents are converted and checked when added, so a bad one is
 /// reported here, before anything is written.
@@ -79,6 +136,83 @@ impl Batch {
         check_id(id)?;
         let doc = self.writer.from_json(json)?;
         self.push(collection, id, Some(&doc));
+        Ok(())
+    }
+
+    /// Inserts or replaces many documents of `collection`, each given as `(id, JSON text)`,
+    /// converting them on all cores when there is enough text to share (at least
+    /// [`PARALLEL_JSON_BYTES`]; a single thread below it). The same as calling
+    /// [`put_json`](Self::put_json) for each in order, but all or nothing: if an id or a
+    /// text is bad, [`Error::InvalidDocument`] names the first bad one (its position in
+    /// `docs` and its id) and the batch is left as it was.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let db = stele::Database::open(dir.path())?;
+    /// let mut batch = db.batch();
+    /// let docs = [("a", &br#"{"n": 1}"#[..]), ("b", br#"{"n": 2}"#)];
+    /// batch.put_json_many("things", &docs)?;
+    /// db.commit(batch)?;
+    /// assert_eq!(db.snapshot().count("things"), 2);
+    ///
+    /// let mut batch = db.batch();
+    /// let err = batch.put_json_many("things", &[("c", &b"{}"[..]), ("d", b"{nope")]).unwrap_err();
+    /// assert!(err.to_string().contains("document 1 (id \"d\")"), "{err}");
+    /// assert!(batch.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn put_json_many<I, J>(&mut self, collection: &str, docs: &[(I, J)]) -> Result<()>
+    where
+        I: AsRef<str> + Sync,
+        J: AsRef<[u8]> + Sync,
+    {
+        check_collection_name(collection)?;
+        let total_bytes: usize = docs.iter().map(|(_, json)| json.as_ref().len()).sum();
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let ops = if threads < 2 || docs.len() < 2 || total_bytes < PARALLEL_JSON_BYTES {
+            convert_all(&mut self.writer, collection, docs, 0)?
+        } else {
+            let chunks = split_by_bytes(docs, threads, total_bytes);
+            let mut starts = Vec::with_capacity(chunks.len());
+            let mut start = 0;
+            for chunk in &chunks {
+                starts.push(start);
+                start += chunk.len();
+            }
+            let (first, rest) = chunks.split_first().unwrap_or((&docs, &[]));
+            let writer = &mut self.writer;
+            let results = std::thread::scope(|s| {
+                let handles: Vec<_> = rest
+                    .iter()
+                    .zip(starts.iter().skip(1))
+                    .map(|(chunk, &start)| {
+                        s.spawn(move || {
+                            let mut writer = DocumentWriter::with_options(write_options());
+                            convert_all(&mut writer, collection, chunk, start)
+                        })
+                    })
+                    .collect();
+                let mut results = vec![convert_all(writer, collection, first, 0)];
+                for handle in handles {
+                    // A panic in a conversion thread is a bug; it resumes here, on the
+                    // caller's thread, as any panic of `put_json` would.
+                    results.push(
+                        handle
+                            .join()
+                            .unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                    );
+                }
+                results
+            });
+            let mut ops = Vec::with_capacity(docs.len());
+            // In order: the first error is the one of the lowest position.
+            for result in results {
+                ops.extend(result?);
+            }
+            ops
+        };
+        debug_assert_eq!(ops.len(), docs.len());
+        self.ops.extend(ops);
         Ok(())
     }
 
@@ -130,5 +264,37 @@ impl Batch {
 
     pub(crate) fn into_ops(self) -> Vec<LoggedOp> {
         self.ops
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_by_bytes;
+
+    #[test]
+    fn runs_cover_every_document_in_order_with_about_equal_bytes() {
+        let sizes = [5usize, 1, 1, 1, 9, 2, 2, 2, 2, 3, 0, 40, 1];
+        let docs: Vec<(usize, Vec<u8>)> = sizes.iter().map(|&n| (n, vec![b'x'; n])).collect();
+        let total: usize = sizes.iter().sum();
+        for parts in 1..=20 {
+            let runs = split_by_bytes(&docs, parts, total);
+            assert!(
+                !runs.is_empty() && runs.len() <= parts,
+                "{parts}: {}",
+                runs.len()
+            );
+            let flat: Vec<usize> = runs.iter().flat_map(|r| r.iter().map(|d| d.0)).collect();
+            assert_eq!(flat, sizes, "{parts} parts");
+            assert!(runs.iter().all(|r| !r.is_empty()));
+        }
+        // Two parts of 69 bytes: the first run ends once it holds half of them.
+        let runs = split_by_bytes(&docs, 2, total);
+        assert_eq!(runs.iter().map(|r| r.len()).collect::<Vec<_>>(), [12, 1]);
+        let even: Vec<(u8, Vec<u8>)> = (0..8).map(|i| (i, vec![0; 10])).collect();
+        let runs = split_by_bytes(&even, 4, 80);
+        assert_eq!(
+            runs.iter().map(|r| r.len()).collect::<Vec<_>>(),
+            [2, 2, 2, 2]
+        );
     }
 }

@@ -497,6 +497,9 @@ fn put_doc(
     Ok(())
 }
 
+/// Largest log buffer a commit keeps for the next one (see `Database::lead`).
+const RETAINED_LOG_BUFFER_BYTES: usize = 16 << 20;
+
 #[derive(Debug)]
 struct Writer {
     /// Every applied batch, durable or not yet.
@@ -1166,6 +1169,14 @@ impl Database {
         };
         let mut w = inner.writer.lock().map_err(lock_poisoned)?;
         w.leader_active = false;
+        // The next records go into this buffer again, unless others came meanwhile: its
+        // pages are mapped already (a new one faults its pages in as it grows). Kept up to
+        // RETAINED_LOG_BUFFER_BYTES.
+        if w.pending.is_empty() && records.capacity() <= RETAINED_LOG_BUFFER_BYTES {
+            let mut records = records;
+            records.clear();
+            w.pending = records;
+        }
         match result {
             Ok(()) => {
                 w.durable_ticket = upto;

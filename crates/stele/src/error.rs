@@ -45,6 +45,20 @@ pub enum Error {
         /// What is wrong.
         reason: &'static str,
     },
+    /// One of the documents given to [`Batch::put_json_many`](crate::Batch::put_json_many)
+    /// is bad (its id or its JSON text); none of them was added.
+    #[error("document {position} (id {id:?}) of the batch for {collection:?}: {source}")]
+    InvalidDocument {
+        /// The collection they were for.
+        collection: String,
+        /// Its position in the slice given, from 0.
+        position: usize,
+        /// Its id (shortened).
+        id: String,
+        /// What is wrong with it.
+        #[source]
+        source: Box<Error>,
+    },
     /// A batch's log record would exceed the limit.
     #[error(
         "batch of {bytes} bytes exceeds the limit of {max_bytes} bytes: split it into smaller batches"

@@ -26,7 +26,7 @@ mod snapshot;
 mod stored;
 mod wal;
 
-pub use batch::{Batch, MAX_ID_BYTES, check_collection_name, write_options};
+pub use batch::{Batch, MAX_ID_BYTES, PARALLEL_JSON_BYTES, check_collection_name, write_options};
 pub use db::{Database, DatabaseOptions};
 pub use disk::DiskUsage;
 pub use error::{Error, Result};

@@ -79,6 +79,21 @@ pub(crate) struct LoggedBatch {
 /// Appends the record of batch `seq` to `out`.
 pub(crate) fn encode_batch(out: &mut Vec<u8>, seq: u64, ops: &[LoggedOp]) -> Result<()> {
     let start = out.len();
+    // One allocation for the record (a big batch would otherwise grow the buffer by
+    // doubling, copying it each time): an upper bound of its size, 10 bytes per varint.
+    let body_bytes: usize = ops
+        .iter()
+        .map(|op| match op {
+            LoggedOp::Put {
+                collection,
+                id,
+                value,
+            } => 31 + collection.len() + id.len() + value.len(),
+            LoggedOp::Delete { collection, id } => 21 + collection.len() + id.len(),
+            _ => 0,
+        })
+        .sum();
+    out.reserve(HEADER_BYTES + 19 + body_bytes);
     out.extend_from_slice(&[0; HEADER_BYTES]);
     out.push(KIND_BATCH);
     out.extend_from_slice(&seq.to_le_bytes());

@@ -469,3 +469,80 @@ fn background_dictionaries(opts: DatabaseOptions, want: usize) {
     let db = Database::open_with(dir.path(), opts).unwrap();
     check(&db);
 }
+
+#[test]
+fn put_json_many_stores_what_put_json_stores_and_names_the_first_bad_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    for coll in ["one", "many"] {
+        db.set_compression(coll, false).unwrap();
+    }
+    // About 400 KB of text, documents of 100 B to 9 KB: more than PARALLEL_JSON_BYTES, so
+    // converted on several threads where the machine has them.
+    let docs: Vec<(String, String)> = (0..2000u32)
+        .map(|i| {
+            let pad = "x".repeat(if i % 97 == 0 {
+                9000
+            } else {
+                (i % 13) as usize * 10
+            });
+            (
+                format!("{i:05}"),
+                format!(r#"{{"n":{i},"pad":"{pad}","esc":"tab\there","u":"\u00e9"}}"#),
+            )
+        })
+        .collect();
+    assert!(docs.iter().map(|(_, j)| j.len()).sum::<usize>() > stele::PARALLEL_JSON_BYTES);
+    let mut one = db.batch();
+    for (id, json) in &docs {
+        one.put_json("one", id, json.as_bytes()).unwrap();
+    }
+    db.commit(one).unwrap();
+    let mut many = db.batch();
+    many.put_json_many("many", &docs).unwrap();
+    assert_eq!(many.len(), docs.len());
+    db.commit(many).unwrap();
+    let snap = db.snapshot();
+    assert_eq!(snap.count("many"), 2000);
+    for (id, _) in &docs {
+        let (a, b) = (snap.get("one", id).unwrap(), snap.get("many", id).unwrap());
+        assert_eq!(a.unwrap().bytes(), b.unwrap().bytes(), "document {id}");
+    }
+
+    // A bad text late in the slice (converted by another thread than the first), then a
+    // bad id: the first one is named, and the batch keeps only what it had.
+    let mut bad = docs.clone();
+    bad[1700].1 = r#"{"n": 1700,}"#.to_owned();
+    bad[1900].0 = String::new();
+    let mut batch = db.batch();
+    batch.delete("many", "00001").unwrap();
+    let err = batch.put_json_many("many", &bad).unwrap_err();
+    let Error::InvalidDocument {
+        position,
+        id,
+        source,
+        ..
+    } = &err
+    else {
+        panic!("{err:?}")
+    };
+    assert_eq!((*position, id.as_str()), (1700, "01700"));
+    assert!(matches!(**source, Error::Document(_)), "{source:?}");
+    assert!(
+        err.to_string().contains("document 1700 (id \"01700\")"),
+        "{err}"
+    );
+    assert_eq!(batch.len(), 1);
+    bad[1700] = docs[1700].clone();
+    let err = batch.put_json_many("many", &bad).unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidDocument { position: 1900, source, .. }
+            if matches!(**source, Error::InvalidId { .. })),
+        "{err:?}"
+    );
+    assert!(matches!(
+        batch.put_json_many("no/slash", &docs[..1]),
+        Err(Error::InvalidCollectionName { .. })
+    ));
+    assert_eq!(batch.len(), 1);
+}
