@@ -620,7 +620,8 @@ impl PyCollection {
     /// Stores many documents: `items` yields `(id, value)` pairs, or, with `id_field`,
     /// values (dicts or Documents) whose field `id_field` (a str or int) is the id. Commits
     /// every `batch` documents (each commit is atomic; use `db.batch()` for all or nothing),
-    /// converting and committing without the GIL. Returns the number stored.
+    /// converting and committing without the GIL, JSON text (str, bytes) on all cores.
+    /// Returns the number stored.
     #[pyo3(signature = (items, *, id_field = None, batch = 1000))]
     fn put_many(
         &self,

@@ -256,7 +256,9 @@ class Collection:
         id_field: str | None = None,
         batch: int = 1000,
     ) -> int:
-        """Stores (id, value) pairs, or values whose field id_field is the id; commits every batch."""
+        """Stores (id, value) pairs, or values whose field id_field is the id; commits every batch.
+
+        JSON text values (str, bytes) of a batch are converted on all cores, without the GIL."""
     def import_jsonl(
         self,
         path: str | PathLike[str],
