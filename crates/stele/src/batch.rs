@@ -182,25 +182,29 @@ impl Batch {
             let (first, rest) = chunks.split_first().unwrap_or((&docs, &[]));
             let writer = &mut self.writer;
             let results = std::thread::scope(|s| {
+                // A run whose thread cannot be started (the process is out of threads or
+                // memory) is converted here afterwards: slower, not an error.
                 let handles: Vec<_> = rest
                     .iter()
                     .zip(starts.iter().skip(1))
-                    .map(|(chunk, &start)| {
-                        s.spawn(move || {
+                    .map(|(&chunk, &start)| {
+                        let spawned = std::thread::Builder::new().spawn_scoped(s, move || {
                             let mut writer = DocumentWriter::with_options(write_options());
                             convert_all(&mut writer, collection, chunk, start)
-                        })
+                        });
+                        (chunk, start, spawned.ok())
                     })
                     .collect();
                 let mut results = vec![convert_all(writer, collection, first, 0)];
-                for handle in handles {
-                    // A panic in a conversion thread is a bug; it resumes here, on the
-                    // caller's thread, as any panic of `put_json` would.
-                    results.push(
-                        handle
+                for (chunk, start, handle) in handles {
+                    results.push(match handle {
+                        // A panic in a conversion thread is a bug; it resumes here, on the
+                        // caller's thread, as any panic of `put_json` would.
+                        Some(handle) => handle
                             .join()
                             .unwrap_or_else(|p| std::panic::resume_unwind(p)),
-                    );
+                        None => convert_all(writer, collection, chunk, start),
+                    });
                 }
                 results
             });
