@@ -18,10 +18,12 @@ fn main() {
     };
     let mut total = 0;
     // A JSON Lines first argument converts line by line (collections); otherwise one document.
+    let text = std::fs::read_to_string(&args[1]).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let started = std::time::Instant::now();
     if args[1].ends_with(".jsonl") {
-        let text = std::fs::read_to_string(&args[1]).unwrap();
         for _ in 0..rounds {
-            for line in text.lines() {
+            for line in &lines {
                 total += w.from_json(line.as_bytes()).unwrap().len();
             }
         }
@@ -30,6 +32,11 @@ fn main() {
             total += w.from_json(&json).unwrap().len();
         }
     }
+    let input_bytes = std::fs::metadata(&args[1]).unwrap().len() as f64 * rounds as f64;
+    eprintln!(
+        "convert: {:.0} MB/s",
+        input_bytes / started.elapsed().as_secs_f64() / 1e6
+    );
     if let Some(lines) = args.get(2).filter(|a| !a.is_empty()) {
         let text = std::fs::read_to_string(lines).unwrap();
         let docs: Vec<Vec<u8>> = text

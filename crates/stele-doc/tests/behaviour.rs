@@ -279,3 +279,39 @@ fn the_deepest_documents_need_little_stack() {
         Err(Error::TooDeep { limit: 1024 })
     ));
 }
+
+/// Key names are told apart by their bytes, not only by their first 8 bytes and length: names
+/// that share a prefix, end in NUL bytes or differ past byte 8, and the same names again (one
+/// writer for many documents).
+#[test]
+fn names_that_look_alike_stay_apart() {
+    let input = r#"{"abcdefgh1":1,"abcdefgh2":2,"a":3,"a\u0000":4,"":5,"abcdefgh":6,"abcdefgh\u0000":7,"abcdefgh1":8,"a\u0000":9}"#;
+    let expected =
+        r#"{"abcdefgh1":8,"abcdefgh2":2,"a":3,"a\u0000":9,"":5,"abcdefgh":6,"abcdefgh\u0000":7}"#;
+    let mut w = DocumentWriter::new();
+    for _ in 0..3 {
+        let d = Document::new(w.from_json(input.as_bytes()).unwrap()).unwrap();
+        assert_eq!(d.to_json(), expected);
+        assert_eq!(d.get("abcdefgh2").and_then(|v| v.as_i64()), Some(2));
+        assert_eq!(d.get("a\0").and_then(|v| v.as_i64()), Some(9));
+        assert_eq!(d.get("abcdefgh\0").and_then(|v| v.as_i64()), Some(7));
+        assert_eq!(d.get("").and_then(|v| v.as_i64()), Some(5));
+        assert_eq!(d.root().as_object().unwrap().len(), 7);
+    }
+    // Many names of one length and prefix: their hashes meet in the index's probes.
+    let wide: Vec<String> = (0..2000)
+        .map(|i| format!("\"abcdefgh{i:04}\":{i}"))
+        .collect();
+    let wide = format!("{{{}}}", wide.join(","));
+    let d = Document::new(w.from_json(wide.as_bytes()).unwrap()).unwrap();
+    assert_eq!(d.root().as_object().unwrap().len(), 2000);
+    assert_eq!(d.get("abcdefgh1234").and_then(|v| v.as_i64()), Some(1234));
+    let opts = WriteOptions::default().duplicate_keys(DuplicateKeys::Reject);
+    let err = from_json_with(br#"{"abcdefgh1":1,"abcdefgh2":2,"abcdefgh1":3}"#, opts).unwrap_err();
+    assert_eq!(
+        err,
+        Error::DuplicateKey {
+            key: "abcdefgh1".into()
+        }
+    );
+}
