@@ -63,6 +63,7 @@ fn convert_all<I: AsRef<str>, J: AsRef<[u8]>>(
     start: usize,
 ) -> Result<Vec<LoggedOp>> {
     let mut ops = Vec::with_capacity(docs.len());
+    let mut buf = Vec::new();
     for (at, (id, json)) in docs.iter().enumerate() {
         let id = id.as_ref();
         let bad = |source: Error| Error::InvalidDocument {
@@ -72,13 +73,12 @@ fn convert_all<I: AsRef<str>, J: AsRef<[u8]>>(
             source: Box::new(source),
         };
         check_id(id).map_err(bad)?;
-        let doc = writer
-            .from_json(json.as_ref())
+        let value = crate::stored::encode_json(writer, json.as_ref(), &mut buf)
             .map_err(|e| bad(Error::Document(e)))?;
         ops.push(LoggedOp::Put {
             collection: collection.to_owned(),
             id: id.as_bytes().to_vec(),
-            value: crate::stored::encode(&doc),
+            value,
         });
     }
     Ok(ops)
@@ -113,6 +113,8 @@ fn split_by_bytes<I, J: AsRef<[u8]>>(
 pub struct Batch {
     ops: Vec<LoggedOp>,
     writer: DocumentWriter,
+    /// The stored form of the document being converted, reused.
+    buf: Vec<u8>,
 }
 
 impl Default for Batch {
@@ -126,6 +128,7 @@ impl Batch {
         Batch {
             ops: Vec::new(),
             writer: DocumentWriter::with_options(write_options()),
+            buf: Vec::new(),
         }
     }
 
@@ -134,8 +137,12 @@ impl Batch {
     pub fn put_json(&mut self, collection: &str, id: &str, json: &[u8]) -> Result<()> {
         check_collection_name(collection)?;
         check_id(id)?;
-        let doc = self.writer.from_json(json)?;
-        self.push(collection, id, Some(&doc));
+        let value = crate::stored::encode_json(&mut self.writer, json, &mut self.buf)?;
+        self.ops.push(LoggedOp::Put {
+            collection: collection.to_owned(),
+            id: id.as_bytes().to_vec(),
+            value,
+        });
         Ok(())
     }
 

@@ -16,6 +16,19 @@ pub(crate) fn encode(doc: &[u8]) -> Arc<[u8]> {
     Arc::from(v)
 }
 
+/// The raw stored form of the document converted from `json`, built in `buf` (reused
+/// between calls: one allocation and one copy per document, for the shared value).
+pub(crate) fn encode_json(
+    writer: &mut stele_doc::DocumentWriter,
+    json: &[u8],
+    buf: &mut Vec<u8>,
+) -> stele_doc::Result<Arc<[u8]>> {
+    crate::compress::encode_raw(&[], buf);
+    writer.from_json_into(json, buf)?;
+    debug_assert!(raw(buf).is_some_and(|doc| stele_doc::validate(doc).is_ok()));
+    Ok(Arc::from(buf.as_slice()))
+}
+
 /// The document of a raw stored value, if it is one.
 pub(crate) fn raw(stored: &[u8]) -> Option<&[u8]> {
     match stored.split_first() {

@@ -354,9 +354,31 @@ impl DocumentWriter {
     /// # Ok::<(), stele_doc::Error>(())
     /// ```
     pub fn from_json(&mut self, input: &[u8]) -> Result<Vec<u8>> {
+        let mut doc = Vec::new();
+        self.from_json_into(input, &mut doc)?;
+        Ok(doc)
+    }
+
+    /// Converts one JSON text to a document appended to `out` (see [`Self::finish_into`]):
+    /// the bytes [`Self::from_json`] returns, without an allocation of their own when `out`
+    /// has room. On error `out` is as it was.
+    ///
+    /// ```
+    /// let mut w = stele_doc::DocumentWriter::new();
+    /// let mut buf = Vec::new();
+    /// for line in [&b"{\"a\":1}"[..], b"[true]"] {
+    ///     buf.clear();
+    ///     w.from_json_into(line, &mut buf)?;
+    ///     assert_eq!(buf, w.from_json(line)?);
+    /// }
+    /// assert!(w.from_json_into(b"{", &mut buf).is_err());
+    /// assert_eq!(buf, w.from_json(b"[true]")?);
+    /// # Ok::<(), stele_doc::Error>(())
+    /// ```
+    pub fn from_json_into(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<()> {
         self.reset();
         match parse(self, input) {
-            Ok(()) => self.finish(),
+            Ok(()) => self.finish_into(out),
             Err(e) => {
                 self.reset();
                 Err(e)

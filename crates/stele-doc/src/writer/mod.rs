@@ -573,6 +573,28 @@ impl DocumentWriter {
 
     /// Completes the document and returns its bytes; the writer is ready for the next one.
     pub fn finish(&mut self) -> Result<Vec<u8>> {
+        // An exact-size copy: the working buffer keeps its capacity for the next document, so
+        // writing never reallocates once warm, and the caller holds no slack.
+        let mut doc = Vec::new();
+        self.finish_into(&mut doc)?;
+        Ok(doc)
+    }
+
+    /// Completes the document and appends its bytes to `out` (which keeps what it held, and
+    /// grows by exactly the document's length); the writer is ready for the next one. For
+    /// callers that reuse one buffer or put a header before each document. On error `out` is
+    /// as it was.
+    ///
+    /// ```
+    /// let mut w = stele_doc::DocumentWriter::new();
+    /// let mut framed = vec![0xAA]; // the caller's own header
+    /// w.begin_array()?;
+    /// w.end_array()?;
+    /// w.finish_into(&mut framed)?;
+    /// assert_eq!(stele_doc::Document::new(&framed[1..])?.to_json(), "[]");
+    /// # Ok::<(), stele_doc::Error>(())
+    /// ```
+    pub fn finish_into(&mut self, out: &mut Vec<u8>) -> Result<()> {
         if !self.frames.is_empty() {
             return Err(Error::Builder {
                 expected: "end_object or end_array for every open container",
@@ -592,15 +614,15 @@ impl DocumentWriter {
         put_uint(&mut self.out, names_pos as u64, width_bytes(w));
         self.out.push(root_tag as u8);
         self.out.push(w);
-        // An exact-size copy: the working buffer keeps its capacity for the next document, so
-        // writing never reallocates once warm, and the caller holds no slack.
-        let doc = self.out.clone();
+        let start = out.len();
+        out.reserve_exact(self.out.len());
+        out.extend_from_slice(&self.out);
         self.reset();
         debug_assert!(
-            crate::validate(&doc).is_ok(),
+            crate::validate(out.get(start..).unwrap_or_default()).is_ok(),
             "writer produced an invalid document"
         );
-        Ok(doc)
+        Ok(())
     }
 }
 
