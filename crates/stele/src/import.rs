@@ -717,6 +717,10 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
                 } else {
                     &buf
                 };
+                // Without its line break: an error at the end of a cut-off record is then
+                // placed on the record's own line, not at the start of the next one.
+                let text = text.strip_suffix(b"\n").unwrap_or(text);
+                let text = text.strip_suffix(b"\r").unwrap_or(text);
                 if text.iter().all(|b| b.is_ascii_whitespace()) {
                     continue;
                 }

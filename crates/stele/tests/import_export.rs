@@ -158,6 +158,26 @@ fn folders_of_json_files_use_file_stems() {
 }
 
 #[test]
+fn a_record_cut_off_at_its_line_break_is_placed_on_its_own_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    for (text, at) in [
+        (
+            "{\"a\":1}\n{\"a\":2,\n{\"a\":3}\n",
+            "in.jsonl:2:8: record 2",
+        ),
+        ("{\"a\":1}\r\n{\"a\":\r\n", "in.jsonl:2:6: record 2"),
+        ("{\"a\":1}\n[1,\n", "in.jsonl:2:4: record 2"),
+    ] {
+        let opts = ImportOptions::new();
+        let err =
+            import_reader(&db, "c", "in.jsonl", text.as_bytes(), None, &opts, |_| {}).unwrap_err();
+        assert!(err.to_string().starts_with(at), "{text:?}: {err}");
+    }
+    assert_eq!(db.snapshot().count("c"), 0);
+}
+
+#[test]
 fn a_bad_record_stops_and_nothing_stays_behind() {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open(dir.path()).unwrap();
