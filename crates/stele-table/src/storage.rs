@@ -26,6 +26,24 @@ pub trait StorageFile: Write + Send + Debug {
     /// Makes the written bytes durable (fsync).
     fn sync(&mut self) -> io::Result<()>;
 
+    /// Makes the written bytes durable without the file's timestamps (fdatasync): where the
+    /// file's size does not change either, the disk writes the data blocks and no metadata.
+    /// Defaults to [`StorageFile::sync`].
+    fn sync_data(&mut self) -> io::Result<()> {
+        self.sync()
+    }
+
+    /// Writes all of `buf` at `offset`, whatever was written before (files opened by
+    /// [`Storage::open_log`] for write-ahead logs written into space zeroed in advance).
+    /// Files that cannot report `Unsupported`, and their users fall back to appending.
+    fn write_at(&mut self, offset: u64, buf: &[u8]) -> io::Result<()> {
+        let _ = (offset, buf);
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this storage cannot write at an offset",
+        ))
+    }
+
     /// Cuts the file to `len` bytes (used to drop a torn log tail). Files that cannot be
     /// cut report `Unsupported`.
     fn set_len(&mut self, len: u64) -> io::Result<()> {
@@ -97,8 +115,34 @@ pub trait Storage: Send + Sync + Debug {
         Ok(Box::new(FsFile {
             file,
             written_bytes,
+            positioned: false,
         }))
     }
+
+    /// Opens an existing file, or creates it, for a write-ahead log written with
+    /// [`StorageFile::write_at`]. The default is [`Storage::open_append`] (whose files may not
+    /// write at offsets: the log then appends), so a seam that wraps only `open_append`
+    /// still sees every log write; [`FsStorage`] opens the file for positioned writes. Seams
+    /// that wrap this wrap `write_at` and `sync_data` too.
+    fn open_log(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
+        self.open_append(path)
+    }
+}
+
+/// Opens an existing file, or creates it, for writing at offsets (not appending).
+fn open_positioned(path: &Path) -> io::Result<Box<dyn StorageFile>> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)?;
+    let written_bytes = file.metadata()?.len();
+    Ok(Box::new(FsFile {
+        file,
+        written_bytes,
+        positioned: true,
+    }))
 }
 
 /// The real file system.
@@ -110,6 +154,9 @@ struct FsFile {
     file: File,
     /// Bytes written so far (the file is written in order from its start).
     written_bytes: u64,
+    /// Opened without `O_APPEND`, for [`StorageFile::write_at`] (on Linux, a positioned write
+    /// to a file opened for appending appends, whatever the offset).
+    positioned: bool,
 }
 
 impl FsFile {
@@ -174,6 +221,30 @@ impl StorageFile for FsFile {
         self.file.sync_all()
     }
 
+    fn sync_data(&mut self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+
+    fn write_at(&mut self, offset: u64, buf: &[u8]) -> io::Result<()> {
+        if !self.positioned {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "a file opened for appending cannot write at an offset",
+            ));
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileExt;
+            self.file.write_all_at(buf, offset)
+        }
+        #[cfg(not(unix))]
+        {
+            use std::io::{Seek, SeekFrom};
+            self.file.seek(SeekFrom::Start(offset))?;
+            self.file.write_all(buf)
+        }
+    }
+
     fn set_len(&mut self, len: u64) -> io::Result<()> {
         self.file.set_len(len)?;
         self.written_bytes = len;
@@ -187,7 +258,12 @@ impl Storage for FsStorage {
         Ok(Box::new(FsFile {
             file: f,
             written_bytes: 0,
+            positioned: false,
         }))
+    }
+
+    fn open_log(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
+        open_positioned(path)
     }
 }
 

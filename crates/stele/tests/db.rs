@@ -546,3 +546,54 @@ fn put_json_many_stores_what_put_json_stores_and_names_the_first_bad_document() 
     ));
     assert_eq!(batch.len(), 1);
 }
+
+/// The log is written into zeroes written ahead of its records. A crash between a
+/// checkpoint's start of a new log segment and its removal of the old one leaves an old
+/// segment that ends in zeroes: it opens as a clean end, not as damage.
+#[test]
+fn an_old_log_segment_ending_in_zeroes_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let wal = dir.path().join("wal");
+    let segments = || {
+        let mut s: Vec<_> = std::fs::read_dir(&wal)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        s.sort();
+        s
+    };
+    let db = Database::open(dir.path()).unwrap();
+    for i in 0..3 {
+        let mut b = db.batch();
+        b.put_json("c", &format!("d{i}"), customer_json(i).as_bytes())
+            .unwrap();
+        db.commit(b).unwrap();
+    }
+    drop(db);
+    let old = segments();
+    assert_eq!(old.len(), 1);
+    let old_bytes = std::fs::read(&old[0]).unwrap();
+    assert!(
+        old_bytes.ends_with(&[0; 4096]),
+        "the segment ends in zeroes written ahead ({} bytes)",
+        old_bytes.len()
+    );
+    let db = Database::open(dir.path()).unwrap();
+    db.checkpoint().unwrap();
+    let mut b = db.batch();
+    b.put_json("c", "d3", customer_json(3).as_bytes()).unwrap();
+    db.commit(b).unwrap();
+    drop(db);
+    assert!(!old[0].exists(), "the checkpoint removed the old segment");
+    std::fs::write(&old[0], &old_bytes).unwrap();
+    assert_eq!(segments().len(), 2);
+    let db = Database::open(dir.path()).unwrap();
+    let snap = db.snapshot();
+    for i in 0..4 {
+        assert_eq!(
+            json_of(&snap, "c", &format!("d{i}")),
+            Some(customer_json(i)),
+            "d{i}"
+        );
+    }
+}

@@ -14,6 +14,7 @@
     reason = "shared with the doc benchmark; this binary uses a part"
 )]
 mod data;
+mod latency;
 #[path = "../../doc/ravendb.rs"]
 mod ravendb;
 #[path = "../../doc/table.rs"]
@@ -466,5 +467,8 @@ fn main() -> Result<()> {
         }
     }
     t.print();
+    if args.only.is_none() {
+        latency::run(&work, args.quick)?;
+    }
     Ok(())
 }
