@@ -13,7 +13,7 @@ use proptest::prelude::*;
 use stele::Error;
 use stele::compress::{
     BlockPacker, Codec, CompressOptions, Compressor, Decoder, Dictionaries, DictionaryId,
-    PackTarget, decode, encode_raw, parse_header, stored_dictionary,
+    PARALLEL_COMPRESS_BYTES, PackTarget, decode, encode_raw, parse_header, stored_dictionary,
 };
 
 fn data_dir() -> PathBuf {
@@ -721,7 +721,7 @@ thread_local! {
 /// `compress` one document at a time gives, across dictionary changes between batches.
 #[test]
 fn compress_many_equals_one_at_a_time() {
-    let docs: Vec<Vec<u8>> = (0..3000u32)
+    let docs: Vec<Vec<u8>> = (0..6000u32)
         .map(|i| {
             let j = format!(
                 r#"{{"id":{i},"name":"user number {i}","city":"city {}","score":{}}}"#,
@@ -740,8 +740,10 @@ fn compress_many_equals_one_at_a_time() {
     let mut one = Compressor::new(opts.clone()).unwrap();
     let mut many = Compressor::new(opts).unwrap();
     let mut adopted = 0;
-    for batch in docs.chunks(400) {
+    for batch in docs.chunks(2000) {
         let refs: Vec<&[u8]> = batch.iter().map(Vec::as_slice).collect();
+        // Enough bytes for the second thread.
+        assert!(refs.iter().map(|d| d.len()).sum::<usize>() >= PARALLEL_COMPRESS_BYTES);
         let a: Vec<Vec<u8>> = refs.iter().map(|d| one.compress(d).unwrap()).collect();
         let b = many.compress_many(&refs, 2).unwrap();
         assert_eq!(a, b);

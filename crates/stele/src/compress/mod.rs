@@ -28,6 +28,7 @@ pub use codec::{
 pub use keyed::MAX_KEY_BYTES;
 pub use policy::{
     BlockPacker, BlockTrained, BlockTraining, CompressOptions, CompressStats, Compressor,
-    MAX_BLOCK_GROWTH, MIN_BLOCK_DOCS, NewDictionary, PackTarget, block_is_full, train_dictionary,
+    MAX_BLOCK_GROWTH, MIN_BLOCK_DOCS, NewDictionary, PARALLEL_COMPRESS_BYTES, PackTarget,
+    block_is_full, train_dictionary,
 };
 pub use streams::{TRIAL_EVERY_BLOCKS, to_document};

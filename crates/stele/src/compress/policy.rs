@@ -11,6 +11,12 @@ use zstd::zstd_safe::{CParameter, FrameFormat, ParamSwitch};
 use super::codec::{Codec, DictionaryId, MAX_BLOCK_DOCS, encode_raw, put_varint};
 use crate::{Error, Result};
 
+/// Document bytes from which [`Compressor::compress_many`] compresses on a second thread:
+/// below it, starting the thread (about 20 us) costs more than it saves. A byte count, not a
+/// document count: 248 documents of 1.4 KB (mongodb-samples/countries-small, 340 KB) were
+/// compressed on one thread under the former rule of 256 documents.
+pub const PARALLEL_COMPRESS_BYTES: usize = 64 * 1024;
+
 /// Options of a collection's [`Compressor`]. Defaults come from `stele-bench`'s
 /// `compress_bench` over every collection in the shared data (see `docs/benchmarks.md`).
 #[derive(Debug, Clone)]
@@ -846,12 +852,16 @@ impl Compressor {
 
     /// Compresses `docs` into stored values exactly as [`Compressor::compress`] called on each
     /// in turn would (same values, same samples and training), using a second thread for
-    /// half of them when `threads` > 1 and there are enough to pay for it. Within one call
-    /// the dictionary cannot change (only [`Compressor::adopt`] changes it), so the
-    /// documents are independent.
+    /// half of them when `threads` > 1 and they hold at least [`PARALLEL_COMPRESS_BYTES`].
+    /// Within one call the dictionary cannot change (only [`Compressor::adopt`] changes it),
+    /// so the documents are independent.
     pub fn compress_many(&mut self, docs: &[&[u8]], threads: usize) -> Result<Vec<Vec<u8>>> {
-        const MIN_PARALLEL_DOCS: usize = 256;
-        if !self.opts.enabled || threads < 2 || docs.len() < MIN_PARALLEL_DOCS {
+        let total_bytes: usize = docs.iter().map(|d| d.len()).sum();
+        if !self.opts.enabled
+            || threads < 2
+            || docs.len() < 2
+            || total_bytes < PARALLEL_COMPRESS_BYTES
+        {
             return docs.iter().map(|d| self.compress(d)).collect();
         }
         let id = self.current.as_ref().map(|c| c.id);
