@@ -563,14 +563,17 @@ pub fn stats(args: &StatsArgs) -> Result<()> {
             "seq": snap.seq(),
             "bytes_on_disk": disk,
             "log_bytes": wal,
+            "log_zeroes_bytes": usage.log_zeroes_bytes,
             "collections": collections,
         });
         println!("{v}");
         return Ok(());
     }
     println!(
-        "database {}: {disk} bytes on disk ({wal} in the log), last commit {}",
+        "database {}: {disk} bytes on disk ({wal} in the log, {} zeroed ahead of it), last \
+         commit {}",
         args.db.display(),
+        usage.log_zeroes_bytes,
         snap.seq()
     );
     if stats.is_empty() {

@@ -298,13 +298,15 @@ impl PyDatabase {
         py.detach(|| db.compact()).map_err(|e| db_err(py, e))
     }
 
-    /// {total_bytes, log_bytes}: bytes the database's folder takes on disk now, and how many
-    /// of them are the write-ahead log (best effort while a compaction runs).
+    /// {total_bytes, log_bytes, log_zeroes_bytes}: bytes the database's folder takes on disk
+    /// now, how many of them are the write-ahead log's records, and how many the zeroes the
+    /// log keeps ahead of them (up to 1 MiB; best effort while a compaction runs).
     fn disk_usage<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let usage = self.db(py)?.disk_usage();
         let d = PyDict::new(py);
         d.set_item("total_bytes", usage.total_bytes)?;
         d.set_item("log_bytes", usage.log_bytes)?;
+        d.set_item("log_zeroes_bytes", usage.log_zeroes_bytes)?;
         Ok(d)
     }
 

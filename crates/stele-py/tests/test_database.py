@@ -177,6 +177,8 @@ def test_disk_usage_counts_the_log_until_a_checkpoint(tmp_path):
         written = db.disk_usage()
         assert written["log_bytes"] > empty["log_bytes"]
         assert written["total_bytes"] > written["log_bytes"]
+        # The log writes into zeroes it keeps ahead of its records.
+        assert 0 < written["log_zeroes_bytes"] < empty["log_zeroes_bytes"]
         db.checkpoint()
         assert db.disk_usage()["log_bytes"] < written["log_bytes"]
 

@@ -798,16 +798,21 @@ impl Database {
             }
             logged_bytes += valid as u64;
             if is_last {
-                last = Some((*first, valid as u64, bytes.len() as u64));
+                // Zeroes after the records: the space the log writer zeroed ahead, kept.
+                let zeroes_after = bytes
+                    .get(valid..)
+                    .is_some_and(|t| t.iter().all(|&b| b == 0));
+                last = Some((*first, valid as u64, bytes.len() as u64, zeroes_after));
             }
         }
-        let (first, valid, file_bytes) = last.unwrap_or((state.seq + 1, 0, 0));
+        let (first, valid, file_bytes, zeroes_after) = last.unwrap_or((state.seq + 1, 0, 0, false));
         let wal = WalWriter::open(
             Arc::clone(&opts.storage),
             &wal_dir,
             first,
             valid,
             file_bytes,
+            zeroes_after,
         )?;
         // Staging collections of imports a crash interrupted: dropped below, logged.
         let leftovers: Vec<String> = state
@@ -911,6 +916,14 @@ impl Database {
     /// The folder of the write-ahead log's segments.
     pub(crate) fn wal_dir(&self) -> PathBuf {
         self.inner.dir.join(WAL_DIR)
+    }
+
+    /// Zeroes the log has written ahead of its records (0 if its lock is poisoned).
+    pub(crate) fn log_zeroes_bytes(&self) -> u64 {
+        self.inner
+            .wal
+            .lock()
+            .map_or(0, |wal| wal.zeroes_ahead_bytes())
     }
 
     /// Whether `collection` stores new documents compressed (default: yes).

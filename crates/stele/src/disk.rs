@@ -10,9 +10,12 @@ use crate::Database;
 pub struct DiskUsage {
     /// Every file under the folder: tables, log, manifest, lock file.
     pub total_bytes: u64,
-    /// The write-ahead log's segments (part of `total_bytes`). They shrink at the next
+    /// The write-ahead log's records (part of `total_bytes`). They go at the next
     /// checkpoint, which [`Database::compact`] forces.
     pub log_bytes: u64,
+    /// Zeroes the log keeps written ahead of its records, up to 1 MiB, for the next commits
+    /// to write into (part of `total_bytes`; see `docs/FORMAT.md`, "Write-ahead log record").
+    pub log_zeroes_bytes: u64,
 }
 
 impl Database {
@@ -29,9 +32,11 @@ impl Database {
     /// # Ok(()) }
     /// ```
     pub fn disk_usage(&self) -> DiskUsage {
+        let log_zeroes_bytes = self.log_zeroes_bytes();
         DiskUsage {
             total_bytes: folder_bytes(self.dir()),
-            log_bytes: folder_bytes(&self.wal_dir()),
+            log_bytes: folder_bytes(&self.wal_dir()).saturating_sub(log_zeroes_bytes),
+            log_zeroes_bytes,
         }
     }
 }
@@ -74,7 +79,15 @@ mod tests {
             written.log_bytes > empty.log_bytes,
             "{written:?} vs {empty:?}"
         );
-        assert!(written.total_bytes >= written.log_bytes + empty.total_bytes - empty.log_bytes);
+        // The log writes into zeroes it wrote ahead when it opened.
+        assert!(
+            empty.log_zeroes_bytes > written.log_zeroes_bytes,
+            "{written:?}"
+        );
+        assert!(written.log_zeroes_bytes > 0);
+        // Everything besides the log stays (tables, manifest, lock file).
+        let rest = |u: &DiskUsage| u.total_bytes - u.log_bytes - u.log_zeroes_bytes;
+        assert!(rest(&written) >= rest(&empty), "{written:?} vs {empty:?}");
         db.compact()?;
         let compacted = db.disk_usage();
         assert!(

@@ -317,14 +317,19 @@ pub(crate) struct WalWriter {
 }
 
 impl WalWriter {
-    /// Opens (or creates) segment `first_seq`, whose valid length is `valid_bytes`; a
-    /// longer file is cut to it.
+    /// Opens (or creates) segment `first_seq`, whose valid length is `valid_bytes` and whose
+    /// file holds `file_bytes`: the bytes after the valid ones are kept as zeroes ahead if
+    /// `zeroes_after` says they are all zero, else cut. A segment with fewer zeroes ahead
+    /// than [`ZEROED_AHEAD_BYTES`] gets them now, so that the first commit does not pay for
+    /// the file's growth (best effort: on a full disk the database still opens, and the
+    /// first commit reports the error).
     pub(crate) fn open(
         storage: Arc<dyn Storage>,
         wal_dir: &Path,
         first_seq: u64,
         valid_bytes: u64,
         file_bytes: u64,
+        zeroes_after: bool,
     ) -> Result<Self> {
         let path = segment_path(wal_dir, first_seq);
         let mut file = storage
@@ -336,13 +341,34 @@ impl WalWriter {
             Err(e) if e.kind() == std::io::ErrorKind::Unsupported => None,
             Err(e) => return Err(Error::io("opening log segment", &path, e)),
         };
-        // Whatever follows the valid records (a torn record, zeroes written ahead) goes.
-        if file_bytes > valid_bytes {
-            file.set_len(valid_bytes)
-                .map_err(|e| Error::io("cutting the torn tail of log segment", &path, e))?;
-            file.sync()
-                .map_err(|e| Error::io("syncing log segment", &path, e))?;
-        }
+        // Whatever follows the valid records goes, unless it is zeroes this log can use.
+        let zeroed_to = match zeroed_to {
+            Some(_) if zeroes_after => Some(file_bytes.max(valid_bytes)),
+            other => {
+                if file_bytes > valid_bytes {
+                    file.set_len(valid_bytes)
+                        .map_err(|e| Error::io("cutting the torn tail of log segment", &path, e))?;
+                    file.sync()
+                        .map_err(|e| Error::io("syncing log segment", &path, e))?;
+                }
+                other
+            }
+        };
+        let zeroed_to = zeroed_to.map(|at| {
+            let want = valid_bytes + ZEROED_AHEAD_BYTES;
+            if at >= want {
+                return at;
+            }
+            let zeroed = write_zeroes(&mut *file, at, want).and_then(|()| file.sync_data());
+            match zeroed {
+                Ok(()) => want,
+                // Back to the valid records; the first commit zeroes ahead (or fails).
+                Err(_) => match file.set_len(valid_bytes).and_then(|()| file.sync()) {
+                    Ok(()) => valid_bytes,
+                    Err(_) => at,
+                },
+            }
+        });
         storage
             .sync_dir(wal_dir)
             .map_err(|e| Error::io("syncing folder", wal_dir, e))?;
@@ -409,6 +435,12 @@ impl WalWriter {
         }
     }
 
+    /// Zeroes written ahead of the segment's records.
+    pub(crate) fn zeroes_ahead_bytes(&self) -> u64 {
+        self.zeroed_to
+            .map_or(0, |z| z.saturating_sub(self.durable_bytes))
+    }
+
     /// Bytes of the segment's file: its records, then the zeroes written ahead of them.
     #[cfg(test)]
     pub(crate) fn file_bytes(&self) -> u64 {
@@ -417,7 +449,7 @@ impl WalWriter {
 
     /// Starts a new segment for records from `first_seq` on.
     pub(crate) fn rotate(&mut self, first_seq: u64) -> Result<()> {
-        let next = WalWriter::open(Arc::clone(&self.storage), &self.dir, first_seq, 0, 0)?;
+        let next = WalWriter::open(Arc::clone(&self.storage), &self.dir, first_seq, 0, 0, false)?;
         *self = next;
         Ok(())
     }
@@ -483,17 +515,19 @@ mod tests {
         let storage: Arc<dyn Storage> = Arc::new(stele_table::FsStorage);
         let path = segment_path(dir.path(), 1);
         let file_len = || std::fs::metadata(&path).unwrap().len();
-        let mut w = WalWriter::open(Arc::clone(&storage), dir.path(), 1, 0, 0).unwrap();
+        let open = |valid: u64, file: u64, zeroes: bool| {
+            WalWriter::open(Arc::clone(&storage), dir.path(), 1, valid, file, zeroes).unwrap()
+        };
+        // A new segment is zeroed ahead when it opens, and small records land in the zeroes.
+        let mut w = open(0, 0, false);
+        assert_eq!(file_len(), ZEROED_AHEAD_BYTES);
         let mut records = Vec::new();
         for seq in 1..=3 {
             let mut one = Vec::new();
             encode_batch(&mut one, seq, &sample()).unwrap();
             w.append(&one).unwrap();
             records.extend_from_slice(&one);
-            assert_eq!(
-                file_len(),
-                records.len() as u64 + ZEROED_AHEAD_BYTES - one.len() as u64 * (seq - 1)
-            );
+            assert_eq!(file_len(), ZEROED_AHEAD_BYTES);
             assert_eq!(w.file_bytes(), file_len());
         }
         // A big record goes past the zeroes without writing more.
@@ -512,16 +546,30 @@ mod tests {
         encode_batch(&mut one, 5, &sample()).unwrap();
         w.append(&one).unwrap();
         records.extend_from_slice(&one);
-        assert_eq!(file_len(), records.len() as u64 + ZEROED_AHEAD_BYTES);
+        let zeroed_len = records.len() as u64 + ZEROED_AHEAD_BYTES;
+        assert_eq!(file_len(), zeroed_len);
         drop(w);
-        // Reopened: every record, nothing after them, and the zeroes cut.
+        // Reopened: every record, then the zeroes, which are kept.
         let bytes = std::fs::read(&path).unwrap();
         let (batches, valid, why) = read_segment(&bytes);
         assert_eq!((batches.len(), valid, why), (5, records.len(), None));
         assert_eq!(bytes.get(..valid), Some(records.as_slice()));
-        let w = WalWriter::open(storage, dir.path(), 1, valid as u64, bytes.len() as u64).unwrap();
-        assert_eq!(file_len(), records.len() as u64);
-        assert_eq!(w.file_bytes(), file_len());
+        let w = open(valid as u64, bytes.len() as u64, true);
+        assert_eq!((file_len(), w.file_bytes()), (zeroed_len, zeroed_len));
+        drop(w);
+        // A torn record in the zeroes: not all zero after the records, so cut, then zeroed
+        // ahead again.
+        let mut torn = bytes.clone();
+        torn[valid + 5..valid + 9].copy_from_slice(b"torn");
+        std::fs::write(&path, &torn).unwrap();
+        let (_, valid, why) = read_segment(&torn);
+        assert_eq!((valid, why.is_some()), (records.len(), true));
+        let w = open(valid as u64, torn.len() as u64, false);
+        let expected = valid as u64 + ZEROED_AHEAD_BYTES;
+        assert_eq!((file_len(), w.file_bytes()), (expected, expected));
+        let bytes = std::fs::read(&path).unwrap();
+        let (batches, _, why) = read_segment(&bytes);
+        assert_eq!((batches.len(), why), (5, None));
     }
 
     #[test]

@@ -176,8 +176,9 @@ class Database:
     def stats(self) -> dict[str, dict[str, int]]:
         """{collection: {documents, layers, table_bytes, stored_bytes, unsaved_changes, packed_blocks, pack_bytes, dictionaries}}."""
     def disk_usage(self) -> dict[str, int]:
-        """{total_bytes, log_bytes}: bytes the folder takes on disk now, and how many of them
-        are the write-ahead log (best effort while a compaction runs)."""
+        """{total_bytes, log_bytes, log_zeroes_bytes}: bytes the folder takes on disk now, how
+        many of them are the write-ahead log's records, and how many the zeroes the log keeps
+        ahead of them (up to 1 MiB; best effort while a compaction runs)."""
 
 def open(
     path: str | PathLike[str],
