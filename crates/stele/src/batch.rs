@@ -175,7 +175,7 @@ impl Batch {
     {
         check_collection_name(collection)?;
         let total_bytes: usize = docs.iter().map(|(_, json)| json.as_ref().len()).sum();
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let threads = crate::cores();
         let ops = if threads < 2 || docs.len() < 2 || total_bytes < PARALLEL_JSON_BYTES {
             convert_all(&mut self.writer, collection, docs, 0)?
         } else {

@@ -1059,7 +1059,7 @@ impl Database {
                 }
             }
         }
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let threads = crate::cores();
         let mut pins = Vec::new();
         for (collection, compressor, positions) in &used {
             let docs: Vec<&[u8]> = positions
