@@ -54,6 +54,15 @@ pub fn write_options() -> WriteOptions {
 /// convert some 5 KB).
 pub const PARALLEL_JSON_BYTES: usize = 64 * 1024;
 
+/// The logged put of stored value `value` as document `id` of `collection`.
+fn put_op(collection: &str, id: &str, value: std::sync::Arc<[u8]>) -> LoggedOp {
+    LoggedOp::Put {
+        collection: collection.to_owned(),
+        id: id.as_bytes().to_vec(),
+        value,
+    }
+}
+
 /// Converts `docs` (the ones from position `start` of a [`Batch::put_json_many`]) into put
 /// operations of `collection`.
 fn convert_all<I: AsRef<str>, J: AsRef<[u8]>>(
@@ -75,11 +84,7 @@ fn convert_all<I: AsRef<str>, J: AsRef<[u8]>>(
         check_id(id).map_err(bad)?;
         let value = crate::stored::encode_json(writer, json.as_ref(), &mut buf)
             .map_err(|e| bad(Error::Document(e)))?;
-        ops.push(LoggedOp::Put {
-            collection: collection.to_owned(),
-            id: id.as_bytes().to_vec(),
-            value,
-        });
+        ops.push(put_op(collection, id, value));
     }
     Ok(ops)
 }
@@ -138,11 +143,7 @@ impl Batch {
         check_collection_name(collection)?;
         check_id(id)?;
         let value = crate::stored::encode_json(&mut self.writer, json, &mut self.buf)?;
-        self.ops.push(LoggedOp::Put {
-            collection: collection.to_owned(),
-            id: id.as_bytes().to_vec(),
-            value,
-        });
+        self.ops.push(put_op(collection, id, value));
         Ok(())
     }
 
@@ -252,14 +253,12 @@ impl Batch {
     }
 
     fn push(&mut self, collection: &str, id: &str, doc: Option<&[u8]>) {
-        let (collection, id) = (collection.to_owned(), id.as_bytes().to_vec());
         self.ops.push(match doc {
-            Some(doc) => LoggedOp::Put {
-                collection,
-                id,
-                value: crate::stored::encode(doc),
+            Some(doc) => put_op(collection, id, crate::stored::encode(doc)),
+            None => LoggedOp::Delete {
+                collection: collection.to_owned(),
+                id: id.as_bytes().to_vec(),
             },
-            None => LoggedOp::Delete { collection, id },
         });
     }
 

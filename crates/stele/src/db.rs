@@ -799,9 +799,7 @@ impl Database {
             logged_bytes += valid as u64;
             if is_last {
                 // Zeroes after the records: the space the log writer zeroed ahead, kept.
-                let zeroes_after = bytes
-                    .get(valid..)
-                    .is_some_and(|t| t.iter().all(|&b| b == 0));
+                let zeroes_after = wal::zeroes_after(&bytes, valid);
                 last = Some((*first, valid as u64, bytes.len() as u64, zeroes_after));
             }
         }

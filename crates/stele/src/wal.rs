@@ -219,10 +219,15 @@ fn decode_payload(payload: &[u8]) -> Option<LoggedBatch> {
 /// its checksum would have to be 0).
 pub(crate) fn read_segment(bytes: &[u8]) -> (Vec<LoggedBatch>, usize, Option<&'static str>) {
     let (batches, valid, why) = read_records(bytes);
-    let zeroes_after = bytes
+    (batches, valid, why.filter(|_| !zeroes_after(bytes, valid)))
+}
+
+/// Whether everything after the first `valid` bytes of a segment is zero (the space a
+/// writer zeroed ahead of its records).
+pub(crate) fn zeroes_after(bytes: &[u8], valid: usize) -> bool {
+    bytes
         .get(valid..)
-        .is_some_and(|t| t.iter().all(|&b| b == 0));
-    (batches, valid, why.filter(|_| !zeroes_after))
+        .is_some_and(|t| t.iter().all(|&b| b == 0))
 }
 
 fn read_records(bytes: &[u8]) -> (Vec<LoggedBatch>, usize, Option<&'static str>) {
