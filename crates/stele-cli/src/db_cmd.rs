@@ -1,18 +1,29 @@
 //! Database commands: `import`, `get`, `put`, `delete`, `export`, `compact`, `stats`.
 
+use std::collections::HashSet;
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressState, ProgressStyle};
+use std::fmt::Write as FmtWrite;
+
+use crate::say::count;
 use stele::Database;
 use stele::export::{ExportOptions, export_jsonl};
 use stele::import::{ImportError, ImportFormat, ImportOptions, ImportPhase, ImportProgress};
 
 /// Opens the database at `dir`, which must exist already.
 pub(crate) fn open_existing(dir: &Path) -> Result<Database> {
+    if dir.is_file() {
+        bail!(
+            "{} is a file, not a database folder: give the folder `stele import` or `stele put` created",
+            dir.display()
+        );
+    }
     if !dir.join("wal").is_dir() {
         bail!(
             "no database at {}: check the path, or create one with `stele import` or `stele put`",
@@ -24,14 +35,62 @@ pub(crate) fn open_existing(dir: &Path) -> Result<Database> {
 
 /// Opens the database at `dir`, creating it if needed.
 pub(crate) fn open_or_create(dir: &Path) -> Result<Database> {
+    if dir.exists() && !dir.is_dir() {
+        bail!(
+            "{} is a file, not a database folder: give the database's folder (created if missing)",
+            dir.display()
+        );
+    }
     Database::open(dir).with_context(|| format!("opening database {}", dir.display()))
+}
+
+/// Runs `write` on the database at `dir`, creating it if needed. If `write` fails on a
+/// database this call created, what the call created is removed again: a failed first
+/// import or put leaves no folder behind. Entries that were in the folder before stay.
+pub(crate) fn write_creating<T>(
+    dir: &Path,
+    write: impl FnOnce(&Database) -> Result<T>,
+) -> Result<T> {
+    if dir.join("wal").is_dir() {
+        return write(&open_or_create(dir)?);
+    }
+    let before: Option<HashSet<OsString>> = match std::fs::read_dir(dir) {
+        Ok(entries) => Some(
+            entries
+                .filter_map(|e| e.ok().map(|e| e.file_name()))
+                .collect(),
+        ),
+        Err(_) => None,
+    };
+    let result = open_or_create(dir).and_then(|db| write(&db));
+    // The database is closed here (the `Database` was dropped above), so its lock is free.
+    if result.is_err() {
+        match &before {
+            None => {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+            Some(kept) => {
+                for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                    if !kept.contains(&entry.file_name()) {
+                        let path = entry.path();
+                        let _ = if path.is_dir() {
+                            std::fs::remove_dir_all(&path)
+                        } else {
+                            std::fs::remove_file(&path)
+                        };
+                    }
+                }
+            }
+        }
+    }
+    result
 }
 
 /// Fails unless `collection` exists, listing the ones that do.
 pub(crate) fn require_collection(db: &Database, dir: &Path, collection: &str) -> Result<()> {
     let snap = db.snapshot();
     let names = snap.collections();
-    if !names.contains(&collection) {
+    if !snap.has_collection(collection) {
         let have = if names.is_empty() {
             "it has none yet".to_owned()
         } else {
@@ -89,11 +148,14 @@ pub struct ImportArgs {
     /// What to do with repeated keys in one object (reject: a bad record).
     #[arg(long, value_enum, default_value = "last")]
     duplicates: crate::doc_cmd::Duplicates,
+    /// Deepest nesting of arrays and objects accepted in a document (at most 1024).
+    #[arg(long, default_value_t = stele_doc::DEFAULT_MAX_DEPTH)]
+    max_depth: usize,
     /// Skip bad records (the first ones are listed on stderr) instead of stopping.
     #[arg(long)]
     skip_bad: bool,
-    /// Documents per committed batch.
-    #[arg(long, default_value_t = 10_000)]
+    /// Documents per committed batch (at least 1).
+    #[arg(long, default_value_t = 10_000, value_parser = crate::say::at_least_one())]
     batch: usize,
     /// Print the result as JSON.
     #[arg(long)]
@@ -114,15 +176,24 @@ fn import_bar(bar: ProgressBar) -> impl FnMut(ImportProgress) {
                     "reading and checking",
                 ),
                 ImportPhase::Writing => (
-                    "{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} documents {per_sec} {msg}",
+                    "{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} documents {docs_per_sec} {msg}",
                     Some(p.documents),
                     "writing",
                 ),
                 _ => ("{spinner} {elapsed_precise} {msg}", None, "rolling back"),
             };
             if let Ok(style) = ProgressStyle::with_template(template) {
-                bar.set_style(style.progress_chars("=> "));
+                bar.set_style(style.progress_chars("=> ").with_key(
+                    "docs_per_sec",
+                    |state: &ProgressState, w: &mut dyn FmtWrite| {
+                        let _ = write!(w, "{:.0}/s", state.per_sec());
+                    },
+                ));
             }
+            // A new phase counts other things: its position and rate start again (the rate
+            // of bytes read is not a rate of documents written).
+            bar.set_position(0);
+            bar.reset_eta();
             bar.set_length(len.unwrap_or(0));
             bar.set_message(msg);
         }
@@ -134,11 +205,14 @@ fn import_bar(bar: ProgressBar) -> impl FnMut(ImportProgress) {
 }
 
 pub fn import(args: &ImportArgs) -> Result<()> {
-    let db = open_or_create(&args.db)?;
     let mut opts = ImportOptions::new()
         .skip_bad(args.skip_bad)
         .batch_docs(args.batch)
-        .write_options(stele::write_options().duplicate_keys(args.duplicates.into()));
+        .write_options(
+            stele::write_options()
+                .duplicate_keys(args.duplicates.into())
+                .max_depth(args.max_depth),
+        );
     if let Some(f) = args.format {
         opts = opts.format(match f {
             Format::Json => ImportFormat::Json,
@@ -149,44 +223,51 @@ pub fn import(args: &ImportArgs) -> Result<()> {
     if let Some(field) = &args.id_field {
         opts = opts.id_field(field.clone());
     }
-    let started = std::time::Instant::now();
-    let name = if args.input.as_os_str() == "-" {
+    let from_stdin = args.input.as_os_str() == "-";
+    let name = if from_stdin {
         "<stdin>".to_owned()
     } else {
         args.input.display().to_string()
     };
-    let bar = ProgressBar::new_spinner();
-    let result = if args.input.as_os_str() == "-" {
-        stele::import::import_reader(
-            &db,
-            &args.collection,
-            &name,
-            std::io::stdin().lock(),
-            None,
-            &opts,
-            import_bar(bar.clone()),
-        )
-    } else {
-        stele::import::import_path(
-            &db,
-            &args.collection,
-            &args.input,
-            &opts,
-            import_bar(bar.clone()),
-        )
-    };
-    bar.finish_and_clear();
-    let report = result.map_err(|e| match e {
-        ImportError::BadRecord(bad) => anyhow::anyhow!(
-            "{bad}\nnothing was imported: fix the record, or pass --skip-bad to skip bad records"
-        ),
-        e => anyhow::Error::new(e).context(format!(
-            "importing {name} into collection {:?}",
-            args.collection
-        )),
+    if !from_stdin && !args.input.exists() {
+        bail!("no file or folder {name}: check the path (or pass - to read standard input)");
+    }
+    let started = std::time::Instant::now();
+    let report = write_creating(&args.db, |db| {
+        let bar = ProgressBar::new_spinner();
+        let result = if from_stdin {
+            stele::import::import_reader(
+                db,
+                &args.collection,
+                &name,
+                std::io::stdin().lock(),
+                None,
+                &opts,
+                import_bar(bar.clone()),
+            )
+        } else {
+            stele::import::import_path(
+                db,
+                &args.collection,
+                &args.input,
+                &opts,
+                import_bar(bar.clone()),
+            )
+        };
+        bar.finish_and_clear();
+        let report = result.map_err(|e| match e {
+            ImportError::BadRecord(bad) => anyhow::anyhow!(
+                "{bad}\nnothing was imported: fix the record, or pass --skip-bad to skip bad records"
+            ),
+            e => anyhow::Error::new(e).context(format!(
+                "importing {name} into collection {:?}",
+                args.collection
+            )),
+        })?;
+        db.checkpoint()
+            .with_context(|| format!("checkpointing database {}", args.db.display()))?;
+        Ok(report)
     })?;
-    db.checkpoint()
-        .with_context(|| format!("checkpointing database {}", args.db.display()))?;
     let seconds = started.elapsed().as_secs_f64();
     if args.json {
         let bad: Vec<serde_json::Value> = report
@@ -195,7 +276,7 @@ pub fn import(args: &ImportArgs) -> Result<()> {
             .map(|b| {
                 serde_json::json!({
                     "source": b.source, "line": b.line, "column": b.column,
-                    "record": b.record, "reason": b.reason,
+                    "record": b.record, "reason": crate::say::in_flags(&b.reason),
                 })
             })
             .collect();
@@ -211,14 +292,17 @@ pub fn import(args: &ImportArgs) -> Result<()> {
         println!("{v}");
     } else {
         for b in &report.bad {
-            eprintln!("skipped {b}");
+            eprintln!("skipped {}", crate::say::in_flags(&b.to_string()));
         }
         if report.skipped > report.bad.len() as u64 {
             eprintln!("... and {} more", report.skipped - report.bad.len() as u64);
         }
         println!(
-            "imported {} documents into {:?} ({} skipped), {} bytes read, {seconds:.2} s",
-            report.documents, args.collection, report.skipped, report.bytes_read
+            "imported {} into {:?} ({} skipped), {} read, {seconds:.2} s",
+            count(report.documents, "document", "documents"),
+            args.collection,
+            report.skipped,
+            count(report.bytes_read, "byte", "bytes"),
         );
     }
     Ok(())
@@ -313,14 +397,16 @@ pub fn put(args: &PutArgs) -> Result<()> {
     } else {
         "the JSON argument"
     };
-    let db = open_or_create(&args.db)?;
-    let existed = db.snapshot().contains(&args.collection, &args.id)?;
-    let mut batch = db.batch();
-    batch
-        .put_json(&args.collection, &args.id, &text)
-        .with_context(|| format!("{source} (document {:?})", args.id))?;
-    db.commit(batch)
-        .with_context(|| format!("writing to database {}", args.db.display()))?;
+    let existed = write_creating(&args.db, |db| {
+        let existed = db.snapshot().contains(&args.collection, &args.id)?;
+        let mut batch = db.batch();
+        batch
+            .put_json(&args.collection, &args.id, &text)
+            .with_context(|| format!("{source} (document {:?})", args.id))?;
+        db.commit(batch)
+            .with_context(|| format!("writing to database {}", args.db.display()))?;
+        Ok(existed)
+    })?;
     if args.json {
         println!(
             "{}",
@@ -374,7 +460,8 @@ pub fn delete(args: &DeleteArgs) -> Result<()> {
         );
     } else {
         eprintln!(
-            "deleted {deleted} documents from collection {:?}",
+            "deleted {} from collection {:?}",
+            count(deleted as u64, "document", "documents"),
             args.collection
         );
         if !missing.is_empty() {
@@ -442,8 +529,10 @@ pub fn export(args: &ExportArgs) -> Result<()> {
         }
     };
     eprintln!(
-        "exported {} documents ({} bytes) from collection {:?}",
-        report.documents, report.bytes, args.collection
+        "exported {} ({}) from collection {:?}",
+        count(report.documents, "document", "documents"),
+        count(report.bytes, "byte", "bytes"),
+        args.collection
     );
     Ok(())
 }
@@ -487,7 +576,12 @@ pub fn compact(args: &CompactArgs) -> Result<()> {
         println!("{v}");
     } else {
         println!(
-            "compacted: {layers_before} tables ({bytes_before} bytes) -> {layers} tables ({bytes} bytes), {dicts_before} -> {dicts} compression dictionaries, {seconds:.2} s"
+            "compacted: {} ({}) -> {} ({}), {dicts_before} -> {} compression dictionaries, {seconds:.2} s",
+            count(layers_before as u64, "table", "tables"),
+            count(bytes_before, "byte", "bytes"),
+            count(layers as u64, "table", "tables"),
+            count(bytes, "byte", "bytes"),
+            dicts,
         );
     }
     Ok(())

@@ -7,6 +7,7 @@ mod db_cmd;
 mod doc_cmd;
 mod io;
 mod query_cmd;
+mod say;
 mod table_cmd;
 mod tour;
 
@@ -101,7 +102,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", say::error_line(&e));
             ExitCode::from(1)
         }
     }

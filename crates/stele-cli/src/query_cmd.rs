@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use stele::Query;
 
-use crate::db_cmd::{json_str, open_existing, open_or_create, require_collection};
+use crate::db_cmd::{json_str, open_existing, require_collection};
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
@@ -42,8 +42,8 @@ pub struct QueryArgs {
     /// Descending order.
     #[arg(long, requires = "order_by")]
     desc: bool,
-    /// At most this many results.
-    #[arg(long)]
+    /// At most this many results (at least 1).
+    #[arg(long, value_parser = crate::say::at_least_one())]
     limit: Option<usize>,
     /// Only these fields of each document, comma-separated (dotted paths).
     #[arg(long, value_delimiter = ',')]
@@ -59,21 +59,34 @@ fn split_eq<'a>(flag: &str, text: &'a str) -> Result<(&'a str, &'a str)> {
         .with_context(|| format!("--{flag} takes FIELD=VALUE, got {text:?}"))
 }
 
-/// Parses `FIELD>=JSON` and friends into (field, is_lower, inclusive, value).
+/// Parses `FIELD>=JSON` and friends into (field, is_lower, inclusive, value). The operator
+/// is the first `<` or `>`; a field ending in `=` or `!` means a misspelt operator (`=>`,
+/// `!<`), which would otherwise run as a filter on a field named `Score=` and match nothing.
 fn parse_range(text: &str) -> Result<(&str, bool, bool, &str)> {
-    for (op, lower, inclusive) in [
-        (">=", true, true),
-        ("<=", false, true),
-        (">", true, false),
-        ("<", false, false),
-    ] {
-        if let Some((field, value)) = text.split_once(op)
-            && !field.is_empty()
-        {
-            return Ok((field, lower, inclusive, value));
-        }
+    const FORMS: &str = "FIELD>VALUE, FIELD>=VALUE, FIELD<VALUE or FIELD<=VALUE";
+    let Some(at) = text.find(['<', '>']) else {
+        bail!("--range takes {FORMS}, got {text:?}");
+    };
+    let (field, rest) = text.split_at(at);
+    let lower = rest.starts_with('>');
+    let (inclusive, value) = match rest[1..].strip_prefix('=') {
+        Some(value) => (true, value),
+        None => (false, &rest[1..]),
+    };
+    if field.is_empty() {
+        bail!("--range {text:?} names no field: it takes {FORMS}");
     }
-    bail!("--range takes FIELD>VALUE, FIELD>=VALUE, FIELD<VALUE or FIELD<=VALUE, got {text:?}")
+    if let Some(stem) = field.strip_suffix(['=', '!']) {
+        let op = if lower { ">=" } else { "<=" };
+        bail!(
+            "--range {text:?}: {:?} is not an operator; did you mean {stem}{op}{value}? It takes {FORMS}",
+            &text[stem.len()..=at]
+        );
+    }
+    if value.is_empty() {
+        bail!("--range {text:?} has no value after its operator: it takes {FORMS}");
+    }
+    Ok((field, lower, inclusive, value))
 }
 
 fn build(args: &QueryArgs) -> Result<Query> {
@@ -101,6 +114,13 @@ fn build(args: &QueryArgs) -> Result<Query> {
                 bail!("both --range bounds must be on the same field");
             }
             on = Some(field);
+            let taken = if lower { &lo } else { &hi };
+            if !matches!(taken, Bound::Unbounded) {
+                bail!(
+                    "--range {r:?} gives a second {} bound: give at most one of > / >= and one of < / <=",
+                    if lower { "lower" } else { "upper" }
+                );
+            }
             let b = if inclusive {
                 Bound::Included(value)
             } else {
@@ -142,7 +162,11 @@ pub fn query(args: &QueryArgs) -> Result<()> {
                 row.json
             )?;
         }
-        eprintln!("{} rows; {}", out.rows.len(), out.plan);
+        eprintln!(
+            "{}; {}",
+            crate::say::count(out.rows.len() as u64, "row", "rows"),
+            out.plan
+        );
     }
     w.flush()?;
     Ok(())
@@ -199,7 +223,8 @@ pub fn index(cmd: &IndexCommand) -> Result<()> {
             name,
             fields,
         } => {
-            let database = open_or_create(db)?;
+            let database = open_existing(db)?;
+            require_collection(&database, db, collection)?;
             let refs: Vec<&str> = fields.iter().map(String::as_str).collect();
             database
                 .create_index(collection, name, &refs)
@@ -213,6 +238,7 @@ pub fn index(cmd: &IndexCommand) -> Result<()> {
             json,
         } => {
             let database = open_existing(db)?;
+            require_collection(&database, db, collection)?;
             let mut w = std::io::stdout().lock();
             for def in database.snapshot().indexes(collection) {
                 let fields: Vec<&str> = def.fields.iter().map(|f| f.as_str()).collect();
@@ -235,6 +261,7 @@ pub fn index(cmd: &IndexCommand) -> Result<()> {
             name,
         } => {
             let database = open_existing(db)?;
+            require_collection(&database, db, collection)?;
             database
                 .drop_index(collection, name)
                 .with_context(|| format!("dropping index {name:?} of collection {collection:?}"))?;

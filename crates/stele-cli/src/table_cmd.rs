@@ -119,9 +119,6 @@ impl Sink {
 /// Adds `context` and, for the errors a flag fixes, the flag to use.
 fn with_hint(e: stele_table::Error, context: String) -> anyhow::Error {
     let hint = match e {
-        stele_table::Error::DuplicateKey { .. } => {
-            " (pass --duplicates last or --duplicates first to accept repeated keys)"
-        }
         stele_table::Error::OutOfOrder { .. } => {
             " (drop --sorted: without it the input may be in any order)"
         }
@@ -260,9 +257,9 @@ pub fn build(args: &BuildArgs) -> Result<()> {
     } else {
         println!("{}", info.path.display());
         eprintln!(
-            "{} entries, {} bytes ({:.2} of raw keys + values), {seconds:.2} s",
-            info.entries,
-            info.file_bytes,
+            "{}, {} ({:.2} of raw keys + values), {seconds:.2} s",
+            crate::say::count(info.entries, "entry", "entries"),
+            crate::say::count(info.file_bytes, "byte", "bytes"),
             info.file_bytes as f64 / (info.raw_key_bytes + info.raw_value_bytes).max(1) as f64
         );
     }
@@ -341,8 +338,8 @@ pub struct RangeArgs {
     /// End key (exclusive); default past the last key.
     #[arg(long)]
     to: Option<String>,
-    /// At most this many entries.
-    #[arg(short = 'n', long)]
+    /// At most this many entries (at least 1).
+    #[arg(short = 'n', long, value_parser = crate::say::at_least_one())]
     limit: Option<usize>,
     /// Newest first: walk the range backwards.
     #[arg(long)]
@@ -380,6 +377,13 @@ pub fn range(args: &RangeArgs) -> Result<()> {
         .to
         .as_deref()
         .map_or(Bound::Unbounded, |k| Bound::Excluded(k.as_bytes()));
+    if let (Some(from), Some(to)) = (&args.from, &args.to)
+        && from > to
+    {
+        bail!(
+            "--to {to:?} comes before --from {from:?}: swap them (keys in [from, to) are listed)"
+        );
+    }
     print_iter(table.range((lo, hi)), args.reverse, args.limit)
 }
 
@@ -391,8 +395,8 @@ pub struct PrefixArgs {
     table: PathBuf,
     /// Key prefix.
     prefix: String,
-    /// At most this many entries.
-    #[arg(short = 'n', long)]
+    /// At most this many entries (at least 1).
+    #[arg(short = 'n', long, value_parser = crate::say::at_least_one())]
     limit: Option<usize>,
 }
 

@@ -248,8 +248,10 @@ fn database_step(name: &str, text: &str, views: &[Document<&[u8]>]) -> Result<()
     }
     let stats = snap.stats("tour");
     println!(
-        "   stats: {} documents, {} table(s), {} bytes on disk",
-        stats.documents, stats.layers, stats.table_bytes
+        "   stats: {}, {}, {} on disk",
+        crate::say::count(stats.documents, "document", "documents"),
+        crate::say::count(stats.layers as u64, "table", "tables"),
+        crate::say::count(stats.table_bytes, "byte", "bytes"),
     );
     let mut out = Vec::new();
     export_jsonl(&snap, "tour", &mut out, &ExportOptions::new())?;

@@ -296,7 +296,8 @@ fn table_build_tsv_jsonl_and_errors() {
         .arg(&tsv)
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("--duplicates last"));
+        .stderr(predicate::str::contains("--duplicates last"))
+        .stderr(predicate::str::contains("DuplicatePolicy").not());
     std::fs::write(&tsv, "no tab here\n").unwrap();
     stele()
         .args(["table", "build", "--format", "tsv", "-o"])
@@ -332,4 +333,18 @@ fn table_build_tsv_jsonl_and_errors() {
         .args(["table", "build", "--memory", "lots", "x"])
         .assert()
         .code(2);
+    // Ranges that cannot hold anything, limits of 0.
+    stele()
+        .args(["table", "range", &table, "--from", "b", "--to", "a"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("swap them"));
+    for cmd in [["range", &table, "-n"], ["prefix", &table, "x"]] {
+        let mut c = stele();
+        c.arg("table").args(cmd);
+        if cmd[0] == "prefix" {
+            c.arg("-n");
+        }
+        c.arg("0").assert().code(2);
+    }
 }

@@ -231,10 +231,7 @@ fn import_errors_name_file_and_line_and_leave_nothing_behind() {
         .code(1)
         .stderr(predicate::str::contains("bad.jsonl:31:10: record 31"))
         .stderr(predicate::str::contains("--skip-bad"));
-    on("stats", &db)
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("no collections yet"));
+    assert!(!db.exists(), "a failed first import creates no database");
     on("import", &db)
         .args(["c"])
         .arg(&bad)
@@ -513,4 +510,133 @@ fn imports_store_long_strings_plain() {
         .as_u64()
         .unwrap();
     assert!(raw > long.len() as u64, "{stats}");
+}
+
+/// Runs `stele ARGS` expecting failure with exit code `code`, returns stderr.
+fn fails(args: &[&str], db: &Path, code: i32) -> String {
+    let out = on(args[0], db).args(&args[1..]).output().unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
+    stderr
+}
+
+#[test]
+fn arguments_that_cannot_mean_anything_are_errors() {
+    let (dir, db) = shop_with_orders();
+    // A misspelt operator would filter on a field named `total=` and find nothing.
+    let err = fails(&["query", "orders", "--range", "total=>10"], &db, 1);
+    assert!(err.contains("did you mean total>=10"), "{err}");
+    for (range, says) in [
+        (vec!["--range", "total"], "--range takes FIELD>VALUE"),
+        (vec!["--range", ">3"], "names no field"),
+        (vec!["--range", "total>"], "no value"),
+        (
+            vec!["--range", "total>1", "--range", "total>=2"],
+            "second lower bound",
+        ),
+        (
+            vec!["--range", "total>20", "--range", "total<10"],
+            "swap the bounds",
+        ),
+        (
+            vec!["--range", "total>=1", "--range", "status<\"b\""],
+            "same field",
+        ),
+        (vec!["--eq", "=1"], "--eq takes FIELD=VALUE"),
+        (vec!["--eq", "status=shipped"], "a string needs quotes"),
+        (vec!["--select", "status,"], "invalid field path"),
+        (vec!["--order-by", "a..b"], "invalid field path"),
+    ] {
+        let mut args = vec!["query", "orders"];
+        args.extend(range);
+        let err = fails(&args, &db, 1);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    let err = fails(&["query", "orders", "--limit", "0"], &db, 2);
+    assert!(err.contains("0 is not in 1.."), "{err}");
+    // Unknown collections: the index commands too (an index on a collection that does not
+    // exist used to be created and listed while `stats` showed no such collection).
+    for (cmd, rest) in [
+        (vec!["query"], vec![]),
+        (vec!["index", "create"], vec!["ix", "f"]),
+        (vec!["index", "list"], vec![]),
+        (vec!["index", "drop"], vec!["ix"]),
+    ] {
+        stele()
+            .args(&cmd)
+            .arg(&db)
+            .arg("nocoll")
+            .args(&rest)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains("no collection \"nocoll\""))
+            .stderr(predicate::str::contains("it has: orders"));
+    }
+    // Counts read as words: one row, one document.
+    on("query", &db)
+        .args(["orders", "--limit", "1"])
+        .assert()
+        .success()
+        .stderr(predicate::str::starts_with("1 row;"));
+    on("delete", &db)
+        .args(["orders", "order-00001"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("deleted 1 document from"));
+    // Failed writes into a new database leave nothing; into an existing folder, only what
+    // was there.
+    let fresh = dir.path().join("fresh.db");
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(&bad, "{\"a\":1}\n{\"a\":\n").unwrap();
+    for args in [
+        vec!["import", "c", "/nonexistent/in.jsonl"],
+        vec!["import", "c", bad.to_str().unwrap()],
+        vec!["put", "c", "a", "{\"a\":"],
+    ] {
+        let err = fails(&args, &fresh, 1);
+        assert!(!fresh.exists(), "{args:?} left a folder: {err}");
+    }
+    let folder = dir.path().join("mine");
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::write(folder.join("notes.txt"), "kept").unwrap();
+    fails(&["import", "c", bad.to_str().unwrap()], &folder, 1);
+    let left: Vec<_> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, ["notes.txt"]);
+    // An OS error is said once, and a file is not taken for a database folder.
+    let err = fails(&["import", "c", "/nonexistent/in.jsonl"], &db, 1);
+    assert_eq!(err.matches("/nonexistent/in.jsonl").count(), 1, "{err}");
+    let err = fails(&["put", "c", "a", "{}"], &bad, 1);
+    assert!(err.contains("is a file, not a database folder"), "{err}");
+    // Fixes are said in flags, not in Rust types.
+    let dup = dir.path().join("dup.jsonl");
+    std::fs::write(&dup, "{\"a\":1,\"a\":2}\n").unwrap();
+    let err = fails(
+        &[
+            "import",
+            "c",
+            dup.to_str().unwrap(),
+            "--duplicates",
+            "reject",
+        ],
+        &db,
+        1,
+    );
+    assert!(
+        err.contains("--duplicates last") && !err.contains("::"),
+        "{err}"
+    );
+    let deep = dir.path().join("deep.jsonl");
+    std::fs::write(&deep, "[[[[[1]]]]]\n").unwrap();
+    let err = fails(
+        &["import", "c", deep.to_str().unwrap(), "--max-depth", "2"],
+        &db,
+        1,
+    );
+    assert!(
+        err.contains("raise --max-depth") && !err.contains("::"),
+        "{err}"
+    );
 }

@@ -1,6 +1,15 @@
 //! The one error type of the crate: every failure says what, where, and how to fix it.
 
-use crate::format::MAX_DEPTH;
+/// The fix that [`Error::DuplicateKey`]'s message suggests, in this crate's API terms.
+/// Front ends whose users set the policy elsewhere (a command-line flag, a keyword argument)
+/// replace this exact text in the message with their own option's name.
+pub const DUPLICATE_KEY_FIX: &str =
+    "set WriteOptions::duplicate_keys to LastWins or FirstWins to accept such input";
+
+/// The fix that [`Error::TooDeep`]'s message suggests, in this crate's API terms; replaced
+/// by front ends as [`DUPLICATE_KEY_FIX`] is. (1024 is [`crate::format::MAX_DEPTH`]; a test checks it.)
+pub const MAX_DEPTH_FIX: &str =
+    "raise WriteOptions::max_depth (at most 1024) if this input is expected";
 
 /// Errors from writing, reading, validating and (de)serializing documents.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -19,19 +28,13 @@ pub enum Error {
         reason: &'static str,
     },
     /// An object has the same key twice and the policy is [`crate::DuplicateKeys::Reject`].
-    #[error(
-        "duplicate key {key:?} in one object; set WriteOptions::duplicate_keys to LastWins or \
-         FirstWins to accept such input"
-    )]
+    #[error("duplicate key {key:?} in one object; {DUPLICATE_KEY_FIX}")]
     DuplicateKey {
         /// The repeated key.
         key: String,
     },
     /// Containers nest deeper than the configured limit.
-    #[error(
-        "containers nest deeper than the limit of {limit}; raise WriteOptions::max_depth \
-         (at most {MAX_DEPTH}) if this input is expected"
-    )]
+    #[error("containers nest deeper than the limit of {limit}; {MAX_DEPTH_FIX}")]
     TooDeep {
         /// The limit in force.
         limit: usize,
@@ -107,5 +110,16 @@ impl Error {
             column: offset - line_start + 1,
             reason,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::MAX_DEPTH;
+
+    #[test]
+    fn the_depth_fix_quotes_the_real_maximum() {
+        assert!(MAX_DEPTH_FIX.contains(&format!("at most {MAX_DEPTH})")));
     }
 }

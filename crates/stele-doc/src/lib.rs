@@ -38,7 +38,7 @@ mod validate;
 mod writer;
 
 pub use crate::serde::{from_document, from_value, to_document, to_document_with};
-pub use error::{Error, Result};
+pub use error::{DUPLICATE_KEY_FIX, Error, MAX_DEPTH_FIX, Result};
 pub use inspect::{Layout as DocLayout, inspect};
 pub use output::JsonOptions;
 pub use reader::{

@@ -418,6 +418,19 @@ impl PyCollection {
         }
     }
 
+    /// Deletes `ids` (which must exist) in one commit, without the GIL.
+    fn delete_ids(&self, py: Python<'_>, db: &Database, ids: &[String]) -> PyResult<()> {
+        let name = self.name.as_str();
+        py.detach(|| {
+            let mut batch = db.batch();
+            for id in ids {
+                batch.delete(name, id)?;
+            }
+            db.commit(batch)
+        })
+        .map_err(|e| db_err(py, e))
+    }
+
     /// Commits puts of `(id, value)` in one batch, converting and committing without the GIL.
     fn commit_puts(
         &self,
@@ -447,6 +460,18 @@ impl PyCollection {
         })
         .map_err(|e| db_err(py, e))
     }
+}
+
+/// `value` of keyword argument `name`, which must be at least 1 (0 can only be a mistake).
+fn at_least_one(py: Python<'_>, name: &str, value: usize) -> PyResult<usize> {
+    if value == 0 {
+        return Err(new_err(
+            py,
+            Kind::InvalidInput,
+            format!("{name}=0: give {name} of at least 1"),
+        ));
+    }
+    Ok(value)
 }
 
 /// The id of a value for `put_many(..., id_field=...)`: its field `id_field`, a str or int.
@@ -608,13 +633,137 @@ impl PyCollection {
         if !exists {
             return Err(PyKeyError::new_err(id.clone().unbind()));
         }
+        self.delete_ids(py, &db, &[key.to_owned()])
+    }
+
+    /// pop(id[, default]) -> Document: removes the document and returns it, committed at
+    /// once; if absent, returns `default`, or raises `KeyError` without one (as `dict.pop`).
+    #[pyo3(signature = (id, *default))]
+    fn pop<'py>(
+        &self,
+        py: Python<'py>,
+        id: &Bound<'py, PyAny>,
+        default: &Bound<'py, PyTuple>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if default.len() > 1 {
+            return Err(PyTypeError::new_err(format!(
+                "pop expected at most 2 arguments, got {}",
+                default.len() + 1
+            )));
+        }
+        let db = self.writer(py)?;
+        let key = id_arg(id)?;
+        match self.fetch(py, key)? {
+            Some(doc) => {
+                self.delete_ids(py, &db, &[key.to_owned()])?;
+                Ok(doc)
+            }
+            None if default.len() == 1 => default.get_item(0),
+            None => Err(PyKeyError::new_err(id.clone().unbind())),
+        }
+    }
+
+    /// popitem() -> (id, Document): removes and returns the document with the smallest id,
+    /// committed at once; `KeyError` if the collection is empty.
+    fn popitem<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let db = self.writer(py)?;
+        let first = db
+            .snapshot()
+            .ids(&self.name)
+            .next()
+            .transpose()
+            .map_err(|e| db_err(py, e))?;
+        let Some(id) = first else {
+            return Err(PyKeyError::new_err(format!(
+                "popitem(): collection {:?} is empty",
+                self.name
+            )));
+        };
+        let doc = self
+            .fetch(py, &id)?
+            .ok_or_else(|| PyKeyError::new_err(id.clone()))?;
+        self.delete_ids(py, &db, std::slice::from_ref(&id))?;
+        PyTuple::new(py, [id.into_pyobject(py)?.into_any(), doc])
+    }
+
+    /// setdefault(id, default=None) -> Document: the document `id`; if absent, stores
+    /// `default` under it first (committed at once; None stores the JSON value null).
+    #[pyo3(signature = (id, default = None))]
+    fn setdefault<'py>(
+        &self,
+        py: Python<'py>,
+        id: &Bound<'py, PyAny>,
+        default: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let db = self.writer(py)?;
+        let key = id_arg(id)?;
+        if let Some(doc) = self.fetch(py, key)? {
+            return Ok(doc);
+        }
+        let none = py.None().into_bound(py);
+        let payload = Payload::of(py, default.unwrap_or(&none))?;
+        self.commit_puts(py, &db, &[(key.to_owned(), payload)])?;
+        self.fetch(py, key)?
+            .ok_or_else(|| PyKeyError::new_err(id.clone().unbind()))
+    }
+
+    /// update(other=(), /, **kwargs): stores every (id, value) of a mapping, of an iterable
+    /// of pairs, and of the keyword arguments, in ONE atomic, durable commit (all or none);
+    /// for more documents than one batch should hold, use `put_many`.
+    #[pyo3(signature = (other = None, /, **kwargs))]
+    fn update(
+        &self,
+        py: Python<'_>,
+        other: Option<&Bound<'_, PyAny>>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<()> {
+        let db = self.writer(py)?;
+        let mut held: Vec<(String, Bound<'_, PyAny>)> = Vec::new();
+        if let Some(other) = other {
+            if other.hasattr("keys")? {
+                for key in other.call_method0("keys")?.try_iter()? {
+                    let key = key?;
+                    let value = other.get_item(&key)?;
+                    held.push((id_arg(&key)?.to_owned(), value));
+                }
+            } else {
+                for item in other.try_iter()? {
+                    let item = item?;
+                    if item.is_instance_of::<PyString>() || item.len().ok() != Some(2) {
+                        return Err(type_err(
+                            "update takes a mapping or (id, value) pairs",
+                            &item,
+                        ));
+                    }
+                    let id = item.get_item(0)?;
+                    held.push((id_arg(&id)?.to_owned(), item.get_item(1)?));
+                }
+            }
+        }
+        if let Some(kwargs) = kwargs {
+            for (key, value) in kwargs.iter() {
+                held.push((id_arg(&key)?.to_owned(), value));
+            }
+        }
+        let payloads = held
+            .iter()
+            .map(|(id, v)| Ok((id.clone(), Payload::of(py, v)?)))
+            .collect::<PyResult<Vec<_>>>()?;
+        self.commit_puts(py, &db, &payloads)
+    }
+
+    /// clear(): deletes every document of the collection (its indexes stay). Commits every
+    /// 10,000 deletions, so a failure part way leaves the rest of the documents.
+    fn clear(&self, py: Python<'_>) -> PyResult<()> {
+        let db = self.writer(py)?;
         let name = self.name.as_str();
-        py.detach(|| {
-            let mut batch = db.batch();
-            batch.delete(name, key)?;
-            db.commit(batch)
-        })
-        .map_err(|e| db_err(py, e))
+        let ids = py
+            .detach(|| db.snapshot().ids(name).collect::<stele::Result<Vec<_>>>())
+            .map_err(|e| db_err(py, e))?;
+        for chunk in ids.chunks(10_000) {
+            self.delete_ids(py, &db, chunk)?;
+        }
+        Ok(())
     }
 
     /// put_many(items, *, id_field=None, batch=1000) -> int
@@ -633,7 +782,7 @@ impl PyCollection {
         batch: usize,
     ) -> PyResult<usize> {
         let db = self.writer(py)?;
-        let batch = batch.max(1);
+        let batch = at_least_one(py, "batch", batch)?;
         let mut held: Vec<(String, Bound<'_, PyAny>)> = Vec::with_capacity(batch);
         let mut stored = 0;
         let flush = |held: &mut Vec<(String, Bound<'_, PyAny>)>| -> PyResult<usize> {
@@ -704,7 +853,7 @@ impl PyCollection {
             db: &db,
             collection: &self.name,
             id_path: id_path.as_ref(),
-            batch: batch.max(1),
+            batch: at_least_one(py, "batch", batch)?,
             skip_bad,
             reader: BufReader::with_capacity(1 << 20, file),
             writer: DocumentWriter::with_options(stele::write_options()),
@@ -831,6 +980,18 @@ impl PyCollection {
             q = q.select(&fields);
         }
         let snap = self.snapshot(py)?;
+        if !snap.has_collection(&self.name) {
+            let have = snap.collections().join(", ");
+            return Err(new_err(
+                py,
+                Kind::InvalidInput,
+                format!(
+                    "no collection {:?} to query (the database has: {}); check the name",
+                    self.name,
+                    if have.is_empty() { "none yet" } else { &have }
+                ),
+            ));
+        }
         let (plan, rows) = py
             .detach(|| -> stele::Result<_> {
                 let out = snap.query(&q)?;

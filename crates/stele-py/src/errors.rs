@@ -33,7 +33,26 @@ impl Kind {
 }
 
 /// A new exception of `kind` with `message`.
+/// `message` with the libraries' fixes worded in Rust API terms said in this package's
+/// keyword arguments instead.
+fn in_keywords(message: &str) -> String {
+    message
+        .replace(
+            stele_doc::DUPLICATE_KEY_FIX,
+            "pass duplicates=\"last_wins\" or duplicates=\"first_wins\" to accept such input",
+        )
+        .replace(
+            stele_table::DUPLICATE_KEY_FIX,
+            "pass duplicates=\"keep_last\" or duplicates=\"keep_first\" to allow duplicates",
+        )
+        .replace(
+            stele_doc::MAX_DEPTH_FIX,
+            "the Python package converts with this default limit: nest the input less deeply",
+        )
+}
+
 pub(crate) fn new_err(py: Python<'_>, kind: Kind, message: String) -> PyErr {
+    let message = in_keywords(&message);
     let class = ERRORS
         .get_or_try_init(py, || py.import("stele._errors").map(Bound::unbind))
         .and_then(|m| m.bind(py).getattr(kind.class_name()))

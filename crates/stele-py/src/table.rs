@@ -46,8 +46,18 @@ pub(crate) fn value_arg<'a>(value: &'a Bound<'_, PyAny>) -> PyResult<&'a [u8]> {
 
 /// A sorted, immutable table of byte-string keys and values, read through mmap.
 ///
-/// A read-only mapping: `t[key]`, `key in t`, `len(t)`, iteration over keys in order; keys
-/// are `bytes` or `str`, values come back as `bytes`.
+/// A read-only mapping: `t[key]`, `key in t`, `len(t)`, iteration over keys in order. Keys
+/// may be given as `bytes` or `str` (encoded as UTF-8), but a table stores bytes: keys and
+/// values always come back as `bytes`, whatever was given when it was built. Decode them
+/// where text is wanted:
+///
+/// ```python
+/// t = stele.Table.build([("react", "19.1.0")], "tables/")
+/// t["react"]                 # b'19.1.0'  (looked up with a str key)
+/// t["react"].decode()        # '19.1.0'
+/// list(t)                    # [b'react']
+/// [k.decode() for k in t]    # ['react']
+/// ```
 #[pyclass(module = "stele", name = "Table", frozen, mapping)]
 #[derive(Debug)]
 pub(crate) struct PyTable {
@@ -211,7 +221,8 @@ impl PyTable {
         usize::try_from(self.table.len()).unwrap_or(usize::MAX)
     }
 
-    /// `t[key]`: the value (bytes); `KeyError` if absent.
+    /// `t[key]`: the value, as bytes (`t["react"]` gives `b"19.1.0"`; `.decode()` for a
+    /// str); `KeyError` if absent.
     fn __getitem__<'py>(
         &self,
         py: Python<'py>,
@@ -227,7 +238,7 @@ impl PyTable {
         }
     }
 
-    /// get(key, default=None): the value (bytes), `default` if absent.
+    /// get(key, default=None): the value as bytes (`.decode()` for a str), `default` if absent.
     #[pyo3(signature = (key, default = None))]
     fn get<'py>(
         &self,
@@ -280,7 +291,7 @@ impl PyTable {
         self.keys()
     }
 
-    /// Keys in order (an iterator).
+    /// Keys in order (an iterator of bytes, even if the table was built from str keys).
     fn keys(&self) -> PyTableIter {
         self.iter(KeyBound::Unbounded, KeyBound::Unbounded, false, Yield::Keys)
     }
@@ -295,7 +306,7 @@ impl PyTable {
         )
     }
 
-    /// (key, value) pairs in key order (an iterator).
+    /// (key, value) pairs in key order (an iterator of (bytes, bytes)).
     fn items(&self) -> PyTableIter {
         self.iter(
             KeyBound::Unbounded,

@@ -7,7 +7,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from decimal import Decimal
 
 import pytest
@@ -418,6 +418,79 @@ def test_query_errors(db, books):
     assert [i for i, _ in books.query()] == ["b1", "b2", "b3"]
     assert [i for i, _ in books.query(order_by="year")] == ["b2", "b1", "b3"]
     assert books.query(select=["title"])[0][1].to_python() == {"title": "Dune"}
+
+
+def test_arguments_that_cannot_mean_anything_are_errors(db, books):
+    # A misspelt collection is not an empty result.
+    with pytest.raises(stele.InvalidInput, match='no collection "bookz".*books'):
+        db["bookz"].query(eq={"year": 1965})
+    # An index made before the first document is a collection that exists.
+    db["later"].create_index("by_year", "year")
+    assert len(db["later"].query(eq={"year": 1})) == 0
+    with pytest.raises(stele.InvalidInput, match="limit of 0"):
+        books.query(limit=0)
+    with pytest.raises(stele.InvalidInput, match="swap the bounds"):
+        books.query(range={"year": (2000, 1900)})
+    assert len(books.query(range={"year": (1965, 1965)})) == 0  # empty, not a mistake
+    with pytest.raises(stele.InvalidInput, match="field path"):
+        books.query(order_by="")
+    with pytest.raises(stele.InvalidInput, match="batch"):
+        books.put_many([("x", {})], batch=0)
+    assert "x" not in books
+
+
+def test_errors_speak_in_keyword_arguments(tmp_path):
+    with pytest.raises(stele.InvalidInput) as e:
+        stele.Document.from_json('{"a":1,"a":2}', duplicates="reject")
+    assert 'duplicates="last_wins"' in str(e.value) and "::" not in str(e.value)
+    with pytest.raises(stele.InvalidInput) as e:
+        stele.Table.build([("k", "1"), ("k", "2")], tmp_path)
+    assert 'duplicates="keep_last"' in str(e.value) and "::" not in str(e.value)
+    with pytest.raises(stele.InvalidInput) as e:
+        stele.Document.from_json("[" * 2000 + "]" * 2000)
+    assert "::" not in str(e.value), str(e.value)
+
+
+def test_collection_is_a_mutable_mapping(db, books):
+    assert isinstance(books, MutableMapping)
+    # update: a mapping, pairs and keywords, in one commit.
+    books.update({"b4": {"title": "Kim"}}, b5='{"title": "Nana"}')
+    books.update([("b6", {"title": "Odd"})])
+    assert books["b4"]["title"] == "Kim" and books["b5"]["title"] == "Nana"
+    assert books["b6"].to_python() == {"title": "Odd"}
+    with pytest.raises(TypeError, match="pairs"):
+        books.update(["b7"])
+    assert "b7" not in books
+    # pop, with and without a default.
+    assert books.pop("b6").to_python() == {"title": "Odd"}
+    assert "b6" not in books
+    assert books.pop("b6", 42) == 42 and books.pop("b6", None) is None
+    with pytest.raises(KeyError):
+        books.pop("b6")
+    # setdefault keeps what is there and stores what is not.
+    assert books.setdefault("b1", {"title": "other"})["title"] == "Dune"
+    assert books.setdefault("b8", {"title": "Zed"})["title"] == "Zed"
+    assert books.setdefault("b9").to_python() is None
+    # popitem takes the smallest id; clear empties (indexes stay).
+    books.create_index("by_title", "title")
+    first_id, first = books.popitem()
+    assert first_id == "b1" and first["title"] == "Dune" and "b1" not in books
+    books.clear()
+    assert len(books) == 0 and list(books) == []
+    assert books.indexes() == {"by_title": ["title"]}
+    with pytest.raises(KeyError):
+        books.popitem()
+    # Writes through a snapshot's collection are refused.
+    books["a"] = {}
+    frozen = db.snapshot()["books"]
+    for write in (lambda: frozen.update(a={}), lambda: frozen.pop("a"), frozen.clear):
+        with pytest.raises(TypeError, match="read-only"):
+            write()
+
+
+def test_package_namespace_is_only_the_api():
+    public = {name for name in dir(stele) if not name.startswith("_")}
+    assert public == set(stele.__all__), public ^ set(stele.__all__)
 
 
 def test_import_jsonl_of_real_data(db, tmp_path):

@@ -3,6 +3,12 @@
 use std::fmt;
 use std::path::PathBuf;
 
+/// The fix that [`Error::DuplicateKey`]'s message suggests, in this crate's API terms.
+/// Front ends whose users choose the policy elsewhere (a command-line flag, a keyword
+/// argument) replace this exact text in the message with their own option's name.
+pub const DUPLICATE_KEY_FIX: &str =
+    "choose DuplicatePolicy::KeepFirst or KeepLast to allow duplicates";
+
 /// Result alias used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -77,10 +83,7 @@ pub enum Error {
         got: Vec<u8>,
     },
     /// A key was added twice and the policy is [`DuplicatePolicy::Reject`](crate::DuplicatePolicy::Reject).
-    #[error(
-        "duplicate key {:?} (choose DuplicatePolicy::KeepFirst or KeepLast to allow duplicates)",
-        key.escape_ascii().to_string()
-    )]
+    #[error("duplicate key {:?} ({DUPLICATE_KEY_FIX})", key.escape_ascii().to_string())]
     DuplicateKey {
         /// The duplicated key.
         key: Vec<u8>,

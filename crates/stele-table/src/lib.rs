@@ -47,7 +47,7 @@ pub use builder::{
     DuplicatePolicy, MAX_ITEM_BYTES, TableBuilder, TableInfo, TableOptions, empty_map_bytes,
     empty_map_id,
 };
-pub use error::{Error, Part, Result};
+pub use error::{DUPLICATE_KEY_FIX, Error, Part, Result};
 pub use footer::{DIFF_PUT, DIFF_REMOVE, DiffInfo, FOOTER_BYTES, FORMAT_VERSION, MAGIC};
 pub use id::{ParseTableIdError, TableId};
 pub use list::{ListBuilder, TableList};

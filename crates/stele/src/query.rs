@@ -166,7 +166,8 @@ impl Query {
         self
     }
 
-    /// Returns at most `n` rows.
+    /// Returns at most `n` rows; `n` must be at least 1 ([`Snapshot::query`] rejects 0,
+    /// which can only be a mistake).
     #[must_use]
     pub fn limit(mut self, n: usize) -> Query {
         self.limit = Some(n);
@@ -264,9 +265,28 @@ fn key_range(field: &str, cond: &Condition) -> Result<KeyRange> {
                 (Bound::Excluded(_), Some(e)) => Some(e.clone()),
                 _ => class.map(|c| c.1),
             };
+            if let (Some(lo_enc), Some(hi_enc)) = (&lo_enc, &hi_enc)
+                && lo_enc > hi_enc
+            {
+                return Err(Error::InvalidQuery {
+                    reason: format!(
+                        "the range on {field} ends ({}) before it starts ({}): swap the bounds",
+                        bound_text(hi),
+                        bound_text(lo)
+                    ),
+                });
+            }
             KeyRange { lo: start, hi: end }
         }
     })
+}
+
+/// The value of a bound as given (for messages).
+fn bound_text(bound: &Bound<String>) -> &str {
+    match bound {
+        Bound::Included(v) | Bound::Excluded(v) => v,
+        Bound::Unbounded => "",
+    }
 }
 
 /// Projects `fields` of `doc` into a JSON object.
@@ -305,6 +325,12 @@ impl Snapshot {
     /// Runs `query`. See the [module documentation](crate::query) for the semantics.
     pub fn query(&self, query: &Query) -> Result<QueryOutput> {
         let coll = query.collection.as_str();
+        if query.limit == Some(0) {
+            return Err(Error::InvalidQuery {
+                reason: "a limit of 0 returns nothing: give a limit of at least 1, or none"
+                    .to_owned(),
+            });
+        }
         let filter = match &query.filter {
             Some((field, cond)) => Some((FieldPath::parse(field)?, key_range(field, cond)?)),
             None => None,

@@ -86,6 +86,13 @@ impl Snapshot {
         self.state.collections.keys().map(String::as_str).collect()
     }
 
+    /// Whether `collection` exists: it has been written to, or has an index (an index can be
+    /// created before the first document). Front ends use it to tell a misspelt name from an
+    /// empty collection.
+    pub fn has_collection(&self, collection: &str) -> bool {
+        self.collections().contains(&collection) || self.index_states(collection).next().is_some()
+    }
+
     /// Number of documents in `collection` (0 if it does not exist).
     pub fn count(&self, collection: &str) -> u64 {
         crate::collection::count(&self.state, collection)

@@ -216,6 +216,28 @@ fn plans_projections_and_index_management() {
             .query(&Query::new("Companies").eq("Name", "[1]"))
             .is_err()
     );
+    // Queries that can only be mistakes: a limit of 0, a range ending before it starts
+    // (with or without the index). An empty range of one value is not one.
+    let snap = db.snapshot();
+    let err = snap.query(&Query::new("Companies").limit(0)).unwrap_err();
+    assert!(err.to_string().contains("limit of 0"), "{err}");
+    for field in ["Address.City", "Name"] {
+        let q = Query::new("Companies").range(
+            field,
+            Bound::Included(r#""z""#),
+            Bound::Excluded(r#""a""#),
+        );
+        let err = snap.query(&q).unwrap_err();
+        assert!(err.to_string().contains("swap the bounds"), "{err}");
+        let q = Query::new("Companies").range(
+            field,
+            Bound::Excluded(r#""a""#),
+            Bound::Excluded(r#""a""#),
+        );
+        assert!(snap.query(&q).unwrap().rows.is_empty());
+    }
+    assert!(snap.has_collection("Companies") && !snap.has_collection("companies"));
+    drop(snap);
     db.drop_index("Companies", "by_city").unwrap();
     assert!(db.snapshot().indexes("Companies").is_empty());
     // An index created and never checkpointed comes back from the log.

@@ -11,10 +11,12 @@
 Errors derive from ``SteleError``; see ``stele._errors``.
 """
 
-from __future__ import annotations
-
-import os
-from collections.abc import Mapping, Sequence
+# Only the API below is public: modules and helpers are imported under private names, so
+# `dir(stele)` shows what users are meant to use.
+import os as _os
+from collections.abc import Mapping as _Mapping
+from collections.abc import MutableMapping as _MutableMapping
+from collections.abc import Sequence as _Sequence
 
 from ._errors import CorruptError, FormatError, InUseError, InvalidInput, SteleError
 from ._stele import (
@@ -40,7 +42,7 @@ from ._stele import (
 
 
 def open(
-    path: str | os.PathLike[str],
+    path: "str | _os.PathLike[str]",
     *,
     decimals: str = "float",
     trusted: bool = False,
@@ -68,12 +70,13 @@ def open(
     )
 
 
-# Views behave as read-only mappings and sequences; register them so isinstance() agrees.
-Mapping.register(Object)
-Sequence.register(Array)
-Mapping.register(Table)
-Mapping.register(Collection)
-Mapping.register(DurableMap)
+# Views behave as read-only mappings and sequences, a collection as a mutable mapping (a
+# collection of a snapshot raises TypeError on writes); register them so isinstance() agrees.
+_Mapping.register(Object)
+_Sequence.register(Array)
+_Mapping.register(Table)
+_MutableMapping.register(Collection)
+_Mapping.register(DurableMap)
 
 __all__ = [
     "Array",

@@ -1,9 +1,9 @@
 """Type stubs of the stele package (the native part is stele._stele)."""
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from os import PathLike
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import Any, Literal, TypeVar, overload
 
 from ._errors import CorruptError as CorruptError
 from ._errors import FormatError as FormatError
@@ -18,6 +18,7 @@ DuplicateKeys = Literal["last_wins", "first_wins", "reject"]
 #: Numbers with a fraction or exponent are float, or decimal.Decimal with decimals="decimal".
 Value = Object | Array | str | int | float | bool | None | Any
 Key = bytes | str
+_T = TypeVar("_T")
 
 class View:
     """Base of Document, Object and Array: a JSON value read in place."""
@@ -90,7 +91,12 @@ class TableIterator(Iterator[Any]):
     def __next__(self) -> Any: ...
 
 class Table:
-    """A sorted, immutable table of bytes keys and values, read through mmap."""
+    """A sorted, immutable table of bytes keys and values, read through mmap.
+
+    Keys may be given as str (UTF-8) or bytes, but keys and values always come back as
+    bytes: ``t["react"]`` gives ``b"19.1.0"``, ``list(t)`` gives ``[b"react"]``; use
+    ``.decode()`` where text is wanted.
+    """
 
     def __init__(self, path: str | PathLike[str]) -> None: ...
     @staticmethod
@@ -250,6 +256,24 @@ class Collection:
         """Inserts or replaces, committed (durable) at once."""
     def __delitem__(self, id: str) -> None:
         """Deletes, committed at once; KeyError if absent."""
+    @overload
+    def pop(self, id: str) -> Document: ...
+    @overload
+    def pop(self, id: str, default: _T) -> Document | _T:
+        """Removes and returns the document, committed at once; default (or KeyError) if absent."""
+    def popitem(self) -> tuple[str, Document]:
+        """Removes and returns the document with the smallest id; KeyError if empty."""
+    def setdefault(self, id: str, default: Storable = None) -> Document:
+        """The document; if absent, stores default first (None stores JSON null)."""
+    def update(
+        self,
+        other: Mapping[str, Storable] | Iterable[tuple[str, Storable]] = (),
+        /,
+        **kwargs: Storable,
+    ) -> None:
+        """Stores every (id, value) in one atomic, durable commit."""
+    def clear(self) -> None:
+        """Deletes every document (commits every 10,000); indexes stay."""
     def put_many(
         self,
         items: Iterable[tuple[str, Storable]] | Iterable[Any],
