@@ -8,6 +8,7 @@ mod doc_cmd;
 mod io;
 mod query_cmd;
 mod say;
+mod set_cmd;
 mod table_cmd;
 mod tour;
 

@@ -1,5 +1,6 @@
 //! `stele table ...`: build sorted tables from lines, TSV or JSON Lines, and read them.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -7,13 +8,15 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use stele_table::{DuplicatePolicy, Sorter, SorterOptions, Table, TableBuilder, TableOptions};
+use stele_table::{DuplicatePolicy, Sorter, SorterOptions, TableBuilder, TableOptions};
+
+use crate::set_cmd::Source;
 
 #[derive(Debug, Subcommand)]
 pub enum TableCommand {
     /// Build a sorted table from a file of keys, TSV pairs or JSON Lines, in any order.
     Build(BuildArgs),
-    /// Look up keys; prints `key<TAB>value` for each key found.
+    /// Look up keys in a table or a table set (`.sts`); prints `key<TAB>value` for each key found.
     Get(GetArgs),
     /// Print entries in a key range.
     Range(RangeArgs),
@@ -21,6 +24,8 @@ pub enum TableCommand {
     Prefix(PrefixArgs),
     /// Show a table's counts and sizes (checks every block's checksum with --verify).
     Stats(StatsArgs),
+    /// Write a table set's manifest over shard tables built elsewhere.
+    Commit(crate::set_cmd::CommitArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -55,28 +60,38 @@ The table is written atomically into the output folder and named by the hash of 
 the path is printed when done.")]
 pub struct BuildArgs {
     /// Input file, or - for standard input.
-    input: PathBuf,
+    pub(crate) input: PathBuf,
     /// Folder to write the table into (created if missing).
     #[arg(short, long, default_value = ".")]
-    output: PathBuf,
+    pub(crate) output: PathBuf,
     /// How to read the input.
     #[arg(long, value_enum, default_value = "lines")]
-    format: InputFormat,
+    pub(crate) format: InputFormat,
     /// JSON Lines: the field holding each document's key (a string or a number).
     #[arg(long)]
-    key_field: Option<String>,
+    pub(crate) key_field: Option<String>,
     /// Memory budget for sorting, e.g. 256MiB, 2GiB; beyond it sorted runs spill to disk.
     #[arg(long, default_value = "1GiB", value_parser = parse_bytes)]
-    memory: usize,
+    pub(crate) memory: usize,
     /// What to do with a key given more than once.
     #[arg(long, value_enum, default_value = "reject")]
-    duplicates: Duplicates,
+    pub(crate) duplicates: Duplicates,
     /// The input is already sorted by key: stream it (fails at the first key out of order).
     #[arg(long)]
-    sorted: bool,
+    pub(crate) sorted: bool,
+    /// Build a table set of N shards in N worker processes (each sorts one key range, with
+    /// 1/N of --memory), then write its manifest; prints the manifest's path.
+    #[arg(long, value_parser = crate::say::at_least_one())]
+    pub(crate) shards: Option<usize>,
+    /// With --shards: the manifest's name in the output folder, without `.sts`.
+    #[arg(long, default_value = "set", requires = "shards")]
+    pub(crate) set_name: String,
+    /// Internal (a worker of --shards): build partition I of the split points in FILE.
+    #[arg(long, hide = true, num_args = 2, value_names = ["I", "FILE"])]
+    pub(crate) worker: Option<Vec<String>>,
     /// Print the result as JSON.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 /// Parses `256MiB`, `1GiB`, `500MB`, `64K`, or a plain number of bytes.
@@ -151,12 +166,55 @@ fn progress(len: Option<u64>) -> ProgressBar {
     bar
 }
 
-/// Reads the input line by line, feeding (key, value) pairs to `sink`.
-fn feed(args: &BuildArgs, sink: &mut Sink, bar: &ProgressBar) -> Result<u64> {
+/// The (key, value) of one non-empty input line; a JSON Lines document is converted into
+/// `doc`, which the value then borrows.
+pub(crate) fn pair<'a>(
+    args: &BuildArgs,
+    writer: &mut stele_doc::DocumentWriter,
+    text: &'a [u8],
+    doc: &'a mut Vec<u8>,
+) -> Result<(Cow<'a, [u8]>, &'a [u8])> {
+    Ok(match args.format {
+        InputFormat::Lines => (Cow::Borrowed(text), b""),
+        InputFormat::Tsv => {
+            let Some(tab) = text.iter().position(|&b| b == b'\t') else {
+                bail!("no tab; TSV lines are key<TAB>value");
+            };
+            (Cow::Borrowed(&text[..tab]), &text[tab + 1..])
+        }
+        InputFormat::Jsonl => {
+            let field = args.key_field.as_deref().unwrap_or_default();
+            *doc = writer.from_json(text)?;
+            let view = stele_doc::Document::new(doc.as_slice())?;
+            let key = match view.get(field) {
+                Some(stele_doc::Value::String(s)) => s.to_cow().into_owned().into_bytes(),
+                Some(v @ (stele_doc::Value::Int(_) | stele_doc::Value::UInt(_))) => {
+                    v.to_json().into_bytes()
+                }
+                Some(other) => bail!(
+                    "key field {field:?} is a {}, expected a string or an integer",
+                    other.type_name()
+                ),
+                None => bail!("no key field {field:?}"),
+            };
+            (Cow::Owned(key), doc.as_slice())
+        }
+    })
+}
+
+/// Reads the input line by line, feeding the (key, value) pairs that `keep` accepts to
+/// `sink`. Returns the number of lines.
+fn feed(
+    args: &BuildArgs,
+    sink: &mut Sink,
+    bar: &ProgressBar,
+    keep: &dyn Fn(&[u8]) -> bool,
+) -> Result<u64> {
     let (input, _) = open_input(&args.input)?;
     let mut reader = BufReader::with_capacity(1 << 20, input);
     let mut line = Vec::new();
     let mut writer = stele_doc::DocumentWriter::new();
+    let mut doc = Vec::new();
     let mut line_no = 0u64;
     let name = args.input.display();
     loop {
@@ -174,35 +232,12 @@ fn feed(args: &BuildArgs, sink: &mut Sink, bar: &ProgressBar) -> Result<u64> {
         if text.is_empty() {
             continue;
         }
-        let added = match args.format {
-            InputFormat::Lines => sink.add(text, b""),
-            InputFormat::Tsv => {
-                let Some(tab) = text.iter().position(|&b| b == b'\t') else {
-                    bail!("{name}, line {line_no}: no tab; TSV lines are key<TAB>value");
-                };
-                sink.add(&text[..tab], &text[tab + 1..])
-            }
-            InputFormat::Jsonl => {
-                let field = args.key_field.as_deref().unwrap_or_default();
-                let doc = writer
-                    .from_json(text)
-                    .with_context(|| format!("{name}, line {line_no}"))?;
-                let view = stele_doc::Document::new(doc.as_slice())?;
-                let key = match view.get(field) {
-                    Some(stele_doc::Value::String(s)) => s.to_cow().into_owned().into_bytes(),
-                    Some(v @ (stele_doc::Value::Int(_) | stele_doc::Value::UInt(_))) => {
-                        v.to_json().into_bytes()
-                    }
-                    Some(other) => bail!(
-                        "{name}, line {line_no}: key field {field:?} is a {}, expected a string or an integer",
-                        other.type_name()
-                    ),
-                    None => bail!("{name}, line {line_no}: no key field {field:?}"),
-                };
-                sink.add(&key, &doc)
-            }
-        };
-        added.map_err(|e| with_hint(e, format!("{name}, line {line_no}")))?;
+        let (key, value) = pair(args, &mut writer, text, &mut doc)
+            .with_context(|| format!("{name}, line {line_no}"))?;
+        if keep(&key) {
+            sink.add(&key, value)
+                .map_err(|e| with_hint(e, format!("{name}, line {line_no}")))?;
+        }
     }
     Ok(line_no)
 }
@@ -211,6 +246,14 @@ pub fn build(args: &BuildArgs) -> Result<()> {
     if matches!(args.format, InputFormat::Jsonl) && args.key_field.is_none() {
         bail!("--format jsonl needs --key-field NAME: the field that holds each document's key");
     }
+    if args.shards.is_some() && args.worker.is_none() {
+        return crate::set_cmd::build_set(args);
+    }
+    let worker = args
+        .worker
+        .as_deref()
+        .map(crate::set_cmd::worker_partition)
+        .transpose()?;
     std::fs::create_dir_all(&args.output)
         .with_context(|| format!("creating {}", args.output.display()))?;
     let policy = match args.duplicates {
@@ -232,9 +275,18 @@ pub fn build(args: &BuildArgs) -> Result<()> {
         )?))
     };
     let (_, len) = open_input(&args.input)?;
-    let bar = progress(len);
+    let bar = if worker.is_some() {
+        ProgressBar::hidden()
+    } else {
+        progress(len)
+    };
     let started = std::time::Instant::now();
-    feed(args, &mut sink, &bar)?;
+    match &worker {
+        Some((splits, part)) => feed(args, &mut sink, &bar, &|key| {
+            stele_table::TableSet::partition(splits, key) == *part
+        })?,
+        None => feed(args, &mut sink, &bar, &|_| true)?,
+    };
     bar.set_message("sorting and writing");
     let info = match sink {
         Sink::Sorter(s) => s.finish(&args.output),
@@ -266,8 +318,8 @@ pub fn build(args: &BuildArgs) -> Result<()> {
     Ok(())
 }
 
-fn open(path: &Path) -> Result<Table> {
-    Table::open(path).with_context(|| format!("opening table {}", path.display()))
+fn open(path: &Path) -> Result<Source> {
+    Source::open(path)
 }
 
 /// Writes `key<TAB>value`: values that are Stele documents print as JSON, other UTF-8 as is,
@@ -297,7 +349,7 @@ fn print_entry(out: &mut impl Write, key: &[u8], value: &[u8]) -> Result<()> {
   stele table get tables/3f2a...stt react lodash
   stele table get tables/3f2a...stt missing || echo 'not found (exit code 1)'")]
 pub struct GetArgs {
-    /// The table file.
+    /// The table file, or a table set's manifest (`.sts`).
     table: PathBuf,
     /// Keys to look up.
     #[arg(required = true)]
@@ -330,7 +382,7 @@ pub fn get(args: &GetArgs) -> Result<()> {
   stele table range T.stt --from a --to b          keys in [a, b)
   stele table range T.stt --from x --reverse -n 5  the last 5 keys from x on")]
 pub struct RangeArgs {
-    /// The table file.
+    /// The table file, or a table set's manifest (`.sts`).
     table: PathBuf,
     /// First key (inclusive); default the first key.
     #[arg(long)]
@@ -384,14 +436,14 @@ pub fn range(args: &RangeArgs) -> Result<()> {
             "--to {to:?} comes before --from {from:?}: swap them (keys in [from, to) are listed)"
         );
     }
-    print_iter(table.range((lo, hi)), args.reverse, args.limit)
+    print_iter(table.range(lo, hi), args.reverse, args.limit)
 }
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
   stele table prefix T.stt @babel/ -n 20")]
 pub struct PrefixArgs {
-    /// The table file.
+    /// The table file, or a table set's manifest (`.sts`).
     table: PathBuf,
     /// Key prefix.
     prefix: String,
@@ -410,7 +462,7 @@ pub fn prefix(args: &PrefixArgs) -> Result<()> {
   stele table stats T.stt
   stele table stats T.stt --verify --json")]
 pub struct StatsArgs {
-    /// The table file.
+    /// The table file, or a table set's manifest (`.sts`).
     table: PathBuf,
     /// Check every block's checksum (reads the whole file).
     #[arg(long)]
@@ -421,7 +473,10 @@ pub struct StatsArgs {
 }
 
 pub fn stats(args: &StatsArgs) -> Result<()> {
-    let table = open(&args.table)?;
+    let table = match open(&args.table)? {
+        Source::Table(t) => *t,
+        Source::Set(set) => return crate::set_cmd::set_stats(&set, args.verify, args.json),
+    };
     if args.verify {
         table
             .verify_all()
@@ -470,6 +525,7 @@ pub fn run(cmd: &TableCommand) -> Result<()> {
         TableCommand::Range(a) => range(a),
         TableCommand::Prefix(a) => prefix(a),
         TableCommand::Stats(a) => stats(a),
+        TableCommand::Commit(a) => crate::set_cmd::commit(a),
     }
 }
 

@@ -155,6 +155,36 @@ pub enum Error {
         reason: &'static str,
     },
     /// A bug in this crate: an internal invariant failed. Nothing was written.
+    /// A table set's manifest does not decode or does not match its shards.
+    #[error(
+        "table set manifest {} is damaged: {reason}; rebuild it with TableSet::commit (`stele table \
+         commit`) from its shards",
+        path.display()
+    )]
+    CorruptSet {
+        /// The manifest.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The shards given to `TableSet::commit` do not make a set.
+    #[error("cannot commit the table set: {reason}")]
+    InvalidSet {
+        /// What is wrong and how to fix it.
+        reason: String,
+    },
+    /// A shard named by a set's manifest is not beside it.
+    #[error(
+        "shard {} of table set {} is missing: copy the shards with their manifest (they are          looked up in its folder)",
+        shard.display(),
+        manifest.display()
+    )]
+    MissingShard {
+        /// Where the shard was looked for.
+        shard: PathBuf,
+        /// The manifest naming it.
+        manifest: PathBuf,
+    },
     #[error("internal error: {0}; please report this bug")]
     Internal(&'static str),
     /// A table was opened as a list or a list as a table.

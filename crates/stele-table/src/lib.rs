@@ -38,6 +38,7 @@ mod memory;
 mod merge;
 mod prefetch;
 mod prefix;
+mod set;
 mod sorter;
 mod storage;
 mod table;
@@ -52,6 +53,7 @@ pub use footer::{DIFF_PUT, DIFF_REMOVE, DiffInfo, FOOTER_BYTES, FORMAT_VERSION, 
 pub use id::{ParseTableIdError, TableId};
 pub use list::{ListBuilder, TableList};
 pub use merge::{MergeIter, Merged, merge};
+pub use set::{SET_EXTENSION, SET_MAGIC, SET_VERSION, SetIter, ShardInfo, TableSet};
 pub use sorter::{Sorter, SorterOptions};
 pub use storage::{
     FsStorage, Storage, StorageFile, TABLE_EXTENSION, remove_partials, replace_file,
