@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Every check and test of the project: what CI runs (.ci/run) and what README tells people to run.
 #   scripts/check.sh            fmt, clippy, all Rust tests, benchmark smoke runs, Python package tests
+#   VERBOSE=1 scripts/check.sh  the same, printing every step's whole output as it runs
+# Quiet by default: one line per step that passes (its time and the last line it printed);
+# a step that fails prints its whole output and stops the run. Full logs of the last run are
+# in $out_dir/check-logs/ (target/check-logs/ by default).
 # Needs Rust, python3 (3.10+, with venv) and access to PyPI for the pinned Python tools.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,36 +14,57 @@ if [ ! -d ../shared/data ] && [ -z "${STELE_DATA:-}" ]; then
   exit 1
 fi
 
-echo "== cargo fmt --check"
-cargo fmt --all --check
-echo "== cargo clippy"
-cargo clippy --workspace --all-targets --locked -- -D warnings
-echo "== cargo test"
-cargo test --workspace --locked --release
-echo "== benchmark smoke runs (tiny inputs; the real runs are in docs/benchmarks.md)"
 out_dir=${CARGO_TARGET_DIR:-target}
-mkdir -p "$out_dir"
-cargo run --release --locked -q -p stele-bench --bin stele-bench -- doc --quick > "$out_dir/bench-doc-quick.md"
-tail -n 3 "$out_dir/bench-doc-quick.md"
-cargo run --release --locked -q -p stele-bench --bin table_bench -- --test > "$out_dir/bench-table-test.md"
-tail -n 3 "$out_dir/bench-table-test.md"
-cargo run --release --locked -q -p stele-bench --bin store_bench -- --quick > "$out_dir/bench-store-quick.md"
-tail -n 3 "$out_dir/bench-store-quick.md"
-cargo run --release --locked -q -p stele-bench --bin durable_bench -- --test > "$out_dir/bench-durable-test.md"
-tail -n 3 "$out_dir/bench-durable-test.md"
-cargo run --release --locked -q -p stele-bench --bin compress_bench -- --quick > "$out_dir/bench-compress-quick.md"
-tail -n 3 "$out_dir/bench-compress-quick.md"
-echo "== Python package: build (maturin), pytest, benchmark smoke run"
-# A venv of our own (.venv, git-ignored) with the pinned tools; reused between runs.
+logs="$out_dir/check-logs"
+mkdir -p "$logs"
+n=0
+started=$SECONDS
+
+# step NAME COMMAND...: runs COMMAND with its output in a log; quiet when it passes.
+step() {
+  local name=$1
+  shift
+  n=$((n + 1))
+  local log
+  log="$logs/$(printf '%02d' "$n")-${name// /-}.log"
+  local t0=$SECONDS
+  if [ -n "${VERBOSE:-}" ]; then
+    echo "== $name"
+    "$@" 2>&1 | tee "$log"
+    return "${PIPESTATUS[0]}"
+  fi
+  if "$@" > "$log" 2>&1; then
+    local last
+    last=$(grep -v '^[[:space:]]*$' "$log" | tail -n 1 | cut -c1-100 || true)
+    printf 'ok   %-34s %4ss  %s\n' "$name" "$((SECONDS - t0))" "$last"
+  else
+    local rc=$?
+    printf 'FAIL %-34s %4ss  (exit code %s); its output (%s):\n' "$name" "$((SECONDS - t0))" "$rc" "$log"
+    cat "$log"
+    echo "check failed at: $name"
+    exit "$rc"
+  fi
+}
+
+step "cargo fmt" cargo fmt --all --check
+step "cargo clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
+step "cargo test" cargo test --workspace --locked --release
+# Benchmark smoke runs (tiny inputs; the real runs are in docs/benchmarks.md).
+step "bench doc --quick" cargo run --release --locked -q -p stele-bench --bin stele-bench -- doc --quick
+step "bench table --test" cargo run --release --locked -q -p stele-bench --bin table_bench -- --test
+step "bench store --quick" cargo run --release --locked -q -p stele-bench --bin store_bench -- --quick
+step "bench durable --test" cargo run --release --locked -q -p stele-bench --bin durable_bench -- --test
+step "bench compress --quick" cargo run --release --locked -q -p stele-bench --bin compress_bench -- --quick
+step "plots up to date" python3 scripts/plots.py --check
+# The Python package: a venv of our own (.venv, git-ignored) with the pinned tools, reused
+# between runs; build (maturin), pytest, benchmark smoke run.
 venv=${STELE_VENV:-.venv}
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check \
+step "python tools" "$venv/bin/python" -m pip install -q --disable-pip-version-check \
   -r crates/stele-py/requirements-dev.txt -r crates/stele-py/requirements-bench.txt
-VIRTUAL_ENV="$(cd "$venv" && pwd)" "$venv/bin/maturin" develop --release --locked -q \
-  -m crates/stele-py/Cargo.toml
-"$venv/bin/python" -m pytest -q crates/stele-py/tests
-"$venv/bin/python" crates/stele-py/bench/bench_py.py --quick > "$out_dir/bench-py-quick.md"
-tail -n 8 "$out_dir/bench-py-quick.md"
-echo "== tour"
-cargo run --release --locked -q -- tour > /dev/null
-echo "all checks passed"
+step "python build" env VIRTUAL_ENV="$(cd "$venv" && pwd)" "$venv/bin/maturin" develop --release \
+  --locked -q -m crates/stele-py/Cargo.toml
+step "python tests" "$venv/bin/python" -m pytest -q crates/stele-py/tests
+step "bench python --quick" "$venv/bin/python" crates/stele-py/bench/bench_py.py --quick
+step "tour" cargo run --release --locked -q -- tour
+echo "all checks passed ($n steps, $((SECONDS - started)) s; logs in $logs)"
