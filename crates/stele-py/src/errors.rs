@@ -107,9 +107,16 @@ pub(crate) fn table_err(py: Python<'_>, e: stele_table::Error) -> PyErr {
         E::Io { source, .. } => {
             return PyErr::from(std::io::Error::new(source.kind(), e.to_string()));
         }
-        E::ChecksumMismatch { .. } | E::Corrupt { .. } => Kind::Corrupt,
+        E::MissingShard { .. } => {
+            return PyErr::from(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                in_keywords(&e.to_string()),
+            ));
+        }
+        E::ChecksumMismatch { .. } | E::Corrupt { .. } | E::CorruptSet { .. } => Kind::Corrupt,
         E::NotATable { .. } | E::UnsupportedVersion { .. } | E::WrongKind { .. } => Kind::Format,
         E::OutOfOrder { .. }
+        | E::InvalidSet { .. }
         | E::DuplicateKey { .. }
         | E::TooLarge { .. }
         | E::InvalidOption { .. } => Kind::InvalidInput,

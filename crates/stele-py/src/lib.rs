@@ -10,6 +10,7 @@ mod document;
 mod durable;
 mod errors;
 mod table;
+mod table_set;
 
 use pyo3::prelude::*;
 
@@ -23,6 +24,7 @@ fn _stele(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<document::PyArrayIter>()?;
     m.add_class::<table::PyTable>()?;
     m.add_class::<table::PyTableIter>()?;
+    m.add_class::<table_set::PyTableSet>()?;
     m.add_class::<durable::PyDurableMap>()?;
     m.add_class::<database::PyDatabase>()?;
     m.add_class::<database::PySnapshot>()?;

@@ -476,6 +476,7 @@ impl IterState {
         let last = match source {
             Source::Table(t) => self.decode(py, t.range(bounds), |e| table_err(py, e))?,
             Source::Map(m) => self.decode(py, m.range(bounds), |e| durable_err(py, e))?,
+            Source::Set(s) => self.decode(py, s.range::<&[u8], _>(bounds), |e| table_err(py, e))?,
         };
         if let Some(k) = last {
             if self.reverse {
@@ -531,11 +532,12 @@ fn as_ref(b: &KeyBound<Vec<u8>>) -> KeyBound<&[u8]> {
     }
 }
 
-/// What an iterator reads: a table, or a snapshot of a durable map.
+/// What an iterator reads: a table, a table set, or a snapshot of a durable map.
 #[derive(Debug)]
 pub(crate) enum Source {
     Table(Arc<Table>),
     Map(Arc<DurableMap>),
+    Set(Arc<stele_table::TableSet>),
 }
 
 /// Iterator over the keys, values or (key, value) pairs of a table or a durable map (a

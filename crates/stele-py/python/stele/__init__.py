@@ -6,6 +6,8 @@
   order with a memory budget and read through mmap.
 - ``open(path)`` / ``Database``: a folder of collections of documents by id, with atomic
   durable batches, snapshots, indexes and queries; ``db["books"]`` is a ``Collection``.
+- ``TableSet``: many tables with disjoint key ranges read as one, as distributed builds
+  write them (``stele.dask``, ``stele.spark``, ``stele table build --shards``).
 - ``DurableMap``: a sorted map of bytes on a stack of tables, with saves, compaction and roots.
 
 Errors derive from ``SteleError``; see ``stele._errors``.
@@ -32,8 +34,9 @@ from ._stele import (
     QueryResult,
     Snapshot,
     Table,
-    View,
     TableIterator,
+    TableSet,
+    View,
     document_to_json,
     dumps,
     json_to_document,
@@ -75,6 +78,7 @@ def open(
 _Mapping.register(Object)
 _Sequence.register(Array)
 _Mapping.register(Table)
+_Mapping.register(TableSet)
 _MutableMapping.register(Collection)
 _Mapping.register(DurableMap)
 
@@ -97,6 +101,7 @@ __all__ = [
     "SteleError",
     "Table",
     "TableIterator",
+    "TableSet",
     "View",
     "document_to_json",
     "dumps",
