@@ -19,6 +19,7 @@ use stele_table::{DuplicatePolicy, Entry, Sorter, SorterOptions, Table};
 
 use crate::document::PyDocument;
 use crate::errors::{Kind, choice, durable_err, new_err, table_err, type_err};
+use crate::table_set::Reader;
 
 /// Pairs handed to the sorter per release of the GIL, at most.
 const BATCH_PAIRS: usize = 4096;
@@ -58,10 +59,11 @@ pub(crate) fn value_arg<'a>(value: &'a Bound<'_, PyAny>) -> PyResult<&'a [u8]> {
 /// list(t)                    # [b'react']
 /// [k.decode() for k in t]    # ['react']
 /// ```
-#[pyclass(module = "stele", name = "Table", frozen, mapping)]
+#[pyclass(module = "stele", name = "Table", frozen, mapping, subclass)]
 #[derive(Debug)]
 pub(crate) struct PyTable {
-    table: Arc<Table>,
+    /// A table, or for the subclass `TableSet` a set read as one table.
+    pub(crate) table: Reader,
 }
 
 /// What a table iterator yields.
@@ -80,13 +82,7 @@ impl PyTable {
         reverse: bool,
         what: Yield,
     ) -> PyTableIter {
-        PyTableIter::new(
-            Source::Table(Arc::clone(&self.table)),
-            lo,
-            hi,
-            reverse,
-            what,
-        )
+        PyTableIter::new(self.table.source(), lo, hi, reverse, what)
     }
 }
 
@@ -106,7 +102,7 @@ impl PyTable {
             .detach(|| Table::open(&path))
             .map_err(|e| table_err(py, e))?;
         Ok(PyTable {
-            table: Arc::new(table),
+            table: Reader::Table(Arc::new(table)),
         })
     }
 
@@ -207,14 +203,14 @@ impl PyTable {
             Table::open(final_path)
         });
         Ok(PyTable {
-            table: Arc::new(table.map_err(|e| table_err(py, e))?),
+            table: Reader::Table(Arc::new(table.map_err(|e| table_err(py, e))?)),
         })
     }
 
-    /// The path of the table file.
+    /// The path of the table file (of a set: its manifest).
     #[getter]
     fn path(&self) -> PathBuf {
-        self.table.path().to_path_buf()
+        self.table.path()
     }
 
     fn __len__(&self) -> usize {
@@ -283,7 +279,7 @@ impl PyTable {
         let Ok(key) = key_arg(key) else {
             return Ok(false);
         };
-        self.table.contains(key).map_err(|e| table_err(py, e))
+        Ok(self.table.get(key).map_err(|e| table_err(py, e))?.is_some())
     }
 
     /// Iterates over the keys in order.
@@ -365,18 +361,29 @@ impl PyTable {
     }
 
     /// Counts and sizes: entries, blocks, block_size_bytes, restart_interval, file_bytes,
-    /// index_bytes, raw_key_bytes, raw_value_bytes, path.
+    /// index_bytes, raw_key_bytes, raw_value_bytes, path (of a set: entries, shards,
+    /// file_bytes, path).
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.table.stats();
         let d = PyDict::new(py);
-        d.set_item("entries", s.entries)?;
-        d.set_item("blocks", s.blocks)?;
-        d.set_item("block_size_bytes", s.block_size_bytes)?;
-        d.set_item("restart_interval", s.restart_interval)?;
-        d.set_item("file_bytes", s.file_bytes)?;
-        d.set_item("index_bytes", s.index_bytes)?;
-        d.set_item("raw_key_bytes", s.raw_key_bytes)?;
-        d.set_item("raw_value_bytes", s.raw_value_bytes)?;
+        match &self.table {
+            Reader::Table(t) => {
+                let s = t.stats();
+                d.set_item("entries", s.entries)?;
+                d.set_item("blocks", s.blocks)?;
+                d.set_item("block_size_bytes", s.block_size_bytes)?;
+                d.set_item("restart_interval", s.restart_interval)?;
+                d.set_item("file_bytes", s.file_bytes)?;
+                d.set_item("index_bytes", s.index_bytes)?;
+                d.set_item("raw_key_bytes", s.raw_key_bytes)?;
+                d.set_item("raw_value_bytes", s.raw_value_bytes)?;
+            }
+            Reader::Set(s) => {
+                d.set_item("entries", s.len())?;
+                d.set_item("shards", s.shards().len())?;
+                let bytes: u64 = s.shards().iter().map(|x| x.file_bytes).sum();
+                d.set_item("file_bytes", bytes)?;
+            }
+        }
         d.set_item("path", self.table.path())?;
         Ok(d)
     }
@@ -390,11 +397,15 @@ impl PyTable {
     }
 
     fn __repr__(&self) -> String {
-        format!(
-            "<stele.Table {:?} entries={}>",
-            self.table.path(),
-            self.table.len()
-        )
+        match &self.table {
+            Reader::Table(t) => format!("<stele.Table {:?} entries={}>", t.path(), t.len()),
+            Reader::Set(s) => format!(
+                "<stele.TableSet {:?} shards={} entries={}>",
+                s.path(),
+                s.shards().len(),
+                s.len()
+            ),
+        }
     }
 }
 

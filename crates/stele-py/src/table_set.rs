@@ -1,47 +1,122 @@
 //! Table sets: shards with disjoint key ranges read as one table, and the steps a
 //! distributed build takes (plan split points, partition keys, commit the manifest).
 //!
-//! Reads behave as those of [`crate::table::PyTable`]: keys and values come back as `bytes`.
-//! The engines' helpers (`stele.dask`, `stele.spark`) are Python code on top of these.
+//! `TableSet` is a subclass of `Table`: every read (`t[k]`, iteration, range, prefix, nth,
+//! rank, stats, verify) is the table's, dispatched on [`Reader`]. The engines' helpers
+//! (`stele.dask`, `stele.spark`) are Python code on top of these.
 
-use std::ops::Bound as KeyBound;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
-use stele_table::{DuplicatePolicy, TableSet};
+use pyo3::types::{PyBytes, PyDict, PyList};
+use stele_table::{DuplicatePolicy, Entry, Table, TableSet};
 
 use crate::errors::{choice, table_err};
-use crate::table::{
-    PyTableIter, Source, Yield, entry_tuple, key_arg, out_of_range, position, prefix_bounds,
-    range_bounds,
-};
+use crate::table::{PyTable, Source, key_arg};
+
+/// What a `Table` object reads: one table, or a set of them read as one.
+#[derive(Debug)]
+pub(crate) enum Reader {
+    Table(Arc<Table>),
+    Set(Arc<TableSet>),
+}
+
+impl Reader {
+    pub(crate) fn source(&self) -> Source {
+        match self {
+            Reader::Table(t) => Source::Table(Arc::clone(t)),
+            Reader::Set(s) => Source::Set(Arc::clone(s)),
+        }
+    }
+
+    pub(crate) fn path(&self) -> PathBuf {
+        match self {
+            Reader::Table(t) => t.path().to_path_buf(),
+            Reader::Set(s) => s.path().to_path_buf(),
+        }
+    }
+
+    pub(crate) fn len(&self) -> u64 {
+        match self {
+            Reader::Table(t) => t.len(),
+            Reader::Set(s) => s.len(),
+        }
+    }
+
+    pub(crate) fn get(&self, key: &[u8]) -> stele_table::Result<Option<&[u8]>> {
+        match self {
+            Reader::Table(t) => t.get(key),
+            Reader::Set(s) => s.get(key),
+        }
+    }
+
+    pub(crate) fn get_many(&self, keys: &[&[u8]]) -> stele_table::Result<Vec<Option<&[u8]>>> {
+        match self {
+            Reader::Table(t) => t.get_many(keys),
+            Reader::Set(s) => s.get_many(keys),
+        }
+    }
+
+    pub(crate) fn nth(&self, i: u64) -> stele_table::Result<Option<Entry<'_>>> {
+        match self {
+            Reader::Table(t) => t.nth(i),
+            Reader::Set(s) => s.nth(i),
+        }
+    }
+
+    pub(crate) fn rank(&self, key: &[u8]) -> stele_table::Result<u64> {
+        match self {
+            Reader::Table(t) => t.rank(key),
+            Reader::Set(s) => s.rank(key),
+        }
+    }
+
+    pub(crate) fn first(&self) -> stele_table::Result<Option<Entry<'_>>> {
+        self.nth(0)
+    }
+
+    pub(crate) fn last(&self) -> stele_table::Result<Option<Entry<'_>>> {
+        match self.len().checked_sub(1) {
+            Some(i) => self.nth(i),
+            None => Ok(None),
+        }
+    }
+
+    pub(crate) fn verify_all(&self) -> stele_table::Result<()> {
+        match self {
+            Reader::Table(t) => t.verify_all(),
+            Reader::Set(s) => s.verify_all(),
+        }
+    }
+}
 
 /// A table set: many tables (shards) with disjoint key ranges, read as one sorted table
-/// through its manifest (`.sts`). A read-only mapping of bytes to bytes like `Table`; shards
-/// are opened when first read.
+/// through its manifest (`.sts`). A `Table` in every read (keys and values come back as
+/// `bytes`); shards are opened when first read.
 ///
 /// ```python
 /// s = stele.TableSet("out/set.sts")
 /// s["react"], "react" in s, len(s), list(s.prefix("@babel/")), s.nth(-1), s.rank("lodash")
 /// ```
-#[pyclass(module = "stele", name = "TableSet", frozen, mapping)]
+#[pyclass(module = "stele", name = "TableSet", frozen, extends = PyTable)]
 #[derive(Debug)]
-pub(crate) struct PyTableSet {
-    set: Arc<TableSet>,
+pub(crate) struct PyTableSet;
+
+/// A `TableSet` object for `set`.
+fn new_set(py: Python<'_>, set: TableSet) -> PyResult<Py<PyTableSet>> {
+    let init = PyClassInitializer::from(PyTable {
+        table: Reader::Set(Arc::new(set)),
+    })
+    .add_subclass(PyTableSet);
+    Py::new(py, init)
 }
 
-impl PyTableSet {
-    fn iter(
-        &self,
-        lo: KeyBound<Vec<u8>>,
-        hi: KeyBound<Vec<u8>>,
-        reverse: bool,
-        what: Yield,
-    ) -> PyTableIter {
-        PyTableIter::new(Source::Set(Arc::clone(&self.set)), lo, hi, reverse, what)
+/// The set a `TableSet` object reads.
+fn set_of(obj: &Bound<'_, PyTableSet>) -> PyResult<Arc<TableSet>> {
+    match &obj.as_super().get().table {
+        Reader::Set(s) => Ok(Arc::clone(s)),
+        Reader::Table(_) => Err(pyo3::exceptions::PyTypeError::new_err("not a table set")),
     }
 }
 
@@ -49,18 +124,24 @@ impl PyTableSet {
 impl PyTableSet {
     /// TableSet(path): opens the set whose manifest is `path` (same as `TableSet.open`).
     #[new]
-    fn new(py: Python<'_>, path: PathBuf) -> PyResult<PyTableSet> {
-        PyTableSet::open(py, path)
+    fn new(py: Python<'_>, path: PathBuf) -> PyResult<PyClassInitializer<PyTableSet>> {
+        let set = py
+            .detach(|| TableSet::open(&path))
+            .map_err(|e| table_err(py, e))?;
+        Ok(PyClassInitializer::from(PyTable {
+            table: Reader::Set(Arc::new(set)),
+        })
+        .add_subclass(PyTableSet))
     }
 
     /// TableSet.open(path): opens a set's manifest; its shards are read from its folder
     /// when first needed (`CorruptError` if the manifest is damaged).
     #[staticmethod]
-    fn open(py: Python<'_>, path: PathBuf) -> PyResult<PyTableSet> {
+    fn open(py: Python<'_>, path: PathBuf) -> PyResult<Py<PyTableSet>> {
         let set = py
             .detach(|| TableSet::open(&path))
             .map_err(|e| table_err(py, e))?;
-        Ok(PyTableSet { set: Arc::new(set) })
+        new_set(py, set)
     }
 
     /// TableSet.plan(sample, shards) -> list[bytes]: split points for `shards` partitions,
@@ -96,11 +177,11 @@ impl PyTableSet {
         manifest: PathBuf,
         shards: Vec<PathBuf>,
         splits: Vec<Vec<u8>>,
-    ) -> PyResult<PyTableSet> {
+    ) -> PyResult<Py<PyTableSet>> {
         let set = py
             .detach(|| TableSet::commit(&manifest, &shards, &splits))
             .map_err(|e| table_err(py, e))?;
-        Ok(PyTableSet { set: Arc::new(set) })
+        new_set(py, set)
     }
 
     /// TableSet.merge(sets, manifest, shards, *, duplicates="keep_last") -> TableSet: one
@@ -110,11 +191,11 @@ impl PyTableSet {
     #[pyo3(signature = (sets, manifest, shards, *, duplicates = "keep_last"))]
     fn merge(
         py: Python<'_>,
-        sets: Vec<PyRef<'_, PyTableSet>>,
+        sets: Vec<Bound<'_, PyTableSet>>,
         manifest: PathBuf,
         shards: usize,
         duplicates: &str,
-    ) -> PyResult<PyTableSet> {
+    ) -> PyResult<Py<PyTableSet>> {
         let policy = choice(
             py,
             "duplicates",
@@ -125,29 +206,25 @@ impl PyTableSet {
                 ("keep_first", DuplicatePolicy::KeepFirst),
             ],
         )?;
-        let inner: Vec<Arc<TableSet>> = sets.iter().map(|s| Arc::clone(&s.set)).collect();
+        let inner = sets.iter().map(set_of).collect::<PyResult<Vec<_>>>()?;
         let set = py
             .detach(|| {
                 let refs: Vec<&TableSet> = inner.iter().map(|s| s.as_ref()).collect();
                 TableSet::merge(&refs, &manifest, shards, policy)
             })
             .map_err(|e| table_err(py, e))?;
-        Ok(PyTableSet { set: Arc::new(set) })
-    }
-
-    /// The manifest's path.
-    #[getter]
-    fn path(&self) -> PathBuf {
-        self.set.path().to_path_buf()
+        new_set(py, set)
     }
 
     /// The shards in key order: dicts of id, path, entries, file_bytes, first_key, last_key.
-    fn shards<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    fn shards<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyList>> {
+        let py = slf.py();
+        let set = set_of(slf)?;
         let list = PyList::empty(py);
-        for (i, s) in self.set.shards().iter().enumerate() {
+        for (i, s) in set.shards().iter().enumerate() {
             let d = PyDict::new(py);
             d.set_item("id", s.id.to_string())?;
-            d.set_item("path", self.set.shard_path(i))?;
+            d.set_item("path", set.shard_path(i))?;
             d.set_item("entries", s.entries)?;
             d.set_item("file_bytes", s.file_bytes)?;
             d.set_item("first_key", PyBytes::new(py, &s.first_key))?;
@@ -155,137 +232,5 @@ impl PyTableSet {
             list.append(d)?;
         }
         Ok(list)
-    }
-
-    fn __len__(&self) -> usize {
-        usize::try_from(self.set.len()).unwrap_or(usize::MAX)
-    }
-
-    /// `s[key]`: the value as bytes; `KeyError` if absent.
-    fn __getitem__<'py>(
-        &self,
-        py: Python<'py>,
-        key: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyBytes>> {
-        match self.set.get(key_arg(key)?).map_err(|e| table_err(py, e))? {
-            Some(v) => Ok(PyBytes::new(py, v)),
-            None => Err(PyKeyError::new_err(key.clone().unbind())),
-        }
-    }
-
-    /// get(key, default=None): the value as bytes, `default` if absent.
-    #[pyo3(signature = (key, default = None))]
-    fn get<'py>(
-        &self,
-        py: Python<'py>,
-        key: &Bound<'py, PyAny>,
-        default: Option<Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        Ok(
-            match self.set.get(key_arg(key)?).map_err(|e| table_err(py, e))? {
-                Some(v) => PyBytes::new(py, v).into_any(),
-                None => default.unwrap_or_else(|| py.None().into_bound(py)),
-            },
-        )
-    }
-
-    fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let Ok(key) = key_arg(key) else {
-            return Ok(false);
-        };
-        Ok(self.set.get(key).map_err(|e| table_err(py, e))?.is_some())
-    }
-
-    /// Iterates over the keys in order (bytes).
-    fn __iter__(&self) -> PyTableIter {
-        self.keys()
-    }
-
-    /// Keys in order (an iterator of bytes).
-    fn keys(&self) -> PyTableIter {
-        self.iter(KeyBound::Unbounded, KeyBound::Unbounded, false, Yield::Keys)
-    }
-
-    /// Values in key order (an iterator of bytes).
-    fn values(&self) -> PyTableIter {
-        self.iter(
-            KeyBound::Unbounded,
-            KeyBound::Unbounded,
-            false,
-            Yield::Values,
-        )
-    }
-
-    /// (key, value) pairs in key order (an iterator of (bytes, bytes)).
-    fn items(&self) -> PyTableIter {
-        self.iter(
-            KeyBound::Unbounded,
-            KeyBound::Unbounded,
-            false,
-            Yield::Items,
-        )
-    }
-
-    /// range(start=None, end=None, *, reverse=False): (key, value) pairs with
-    /// `start <= key < end` (None: unbounded), across shards, in key order or reversed.
-    #[pyo3(signature = (start = None, end = None, *, reverse = false))]
-    fn range(
-        &self,
-        start: Option<Bound<'_, PyAny>>,
-        end: Option<Bound<'_, PyAny>>,
-        reverse: bool,
-    ) -> PyResult<PyTableIter> {
-        let (lo, hi) = range_bounds(start.as_ref(), end.as_ref())?;
-        Ok(self.iter(lo, hi, reverse, Yield::Items))
-    }
-
-    /// prefix(prefix, *, reverse=False): (key, value) pairs whose key starts with `prefix`.
-    #[pyo3(signature = (prefix, *, reverse = false))]
-    fn prefix(&self, prefix: &Bound<'_, PyAny>, reverse: bool) -> PyResult<PyTableIter> {
-        let (lo, hi) = prefix_bounds(prefix)?;
-        Ok(self.iter(lo, hi, reverse, Yield::Items))
-    }
-
-    /// nth(i): the (key, value) pair at position `i` over the whole set (negative counts
-    /// from the end); `IndexError` past the end.
-    fn nth<'py>(&self, py: Python<'py>, i: i64) -> PyResult<Bound<'py, PyTuple>> {
-        let len = self.set.len();
-        let entry = match position(i, len) {
-            Some(p) => self.set.nth(p).map_err(|e| table_err(py, e))?,
-            None => None,
-        };
-        entry_tuple(py, entry)?.ok_or_else(|| out_of_range(i, len))
-    }
-
-    /// rank(key): the number of keys smaller than `key` over the whole set.
-    fn rank(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<u64> {
-        self.set.rank(key_arg(key)?).map_err(|e| table_err(py, e))
-    }
-
-    /// The (key, value) pair with the smallest key, or None if the set is empty.
-    fn first<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
-        let entry = self.set.first().map_err(|e| table_err(py, e))?;
-        entry_tuple(py, entry)
-    }
-
-    /// The (key, value) pair with the largest key, or None if the set is empty.
-    fn last<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
-        let entry = self.set.last().map_err(|e| table_err(py, e))?;
-        entry_tuple(py, entry)
-    }
-
-    /// Checks every block checksum of every shard (without the GIL).
-    fn verify(&self, py: Python<'_>) -> PyResult<()> {
-        let set = &self.set;
-        py.detach(|| set.verify_all()).map_err(|e| table_err(py, e))
-    }
-
-    fn __repr__(&self) -> String {
-        format!(
-            "<stele.TableSet {:?} shards={} entries={}>",
-            self.set.path(),
-            self.set.shards().len(),
-            self.set.len()
-        )
     }
 }

@@ -29,7 +29,9 @@ def test_a_set_reads_like_one_table(tmp_path):
     pairs = [(n, str(i)) for i, n in enumerate(names)]
     s = build_by_hand(tmp_path, pairs, 4)
     one = stele.Table.build(pairs, tmp_path / "one")
-    assert isinstance(s, stele.TableSet) and len(s.shards()) == 4
+    assert isinstance(s, stele.TableSet) and isinstance(s, stele.Table) and len(s.shards()) == 4
+    assert s.stats()["shards"] == 4 and s.stats()["entries"] == 5000
+    assert repr(s).startswith("<stele.TableSet") and one.get_many(names[:3]) == s.get_many(names[:3])
     s = stele.TableSet(s.path)  # reopened from the manifest
     assert len(s) == len(one) == 5000
     assert list(s.items()) == list(one.items())

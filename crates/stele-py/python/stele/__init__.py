@@ -77,8 +77,7 @@ def open(
 # collection of a snapshot raises TypeError on writes); register them so isinstance() agrees.
 _Mapping.register(Object)
 _Sequence.register(Array)
-_Mapping.register(Table)
-_Mapping.register(TableSet)
+_Mapping.register(Table)  # and its subclass TableSet
 _MutableMapping.register(Collection)
 _Mapping.register(DurableMap)
 
