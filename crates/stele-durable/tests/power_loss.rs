@@ -48,7 +48,11 @@ fn content(map: &DurableMap) -> Result<Model, String> {
 /// Checks the roots of the store in `dir`: "main" at a whole generation from `acked` on,
 /// "side" whole if acknowledged (or present).
 fn check_roots(dir: &Path, acked: u64, last: u64, side_acked: bool) -> Result<(), String> {
-    let store = Store::open(dir).map_err(|e| format!("open: {e}"))?;
+    let store = Store::open_with(
+        dir,
+        StoreOptions::default().storage(stele_testkit::no_sync()),
+    )
+    .map_err(|e| format!("open: {e}"))?;
     match store.root("main").map_err(|e| e.to_string())? {
         None if acked == 0 => {}
         None => {
