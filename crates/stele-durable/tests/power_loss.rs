@@ -128,23 +128,27 @@ fn durable_maps_survive_power_cuts() {
         }
     }
     store.collect_garbage().unwrap();
-    let explored = explore(&disk.recording(), &ExploreOptions::from_env(600), |state| {
-        let acked = acks
-            .iter()
-            .filter(|(m, _)| *m <= state.moment)
-            .map(|(_, g)| *g)
-            .max()
-            .unwrap_or(0);
-        let side_acked = side_ack.is_some_and(|m| m <= state.moment);
-        let dir = state.dir.join("store");
-        check_roots(&dir, acked, GENERATIONS, side_acked)?;
-        // Collection in the recovered state must keep what the roots need.
-        Store::open(&dir)
-            .and_then(|s| s.collect_garbage())
-            .map_err(|e| format!("garbage collection: {e}"))?;
-        check_roots(&dir, acked, GENERATIONS, side_acked)
-            .map_err(|e| format!("after garbage collection: {e}"))
-    });
+    let explored = explore(
+        &disk.recording(),
+        &ExploreOptions::from_env(1200),
+        |state| {
+            let acked = acks
+                .iter()
+                .filter(|(m, _)| *m <= state.moment)
+                .map(|(_, g)| *g)
+                .max()
+                .unwrap_or(0);
+            let side_acked = side_ack.is_some_and(|m| m <= state.moment);
+            let dir = state.dir.join("store");
+            check_roots(&dir, acked, GENERATIONS, side_acked)?;
+            // Collection in the recovered state must keep what the roots need.
+            Store::open(&dir)
+                .and_then(|s| s.collect_garbage())
+                .map_err(|e| format!("garbage collection: {e}"))?;
+            check_roots(&dir, acked, GENERATIONS, side_acked)
+                .map_err(|e| format!("after garbage collection: {e}"))
+        },
+    );
     eprintln!("durable maps: {explored:?}");
     assert!(explored.states > 0);
 }

@@ -82,7 +82,7 @@ fn table_builds_survive_power_cuts() {
         let moment = disk.moment();
         built.entry(name).or_insert((moment, expected));
     }
-    let explored = explore(&disk.recording(), &ExploreOptions::from_env(400), |state| {
+    let explored = explore(&disk.recording(), &ExploreOptions::from_env(600), |state| {
         let dir = state.dir.join("tables");
         for (name, (acked, expected)) in &built {
             let path = dir.join(name);

@@ -263,7 +263,7 @@ fn the_store_survives_power_cuts() {
     let record = workload(&disk, root.path());
     let explored = explore(
         &disk.recording(),
-        &ExploreOptions::from_env(1500),
+        &ExploreOptions::from_env(2400),
         |state| check(state, &record),
     );
     eprintln!("store: {explored:?}");
@@ -283,7 +283,10 @@ fn a_new_databases_first_commit_survives_a_power_cut() {
     commit(&db, &docs);
     let acked = disk.moment();
     drop(db);
-    let explored = explore(&disk.recording(), &ExploreOptions::from_env(200), |state| {
+    // A short recording: a few hundred states cover every moment many times over.
+    let mut opts = ExploreOptions::from_env(200);
+    opts.states = opts.states.min(500);
+    let explored = explore(&disk.recording(), &opts, |state| {
         let record = Record {
             batches: vec![Written {
                 docs: docs.clone(),
