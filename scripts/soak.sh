@@ -4,7 +4,7 @@
 # power-loss explorations (tables, durable maps, the database) with a new seed each run.
 # Usage: scripts/soak.sh [crash rounds, default 300] [model cases, default 2000]
 #                        [power-loss states per workload, default 100000]
-# About 25 minutes with the defaults on 2 cores (the power-loss part about 20). CI
+# About 20 minutes with the defaults on 2 cores (the power-loss part about 14). CI
 # (scripts/check.sh) runs 50 rounds, 48 cases and about 4,000 power-loss states in all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
