@@ -117,7 +117,10 @@ impl Store {
         opts.table = opts.table.storage(Arc::clone(&opts.storage));
         let dir = dir.as_ref().to_path_buf();
         let roots = dir.join(ROOTS);
-        fs::create_dir_all(&roots).map_err(|e| Error::io("creating store folder", &roots, e))?;
+        // Through the seam, each new folder's parent synced: roots and tables written later
+        // are durable only if their folders are.
+        stele_table::create_dir_all(&*opts.storage, &roots)
+            .map_err(|e| Error::io("creating store folder", &roots, e))?;
         for lock in [dir.join(GC_LOCK), roots.join(ROOTS_LOCK)] {
             OpenOptions::new()
                 .create(true)

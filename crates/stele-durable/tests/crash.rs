@@ -12,21 +12,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 use stele_durable::{DurableMap, Store};
 
-const KEYS: u64 = 300;
 const CHILD_ENV: &str = "STELE_CRASH_CHILD_DIR";
 
-/// The content of generation `g`: which keys exist and their values.
-fn model(g: u64) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    let mut m = BTreeMap::new();
-    for k in 0..KEYS {
-        if !(k * 31 + g * 7).is_multiple_of(11) {
-            let v = format!("{k}:{}", g - g % (k % 4 + 1));
-            m.insert(format!("key{k:04}").into_bytes(), v.into_bytes());
-        }
-    }
-    m.insert(b"gen".to_vec(), g.to_string().into_bytes());
-    m
-}
+mod generations;
+use generations::model;
 
 fn generation(map: &DurableMap) -> u64 {
     map.get(b"gen")
@@ -44,17 +33,7 @@ fn crash_child() {
     let mut map = store.map_at_root_or_new("main").unwrap();
     let mut out = std::io::stdout().lock();
     for g in generation(&map) + 1.. {
-        let want = model(g);
-        for k in 0..KEYS {
-            let key = format!("key{k:04}").into_bytes();
-            match want.get(&key) {
-                Some(v) => map.put(&key, v).unwrap(),
-                None => {
-                    map.remove(&key).unwrap();
-                }
-            }
-        }
-        map.put(b"gen", g.to_string().as_bytes()).unwrap();
+        generations::write(&mut map, g).unwrap();
         map.commit().unwrap();
         writeln!(out, "ack {g}").unwrap();
         out.flush().unwrap();

@@ -105,6 +105,11 @@ pub trait Storage: Send + Sync + Debug {
     fn remove(&self, path: &Path) -> io::Result<()> {
         fs::remove_file(path)
     }
+    /// Creates one folder (its parent exists). [`create_dir_all`] calls it for each missing
+    /// folder and syncs the parent after each, so a seam sees folders appear.
+    fn create_dir(&self, dir: &Path) -> io::Result<()> {
+        fs::create_dir(dir)
+    }
 
     /// Opens an existing file, or creates it, for appending (write-ahead logs). The default
     /// uses the real file system; seams that inject faults wrap it.
@@ -267,6 +272,39 @@ impl Storage for FsStorage {
     }
 }
 
+/// Creates `dir` and its missing parents through `storage`, syncing each new folder's parent
+/// after creating it: a new folder's entry in its parent is durable only once the parent is
+/// synced (as for a file), and a database's first commit is durable only if its `wal` folder
+/// survives a power cut too. Folders that exist cost one `stat` and no sync.
+pub fn create_dir_all(storage: &dyn Storage, dir: &Path) -> io::Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let mut missing = Vec::new();
+    let mut at = dir;
+    while !at.as_os_str().is_empty() && !at.is_dir() {
+        missing.push(at);
+        match at.parent() {
+            Some(parent) => at = parent,
+            None => break,
+        }
+    }
+    for d in missing.into_iter().rev() {
+        match storage.create_dir(d) {
+            Ok(()) => {}
+            // Created meanwhile by someone else, who syncs it.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && d.is_dir() => continue,
+            Err(e) => return Err(e),
+        }
+        let parent = match d.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        storage.sync_dir(parent)?;
+    }
+    Ok(())
+}
+
 /// Removes leftover `.partial` files (from a crash mid-write) in `dir`. Returns how many.
 pub fn remove_partials(dir: &Path) -> Result<usize> {
     let mut removed = 0;
@@ -289,7 +327,11 @@ pub fn remove_partials(dir: &Path) -> Result<usize> {
 /// is removed (best effort) and the error names the step and the file. Used for the small
 /// pointer files of higher layers (roots, manifests); tables use content-named files.
 pub fn replace_file(storage: &dyn Storage, temp: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
-    let _ = fs::remove_file(temp);
+    // A stale temp file exists only after a crash; removed through the seam, so that a
+    // simulated disk knows the name is free again.
+    if fs::symlink_metadata(temp).is_ok() {
+        let _ = storage.remove(temp);
+    }
     let result = (|| {
         let mut file = storage
             .create(temp)

@@ -713,7 +713,9 @@ impl Database {
     pub fn open_with(dir: impl AsRef<Path>, opts: DatabaseOptions) -> Result<Database> {
         let dir = dir.as_ref().to_path_buf();
         let wal_dir = dir.join(WAL_DIR);
-        fs::create_dir_all(&wal_dir).map_err(|e| Error::io("creating folder", &wal_dir, e))?;
+        // Each new folder's parent is synced: a log segment is durable only if its folder is.
+        stele_table::create_dir_all(&*opts.storage, &wal_dir)
+            .map_err(|e| Error::io("creating folder", &wal_dir, e))?;
         let lock = take_lock(&dir)?;
         let store = Store::open_with(
             dir.join(TABLES_DIR),
