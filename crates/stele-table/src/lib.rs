@@ -41,7 +41,7 @@ mod prefix;
 mod sorter;
 mod storage;
 mod table;
-mod varint;
+pub mod varint;
 
 pub use builder::{
     DuplicatePolicy, MAX_ITEM_BYTES, TableBuilder, TableInfo, TableOptions, empty_map_bytes,
