@@ -16,6 +16,9 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo test"
 cargo test --workspace --locked --release
+echo "== the fuzzing feature (stele::fuzzing) and the fuzz targets' seeds it reads"
+cargo clippy -p stele --features fuzzing --all-targets --locked -- -D warnings
+cargo test -p stele --features fuzzing --locked --release --test fuzz_seeds
 echo "== benchmark smoke runs (tiny inputs; the real runs are in docs/benchmarks.md)"
 out_dir=${CARGO_TARGET_DIR:-target}
 mkdir -p "$out_dir"
