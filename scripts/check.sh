@@ -49,6 +49,9 @@ step() {
 step "cargo fmt" cargo fmt --all --check
 step "cargo clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
 step "cargo test" cargo test --workspace --locked --release
+# The fuzzing feature (stele::fuzzing) and the fuzz targets' seeds it reads.
+step "clippy, fuzzing feature" cargo clippy -p stele --features fuzzing --all-targets --locked -- -D warnings
+step "fuzz seeds" cargo test -p stele --features fuzzing --locked --release --test fuzz_seeds
 # Benchmark smoke runs (tiny inputs; the real runs are in docs/benchmarks.md).
 step "bench doc --quick" cargo run --release --locked -q -p stele-bench --bin stele-bench -- doc --quick
 step "bench table --test" cargo run --release --locked -q -p stele-bench --bin table_bench -- --test

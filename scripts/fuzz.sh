@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Coverage-guided fuzzing of the document decoders with libFuzzer on stable Rust.
-# Usage: scripts/fuzz.sh [document|json|table|stored_value|stream] [seconds]   (default: every target, 60 s each)
-# Findings land in fuzz/artifacts/<target>/; the committed seeds are in fuzz/corpus/<target>/.
+# Coverage-guided fuzzing of the decoders of stored bytes with libFuzzer on stable Rust.
+# Usage: scripts/fuzz.sh [target ...|all] [seconds]   (default: every target, 60 s each)
+# Targets: document json table stored_value stream log_segment manifest root packed_block
+#          dictionary index_key (several: quote them, "root manifest")
+# Findings land in fuzz/artifacts/<target>/; the committed seeds are in fuzz/corpus/<target>/
+# (those of the store's files are made by crates/stele/tests/fuzz_seeds.rs).
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 seconds=${2:-60}
-targets=${1:-"document json table stored_value stream"}
+all="document json table stored_value stream log_segment manifest root packed_block dictionary index_key"
+targets=${1:-all}
+[ "$targets" = all ] && targets=$all
 export RUSTFLAGS="-C passes=sancov-module -C llvm-args=-sanitizer-coverage-level=3 \
   -C llvm-args=-sanitizer-coverage-inline-8bit-counters -C llvm-args=-sanitizer-coverage-pc-table \
   -C llvm-args=-sanitizer-coverage-trace-compares"

@@ -10,7 +10,7 @@ use stele::compress::{Codec, Decoder, Dictionaries, parse_header};
 
 /// A raw-content dictionary under id 1, so that values naming it reach the decompressor
 /// (the seeds were compressed with it).
-const DICTIONARY: &[u8] = b"{\"id\":1,\"name\":\"user number\",\"email\":\"user@example.com\",\"tags\":[\"a\",\"b\"]}";
+const DICTIONARY: &[u8] = stele::fuzzing::SEED_DICTIONARY;
 
 fuzz_target!(|data: &[u8]| {
     let mut dicts = Dictionaries::new();

@@ -206,7 +206,9 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, mut value: u64) {
 }
 
 /// Reads a LEB128 value at `pos`: `(value, bytes used)`. Rejects overlong and overflowing forms
-/// so that every value has exactly one encoding.
+/// so that every value has exactly one encoding: the rule of `stele_table::varint`, which the
+/// other crates share. This crate depends on no other Stele crate, so it keeps this copy; its
+/// tests check it against the shared one.
 #[inline]
 pub(crate) fn get_varint(bytes: &[u8], pos: usize) -> Option<(u64, usize)> {
     let first = *bytes.get(pos)?;
@@ -269,6 +271,64 @@ mod tests {
         assert_eq!(get_varint(&[0x80, 0x00], 0), None);
         assert_eq!(get_varint(&[0xFF; 11], 0), None);
         assert_eq!(get_varint(&[0x80], 0), None);
+    }
+
+    /// This copy of the codec against the one the other crates share, `stele_table::varint`
+    /// (a dev-dependency only: the library depends on no other Stele crate), whose tests
+    /// check the rule: the same bytes written for every value, the same verdict on every
+    /// input, so the same rule.
+    mod same_rule_as_stele_table {
+        use super::super::*;
+        use proptest::prelude::*;
+        use stele_table::varint;
+
+        /// Bytes around varint edges: continuation bytes, zeroes, the values a 10th byte may
+        /// and may not hold, anything.
+        fn edgy_bytes() -> impl Strategy<Value = Vec<u8>> {
+            let byte = prop_oneof![
+                Just(0x80u8),
+                Just(0xff),
+                Just(0x00),
+                Just(0x01),
+                Just(0x02),
+                Just(0x7f),
+                Just(0x81),
+                any::<u8>(),
+            ];
+            proptest::collection::vec(byte, 0..13)
+        }
+
+        proptest! {
+            #[test]
+            fn writes_the_same_bytes(v: u64, small in 0u64..(1 << 21)) {
+                for v in [v, small, u64::from(v as u32)] {
+                    let (mut mine, mut shared) = (Vec::new(), Vec::new());
+                    put_varint(&mut mine, v);
+                    varint::put(&mut shared, v);
+                    prop_assert_eq!(&mine, &shared);
+                    prop_assert_eq!(varint_len(v), varint::len(v));
+                }
+            }
+
+            #[test]
+            fn reads_with_the_same_verdict(bytes in edgy_bytes(), at in 0usize..3) {
+                let shared = varint::decode(&bytes, at).ok().map(|(v, end)| (v, end - at));
+                prop_assert_eq!(get_varint(&bytes, at), shared, "{:02x?} at {}", bytes, at);
+            }
+
+            #[test]
+            fn rejects_every_overlong_form(v in 0u64..(1 << 35), extra in 1usize..6) {
+                let mut b = Vec::new();
+                put_varint(&mut b, v);
+                if let Some(last) = b.last_mut() {
+                    *last |= 0x80;
+                }
+                b.resize(b.len() + extra - 1, 0x80);
+                b.push(0);
+                prop_assert_eq!(get_varint(&b, 0), None);
+                prop_assert!(varint::decode(&b, 0).is_err());
+            }
+        }
     }
 
     #[test]

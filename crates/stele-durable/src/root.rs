@@ -64,7 +64,8 @@ pub struct RootInfo {
 }
 
 impl RootInfo {
-    pub(crate) fn encode(&self) -> [u8; ROOT_BYTES] {
+    /// The 48 bytes of the root file holding this state.
+    pub fn encode(&self) -> [u8; ROOT_BYTES] {
         let mut out = [0u8; ROOT_BYTES];
         let mut parts = Vec::with_capacity(ROOT_BYTES);
         parts.extend_from_slice(&ROOT_MAGIC);
@@ -78,7 +79,9 @@ impl RootInfo {
         out
     }
 
-    pub(crate) fn decode(bytes: &[u8], path: &Path) -> Result<RootInfo> {
+    /// Reads the bytes of a root file (`path` names it in errors): checks its length, magic,
+    /// checksum, version, kind and generation.
+    pub fn decode(bytes: &[u8], path: &Path) -> Result<RootInfo> {
         let bad = |reason| {
             Err(Error::CorruptRoot {
                 path: path.to_path_buf(),

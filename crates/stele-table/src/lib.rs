@@ -42,7 +42,7 @@ mod set;
 mod sorter;
 mod storage;
 mod table;
-mod varint;
+pub mod varint;
 
 pub use builder::{
     DuplicatePolicy, MAX_ITEM_BYTES, TableBuilder, TableInfo, TableOptions, empty_map_bytes,

@@ -1,15 +1,9 @@
-//! Small byte codecs shared by the log and the manifest: LEB128 varints, length-prefixed
-//! byte strings, and a reader that returns `None` past the end instead of panicking; and
-//! the parts of a concatenation, by their end offsets (packing's buffers of ids and values).
+//! Small byte codecs shared by the log and the manifest: LEB128 varints (the one codec of
+//! `stele_table::varint`), length-prefixed byte strings, and a reader that returns `None`
+//! past the end instead of panicking; and the parts of a concatenation, by their end offsets (packing's buffers of ids and values).
 
-/// Appends `v` as a LEB128 varint.
-pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
+/// Appends `v` as a LEB128 varint (the codec of `stele_table::varint`).
+pub(crate) use stele_table::varint::put as put_varint;
 
 /// Appends `b` preceded by its length as a varint.
 pub(crate) fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
@@ -71,16 +65,12 @@ impl<'a> Reader<'a> {
         Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
     }
 
+    /// A canonical LEB128 varint (`stele_table::varint`: overlong and overflowing forms do
+    /// not decode).
     pub(crate) fn varint(&mut self) -> Option<u64> {
-        let mut v = 0u64;
-        for shift in (0..64).step_by(7) {
-            let b = self.u8()?;
-            v |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return Some(v);
-            }
-        }
-        None
+        let (v, used) = stele_table::varint::decode(self.bytes, 0).ok()?;
+        self.bytes = self.bytes.get(used..)?;
+        Some(v)
     }
 
     /// A length-prefixed byte string.
@@ -92,5 +82,40 @@ impl<'a> Reader<'a> {
     /// A length-prefixed UTF-8 string.
     pub(crate) fn text(&mut self) -> Option<String> {
         Some(std::str::from_utf8(self.bytes()?).ok()?.to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reader_varints_follow_the_one_rule() {
+        let mut out = Vec::new();
+        put_varint(&mut out, 300);
+        put_varint(&mut out, 0);
+        let mut r = Reader::new(&out);
+        assert_eq!(
+            (r.varint(), r.varint(), r.is_empty()),
+            (Some(300), Some(0), true)
+        );
+        // Overlong (0 as 80 00, 1 as 81 80 00), overflowing (11 bytes; a 10th byte of 2)
+        // and truncated forms do not decode, and leave the reader where it was.
+        let mut tenth_too_big = vec![0xff; 9];
+        tenth_too_big.push(2);
+        for bad in [
+            &[0x80, 0x00][..],
+            &[0x81, 0x80, 0x00],
+            &[0xff; 11],
+            &tenth_too_big,
+            &[0x80],
+            &[],
+        ] {
+            let mut r = Reader::new(bad);
+            assert_eq!(r.varint(), None, "{bad:02x?}");
+            assert_eq!(r.rest(), bad);
+        }
+        // A length prefix is a varint too.
+        assert_eq!(Reader::new(&[0x81, 0x00, b'a']).bytes(), None);
     }
 }

@@ -17,6 +17,8 @@ mod dicts;
 mod disk;
 mod error;
 pub mod export;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub mod import;
 mod index;
 mod manifest;

@@ -35,6 +35,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use stele_table::varint::VarintError;
 use zstd::dict::DecoderDictionary;
 use zstd::zstd_safe::{self, DCtx, DParameter, FrameFormat};
 
@@ -118,37 +119,20 @@ pub(super) fn corrupt(offset: usize, problem: impl Into<String>) -> Error {
     }
 }
 
-/// Appends `v` as a LEB128 varint.
-pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
+/// Appends `v` as a LEB128 varint (the codec of `stele_table::varint`).
+pub(crate) use stele_table::varint::put as put_varint;
 
-/// Reads a canonical LEB128 varint at `pos`; returns the value and the position after it.
+/// Reads a canonical LEB128 varint at `pos` (`stele_table::varint`); returns the value and
+/// the position after it. The error names the varint (`what`) and its offset.
 pub(super) fn get_varint(bytes: &[u8], pos: usize, what: &str) -> Result<(u64, usize)> {
-    let mut v: u64 = 0;
-    let mut shift = 0u32;
-    let mut p = pos;
-    loop {
-        let Some(&b) = bytes.get(p) else {
-            return Err(corrupt(p, format!("value ends inside the {what} varint")));
+    stele_table::varint::decode(bytes, pos).map_err(|e| {
+        let problem = match e {
+            VarintError::Truncated { .. } => format!("value ends inside the {what} varint"),
+            VarintError::Overlong { .. } => format!("{what} varint is overlong"),
+            VarintError::Overflow { .. } => format!("{what} varint overflows 64 bits"),
         };
-        if shift == 63 && b > 1 {
-            return Err(corrupt(p, format!("{what} varint overflows 64 bits")));
-        }
-        v |= u64::from(b & 0x7f) << shift;
-        p += 1;
-        if b & 0x80 == 0 {
-            if b == 0 && p - pos > 1 {
-                return Err(corrupt(pos, format!("{what} varint is overlong")));
-            }
-            return Ok((v, p));
-        }
-        shift += 7;
-    }
+        corrupt(e.offset(), problem)
+    })
 }
 
 /// Parses and checks the header of a stored value (not the payload).

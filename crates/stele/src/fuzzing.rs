@@ -1,0 +1,108 @@
+//! The crate's internal decoders of stored bytes, for the fuzz targets in `fuzz/` (feature
+//! `fuzzing`, which nothing else enables): each as the database reads those bytes, with the
+//! writer that made them where there is one, so that a target can decode arbitrary bytes and
+//! encode what decoded again.
+
+use std::path::Path;
+
+use crate::compress::{Decoder, Dictionaries, DictionaryId};
+use crate::error::{Error, Result};
+use crate::index::IndexDef;
+
+/// A raw-content dictionary, id 1 in the seeds of the fuzz targets that decode compressed
+/// values (seeds compressed with it reach the decompressor).
+pub const SEED_DICTIONARY: &[u8] =
+    b"{\"id\":1,\"name\":\"user number\",\"email\":\"user@example.com\",\"tags\":[\"a\",\"b\"]}";
+
+/// A log segment as opening a database reads it.
+#[derive(Debug)]
+pub struct Segment {
+    /// Batches read, in order.
+    pub batches: usize,
+    /// Length of the whole records at the start of the segment: what opening keeps.
+    pub valid: usize,
+    /// Why reading stopped before the end of the bytes; `None` for a clean end (including
+    /// zeroes after the last record).
+    pub stopped: Option<&'static str>,
+    /// The batches read, written again by the log writer.
+    pub reencoded: Vec<u8>,
+}
+
+/// Reads `bytes` as a log segment (`wal::read_segment`) and writes its batches again
+/// (`wal::encode_batch`).
+pub fn read_log_segment(bytes: &[u8]) -> Result<Segment> {
+    let (batches, valid, stopped) = crate::wal::read_segment(bytes);
+    let mut reencoded = Vec::new();
+    for b in &batches {
+        crate::wal::encode_batch(&mut reencoded, b.seq, &b.ops)?;
+    }
+    Ok(Segment {
+        batches: batches.len(),
+        valid,
+        stopped,
+        reencoded,
+    })
+}
+
+/// Reads `bytes` as a `MANIFEST` file and returns the manifest written again (as the current
+/// version).
+pub fn reencode_manifest(bytes: &[u8]) -> Result<Vec<u8>> {
+    Ok(crate::manifest::Manifest::decode(bytes, Path::new("MANIFEST"))?.encode())
+}
+
+/// The ids of a packed block, each with its document.
+pub type PackedEntries = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// A packed block as the database reads it: a value of the packs map of a collection,
+/// stored under key `last_id`, decoded with `dicts`. Its block number, then each id with its
+/// document (rebuilt from its stream form where the block holds one).
+pub fn read_packed_block(
+    last_id: &[u8],
+    value: &[u8],
+    dicts: &Dictionaries,
+) -> Result<(u64, PackedEntries)> {
+    let (number, stored) = crate::pack::split_value("fuzz", last_id, value)?;
+    let block = Decoder::new()?.decode_block(stored, dicts)?;
+    let bad = |reason: String| Error::corrupt_document("fuzz", last_id, reason);
+    let block = crate::pack::DecodedBlock::new(number, block, last_id).map_err(bad)?;
+    let mut entries = Vec::with_capacity(block.len());
+    for i in 0..block.len() {
+        let (doc, _) = block.document(i).map_err(|r| bad(r.to_string()))?;
+        entries.push((block.id(i).to_vec(), doc.to_vec()));
+    }
+    Ok((number, entries))
+}
+
+/// The collection and dictionary id a key of the meta collection names, if it is the key of
+/// a stored dictionary (`dict/<collection>/<id, 10 digits>`).
+pub fn parse_dictionary_key(key: &[u8]) -> Option<(&str, DictionaryId)> {
+    crate::db::parse_dict_key(key)
+}
+
+/// An index on `fields` fields (named `f0`, `f1`, ...; 1 to 16).
+fn index(fields: usize) -> Result<IndexDef> {
+    let names: Vec<String> = (0..fields).map(|i| format!("f{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    IndexDef::new("fuzz", "fuzz", &refs)
+}
+
+/// Splits a key of an index on `fields` fields (1 to 16) into its encoded values and the
+/// document id, as queries read index keys (`IndexDef::split_key`); `None` if it does not
+/// split.
+pub fn split_index_key(fields: usize, key: &[u8]) -> Option<(&[u8], &[u8])> {
+    index(fields).ok()?.split_key(key)
+}
+
+/// The length of the encoded value at the start of `bytes`, if one starts there.
+pub fn index_value_len(bytes: &[u8]) -> Option<usize> {
+    crate::index::encode::encoded_len(bytes)
+}
+
+/// The index keys of document `doc` (bytes of a valid document) under id `id` in an index on
+/// the field paths `fields`, as the database writes them.
+pub fn index_keys(fields: &[&str], doc: &[u8], id: &[u8]) -> Result<Vec<Vec<u8>>> {
+    let def = IndexDef::new("fuzz", "fuzz", fields)?;
+    let doc = stele_doc::Document::new(doc)
+        .map_err(|e| Error::corrupt_document("fuzz", id, e.to_string()))?;
+    Ok(def.keys(&doc, id))
+}

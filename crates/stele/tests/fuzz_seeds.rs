@@ -1,0 +1,265 @@
+//! Seeds of the fuzz targets in `fuzz/` that read the store's own files, made by the real
+//! writers (a database, a durable store, the block packer, the dictionary trainer, the
+//! index). Needs the `fuzzing` feature:
+//!
+//! ```text
+//! STELE_WRITE_FUZZ_SEEDS=1 cargo test -p stele --features fuzzing --test fuzz_seeds
+//! ```
+//!
+//! writes them to `fuzz/corpus/<target>/seed<n>`; without the variable the test checks that
+//! the committed seeds still read.
+
+#![cfg(feature = "fuzzing")]
+#![allow(clippy::unwrap_used, reason = "tests")]
+
+use std::path::{Path, PathBuf};
+
+use stele::compress::{BlockPacker, Dictionaries, train_dictionary};
+use stele::fuzzing::{
+    SEED_DICTIONARY, index_keys, parse_dictionary_key, read_log_segment, read_packed_block,
+    reencode_manifest, split_index_key,
+};
+use stele::{Database, DatabaseOptions};
+use stele_durable::{Kind, RootInfo, Store};
+
+fn corpus(target: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/corpus")
+        .join(target)
+}
+
+fn doc(json: &str) -> Vec<u8> {
+    stele_doc::from_json(json.as_bytes()).unwrap()
+}
+
+/// The log segments of the database in `dir`, each cut 16 bytes after its last record (the
+/// writer keeps 1 MiB of zeroes there).
+fn log_segments(dir: &Path) -> Vec<Vec<u8>> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir.join("wal"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    paths.sort();
+    paths
+        .iter()
+        .map(|p| {
+            let mut bytes = std::fs::read(p).unwrap();
+            let valid = read_log_segment(&bytes).unwrap().valid;
+            bytes.truncate(valid + 16);
+            bytes
+        })
+        .collect()
+}
+
+/// `[len] | key | value`: how the packed block and dictionary targets take a key and a value.
+fn keyed(key: &[u8], value: &[u8]) -> Vec<u8> {
+    let mut out = vec![u8::try_from(key.len()).unwrap()];
+    out.extend_from_slice(key);
+    out.extend_from_slice(value);
+    out
+}
+
+fn database_seeds(dir: &Path) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let opts = DatabaseOptions::default()
+        .background_compaction(false)
+        .background_training(false);
+    let path = dir.join("db");
+    let db = Database::open_with(&path, opts).unwrap();
+    db.checkpoint().unwrap();
+    let mut manifests = vec![std::fs::read(path.join("MANIFEST")).unwrap()];
+    let mut b = db.batch();
+    b.put_json(
+        "books",
+        "b1",
+        br#"{"title":"Dune","year":1965,"tags":["sf"]}"#,
+    )
+    .unwrap();
+    b.put_json("books", "b2", br#"{"title":"Emma","year":1815}"#)
+        .unwrap();
+    b.put_json("authors", "a1", br#"{"name":"Austen"}"#)
+        .unwrap();
+    db.commit(b).unwrap();
+    db.create_index("books", "by_year", &["year", "tags[]"])
+        .unwrap();
+    let mut logs = log_segments(&path);
+    db.checkpoint().unwrap();
+    manifests.push(std::fs::read(path.join("MANIFEST")).unwrap());
+    let mut b = db.batch();
+    b.delete("books", "b2").unwrap();
+    b.put_json("books", "b3", br#"{"title":"Ubik","year":1969}"#)
+        .unwrap();
+    db.commit(b).unwrap();
+    db.drop_index("books", "by_year").unwrap();
+    logs.extend(log_segments(&path));
+    (logs, manifests)
+}
+
+fn root_seeds(dir: &Path) -> Vec<Vec<u8>> {
+    let store = Store::open(dir.join("store")).unwrap();
+    let mut map = store.new_map();
+    map.put(b"k", b"v").unwrap();
+    let first = map.save().unwrap();
+    store.switch_root("m", None, first, Kind::Map).unwrap();
+    let mut seeds = vec![std::fs::read(store.dir().join("roots/m")).unwrap()];
+    map.put(b"k2", b"v2").unwrap();
+    let second = map.save().unwrap();
+    store
+        .switch_root("m", Some(first), second, Kind::Map)
+        .unwrap();
+    seeds.push(std::fs::read(store.dir().join("roots/m")).unwrap());
+    let mut list = store.new_list();
+    list.push(b"x").unwrap();
+    let id = list.save().unwrap();
+    store.switch_root("l", None, id, Kind::List).unwrap();
+    seeds.push(std::fs::read(store.dir().join("roots/l")).unwrap());
+    seeds
+}
+
+fn packed_block_seeds() -> Vec<Vec<u8>> {
+    let docs: Vec<Vec<u8>> = (0..6)
+        .map(|i| {
+            doc(&format!(
+                r#"{{"id":{i},"name":"user number {i}","email":"user{i}@example.com","tags":["a","b"],"score":{i}.5}}"#
+            ))
+        })
+        .collect();
+    let docs: Vec<&[u8]> = docs.iter().map(Vec::as_slice).collect();
+    let ids: Vec<Vec<u8>> = (0..6).map(|i| format!("u{i:03}").into_bytes()).collect();
+    let ids: Vec<&[u8]> = ids.iter().map(Vec::as_slice).collect();
+    let last = ids[5];
+    let value = |number: u64, block: &[u8]| {
+        let mut v = Vec::new();
+        stele_table::varint::put(&mut v, number);
+        v.extend_from_slice(block);
+        keyed(last, &v)
+    };
+    let mut seeds = Vec::new();
+    let mut block = Vec::new();
+    // Stream forms (a trial packs both ways and keeps the smaller), documents, a dictionary.
+    let mut packer = BlockPacker::new(9, None).unwrap();
+    packer.pack_documents(&ids, &docs, &mut block).unwrap();
+    seeds.push(value(1, &block));
+    let mut packer = BlockPacker::new(9, None).unwrap().streams(false);
+    packer.pack_documents(&ids, &docs, &mut block).unwrap();
+    seeds.push(value(2, &block));
+    let mut packer = BlockPacker::new(9, Some((1, SEED_DICTIONARY)))
+        .unwrap()
+        .streams(false);
+    packer.pack_documents(&ids, &docs, &mut block).unwrap();
+    seeds.push(value(300, &block));
+    // Codec 3, as packed before keyed blocks: the ids, then the documents.
+    let entries: Vec<&[u8]> = ids.iter().chain(&docs).copied().collect();
+    BlockPacker::new(9, None)
+        .unwrap()
+        .pack(&entries, &mut block)
+        .unwrap();
+    seeds.push(value(4, &block));
+    seeds
+}
+
+fn dictionary_seeds() -> Vec<Vec<u8>> {
+    let samples: Vec<Vec<u8>> = (0..400)
+        .map(|i| {
+            doc(&format!(
+                r#"{{"id":{i},"kind":"order","customer":"c{}","total":{}.25,"lines":[{{"sku":"s{}","qty":{}}}]}}"#,
+                i % 17,
+                i * 3,
+                i % 11,
+                i % 5
+            ))
+        })
+        .collect();
+    let samples: Vec<&[u8]> = samples.iter().map(Vec::as_slice).collect();
+    let (trained, _) = train_dictionary(&samples, 2048, 3, None, None).unwrap();
+    vec![
+        keyed(b"dict/orders/0000000001", &trained),
+        keyed(b"dict/books/0000000007", SEED_DICTIONARY),
+    ]
+}
+
+fn index_key_seeds() -> Vec<Vec<u8>> {
+    let json = r#"{"a":[1,-2.5,"x\u0000y",null,true],"b":{"c":false},"n":1e300}"#;
+    let mut seeds = vec![json.as_bytes().to_vec()];
+    for (fields, id) in [
+        (&["a[]"][..], "d1"),
+        (&["a[]", "b.c"], "d2"),
+        (&["n", "a[]"], ""),
+    ] {
+        let keys = index_keys(fields, &doc(json), id.as_bytes()).unwrap();
+        // Byte 0 picks the number of fields: (byte % 16) + 1.
+        let first = u8::try_from(fields.len() - 1).unwrap();
+        seeds.extend(keys.iter().take(2).map(|k| [&[first][..], k].concat()));
+    }
+    seeds
+}
+
+fn all_seeds() -> Vec<(&'static str, Vec<Vec<u8>>)> {
+    let dir = tempfile::tempdir().unwrap();
+    let (logs, manifests) = database_seeds(dir.path());
+    vec![
+        ("log_segment", logs),
+        ("manifest", manifests),
+        ("root", root_seeds(dir.path())),
+        ("packed_block", packed_block_seeds()),
+        ("dictionary", dictionary_seeds()),
+        ("index_key", index_key_seeds()),
+    ]
+}
+
+/// Whether `seed` reads as a valid input of `target`.
+fn reads(target: &str, seed: &[u8]) -> bool {
+    let (key, value) = match seed.split_first() {
+        Some((&n, rest)) if rest.len() >= usize::from(n) => rest.split_at(usize::from(n)),
+        _ => (&[][..], &[][..]),
+    };
+    match target {
+        "log_segment" => read_log_segment(seed).is_ok_and(|s| s.batches > 0 && s.stopped.is_none()),
+        "manifest" => reencode_manifest(seed).is_ok_and(|again| again == seed),
+        "root" => RootInfo::decode(seed, Path::new("r")).is_ok(),
+        "packed_block" => {
+            let mut dicts = Dictionaries::new();
+            dicts.insert(1, SEED_DICTIONARY).unwrap();
+            read_packed_block(key, value, &dicts).is_ok()
+        }
+        "dictionary" => parse_dictionary_key(key).is_some_and(|(_, id)| {
+            let mut dicts = Dictionaries::new();
+            dicts.insert(id, value).is_ok()
+        }),
+        "index_key" => {
+            stele_doc::from_json(seed).is_ok()
+                || split_index_key(usize::from(seed[0] % 16) + 1, &seed[1..]).is_some()
+        }
+        _ => false,
+    }
+}
+
+#[test]
+fn seeds_are_made_by_the_writers_and_read() {
+    let seeds = all_seeds();
+    for (target, made) in &seeds {
+        assert!(!made.is_empty());
+        for (i, seed) in made.iter().enumerate() {
+            assert!(reads(target, seed), "{target} seed {i} as made");
+        }
+    }
+    if std::env::var_os("STELE_WRITE_FUZZ_SEEDS").is_some() {
+        for (target, made) in &seeds {
+            let dir = corpus(target);
+            std::fs::create_dir_all(&dir).unwrap();
+            for (i, seed) in made.iter().enumerate() {
+                std::fs::write(dir.join(format!("seed{i}")), seed).unwrap();
+            }
+        }
+        return;
+    }
+    for (target, _) in &seeds {
+        let mut n = 0;
+        for entry in std::fs::read_dir(corpus(target)).unwrap() {
+            let path = entry.unwrap().path();
+            let seed = std::fs::read(&path).unwrap();
+            assert!(reads(target, &seed), "{} does not read", path.display());
+            n += 1;
+        }
+        assert!(n > 0, "{target} has seeds");
+    }
+}
