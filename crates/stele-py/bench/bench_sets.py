@@ -70,14 +70,17 @@ def run(cmd):
     stdout). The peak comes from GNU time (wait4 of a child forked from a small process:
     one forked from this script would start with this script's high-water mark)."""
     started = time.perf_counter()
-    proc = subprocess.run(["/usr/bin/time", "-f", "STELE_MAXRSS_KB %M", *cmd], capture_output=True)
+    timer = ["/usr/bin/time", "-f", "STELE_MAXRSS_KB %M"] if os.path.exists("/usr/bin/time") else []
+    proc = subprocess.run([*timer, *cmd], capture_output=True)
     seconds = time.perf_counter() - started
     err = proc.stderr.decode(errors="replace")
     if proc.returncode != 0:
         sys.stderr.write(err[-4000:])
         raise SystemExit(f"failed ({proc.returncode}): {' '.join(map(str, cmd))}")
     kb = [line.split()[1] for line in err.splitlines() if line.startswith("STELE_MAXRSS_KB ")]
-    return seconds, int(kb[-1]) * 1024, proc.stdout.decode()
+    # Without GNU time the peak is not measured (NaN in the table), the rest is.
+    rss = int(kb[-1]) * 1024 if kb else float("nan")
+    return seconds, rss, proc.stdout.decode()
 
 
 def folder_bytes(path):
