@@ -3,9 +3,9 @@
 //! through here.
 
 use crate::compress::{Header, parse_header};
-use crate::db::State;
 use crate::error::{Error, Result};
 use crate::pack::{self, PackedIter};
+use crate::state::State;
 use crate::stored::{self, DocBytes};
 use std::cmp::Ordering;
 use std::iter::Peekable;

@@ -26,8 +26,8 @@
 //! reused), no pin holds it, and no value of the scan names it.
 
 use crate::compress::DictionaryId;
-use crate::db::State;
 use crate::error::Result;
+use crate::state::State;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 

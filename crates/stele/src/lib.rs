@@ -19,10 +19,12 @@ mod error;
 pub mod export;
 pub mod import;
 mod index;
+mod internal;
 mod manifest;
 mod pack;
 pub mod query;
 mod snapshot;
+mod state;
 mod stored;
 mod wal;
 

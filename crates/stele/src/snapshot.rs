@@ -1,7 +1,7 @@
 //! Consistent reads of every collection.
 
-use crate::db::State;
 use crate::error::Result;
+use crate::state::State;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 use stele_doc::Document;
@@ -203,13 +203,13 @@ impl Snapshot {
     pub(crate) fn index_states<'a>(
         &'a self,
         collection: &'a str,
-    ) -> impl Iterator<Item = &'a crate::db::IndexState> + 'a {
+    ) -> impl Iterator<Item = &'a crate::state::IndexState> + 'a {
         self.state.indexes_of(collection)
     }
 
     /// A value of the internal meta collection (settings, dictionaries).
     pub(crate) fn meta(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        match self.state.collections.get(crate::db::META) {
+        match self.state.collections.get(crate::internal::META) {
             Some(m) => Ok(m.get(key)?.map(<[u8]>::to_vec)),
             None => Ok(None),
         }
@@ -224,10 +224,10 @@ impl Snapshot {
     /// collection (not counted in [`CollectionStats`]; each one is kept while documents
     /// may use it).
     pub fn dictionary_bytes(&self, collection: &str) -> Result<u64> {
-        let Some(meta) = self.state.collections.get(crate::db::META) else {
+        let Some(meta) = self.state.collections.get(crate::internal::META) else {
             return Ok(0);
         };
-        let prefix = crate::db::dict_prefix(collection);
+        let prefix = crate::internal::dict_prefix(collection);
         let mut total = 0u64;
         for entry in meta.prefix(prefix.as_bytes()) {
             total += entry?.1.len() as u64;

@@ -2,9 +2,9 @@
 //! [`crate::compress::codec`] and `docs/FORMAT.md`, "Stored document values").
 
 use crate::compress::{Decoder, Dictionaries};
-use crate::db::State;
 use crate::error::{Error, Result};
 use crate::pack::DecodedBlock;
+use crate::state::State;
 use std::cell::RefCell;
 use std::ops::Deref;
 use std::sync::{Arc, LazyLock};

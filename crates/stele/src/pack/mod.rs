@@ -33,8 +33,8 @@ use crate::bytes::Reader;
 use crate::compress::{
     BlockPacker, Decoder, Dictionaries, DictionaryId, MAX_BLOCK_DOCS, block_is_full,
 };
-use crate::db::State;
 use crate::error::{Error, Result};
+use crate::state::State;
 use crate::stored::DocBytes;
 use std::ops::Bound;
 use std::sync::Arc;
@@ -308,20 +308,20 @@ pub(crate) fn last_dictionary(
     state: &State,
     collection: &str,
 ) -> Result<Option<(DictionaryId, Vec<u8>)>> {
-    let Some(meta) = state.collections.get(crate::db::META) else {
+    let Some(meta) = state.collections.get(crate::internal::META) else {
         return Ok(None);
     };
-    let prefix = crate::db::dict_prefix(collection);
+    let prefix = crate::internal::dict_prefix(collection);
     let Some(entry) = meta.prefix(prefix.as_bytes()).next_back() else {
         return Ok(None);
     };
     let (key, value) = entry?;
     // Collection names cannot hold '/', so the prefix matches this collection's keys only;
     // checked all the same.
-    let parsed = crate::db::parse_dict_key(&key).filter(|(c, _)| *c == collection);
+    let parsed = crate::internal::parse_dict_key(&key).filter(|(c, _)| *c == collection);
     let Some((_, id)) = parsed else {
         return Err(Error::CorruptManifest {
-            path: std::path::PathBuf::from(crate::db::META),
+            path: std::path::PathBuf::from(crate::internal::META),
             reason: "a dictionary key does not name a collection and an id",
         });
     };
