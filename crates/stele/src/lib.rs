@@ -28,12 +28,13 @@ mod state;
 mod stored;
 mod wal;
 
-pub use batch::{Batch, MAX_ID_BYTES, PARALLEL_JSON_BYTES, check_collection_name, write_options};
+pub use batch::{Batch, MAX_ID_BYTES, PARALLEL_JSON_BYTES, write_options};
 pub use db::{Database, DatabaseOptions};
 pub use disk::DiskUsage;
 pub use error::{Error, Result};
 pub use index::{FieldPath, IndexDef};
-pub use pack::BlockCacheStats;
+pub use internal::check_collection_name;
+pub use pack::cache::BlockCacheStats;
 pub use query::{Condition, Plan, Query, QueryOutput, Row};
 pub use snapshot::{CollectionStats, CompressionStats, Doc, Snapshot};
 pub use wal::MAX_RECORD_BYTES;

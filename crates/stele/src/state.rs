@@ -2,8 +2,10 @@
 //! and counts. A commit applies its batch to a copy; a snapshot holds one.
 
 use crate::compress::Dictionaries;
+use crate::error::Result;
 use crate::index::IndexDef;
-use crate::pack::Packing;
+use crate::internal::{META, MetaKey};
+use crate::pack::packing::Packing;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use stele_durable::DurableMap;
@@ -70,6 +72,17 @@ impl State {
             .iter()
             .map(|((c, n), ix)| (MapRef::Index(c.clone(), n.clone()), &ix.map));
         colls.chain(ixs)
+    }
+
+    /// Whether `collection` stores new documents compressed (its [`MetaKey::Compress`]
+    /// setting; default on): the one reading of the setting.
+    pub(crate) fn compression(&self, collection: &str) -> Result<bool> {
+        Ok(match self.collections.get(META) {
+            Some(m) => m
+                .get(&MetaKey::compress(collection))?
+                .is_none_or(|v| v != b"0"),
+            None => true,
+        })
     }
 
     pub(crate) fn indexes_of<'a>(

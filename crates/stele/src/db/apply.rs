@@ -3,17 +3,16 @@
 
 use crate::error::{Error, Result};
 use crate::index::IndexDef;
-use crate::internal::{META, parse_dict_key};
+use crate::internal::{META, MetaKey, is_internal, packs_name};
 use crate::state::{IndexState, State};
 use crate::wal::LoggedOp;
-use std::path::PathBuf;
 use std::sync::Arc;
 use stele_durable::{DurableMap, Store};
 
 /// Keeps the in-memory dictionary sets in step with a removal from the meta collection.
 pub(super) fn note_meta_removal(state: &mut State, key: &[u8]) {
-    if let Some((collection, id)) = parse_dict_key(key)
-        && let Some(dicts) = state.dicts.get_mut(collection)
+    if let Ok(MetaKey::Dict { collection, id }) = MetaKey::parse(key)
+        && let Some(dicts) = state.dicts.get_mut(&collection)
     {
         dicts.remove(id);
     }
@@ -21,20 +20,13 @@ pub(super) fn note_meta_removal(state: &mut State, key: &[u8]) {
 
 /// Keeps the in-memory dictionary sets in step with puts to the meta collection.
 pub(super) fn note_meta(state: &mut State, key: &[u8], value: &[u8]) -> Result<()> {
-    if !key.starts_with(b"dict/") {
-        return Ok(());
+    if let MetaKey::Dict { collection, id } = MetaKey::parse(key)? {
+        state
+            .dicts
+            .entry(collection)
+            .or_default()
+            .insert(id, value)?;
     }
-    let Some((collection, id)) = parse_dict_key(key) else {
-        return Err(Error::CorruptManifest {
-            path: PathBuf::from(META),
-            reason: "a dictionary key does not name a collection and an id",
-        });
-    };
-    state
-        .dicts
-        .entry(collection.to_owned())
-        .or_default()
-        .insert(id, value)?;
     Ok(())
 }
 
@@ -156,7 +148,7 @@ pub(crate) fn apply(store: &Store, state: &mut State, ops: &[LoggedOp]) -> Resul
                 };
                 // A user collection marks the removal: a packed version may sit below, or
                 // end up there when a compaction running now lands.
-                if collection.starts_with('_') {
+                if is_internal(collection) {
                     map.remove(id)?;
                 } else {
                     map.put(id, &crate::pack::REMOVED)?;
@@ -197,9 +189,7 @@ pub(crate) fn apply(store: &Store, state: &mut State, ops: &[LoggedOp]) -> Resul
             LoggedOp::DropCollection { collection } => {
                 state.collections.remove(collection);
                 state.counts.remove(collection);
-                state
-                    .collections
-                    .remove(&crate::pack::packs_name(collection));
+                state.collections.remove(&packs_name(collection));
                 state.indexes.retain(|(c, _), _| c != collection);
             }
             LoggedOp::MergeCollection { collection, into } => {

@@ -4,7 +4,7 @@
 
 use super::{DatabaseOptions, Inner, lock_poisoned};
 use crate::error::Result;
-use crate::internal::META;
+use crate::internal::{is_internal, packs_name};
 use crate::state::{MapRef, State};
 use std::sync::{Weak, mpsc};
 use stele_durable::{DurableMap, Store};
@@ -21,16 +21,6 @@ pub(super) struct SideCompaction {
     pub(super) packs: Option<DurableMap>,
 }
 
-/// Whether `collection` stores new documents compressed in `state` (the `compress/<name>`
-/// setting of the meta collection; default on).
-pub(super) fn compression_in(state: &State, collection: &str) -> Result<bool> {
-    let key = format!("compress/{collection}");
-    Ok(match state.collections.get(META) {
-        Some(m) => m.get(key.as_bytes())?.is_none_or(|v| v != b"0"),
-        None => true,
-    })
-}
-
 /// Whether compaction packs `collection` (see [`DatabaseOptions::pack_block_bytes`]): a
 /// user collection with compression on, with packing enabled.
 pub(super) fn packs_collection(
@@ -38,9 +28,7 @@ pub(super) fn packs_collection(
     state: &State,
     collection: &str,
 ) -> Result<bool> {
-    Ok(opts.pack_block_bytes > 0
-        && !collection.starts_with('_')
-        && compression_in(state, collection)?)
+    Ok(opts.pack_block_bytes > 0 && !is_internal(collection) && state.compression(collection)?)
 }
 
 pub(super) fn pack_settings(opts: &DatabaseOptions) -> crate::pack::PackSettings {
@@ -59,9 +47,7 @@ pub(super) fn merge_plain(
     collection: &str,
     source: &DurableMap,
 ) -> Result<DurableMap> {
-    let packed = state
-        .collections
-        .contains_key(&crate::pack::packs_name(collection));
+    let packed = state.collections.contains_key(&packs_name(collection));
     let mut out = store.map_builder()?;
     crate::stored::with_decoder(|decoder| {
         for entry in source.iter() {
@@ -97,7 +83,7 @@ pub(super) fn compact_in_line(
     let Some(map) = state.collections.get(c) else {
         return Ok(());
     };
-    if c.starts_with('_') {
+    if is_internal(c) {
         let mut map = map.clone();
         map.compact()?;
         state.collections.insert(c.clone(), map);
@@ -110,7 +96,7 @@ pub(super) fn compact_in_line(
         // Everything the map held went into the blocks.
         debug_assert_eq!(docs, crate::collection::count(state, c));
         state.collections.insert(c.clone(), store.new_map());
-        let name = crate::pack::packs_name(c);
+        let name = packs_name(c);
         if docs == 0 {
             state.collections.remove(&name);
         } else {
@@ -138,7 +124,7 @@ pub(super) fn swap_in(state: &mut State, side: SideCompaction) -> Result<bool> {
     };
     let swapped = map.rebase(&side.covered, id)?;
     if let (true, MapRef::Collection(c), Some(packs)) = (swapped, &side.map, side.packs) {
-        state.collections.insert(crate::pack::packs_name(c), packs);
+        state.collections.insert(packs_name(c), packs);
     }
     Ok(swapped)
 }
@@ -187,7 +173,7 @@ pub(super) fn compact_on_the_side(
     let mut side = map.saved_only();
     let covered = side.layer_ids();
     let packed = match r {
-        MapRef::Collection(c) if !c.starts_with('_') => packs_collection(&opts, &state, c)?,
+        MapRef::Collection(c) if !is_internal(c) => packs_collection(&opts, &state, c)?,
         _ => false,
     };
     if covered.is_empty() || (covered.len() == 1 && !(full && packed)) {
@@ -200,7 +186,7 @@ pub(super) fn compact_on_the_side(
         packs,
     };
     match r {
-        MapRef::Collection(c) if !c.starts_with('_') => {
+        MapRef::Collection(c) if !is_internal(c) => {
             let source = side.sequential()?;
             if packed {
                 let (packs, _) =

@@ -4,8 +4,9 @@
 
 use super::{Database, lock_poisoned};
 use crate::compress::{CompressOptions, Compressor, NewDictionary};
+use crate::dicts::Pin;
 use crate::error::Result;
-use crate::internal::{META, dict_key};
+use crate::internal::{Internal, META, MetaKey, check_collection_name, is_internal};
 use crate::wal::LoggedOp;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -13,22 +14,16 @@ use std::sync::{Arc, Mutex};
 impl Database {
     /// Whether `collection` stores new documents compressed (default: yes).
     pub fn compression(&self, collection: &str) -> Result<bool> {
-        let snap = self.snapshot();
-        Ok(
-            match snap.meta(format!("compress/{collection}").as_bytes())? {
-                Some(v) => v != b"0",
-                None => true,
-            },
-        )
+        self.snapshot_state().compression(collection)
     }
 
     /// Turns compression of new documents in `collection` on or off (documents already
     /// stored stay as they are, readable either way). Logged like any write.
     pub fn set_compression(&self, collection: &str, on: bool) -> Result<()> {
-        crate::batch::check_collection_name(collection)?;
+        check_collection_name(collection)?;
         self.commit_ops(vec![LoggedOp::Put {
             collection: META.to_owned(),
-            id: format!("compress/{collection}").into_bytes(),
+            id: MetaKey::compress(collection),
             value: Arc::from(if on { &b"1"[..] } else { &b"0"[..] }),
         }])
     }
@@ -88,21 +83,25 @@ impl Database {
     /// compressor used may hand out a dictionary (trained on everything up to this batch's
     /// last document, or earlier on a background thread): it goes into this batch, ahead of
     /// the documents (none of which uses it), and is adopted once the batch is durable.
-    #[expect(
-        clippy::type_complexity,
-        reason = "one private call site; a struct would only name the pair"
-    )]
+    /// Returns the proposed dictionaries with their compressors, and the pins that keep the
+    /// dictionaries the documents were compressed with until the batch is applied.
     pub(super) fn compress_ops(
         &self,
         ops: &mut Vec<LoggedOp>,
-    ) -> Result<(
-        Vec<(Arc<Mutex<Compressor>>, NewDictionary)>,
-        Vec<crate::dicts::Pin>,
-    )> {
+    ) -> Result<(Vec<Proposal>, Vec<Pin>)> {
+        let uses = self.compressors_of(ops)?;
+        let pins = self.compress_in_place(ops, &uses)?;
+        let proposals = log_new_dictionaries(ops, uses)?;
+        Ok((proposals, pins))
+    }
+
+    /// The compressors a batch's documents go through, in order of first use (so that
+    /// dictionaries are logged in a stable order), each with the positions of the puts whose
+    /// documents it compresses: raw documents of user collections with compression on, and
+    /// of import staging collections into them (compressed as the target's documents).
+    fn compressors_of(&self, ops: &[LoggedOp]) -> Result<Vec<CompressorUse>> {
         let mut enabled: HashMap<String, bool> = HashMap::new();
-        // In order of first use, so that dictionaries are logged in a stable order; with
-        // the positions of the operations whose documents each compresses.
-        let mut used: Vec<(String, Arc<Mutex<Compressor>>, Vec<usize>)> = Vec::new();
+        let mut uses: Vec<CompressorUse> = Vec::new();
         let mut used_at: HashMap<String, usize> = HashMap::new();
         for (at, op) in ops.iter().enumerate() {
             let LoggedOp::Put {
@@ -111,43 +110,46 @@ impl Database {
             else {
                 continue;
             };
-            // Documents staged by an import are compressed as the target's documents.
-            let target = match collection.strip_prefix(crate::import::STAGING_PREFIX) {
-                Some(staged) => match staged.split_once('/') {
-                    Some((_, target)) => target.to_owned(),
-                    None => continue,
-                },
-                None if collection.starts_with('_') => continue,
-                None => collection.clone(),
+            let target = match Internal::parse(collection) {
+                Some(Internal::Import { target, .. }) => target,
+                _ if is_internal(collection) => continue,
+                _ => collection.clone(),
             };
-            let collection = &target;
-            let on = match enabled.get(collection.as_str()) {
+            let on = match enabled.get(target.as_str()) {
                 Some(on) => *on,
                 None => {
-                    let on = self.compression(collection)?;
-                    enabled.insert(collection.clone(), on);
+                    let on = self.compression(&target)?;
+                    enabled.insert(target.clone(), on);
                     on
                 }
             };
             if !on || crate::stored::raw(value).is_none() {
                 continue;
             }
-            match used_at
-                .get(collection.as_str())
-                .and_then(|&i| used.get_mut(i))
-            {
-                Some((_, _, positions)) => positions.push(at),
+            match used_at.get(target.as_str()).and_then(|&i| uses.get_mut(i)) {
+                Some(using) => using.positions.push(at),
                 None => {
-                    let c = self.compressor(collection)?;
-                    used_at.insert(collection.clone(), used.len());
-                    used.push((collection.clone(), c, vec![at]));
+                    let compressor = self.compressor(&target)?;
+                    used_at.insert(target.clone(), uses.len());
+                    uses.push(CompressorUse {
+                        collection: target,
+                        compressor,
+                        positions: vec![at],
+                    });
                 }
             }
         }
+        Ok(uses)
+    }
+
+    /// Replaces the raw documents at each use's positions with their compressed values;
+    /// returns a pin of each dictionary used.
+    fn compress_in_place(&self, ops: &mut [LoggedOp], uses: &[CompressorUse]) -> Result<Vec<Pin>> {
         let threads = crate::cores();
         let mut pins = Vec::new();
-        for (collection, compressor, positions) in &used {
-            let docs: Vec<&[u8]> = positions
+        for using in uses {
+            let docs: Vec<&[u8]> = using
+                .positions
                 .iter()
                 .filter_map(|&at| match ops.get(at) {
                     Some(LoggedOp::Put { value, .. }) => crate::stored::raw(value),
@@ -155,42 +157,62 @@ impl Database {
                 })
                 .collect();
             let values = {
-                let mut c = compressor.lock().map_err(lock_poisoned)?;
+                let mut c = using.compressor.lock().map_err(lock_poisoned)?;
                 // Pinned under the compressor's lock, before any removal can read this
                 // compressor's current id (the dictionary only changes through `adopt`,
                 // which takes the same lock).
                 if let Some(id) = c.current_dictionary() {
-                    pins.push(self.inner.pins.pin(collection, id));
+                    pins.push(self.inner.pins.pin(&using.collection, id));
                 }
                 c.compress_many(&docs, threads)?
             };
             drop(docs);
-            for (&at, compressed) in positions.iter().zip(values) {
+            for (&at, compressed) in using.positions.iter().zip(values) {
                 if let Some(LoggedOp::Put { value, .. }) = ops.get_mut(at) {
                     *value = Arc::from(compressed);
                 }
             }
         }
-        let mut proposals = Vec::new();
-        let mut dict_ops = Vec::new();
-        for (collection, compressor, _) in used {
-            let dict = compressor
-                .lock()
-                .map_err(lock_poisoned)?
-                .take_new_dictionary()?;
-            if let Some(dict) = dict {
-                dict_ops.push(LoggedOp::Put {
-                    collection: META.to_owned(),
-                    id: dict_key(&collection, dict.id()),
-                    value: Arc::from(dict.bytes()),
-                });
-                proposals.push((compressor, dict));
-            }
-        }
-        if !dict_ops.is_empty() {
-            dict_ops.append(ops);
-            *ops = dict_ops;
-        }
-        Ok((proposals, pins))
+        Ok(pins)
     }
+}
+
+/// A compressor a batch uses: its collection and the positions of the puts it compresses.
+struct CompressorUse {
+    collection: String,
+    compressor: Arc<Mutex<Compressor>>,
+    positions: Vec<usize>,
+}
+
+/// A dictionary logged with a batch, to be adopted by its compressor once the batch is
+/// durable.
+pub(super) type Proposal = (Arc<Mutex<Compressor>>, NewDictionary);
+
+/// Puts the dictionary each used compressor hands out ahead of the batch's operations.
+fn log_new_dictionaries(
+    ops: &mut Vec<LoggedOp>,
+    uses: Vec<CompressorUse>,
+) -> Result<Vec<Proposal>> {
+    let mut proposals = Vec::new();
+    let mut dict_ops = Vec::new();
+    for using in uses {
+        let dict = using
+            .compressor
+            .lock()
+            .map_err(lock_poisoned)?
+            .take_new_dictionary()?;
+        if let Some(dict) = dict {
+            dict_ops.push(LoggedOp::Put {
+                collection: META.to_owned(),
+                id: MetaKey::dict(&using.collection, dict.id()),
+                value: Arc::from(dict.bytes()),
+            });
+            proposals.push((using.compressor, dict));
+        }
+    }
+    if !dict_ops.is_empty() {
+        dict_ops.append(ops);
+        *ops = dict_ops;
+    }
+    Ok(proposals)
 }

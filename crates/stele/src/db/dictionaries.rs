@@ -6,7 +6,7 @@ use super::compaction::packs_collection;
 use super::{Database, lock_poisoned};
 use crate::compress::{Compressor, NewDictionary};
 use crate::error::Result;
-use crate::internal::{META, dict_key};
+use crate::internal::{META, MetaKey};
 use crate::wal::LoggedOp;
 use std::sync::{Arc, Mutex};
 
@@ -60,7 +60,7 @@ impl Database {
                 for id in crate::dicts::removable(&persisted, current, &pinned, &named) {
                     ops.push(LoggedOp::Delete {
                         collection: META.to_owned(),
-                        id: dict_key(collection, id),
+                        id: MetaKey::dict(collection, id),
                     });
                 }
             }
@@ -118,7 +118,7 @@ impl Database {
     ) -> Result<()> {
         self.commit_ops(vec![LoggedOp::Put {
             collection: META.to_owned(),
-            id: dict_key(collection, dict.id()),
+            id: MetaKey::dict(collection, dict.id()),
             value: Arc::from(dict.bytes()),
         }])?;
         if let Ok(mut c) = compressor.lock() {

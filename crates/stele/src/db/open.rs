@@ -6,7 +6,7 @@ use super::commit::Writer;
 use super::compaction::compactor;
 use super::{Database, DatabaseOptions, Inner, LOCK_FILE, TABLES_DIR, WAL_DIR};
 use crate::error::{Error, Result};
-use crate::internal::META;
+use crate::internal::{Internal, META, MetaKey};
 use crate::manifest::{self, Manifest};
 use crate::state::{IndexState, State};
 use crate::wal::{self, LoggedOp, WalWriter};
@@ -104,7 +104,7 @@ impl Database {
             };
             state.collections.insert(name.clone(), map);
         }
-        state.packing = Arc::new(crate::pack::Packing::new(
+        state.packing = Arc::new(crate::pack::packing::Packing::new(
             manifest.next_block,
             opts.block_cache_bytes,
         ));
@@ -119,7 +119,7 @@ impl Database {
         };
         // Dictionaries persisted in the meta collection up to the checkpoint.
         if let Some(meta) = state.collections.get(META).cloned() {
-            for entry in meta.prefix(b"dict/") {
+            for entry in meta.prefix(MetaKey::DICTS) {
                 let (key, value) = entry?;
                 note_meta(&mut state, &key, value)?;
             }
@@ -173,7 +173,7 @@ impl Database {
         let leftovers: Vec<String> = state
             .collections
             .keys()
-            .filter(|c| c.starts_with(crate::import::STAGING_PREFIX))
+            .filter(|c| matches!(Internal::parse(c), Some(Internal::Import { .. })))
             .cloned()
             .collect();
         let visible = Arc::new(state.clone());

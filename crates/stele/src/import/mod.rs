@@ -52,9 +52,10 @@ pub use options::{
     ImportReport,
 };
 
-use crate::batch::{check_collection_name, check_id};
+use crate::batch::check_id;
 use crate::db::Database;
 use crate::error::Error;
+use crate::internal::{Internal, check_collection_name};
 use crate::wal::LoggedOp;
 use options::IResult;
 use split::{ArraySplitter, SplitError, sniff};
@@ -414,12 +415,12 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
         self.report.bytes_read = self.progress.bytes_read;
         // `/` cannot appear in user collection names: the target is read back from here to
         // compress the staged documents as the target's documents.
-        let staging = format!(
-            "{STAGING_PREFIX}{}-{}/{}",
-            std::process::id(),
-            STAGING_COUNTER.fetch_add(1, Ordering::Relaxed),
-            self.collection
-        );
+        let staging = Internal::Import {
+            pid: std::process::id(),
+            n: STAGING_COUNTER.fetch_add(1, Ordering::Relaxed),
+            target: self.collection.to_owned(),
+        }
+        .name();
         let result = self.write_staged(&staging);
         if let Err(cause) = result {
             self.progress.phase = ImportPhase::RollingBack;
@@ -487,6 +488,6 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
     }
 }
 
-/// Names of the staging collections imports write into before they land.
-pub(crate) const STAGING_PREFIX: &str = "_import-";
+/// Numbers this process's imports, for the names of their staging collections
+/// (`Internal::Import`).
 static STAGING_COUNTER: AtomicU64 = AtomicU64::new(0);
