@@ -176,9 +176,10 @@ pub(crate) fn db_err(py: Python<'_>, e: stele::Error) -> PyErr {
         | E::InvalidFieldPath { .. }
         | E::InvalidIndex { .. }
         | E::InvalidQuery { .. } => Kind::InvalidInput,
-        E::CorruptLog { .. } | E::CorruptManifest { .. } | E::CorruptDocument { .. } => {
-            Kind::Corrupt
-        }
+        E::CorruptLog { .. }
+        | E::CorruptManifest { .. }
+        | E::CorruptMetaKey { .. }
+        | E::CorruptDocument { .. } => Kind::Corrupt,
         _ => Kind::Stele,
     };
     new_err(py, kind, e.to_string())

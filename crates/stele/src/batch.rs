@@ -1,28 +1,12 @@
 //! Batches: operations across collections committed all or nothing.
 
 use crate::error::{Error, Result};
+use crate::internal::check_collection_name;
 use crate::wal::LoggedOp;
 use stele_doc::{Document, DocumentWriter, WriteOptions};
 
 /// Longest document id, in bytes.
 pub const MAX_ID_BYTES: usize = 1024;
-
-/// Checks a collection name: 1 to 100 of `A-Z a-z 0-9 _ - .`, not starting with `.` or `_`
-/// (names starting with `_` are reserved).
-pub fn check_collection_name(name: &str) -> Result<()> {
-    let ok = (1..=100).contains(&name.len())
-        && !name.starts_with(['.', '_'])
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::InvalidCollectionName {
-            name: name.chars().take(120).collect(),
-        })
-    }
-}
 
 pub(crate) fn check_id(id: &str) -> Result<()> {
     let reason = if id.is_empty() {

@@ -3,9 +3,10 @@
 //! through here.
 
 use crate::compress::{Header, parse_header};
-use crate::db::State;
 use crate::error::{Error, Result};
+use crate::internal::packs_name;
 use crate::pack::{self, PackedIter};
+use crate::state::State;
 use crate::stored::{self, DocBytes};
 use std::cmp::Ordering;
 use std::iter::Peekable;
@@ -118,7 +119,7 @@ pub(crate) fn for_each_block_header(
     collection: &str,
     mut f: impl FnMut(&Header, usize),
 ) -> Result<()> {
-    let Some(packs) = state.collections.get(&pack::packs_name(collection)) else {
+    let Some(packs) = state.collections.get(&packs_name(collection)) else {
         return Ok(());
     };
     for entry in packs.iter() {
@@ -137,7 +138,7 @@ pub(crate) fn first_block_dictionary(
     state: &State,
     collection: &str,
 ) -> Result<Option<crate::compress::DictionaryId>> {
-    let Some(packs) = state.collections.get(&pack::packs_name(collection)) else {
+    let Some(packs) = state.collections.get(&packs_name(collection)) else {
         return Ok(None);
     };
     let Some(entry) = packs.iter().next() else {
@@ -175,10 +176,7 @@ impl<'a> Entries<'a> {
             .collections
             .get(collection)
             .map(|m| m.range((lo, hi)).peekable());
-        let packed = if state
-            .collections
-            .contains_key(&pack::packs_name(collection))
-        {
+        let packed = if state.collections.contains_key(&packs_name(collection)) {
             Some(PackedIter::new(state, collection, lo)?.peekable())
         } else {
             None

@@ -26,8 +26,9 @@
 //! reused), no pin holds it, and no value of the scan names it.
 
 use crate::compress::DictionaryId;
-use crate::db::State;
 use crate::error::Result;
+use crate::internal::Internal;
+use crate::state::State;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
@@ -88,11 +89,9 @@ impl Drop for Pin {
 /// packed blocks, and the documents of import staging collections into it.
 pub(crate) fn named(state: &State, collection: &str) -> Result<BTreeSet<DictionaryId>> {
     let mut ids = BTreeSet::new();
-    let staging_suffix = format!("/{collection}");
     let maps = state.collections.keys().filter(|name| {
         name.as_str() == collection
-            || (name.starts_with(crate::import::STAGING_PREFIX)
-                && name.ends_with(staging_suffix.as_str()))
+            || matches!(Internal::parse(name), Some(Internal::Import { target, .. }) if target == collection)
     });
     for name in maps {
         crate::collection::for_each_value_header(state, name, |h, _| ids.extend(h.dictionary))?;

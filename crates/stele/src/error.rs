@@ -109,6 +109,14 @@ pub enum Error {
         /// What is wrong.
         reason: &'static str,
     },
+    /// A key of the database's meta collection (dictionaries and settings) does not parse.
+    #[error("meta collection key {key:?} is corrupt: {reason}")]
+    CorruptMetaKey {
+        /// The key, as text (bytes that are not UTF-8 replaced).
+        key: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
     /// A stored document does not decode.
     #[error("stored document {id:?} in collection {collection:?} is corrupt: {reason}")]
     CorruptDocument {

@@ -75,8 +75,11 @@ pub fn read_packed_block(
 
 /// The collection and dictionary id a key of the meta collection names, if it is the key of
 /// a stored dictionary (`dict/<collection>/<id, 10 digits>`).
-pub fn parse_dictionary_key(key: &[u8]) -> Option<(&str, DictionaryId)> {
-    crate::db::parse_dict_key(key)
+pub fn parse_dictionary_key(key: &[u8]) -> Option<(String, DictionaryId)> {
+    match crate::internal::MetaKey::parse(key).ok()? {
+        crate::internal::MetaKey::Dict { collection, id } => Some((collection, id)),
+        crate::internal::MetaKey::Compress(_) => None,
+    }
 }
 
 /// An index on `fields` fields (named `f0`, `f1`, ...; 1 to 16).

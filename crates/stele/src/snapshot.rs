@@ -1,7 +1,7 @@
 //! Consistent reads of every collection.
 
-use crate::db::State;
 use crate::error::Result;
+use crate::state::State;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 use stele_doc::Document;
@@ -76,12 +76,14 @@ impl Snapshot {
             .collections
             .keys()
             .map(String::as_str)
-            .filter(|c| !c.starts_with('_'))
+            .filter(|c| !crate::internal::is_internal(c))
             .collect()
     }
 
-    /// Names of every collection, internal ones (staging collections of imports) included.
-    #[doc(hidden)]
+    /// Names of every collection, sorted, internal ones included: `_meta` (dictionaries and
+    /// settings), `_packs/<collection>` (packed blocks) and `_import-…/<collection>` (the
+    /// staging collection of an import in progress). For inspection and tests; their
+    /// contents are not part of the API.
     pub fn all_collections(&self) -> Vec<&str> {
         self.state.collections.keys().map(String::as_str).collect()
     }
@@ -203,16 +205,8 @@ impl Snapshot {
     pub(crate) fn index_states<'a>(
         &'a self,
         collection: &'a str,
-    ) -> impl Iterator<Item = &'a crate::db::IndexState> + 'a {
+    ) -> impl Iterator<Item = &'a crate::state::IndexState> + 'a {
         self.state.indexes_of(collection)
-    }
-
-    /// A value of the internal meta collection (settings, dictionaries).
-    pub(crate) fn meta(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        match self.state.collections.get(crate::db::META) {
-            Some(m) => Ok(m.get(key)?.map(<[u8]>::to_vec)),
-            None => Ok(None),
-        }
     }
 
     /// Number of compression dictionaries `collection` has.
@@ -224,10 +218,10 @@ impl Snapshot {
     /// collection (not counted in [`CollectionStats`]; each one is kept while documents
     /// may use it).
     pub fn dictionary_bytes(&self, collection: &str) -> Result<u64> {
-        let Some(meta) = self.state.collections.get(crate::db::META) else {
+        let Some(meta) = self.state.collections.get(crate::internal::META) else {
             return Ok(0);
         };
-        let prefix = crate::db::dict_prefix(collection);
+        let prefix = crate::internal::MetaKey::dicts_of(collection);
         let mut total = 0u64;
         for entry in meta.prefix(prefix.as_bytes()) {
             total += entry?.1.len() as u64;
@@ -258,7 +252,7 @@ impl Snapshot {
         if let Some(packs) = self
             .state
             .collections
-            .get(&crate::pack::packs_name(collection))
+            .get(&crate::internal::packs_name(collection))
         {
             stats.packed_blocks = packs.len();
             for (_, t) in packs.table_stats() {

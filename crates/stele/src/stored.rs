@@ -2,9 +2,9 @@
 //! [`crate::compress::codec`] and `docs/FORMAT.md`, "Stored document values").
 
 use crate::compress::{Decoder, Dictionaries};
-use crate::db::State;
 use crate::error::{Error, Result};
-use crate::pack::DecodedBlock;
+use crate::pack::decoded::DecodedBlock;
+use crate::state::State;
 use std::cell::RefCell;
 use std::ops::Deref;
 use std::sync::{Arc, LazyLock};
@@ -68,7 +68,7 @@ impl DocBytes<'static> {
         block: Arc<DecodedBlock>,
         i: usize,
     ) -> Result<DocBytes<'static>> {
-        crate::pack::read_document(state, collection, &block, i)?;
+        read_document(state, collection, &block, i)?;
         Ok(DocBytes::InBlock(block, i))
     }
 }
@@ -153,4 +153,23 @@ pub(crate) fn decode_with<'a>(
         .decode(stored, dicts)
         .map(|c| DocBytes::Owned(c.into_owned()))
         .map_err(|e| Error::corrupt_document(collection, id, e.to_string()))
+}
+
+/// Document `i` of `block` (a block of `collection`), rebuilt from its stream form on its
+/// first read, the cache's charge for the block updated.
+pub(crate) fn read_document<'b>(
+    state: &State,
+    collection: &str,
+    block: &'b DecodedBlock,
+    i: usize,
+) -> Result<&'b [u8]> {
+    let (doc, grown_bytes) = block.document(i).map_err(|reason| {
+        Error::corrupt_document(
+            collection,
+            block.id(i),
+            format!("packed block {}: {reason}", block.number()),
+        )
+    })?;
+    state.packing.cache.recharge(block, grown_bytes);
+    Ok(doc)
 }

@@ -23,7 +23,8 @@
 //! greater than the one before (so `suffix_len >= 1`), that no key is longer than
 //! [`MAX_KEY_BYTES`], and that the value lengths exactly cover the rest of the frame.
 
-use super::codec::{Block, Header, corrupt, get_varint, put_varint};
+use super::block::Block;
+use super::header::{Header, corrupt, get_varint, put_varint};
 use crate::Result;
 
 /// Longest key a keyed block may hold (document ids are at most 1 KiB).
@@ -72,10 +73,6 @@ fn varint(bytes: &[u8], pos: usize, what: &str) -> Result<(u64, usize)> {
         _ => get_varint(bytes, pos, what),
     }
 }
-
-/// Fewest decoded bytes one key and its value take (shared, suffix length and value length
-/// varints): bounds `n` by `raw_len` in the header check.
-pub(super) const MIN_ENTRY_BYTES: u64 = 3;
 
 /// Rebuilds the keys and values of a decoded keyed-block frame (`frame`, `h.docs / 2` keys,
 /// from a value whose payload starts at `h.payload_at`, for error offsets).

@@ -16,19 +16,31 @@
 //! as one value (a block) for the database to use where size matters more than the cost of
 //! decoding a block per uncached read (`docs/benchmarks.md`, "Document compression").
 
+mod block;
 pub mod codec;
+mod compressor;
+mod context;
+mod header;
 mod keyed;
-mod policy;
+mod options;
+mod packer;
+mod retrain;
 mod streams;
+mod trainer;
 
 pub use codec::{
     Block, Codec, Decoder, Dictionaries, DictionaryId, Header, MAX_BLOCK_DOCS, MAX_DOCUMENT_BYTES,
     decode, encode_raw, parse_header, stored_dictionary,
 };
+pub use compressor::{CompressStats, Compressor, NewDictionary};
 pub use keyed::MAX_KEY_BYTES;
-pub use policy::{
-    BlockPacker, BlockTrained, BlockTraining, CompressOptions, CompressStats, Compressor,
-    MAX_BLOCK_GROWTH, MIN_BLOCK_DOCS, NewDictionary, PARALLEL_COMPRESS_BYTES, PackTarget,
-    block_is_full, train_dictionary,
+pub use options::{CompressOptions, PARALLEL_COMPRESS_BYTES};
+pub use packer::BlockPacker;
+pub use retrain::{
+    BlockTrained, BlockTraining, MAX_BLOCK_GROWTH, MIN_BLOCK_DOCS, PackTarget, block_is_full,
 };
 pub use streams::{TRIAL_EVERY_BLOCKS, to_document};
+/// The trainer with its choices exposed: for the benchmarks (`bench-internals`) and the
+/// test that makes the fuzz targets' seeds (`fuzzing`); not part of the supported API.
+#[cfg(any(feature = "bench-internals", feature = "fuzzing"))]
+pub use trainer::train_dictionary;

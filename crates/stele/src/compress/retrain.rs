@@ -12,12 +12,13 @@
 //! [`CompressOptions::train_after`]: super::CompressOptions::train_after
 //! [`CompressOptions::sample_docs`]: super::CompressOptions::sample_docs
 
-use super::{
-    Compressor, CoverParams, HELD_OUT_EVERY, MIN_DICTIONARY_BYTES, NewDictionary, Trained, context,
-    train_fast_cover, zstd_io,
+use super::compressor::{Compressor, NewDictionary};
+use super::context::{context, zstd_io};
+use super::header::DictionaryId;
+use super::trainer::{
+    CoverParams, HELD_OUT_EVERY, MIN_DICTIONARY_BYTES, Trained, train_fast_cover,
 };
 use crate::Result;
-use crate::compress::DictionaryId;
 use std::sync::Arc;
 use zstd::bulk;
 
@@ -213,7 +214,7 @@ impl Compressor {
             let mut form = Vec::new();
             let streamed = writer
                 .as_mut()
-                .is_some_and(|w| super::super::streams::append_stream_form(s, w, &mut form));
+                .is_some_and(|w| super::streams::append_stream_form(s, w, &mut form));
             if !streamed {
                 form.extend_from_slice(s);
             }

@@ -23,8 +23,7 @@ use std::cell::RefCell;
 
 use stele_doc::{Document, DocumentWriter, stream};
 
-use super::codec::{Codec, corrupt};
-use super::policy::BlockPacker;
+use super::header::corrupt;
 use crate::Result;
 
 /// Blocks packed in the chosen form between two trials of both forms.
@@ -68,7 +67,7 @@ pub(super) fn append_stream_form(
 
 /// Appends `value` (a document or a stream form) to `out` in stream form where a document
 /// has one that rebuilds it exactly, else as the document.
-fn push_stream(value: &[u8], writer: &mut DocumentWriter, out: &mut Vec<u8>) {
+pub(super) fn push_stream(value: &[u8], writer: &mut DocumentWriter, out: &mut Vec<u8>) {
     if stream::is_stream(value) || !append_stream_form(value, writer, out) {
         out.extend_from_slice(value);
     }
@@ -98,113 +97,25 @@ impl FormChoice {
 /// The documents of one block in one form, concatenated, and each one's end.
 #[derive(Debug, Default)]
 pub(super) struct Forms {
-    bytes: Vec<u8>,
-    ends: Vec<usize>,
+    pub(super) bytes: Vec<u8>,
+    pub(super) ends: Vec<usize>,
 }
 
 impl Forms {
-    fn clear(&mut self) {
+    pub(super) fn clear(&mut self) {
         self.bytes.clear();
         self.ends.clear();
     }
 
-    fn parts(&self) -> Vec<&[u8]> {
+    pub(super) fn parts(&self) -> Vec<&[u8]> {
         crate::bytes::split_at_ends(&self.bytes, &self.ends)
-    }
-}
-
-impl BlockPacker {
-    /// Whether [`Self::pack_documents`] may store documents in their stream form (default:
-    /// on). Streams make blocks 0-35 % smaller (15 % over the shared collections) and cost,
-    /// per document packed, turning it into a stream and rebuilding it once to check it
-    /// (about 2 us for a 1 KiB document); off, every block holds documents.
-    pub fn streams(mut self, on: bool) -> Self {
-        self.forms.allowed = on;
-        self
-    }
-
-    /// Compresses `keys` (strictly ascending, at most [`super::MAX_KEY_BYTES`] each) and their
-    /// documents (1 to [`super::MAX_BLOCK_DOCS`], one per key; each a document or a stream
-    /// form read from another block) into one block value in `out` (cleared first): a stream
-    /// block or a keyed block of documents, whichever the packer's last trial found smaller.
-    /// [`super::Decoder::decode_block`] yields the keys, then the entries
-    /// [`super::Block::document`] reads as documents. Returns the codec used.
-    pub fn pack_documents(
-        &mut self,
-        keys: &[&[u8]],
-        values: &[&[u8]],
-        out: &mut Vec<u8>,
-    ) -> Result<Codec> {
-        if !self.forms.allowed {
-            self.forms.streams = false;
-        }
-        let trial = self.forms.allowed && self.forms.until_trial == 0;
-        let streams = trial || self.forms.streams;
-        let documents = trial || !self.forms.streams;
-        let mut stream_forms = std::mem::take(&mut self.stream_forms);
-        let mut doc_forms = std::mem::take(&mut self.doc_forms);
-        stream_forms.clear();
-        doc_forms.clear();
-        if streams {
-            for v in values {
-                push_stream(v, &mut self.writer, &mut stream_forms.bytes);
-                stream_forms.ends.push(stream_forms.bytes.len());
-            }
-        }
-        if documents {
-            for v in values {
-                doc_forms.bytes.extend_from_slice(&to_document(v)?);
-                doc_forms.ends.push(doc_forms.bytes.len());
-            }
-        }
-        let result = self.pack_forms(keys, &stream_forms, &doc_forms, trial, out);
-        (self.stream_forms, self.doc_forms) = (stream_forms, doc_forms);
-        result
-    }
-
-    fn pack_forms(
-        &mut self,
-        keys: &[&[u8]],
-        stream_forms: &Forms,
-        doc_forms: &Forms,
-        trial: bool,
-        out: &mut Vec<u8>,
-    ) -> Result<Codec> {
-        let codec_of = |streams: bool| {
-            if streams {
-                Codec::StreamBlock
-            } else {
-                Codec::KeyedBlock
-            }
-        };
-        if !trial {
-            let forms = if self.forms.streams {
-                stream_forms
-            } else {
-                doc_forms
-            };
-            let codec = codec_of(self.forms.streams);
-            self.pack_keyed_as(codec, keys, &forms.parts(), out)?;
-            self.forms.until_trial = self.forms.until_trial.saturating_sub(1);
-            return Ok(codec);
-        }
-        let mut as_docs = std::mem::take(&mut self.alternative);
-        self.pack_keyed_as(Codec::KeyedBlock, keys, &doc_forms.parts(), &mut as_docs)?;
-        self.pack_keyed_as(Codec::StreamBlock, keys, &stream_forms.parts(), out)?;
-        self.forms.streams = out.len() <= as_docs.len();
-        if !self.forms.streams {
-            std::mem::swap(out, &mut as_docs);
-        }
-        self.alternative = as_docs;
-        self.forms.until_trial = TRIAL_EVERY_BLOCKS - 1;
-        Ok(codec_of(self.forms.streams))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compress::{Decoder, Dictionaries};
+    use crate::compress::{BlockPacker, Codec, Decoder, Dictionaries};
 
     fn doc(json: &str) -> Vec<u8> {
         stele_doc::from_json_with(json.as_bytes(), crate::write_options()).unwrap()

@@ -102,7 +102,7 @@ pub struct IndexDef {
 impl IndexDef {
     /// A definition; checks the names and parses the paths.
     pub fn new(collection: &str, name: &str, fields: &[&str]) -> Result<IndexDef> {
-        crate::batch::check_collection_name(collection)?;
+        crate::internal::check_collection_name(collection)?;
         let ok_name = (1..=100).contains(&name.len())
             && name
                 .bytes()

@@ -1,7 +1,7 @@
 //! A cache of decoded blocks, shared by every snapshot of one database.
 //!
 //! Keyed by block number alone: every stored block carries a number unique within its
-//! database (see [`super::Packing::allocate`]), so a number never names two different blocks
+//! database (see [`super::packing::Packing::allocate`]), so a number never names two different blocks
 //! in one cache. Eviction is CLOCK (second chance): a hit only sets a flag, so lookups stay
 //! cheap under the lock; an insertion over budget walks the ring, sparing each recently hit
 //! block once.
@@ -56,7 +56,7 @@ impl BlockCache {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Clock> {
-        super::lock_unpoisoned(&self.clock)
+        super::decoded::lock_unpoisoned(&self.clock)
     }
 
     /// The decoded block `number`, if cached (and counts the lookup).

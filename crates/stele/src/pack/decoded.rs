@@ -134,7 +134,7 @@ impl DecodedBlock {
         let Body::Streams { stored, .. } = &self.body else {
             return None;
         };
-        let guard = super::lock_unpoisoned(stored);
+        let guard = lock_unpoisoned(stored);
         guard.as_ref()?.get(self.n + i).map(<[u8]>::to_vec)
     }
 
@@ -157,7 +157,7 @@ impl DecodedBlock {
         if let Some(doc) = cell.get() {
             return Ok((doc, 0));
         }
-        let mut guard = super::lock_unpoisoned(stored);
+        let mut guard = lock_unpoisoned(stored);
         // Another reader may have rebuilt it (or the whole block) while this one waited.
         if let Some(doc) = cell.get() {
             return Ok((doc, 0));
@@ -221,7 +221,7 @@ impl DecodedBlock {
             Body::Streams {
                 ids, stored, docs, ..
             } => {
-                let stored = super::lock_unpoisoned(stored)
+                let stored = lock_unpoisoned(stored)
                     .as_ref()
                     .map_or(0, Block::heap_bytes);
                 let rebuilt: usize = docs.iter().filter_map(|d| d.get()).map(|d| d.len()).sum();
@@ -232,6 +232,16 @@ impl DecodedBlock {
             }
         };
         body + self.checked.len()
+    }
+}
+
+/// Locks `m` even if a thread panicked while holding it: for the block cache and decoded
+/// blocks, whose data no holder can leave inconsistent halfway (at worst a count is off, or
+/// a document already rebuilt is rebuilt again).
+pub(crate) fn lock_unpoisoned<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
     }
 }
 

@@ -27,36 +27,23 @@
 //! - A collection's packs map is replaced only together with its map, in one manifest.
 
 pub(crate) mod cache;
-mod decoded;
+pub(crate) mod decoded;
+pub(crate) mod packing;
 
 use crate::bytes::Reader;
 use crate::compress::{
     BlockPacker, Decoder, Dictionaries, DictionaryId, MAX_BLOCK_DOCS, block_is_full,
 };
-use crate::db::State;
 use crate::error::{Error, Result};
+use crate::internal::{MetaKey, packs_name};
+use crate::state::State;
 use crate::stored::DocBytes;
 use std::ops::Bound;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use stele_durable::{DurableMap, MapBuilder, Store};
 
-use cache::BlockCache;
-pub use cache::BlockCacheStats;
 pub(crate) use decoded::DecodedBlock;
-
-/// Locks `m` even if a thread panicked while holding it: for the block cache and decoded
-/// blocks, whose data no holder can leave inconsistent halfway (at worst a count is off, or
-/// a document already rebuilt is rebuilt again).
-pub(crate) fn lock_unpoisoned<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
-    }
-}
-
-/// Prefix of the internal collections holding packed blocks.
-pub(crate) const PACKS_PREFIX: &str = "_packs/";
+use packing::Packing;
 
 /// The stored value that marks a removed document.
 pub(crate) const REMOVED: [u8; 1] = [crate::compress::Codec::Removed as u8];
@@ -71,44 +58,6 @@ pub(crate) fn is_removed(stored: &[u8]) -> bool {
 /// (4 KiB ones wasted 2 KiB per value on average, 256 B ones 128 B; 16 B ones waste 8 B,
 /// and make the packs table a format version 3 table).
 const PACKS_TABLE_BLOCK_BYTES: u32 = 16;
-
-/// The internal collection holding `collection`'s blocks.
-pub(crate) fn packs_name(collection: &str) -> String {
-    format!("{PACKS_PREFIX}{collection}")
-}
-
-/// Block numbers and decoded blocks of one open database.
-#[derive(Debug)]
-pub(crate) struct Packing {
-    next_block: AtomicU64,
-    pub(crate) cache: BlockCache,
-}
-
-impl Default for Packing {
-    fn default() -> Self {
-        Packing::new(1, 0)
-    }
-}
-
-impl Packing {
-    /// `next_block`: above every block number stored (from the manifest).
-    pub(crate) fn new(next_block: u64, cache_bytes: usize) -> Self {
-        Packing {
-            next_block: AtomicU64::new(next_block.max(1)),
-            cache: BlockCache::new(cache_bytes),
-        }
-    }
-
-    /// A block number never handed out before.
-    fn allocate(&self) -> u64 {
-        self.next_block.fetch_add(1, Ordering::Relaxed)
-    }
-
-    /// The next number [`allocate`](Self::allocate) would hand out (for the manifest).
-    pub(crate) fn next_block(&self) -> u64 {
-        self.next_block.load(Ordering::Relaxed)
-    }
-}
 
 /// A value of `collection`'s packs map (stored under key `last_id`) split into its block
 /// number and its block value (a keyed block, codec 5; codec 3 if packed before keyed blocks).
@@ -163,25 +112,6 @@ pub(crate) fn load_block(
     let block = Arc::new(DecodedBlock::new(number, block, last_id).map_err(bad)?);
     state.packing.cache.insert(&block);
     Ok(block)
-}
-
-/// Document `i` of `block` (a block of `collection`), rebuilt from its stream form on its
-/// first read, the cache's charge for the block updated.
-pub(crate) fn read_document<'b>(
-    state: &State,
-    collection: &str,
-    block: &'b DecodedBlock,
-    i: usize,
-) -> Result<&'b [u8]> {
-    let (doc, grown_bytes) = block.document(i).map_err(|reason| {
-        Error::corrupt_document(
-            collection,
-            block.id(i),
-            format!("packed block {}: {reason}", block.number()),
-        )
-    })?;
-    state.packing.cache.recharge(block, grown_bytes);
-    Ok(doc)
 }
 
 /// The packed document `id` of `collection`, if a block holds it: the block and its index
@@ -308,22 +238,24 @@ pub(crate) fn last_dictionary(
     state: &State,
     collection: &str,
 ) -> Result<Option<(DictionaryId, Vec<u8>)>> {
-    let Some(meta) = state.collections.get(crate::db::META) else {
+    let Some(meta) = state.collections.get(crate::internal::META) else {
         return Ok(None);
     };
-    let prefix = crate::db::dict_prefix(collection);
+    let prefix = MetaKey::dicts_of(collection);
     let Some(entry) = meta.prefix(prefix.as_bytes()).next_back() else {
         return Ok(None);
     };
     let (key, value) = entry?;
     // Collection names cannot hold '/', so the prefix matches this collection's keys only;
     // checked all the same.
-    let parsed = crate::db::parse_dict_key(&key).filter(|(c, _)| *c == collection);
-    let Some((_, id)) = parsed else {
-        return Err(Error::CorruptManifest {
-            path: std::path::PathBuf::from(crate::db::META),
-            reason: "a dictionary key does not name a collection and an id",
-        });
+    let id = match MetaKey::parse(&key)? {
+        MetaKey::Dict { collection: c, id } if c == collection => id,
+        _ => {
+            return Err(Error::CorruptMetaKey {
+                key: String::from_utf8_lossy(&key).into_owned(),
+                reason: "a key among a collection's dictionaries names another",
+            });
+        }
     };
     Ok(Some((id, value.to_vec())))
 }
@@ -474,7 +406,10 @@ pub(crate) fn pack(
                 // stream forms, a tenth or so more documents than when packing documents).
                 match streams.then(|| block.stored_form(i)).flatten() {
                     Some(stored) => w.push(id, &stored)?,
-                    None => w.push(id, read_document(state, collection, &block, i)?)?,
+                    None => w.push(
+                        id,
+                        crate::stored::read_document(state, collection, &block, i)?,
+                    )?,
                 }
             }
         }

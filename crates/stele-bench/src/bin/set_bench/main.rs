@@ -8,7 +8,10 @@
 //! ```
 
 #[path = "../table_bench/sys.rs"]
-#[allow(dead_code, reason = "shared with table_bench; this binary uses part of it")]
+#[allow(
+    dead_code,
+    reason = "shared with table_bench; this binary uses part of it"
+)]
 mod sys;
 
 use std::path::{Path, PathBuf};
@@ -52,7 +55,9 @@ fn keys(table: &Table, count: usize, seed: u64) -> Result<Vec<Vec<u8>>> {
     let mut rng = Rng(seed);
     (0..count)
         .map(|_| {
-            let (k, _) = table.nth(rng.below(table.len()))?.context("position past the end")?;
+            let (k, _) = table
+                .nth(rng.below(table.len()))?
+                .context("position past the end")?;
             Ok(k.to_vec())
         })
         .collect()
@@ -85,7 +90,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn set_files(set: &TableSet) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = (0..set.shards().len()).filter_map(|i| set.shard_path(i)).collect();
+    let mut files: Vec<PathBuf> = (0..set.shards().len())
+        .filter_map(|i| set.shard_path(i))
+        .collect();
     files.push(set.path().to_path_buf());
     files
 }
@@ -99,10 +106,16 @@ fn evict_all(files: &[PathBuf]) -> Result<()> {
 
 fn main() -> Result<()> {
     let args = Args::parse();
-    let table = Table::open(&args.table).with_context(|| format!("opening {}", args.table.display()))?;
-    let set = TableSet::open(&args.set).with_context(|| format!("opening {}", args.set.display()))?;
+    let table =
+        Table::open(&args.table).with_context(|| format!("opening {}", args.table.display()))?;
+    let set =
+        TableSet::open(&args.set).with_context(|| format!("opening {}", args.set.display()))?;
     if table.len() != set.len() || table.is_empty() {
-        bail!("the table has {} entries and the set {}: give the same, non-empty data", table.len(), set.len());
+        bail!(
+            "the table has {} entries and the set {}: give the same, non-empty data",
+            table.len(),
+            set.len()
+        );
     }
     let warm_keys = keys(&table, args.lookups, 0x5354_454c_455f_5345)?;
     // One pass each to map and verify every block the keys reach.
@@ -125,10 +138,29 @@ fn main() -> Result<()> {
     evict_all(&set_files(&set))?;
     let set = TableSet::open(&args.set)?;
     let s_cold = cold(&cold_keys, |k| set.get(k).map(|v| v.is_some()))?;
-    println!("| reads ({} entries, {} shards) | one table | table set | set / table |", table.len(), set.shards().len());
+    println!(
+        "| reads ({} entries, {} shards) | one table | table set | set / table |",
+        table.len(),
+        set.shards().len()
+    );
     println!("|---|--:|--:|--:|");
-    println!("| warm random get, ns (median of 5 rounds of {}) | {t_warm:.0} | {s_warm:.0} | {:.2} |", args.lookups, s_warm / t_warm);
-    println!("| cold random get p50, us ({} gets) | {:.1} | {:.1} | {:.2} |", args.cold, t_cold.0, s_cold.0, s_cold.0 / t_cold.0);
-    println!("| cold random get p99, us | {:.1} | {:.1} | {:.2} |", t_cold.1, s_cold.1, s_cold.1 / t_cold.1);
+    println!(
+        "| warm random get, ns (median of 5 rounds of {}) | {t_warm:.0} | {s_warm:.0} | {:.2} |",
+        args.lookups,
+        s_warm / t_warm
+    );
+    println!(
+        "| cold random get p50, us ({} gets) | {:.1} | {:.1} | {:.2} |",
+        args.cold,
+        t_cold.0,
+        s_cold.0,
+        s_cold.0 / t_cold.0
+    );
+    println!(
+        "| cold random get p99, us | {:.1} | {:.1} | {:.2} |",
+        t_cold.1,
+        s_cold.1,
+        s_cold.1 / t_cold.1
+    );
     Ok(())
 }

@@ -5,7 +5,7 @@
 
 use super::*;
 
-#[path = "../tests/common/docs.rs"]
+#[path = "../../tests/common/docs.rs"]
 mod docs;
 
 /// Document `i` of kind `kind` (0: log lines, 1: orders): orders compress worse than log

@@ -1,0 +1,213 @@
+//! What a logged batch does to a state: the same on replay at open and on commit. Keeps
+//! indexes, counts and the in-memory dictionaries in step with the maps.
+
+use crate::error::{Error, Result};
+use crate::index::IndexDef;
+use crate::internal::{META, MetaKey, is_internal, packs_name};
+use crate::state::{IndexState, State};
+use crate::wal::LoggedOp;
+use std::sync::Arc;
+use stele_durable::{DurableMap, Store};
+
+/// Keeps the in-memory dictionary sets in step with a removal from the meta collection.
+pub(super) fn note_meta_removal(state: &mut State, key: &[u8]) {
+    if let Ok(MetaKey::Dict { collection, id }) = MetaKey::parse(key)
+        && let Some(dicts) = state.dicts.get_mut(&collection)
+    {
+        dicts.remove(id);
+    }
+}
+
+/// Keeps the in-memory dictionary sets in step with puts to the meta collection.
+pub(super) fn note_meta(state: &mut State, key: &[u8], value: &[u8]) -> Result<()> {
+    if let MetaKey::Dict { collection, id } = MetaKey::parse(key)? {
+        state
+            .dicts
+            .entry(collection)
+            .or_default()
+            .insert(id, value)?;
+    }
+    Ok(())
+}
+
+/// The index keys of a document, per index of its collection (in `indexes_of` order).
+pub(super) fn doc_keys(
+    defs: &[Arc<IndexDef>],
+    doc: Option<&[u8]>,
+    id: &[u8],
+) -> Result<Vec<Vec<Vec<u8>>>> {
+    let Some(doc) = doc else {
+        return Ok(vec![Vec::new(); defs.len()]);
+    };
+    let doc = stele_doc::Document::new(doc)?;
+    Ok(defs.iter().map(|d| d.keys(&doc, id)).collect())
+}
+
+/// Moves the index entries of document `id` from its visible version to its new stored
+/// value (`None`: removed).
+pub(super) fn reindex(
+    state: &mut State,
+    collection: &str,
+    id: &[u8],
+    new: Option<&[u8]>,
+) -> Result<()> {
+    let defs: Vec<Arc<IndexDef>> = state
+        .indexes_of(collection)
+        .map(|ix| Arc::clone(&ix.def))
+        .collect();
+    if defs.is_empty() {
+        return Ok(());
+    }
+    let old = crate::collection::get(state, collection, id)?.map(|d| d.into_owned());
+    let new = match new {
+        Some(stored) => Some(crate::stored::decode(state, collection, id, stored)?.into_owned()),
+        None => None,
+    };
+    let old_keys = doc_keys(&defs, old.as_deref(), id)?;
+    let new_keys = doc_keys(&defs, new.as_deref(), id)?;
+    for ((def, old), new) in defs.iter().zip(old_keys).zip(new_keys) {
+        let Some(ix) = state
+            .indexes
+            .get_mut(&(collection.to_owned(), def.name.clone()))
+        else {
+            continue;
+        };
+        for k in old.iter().filter(|k| !new.contains(k)) {
+            ix.map.remove(k)?;
+        }
+        for k in new.iter().filter(|k| !old.contains(k)) {
+            ix.map.put(k, &[])?;
+        }
+    }
+    Ok(())
+}
+
+/// Builds index `def` over the documents `state` holds.
+pub(super) fn build_index(store: &Store, state: &State, def: &IndexDef) -> Result<DurableMap> {
+    let mut pairs = Vec::new();
+    let entries = crate::collection::Entries::new(
+        state,
+        &def.collection,
+        std::ops::Bound::Unbounded,
+        std::ops::Bound::Unbounded,
+        true,
+    )?;
+    for entry in entries {
+        let (id, doc) = entry?;
+        let Some(doc) = doc else { continue };
+        let doc = doc.document()?;
+        pairs.extend(def.keys(&doc, &id).into_iter().map(|k| (k, [0u8; 0])));
+    }
+    Ok(store.build_map(pairs)?)
+}
+
+/// Puts stored value `value` as document `id` of `collection`, keeping indexes and the count.
+pub(super) fn put_doc(
+    store: &Store,
+    state: &mut State,
+    collection: &str,
+    id: &[u8],
+    value: &[u8],
+) -> Result<()> {
+    let existed = crate::collection::contains(state, collection, id)?;
+    reindex(state, collection, id, Some(value))?;
+    state
+        .collections
+        .entry(collection.to_owned())
+        .or_insert_with(|| store.new_map())
+        .put(id, value)?;
+    if !existed {
+        *state.counts.entry(collection.to_owned()).or_default() += 1;
+    }
+    Ok(())
+}
+
+pub(crate) fn apply(store: &Store, state: &mut State, ops: &[LoggedOp]) -> Result<()> {
+    for op in ops {
+        match op {
+            LoggedOp::Put {
+                collection,
+                id,
+                value,
+            } => {
+                if collection == META {
+                    note_meta(state, id, value)?;
+                }
+                put_doc(store, state, collection, id, value)?;
+            }
+            LoggedOp::Delete { collection, id } => {
+                if !crate::collection::contains(state, collection, id)? {
+                    continue;
+                }
+                if collection == META {
+                    note_meta_removal(state, id);
+                }
+                reindex(state, collection, id, None)?;
+                let Some(map) = state.collections.get_mut(collection) else {
+                    continue;
+                };
+                // A user collection marks the removal: a packed version may sit below, or
+                // end up there when a compaction running now lands.
+                if is_internal(collection) {
+                    map.remove(id)?;
+                } else {
+                    map.put(id, &crate::pack::REMOVED)?;
+                }
+                if let Some(n) = state.counts.get_mut(collection) {
+                    *n = n.saturating_sub(1);
+                }
+            }
+            LoggedOp::CreateIndex(def) => {
+                let key = (def.collection.clone(), def.name.clone());
+                if state.indexes.contains_key(&key) {
+                    return Err(Error::InvalidIndex {
+                        index: def.name.clone(),
+                        reason: "an index of this name already exists on the collection (drop it first)",
+                    });
+                }
+                let map = build_index(store, state, def)?;
+                state.indexes.insert(
+                    key,
+                    IndexState {
+                        def: Arc::new(def.clone()),
+                        map,
+                    },
+                );
+            }
+            LoggedOp::DropIndex { collection, name } => {
+                if state
+                    .indexes
+                    .remove(&(collection.clone(), name.clone()))
+                    .is_none()
+                {
+                    return Err(Error::InvalidIndex {
+                        index: name.clone(),
+                        reason: "no index of this name on the collection",
+                    });
+                }
+            }
+            LoggedOp::DropCollection { collection } => {
+                state.collections.remove(collection);
+                state.counts.remove(collection);
+                state.collections.remove(&packs_name(collection));
+                state.indexes.retain(|(c, _), _| c != collection);
+            }
+            LoggedOp::MergeCollection { collection, into } => {
+                let Some(from) = state.collections.remove(collection) else {
+                    continue;
+                };
+                state.counts.remove(collection);
+                state.indexes.retain(|(c, _), _| c != collection);
+                // A snapshot of the source (staging collections are never packed and never
+                // see removals): the puts below change only the target.
+                for entry in from.iter() {
+                    let (id, value) = entry?;
+                    if !crate::pack::is_removed(value) {
+                        put_doc(store, state, into, &id, value)?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,161 @@
+//! Checkpoints (diff tables, the manifest, log rotation, garbage collection) and the
+//! full compaction `Database::compact` runs through them.
+
+use super::commit::Writer;
+use super::compaction::{compact_in_line, compact_on_the_side, swap_in};
+use super::{Database, WAL_DIR, lock_poisoned};
+use crate::error::{Error, Result};
+use crate::manifest::Manifest;
+use crate::state::MapRef;
+use crate::wal;
+use std::sync::Arc;
+use stele_table::TableId;
+
+impl Database {
+    /// Writes every collection's unsaved changes as diff tables, compacts collections
+    /// with too many layers, records the tables in the manifest, starts a new log segment
+    /// and removes files nothing needs any more. Waits for commits in flight.
+    pub fn checkpoint(&self) -> Result<()> {
+        let mut w = self.quiet_writer()?;
+        self.checkpoint_locked(&mut w, true)
+    }
+
+    /// Merges every collection into a single table each (packing every document of a
+    /// collection with compression on into new blocks), then checkpoints. Waits first for
+    /// dictionary trainings in flight and persists the dictionaries they produce, so that the
+    /// blocks are compressed with them. The merges run on the side, without the writer
+    /// lock: readers and writers go on meanwhile, and what is written during them lands
+    /// as one diff on top of the merged table (writers wait only while that diff is
+    /// written and the result swapped in). Ends by removing the compression dictionaries that
+    /// no stored document, batch in flight or later write can need any more (once every
+    /// document of a collection is packed with its newest dictionary, the older ones are
+    /// usually unused); open snapshots keep reading with the dictionaries they had.
+    pub fn compact(&self) -> Result<()> {
+        self.settle_dictionaries(None)?;
+        self.train_for_packing()?;
+        // Everything written so far into tables, so that the merges see all of it (without
+        // queueing background compactions: the merges below cover every map).
+        {
+            let mut w = self.quiet_writer()?;
+            self.checkpoint_locked(&mut w, false)?;
+        }
+        let refs: Vec<MapRef> = {
+            let w = self.inner.writer.lock().map_err(lock_poisoned)?;
+            w.state.map_refs().map(|(r, _)| r).collect()
+        };
+        let weak = Arc::downgrade(&self.inner);
+        let mut sides = Vec::new();
+        for r in &refs {
+            if let Some(side) = compact_on_the_side(&weak, r, true)? {
+                sides.push(side);
+            }
+        }
+        {
+            let mut w = self.quiet_writer()?;
+            let mut state = w.state.clone();
+            for side in sides {
+                let r = side.map.clone();
+                if !swap_in(&mut state, side)? {
+                    // Another compaction of this map landed meanwhile (a background one,
+                    // swapped in by a checkpoint a commit triggered): merge what the map
+                    // holds now, in line.
+                    compact_in_line(&self.inner.store, &self.inner.opts, &mut state, &r, true)?;
+                }
+            }
+            w.state = state;
+            self.checkpoint_locked(&mut w, false)?;
+        }
+        self.remove_unused_dictionaries()?;
+        Ok(())
+    }
+
+    /// so the working state is exactly the durable one. `compact_deep`: compact the maps
+    /// with more layers than allowed (in line, or queued for the background compactor).
+    pub(super) fn checkpoint_locked(&self, w: &mut Writer, compact_deep: bool) -> Result<()> {
+        let inner = &*self.inner;
+        let mut state = w.state.clone();
+        let ready = std::mem::take(&mut *inner.ready.lock().map_err(lock_poisoned)?);
+        for side in ready {
+            // An error (say, a full disk while rewriting the newer diffs) leaves the map as
+            // it was: the background compaction is dropped and tried again later.
+            let _ = swap_in(&mut state, side);
+        }
+        let background = inner.compactor.is_some();
+        for map in state.maps_mut() {
+            if map.unsaved_changes() > 0 || map.id().is_none() {
+                map.save()?;
+            }
+        }
+        let deep: Vec<MapRef> = if compact_deep {
+            state
+                .map_refs()
+                .filter(|(_, m)| m.layer_ids().len() > inner.opts.compact_layers)
+                .map(|(r, _)| r)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if !background {
+            for r in &deep {
+                compact_in_line(&inner.store, &inner.opts, &mut state, r, false)?;
+            }
+        }
+        if let Some(queue) = &inner.compactor {
+            let mut queued = inner.compacting.lock().map_err(lock_poisoned)?;
+            for r in deep {
+                if queued.insert(r.clone())
+                    && let Ok(tx) = queue.lock()
+                {
+                    let _ = tx.send(r);
+                }
+            }
+        }
+        let manifest = Manifest {
+            seq: state.seq,
+            collections: state
+                .collections
+                .iter()
+                .map(|(name, map)| (name.clone(), map.id()))
+                .collect(),
+            indexes: state
+                .indexes
+                .values()
+                .map(|ix| ((*ix.def).clone(), ix.map.id()))
+                .collect(),
+            counts: Some(state.counts.clone()),
+            next_block: state.packing.next_block(),
+        };
+        manifest.write(&*inner.opts.storage, &inner.dir)?;
+        // From here the tables hold everything; the log restarts after `seq`.
+        w.state = state.clone();
+        w.logged_bytes = 0;
+        self.publish(Arc::new(state));
+        let wal_dir = inner.dir.join(WAL_DIR);
+        {
+            let mut wal = inner.wal.lock().map_err(|_| Error::CommitFailed {
+                reason: "a thread panicked while writing the log".into(),
+            })?;
+            wal.rotate(w.state.seq + 1)?;
+        }
+        for (first, path) in wal::list_segments(&wal_dir)? {
+            if first <= w.state.seq {
+                inner
+                    .opts
+                    .storage
+                    .remove(&path)
+                    .map_err(|e| Error::io("removing old log segment", &path, e))?;
+            }
+        }
+        let keep: Vec<TableId> = manifest
+            .collections
+            .values()
+            .copied()
+            .chain(manifest.indexes.iter().map(|(_, id)| *id))
+            .flatten()
+            .collect();
+        // Without waiting: a compaction building a table on the side holds the store's write
+        // guard for its whole run; the files it would free go at a later checkpoint.
+        inner.store.try_collect_garbage_keeping(&keep)?;
+        Ok(())
+    }
+}

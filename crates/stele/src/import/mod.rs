@@ -1,0 +1,493 @@
+//! Import of JSON arrays, JSON Lines and folders of `.json` files into a collection.
+//!
+//! An import streams its input with constant memory and is **all or nothing**: when it
+//! fails, the collection is as it was before.
+//!
+//! ```no_run
+//! use stele::import::{ImportOptions, import_path};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let db = stele::Database::open("/tmp/shop")?;
+//! let opts = ImportOptions::new().id_field("order.id").skip_bad(true);
+//! let report = import_path(&db, "orders", "orders.jsonl", &opts, |p| {
+//!     eprint!("\r{} documents, {} bytes", p.documents, p.bytes_read);
+//! })?;
+//! println!("{} imported, {} bad records skipped", report.documents, report.skipped);
+//! # Ok(()) }
+//! ```
+//!
+//! # How an import stays all or nothing
+//!
+//! 1. **Read and check.** The input is read once, record by record; each record is converted
+//!    to a document and its id is found and checked. Good records go to a spool file, an
+//!    anonymous temporary file in the database folder (it has no name, so it disappears
+//!    when the import ends or the process dies). A bad record stops the import here
+//!    ([`ImportOptions::skip_bad`] off, the default) before anything has been written, or is
+//!    counted and skipped.
+//! 2. **Write.** The spool is committed in batches of [`ImportOptions::batch_docs`]
+//!    documents or [`ImportOptions::batch_bytes`] bytes into a hidden staging collection,
+//!    then one logged operation merges the staging collection into the target (replacing
+//!    documents with the same ids, updating the target's indexes) and drops it. If a commit
+//!    fails (disk full, I/O error), the staging collection is dropped; if the process dies,
+//!    the next open of the database drops it. Either way the target never holds part of an
+//!    import.
+//!
+//! Memory stays bounded by one record plus one batch. The merge holds the writer lock
+//! while it moves the documents (about a microsecond each); readers are not blocked.
+//!
+//! # Ids
+//!
+//! [`IdSource::Field`] takes the id from a field of each document (a path such as `id` or
+//! `meta.id`; the value must be a string or an integer). [`IdSource::Counter`] numbers the
+//! records of the input from 1, zero-padded to 10 digits with an optional prefix
+//! (`"0000000001"`, ...), so ids sort in input order and the same input gets the same ids;
+//! bad records use up their number too. [`IdSource::FileStem`] (folders only, their
+//! default) uses the file name without `.json`. An id replaces a document with the same id.
+
+mod options;
+mod split;
+mod spool;
+
+pub use options::{
+    BadRecord, IdSource, ImportError, ImportFormat, ImportOptions, ImportPhase, ImportProgress,
+    ImportReport,
+};
+
+use crate::batch::check_id;
+use crate::db::Database;
+use crate::error::Error;
+use crate::internal::{Internal, check_collection_name};
+use crate::wal::LoggedOp;
+use options::IResult;
+use split::{ArraySplitter, SplitError, sniff};
+use spool::{Counting, Origin, Spool};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use stele_doc::{CachedPath, Document, DocumentWriter, Value};
+
+/// Imports the file or folder at `path` into `collection` of `db`, calling `progress` along
+/// the way. All or nothing: see the module documentation.
+pub fn import_path(
+    db: &Database,
+    collection: &str,
+    path: impl AsRef<Path>,
+    opts: &ImportOptions,
+    progress: impl FnMut(ImportProgress),
+) -> Result<ImportReport, ImportError> {
+    let path = path.as_ref();
+    let name = path.display().to_string();
+    let read_err = |error| ImportError::Read {
+        file: name.clone(),
+        error,
+    };
+    let meta = std::fs::metadata(path).map_err(read_err)?;
+    let format = match opts.format {
+        None if meta.is_dir() => Some(ImportFormat::Dir),
+        other => other,
+    };
+    if format == Some(ImportFormat::Dir) {
+        if !meta.is_dir() {
+            return Err(ImportError::Malformed {
+                file: name,
+                line: 1,
+                reason: "the folder format needs a folder of .json files: pass a folder, or \
+                         choose the JSON or JSON Lines format"
+                    .into(),
+            });
+        }
+        return Importer::new(db, collection, opts, ImportFormat::Dir, progress)?.run_dir(path);
+    }
+    let mut file = File::open(path).map_err(read_err)?;
+    let (format, prefix) = match format {
+        Some(f) => (f, Vec::new()),
+        None => sniff(&mut file).map_err(read_err)?,
+    };
+    let mut imp = Importer::new(db, collection, opts, format, progress)?;
+    imp.progress.bytes_total = Some(meta.len());
+    imp.run_reader(&name, std::io::Cursor::new(prefix).chain(file))
+}
+
+/// Imports JSON (an array) or JSON Lines from any reader, e.g. standard input. `name` is
+/// used in error messages (e.g. `"<stdin>"`); `len` is the input size if known, for
+/// progress. [`ImportFormat::Dir`] is not possible here.
+pub fn import_reader(
+    db: &Database,
+    collection: &str,
+    name: &str,
+    reader: impl Read,
+    len: Option<u64>,
+    opts: &ImportOptions,
+    progress: impl FnMut(ImportProgress),
+) -> Result<ImportReport, ImportError> {
+    let mut reader = reader;
+    let (format, prefix) = match opts.format {
+        Some(ImportFormat::Dir) => {
+            return Err(ImportError::Malformed {
+                file: name.to_owned(),
+                line: 1,
+                reason: "the folder format needs a folder path, not a stream".into(),
+            });
+        }
+        Some(f) => (f, Vec::new()),
+        None => sniff(&mut reader).map_err(|error| ImportError::Read {
+            file: name.to_owned(),
+            error,
+        })?,
+    };
+    let mut imp = Importer::new(db, collection, opts, format, progress)?;
+    imp.progress.bytes_total = len;
+    imp.run_reader(name, std::io::Cursor::new(prefix).chain(reader))
+}
+
+/// Where ids come from, prepared.
+enum Ids {
+    Field(CachedPath, String),
+    Counter(String),
+    FileStem,
+}
+
+struct Importer<'a, P> {
+    db: &'a Database,
+    collection: &'a str,
+    opts: &'a ImportOptions,
+    format: ImportFormat,
+    ids: Ids,
+    writer: DocumentWriter,
+    spool: Spool,
+    report: ImportReport,
+    progress: ImportProgress,
+    callback: P,
+}
+
+impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
+    fn new(
+        db: &'a Database,
+        collection: &'a str,
+        opts: &'a ImportOptions,
+        format: ImportFormat,
+        callback: P,
+    ) -> IResult<Self> {
+        check_collection_name(collection)?;
+        let ids = match &opts.id {
+            Some(IdSource::Field(f)) => {
+                Ids::Field(CachedPath::new(f).map_err(Error::from)?, f.clone())
+            }
+            Some(IdSource::Counter { prefix }) => Ids::Counter(prefix.clone()),
+            Some(IdSource::FileStem) if format == ImportFormat::Dir => Ids::FileStem,
+            Some(IdSource::FileStem) => {
+                return Err(ImportError::Malformed {
+                    file: "(options)".into(),
+                    line: 0,
+                    reason: "ids from file names need the folder format; use an id field \
+                             or the counter"
+                        .into(),
+                });
+            }
+            None if format == ImportFormat::Dir => Ids::FileStem,
+            None => Ids::Counter(String::new()),
+        };
+        Ok(Importer {
+            db,
+            collection,
+            opts,
+            format,
+            ids,
+            writer: DocumentWriter::with_options(opts.write.clone()),
+            spool: Spool::new(db.dir())?,
+            report: ImportReport::default(),
+            progress: ImportProgress {
+                phase: ImportPhase::Reading,
+                bytes_read: 0,
+                bytes_total: None,
+                documents: 0,
+                skipped: 0,
+                written: 0,
+            },
+            callback,
+        })
+    }
+
+    /// Converts one record and spools it, or handles it as a bad record.
+    fn record(&mut self, source: &str, text: &[u8], at: Origin, stem: Option<&str>) -> IResult<()> {
+        match self.convert(text, at, stem) {
+            Ok((id, doc)) => {
+                self.spool.push(id.as_bytes(), Some(&doc))?;
+                self.progress.documents += 1;
+            }
+            Err((line, column, reason)) => {
+                let bad = BadRecord {
+                    source: source.to_owned(),
+                    line,
+                    column,
+                    record: at.record,
+                    reason,
+                };
+                if !self.opts.skip_bad {
+                    return Err(ImportError::BadRecord(bad));
+                }
+                self.progress.skipped += 1;
+                if self.report.bad.len() < 100 {
+                    self.report.bad.push(bad);
+                }
+            }
+        }
+        if (self.progress.documents + self.progress.skipped).is_multiple_of(4096) {
+            (self.callback)(self.progress);
+        }
+        Ok(())
+    }
+
+    /// The id and the document of one record, or where and why it is bad.
+    #[allow(
+        clippy::type_complexity,
+        reason = "private; the tuple is the bad record's fields"
+    )]
+    fn convert(
+        &mut self,
+        text: &[u8],
+        at: Origin,
+        stem: Option<&str>,
+    ) -> Result<(String, Vec<u8>), (u64, Option<u64>, String)> {
+        let doc = self.writer.from_json(text).map_err(|e| match e {
+            stele_doc::Error::Json {
+                line,
+                column,
+                reason,
+                ..
+            } => {
+                let (line, column) = (line as u64, column as u64);
+                let abs_col = if line == 1 {
+                    at.column + column - 1
+                } else {
+                    column
+                };
+                (
+                    at.line + line - 1,
+                    Some(abs_col),
+                    format!("invalid JSON: {reason}"),
+                )
+            }
+            other => (at.line, None, other.to_string()),
+        })?;
+        let bad = |reason: String| (at.line, None, reason);
+        let id = match &mut self.ids {
+            Ids::Counter(prefix) => format!("{prefix}{:010}", at.record),
+            Ids::FileStem => stem.unwrap_or_default().to_owned(),
+            Ids::Field(path, name) => {
+                let view = Document::new(doc.as_slice()).map_err(|e| bad(e.to_string()))?;
+                match path.get(view.root()) {
+                    Some(Value::String(s)) => s.to_cow().into_owned(),
+                    Some(v @ (Value::Int(_) | Value::UInt(_))) => v.to_json(),
+                    Some(other) => {
+                        return Err(bad(format!(
+                            "id field {name:?} is a {}; ids must be strings or integers",
+                            other.type_name()
+                        )));
+                    }
+                    None => {
+                        return Err(bad(format!(
+                            "no id field {name:?} (every document needs one)"
+                        )));
+                    }
+                }
+            }
+        };
+        check_id(&id).map_err(|e| bad(e.to_string()))?;
+        Ok((id, doc))
+    }
+
+    fn run_reader(mut self, source: &str, reader: impl Read) -> IResult<ImportReport> {
+        let mut input = BufReader::with_capacity(
+            1 << 20,
+            Counting {
+                inner: reader,
+                count: 0,
+            },
+        );
+        let read_err = |error| ImportError::Read {
+            file: source.to_owned(),
+            error,
+        };
+        let mut record = 0u64;
+        let mut buf = Vec::new();
+        if self.format == ImportFormat::JsonLines {
+            let mut line = 0u64;
+            loop {
+                buf.clear();
+                let n = input.read_until(b'\n', &mut buf).map_err(read_err)?;
+                if n == 0 {
+                    break;
+                }
+                line += 1;
+                let text = if line == 1 {
+                    buf.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&buf)
+                } else {
+                    &buf
+                };
+                // Without its line break: an error at the end of a cut-off record is then
+                // placed on the record's own line, not at the start of the next one.
+                let text = text.strip_suffix(b"\n").unwrap_or(text);
+                let text = text.strip_suffix(b"\r").unwrap_or(text);
+                if text.iter().all(|b| b.is_ascii_whitespace()) {
+                    continue;
+                }
+                record += 1;
+                self.progress.bytes_read = input.get_ref().count;
+                let at = Origin {
+                    line,
+                    column: 1,
+                    record,
+                };
+                self.record(source, text, at, None)?;
+            }
+        } else {
+            let mut splitter = ArraySplitter::new(&mut input);
+            loop {
+                let at = match splitter.next_element(&mut buf) {
+                    Ok(Some((line, column))) => Origin {
+                        line,
+                        column,
+                        record: record + 1,
+                    },
+                    Ok(None) => break,
+                    Err(SplitError::Io(e)) => return Err(read_err(e)),
+                    Err(SplitError::Malformed { line, reason }) => {
+                        return Err(ImportError::Malformed {
+                            file: source.to_owned(),
+                            line,
+                            reason: reason.into(),
+                        });
+                    }
+                };
+                record += 1;
+                self.progress.bytes_read = splitter.input.get_ref().count;
+                self.record(source, &buf, at, None)?;
+            }
+        }
+        self.progress.bytes_read = input.get_ref().count;
+        self.write()
+    }
+
+    fn run_dir(mut self, dir: &Path) -> IResult<ImportReport> {
+        let source = dir.display().to_string();
+        let read_err = |error| ImportError::Read {
+            file: source.clone(),
+            error,
+        };
+        let mut files = Vec::new();
+        let mut total = 0;
+        for entry in std::fs::read_dir(dir).map_err(read_err)? {
+            let entry = entry.map_err(read_err)?;
+            let path = entry.path();
+            // Follows symbolic links: a link to a .json file is imported.
+            if path.extension().is_some_and(|e| e == "json") && path.is_file() {
+                total += std::fs::metadata(&path).map_err(read_err)?.len();
+                files.push(path);
+            }
+        }
+        files.sort();
+        self.progress.bytes_total = Some(total);
+        for (n, path) in files.iter().enumerate() {
+            let name = path.display().to_string();
+            let text = std::fs::read(path).map_err(|error| ImportError::Read {
+                file: name.clone(),
+                error,
+            })?;
+            self.progress.bytes_read += text.len() as u64;
+            let stem = path.file_stem().map(|s| s.to_string_lossy());
+            let at = Origin {
+                line: 1,
+                column: 1,
+                record: n as u64 + 1,
+            };
+            self.record(&name, &text, at, stem.as_deref())?;
+        }
+        self.write()
+    }
+
+    /// Step 2: commits the spool in batches into a staging collection, then merges it into
+    /// the target in one logged operation; drops the staging collection on failure.
+    fn write(mut self) -> IResult<ImportReport> {
+        (self.callback)(self.progress);
+        self.progress.phase = ImportPhase::Writing;
+        self.report.skipped = self.progress.skipped;
+        self.report.bytes_read = self.progress.bytes_read;
+        // `/` cannot appear in user collection names: the target is read back from here to
+        // compress the staged documents as the target's documents.
+        let staging = Internal::Import {
+            pid: std::process::id(),
+            n: STAGING_COUNTER.fetch_add(1, Ordering::Relaxed),
+            target: self.collection.to_owned(),
+        }
+        .name();
+        let result = self.write_staged(&staging);
+        if let Err(cause) = result {
+            self.progress.phase = ImportPhase::RollingBack;
+            (self.callback)(self.progress);
+            let drop = self.db.commit_ops(vec![LoggedOp::DropCollection {
+                collection: staging.clone(),
+            }]);
+            return Err(match drop {
+                Ok(()) => cause,
+                Err(e) => ImportError::RollbackFailed {
+                    collection: self.collection.to_owned(),
+                    cause: cause.to_string(),
+                    rollback: e.to_string(),
+                    written: self.progress.written,
+                },
+            });
+        }
+        self.report.documents = self.progress.written;
+        // The staged documents went through the target's compressor, whose first training
+        // may still be running in the background: wait for it and persist its dictionary, so
+        // that an import into a new collection leaves it with one (for the writes and the
+        // packing that follow). The import has landed by now and must not be reported as
+        // failed: if persisting fails (a full disk), the dictionary is simply trained again
+        // later, and the next write reports the disk's state.
+        let _ = self.db.settle_dictionaries(Some(self.collection));
+        Ok(self.report)
+    }
+
+    fn write_staged(&mut self, staging: &str) -> IResult<()> {
+        let mut reader = self.spool.reader(0, self.spool.len)?;
+        let mut pending: Vec<(String, Vec<u8>)> = Vec::new();
+        let mut pending_bytes = 0;
+        loop {
+            let next = reader.next()?;
+            let at_end = next.is_none();
+            if let Some((id, Some(doc))) = next {
+                pending_bytes += doc.len() + id.len();
+                pending.push((id, doc));
+            }
+            let full =
+                pending.len() >= self.opts.batch_docs || pending_bytes >= self.opts.batch_bytes;
+            if !pending.is_empty() && (full || at_end) {
+                let mut batch = self.db.batch();
+                for (id, doc) in &pending {
+                    batch.put_trusted(staging, id, doc);
+                }
+                self.db.commit(batch)?;
+                self.progress.written += pending.len() as u64;
+                self.report.batches += 1;
+                pending.clear();
+                pending_bytes = 0;
+                (self.callback)(self.progress);
+            }
+            if at_end {
+                break;
+            }
+        }
+        // The whole import lands in one logged operation: all of it, or (after a crash
+        // before this point) none, once the next open drops the staging collection.
+        self.db.commit_ops(vec![LoggedOp::MergeCollection {
+            collection: staging.to_owned(),
+            into: self.collection.to_owned(),
+        }])?;
+        Ok(())
+    }
+}
+
+/// Numbers this process's imports, for the names of their staging collections
+/// (`Internal::Import`).
+static STAGING_COUNTER: AtomicU64 = AtomicU64::new(0);

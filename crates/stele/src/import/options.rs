@@ -1,0 +1,256 @@
+//! What an import takes and gives back: [`ImportOptions`], progress, the report, errors.
+
+use crate::error::Error;
+use std::path::PathBuf;
+use stele_doc::WriteOptions;
+
+/// How the input is laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ImportFormat {
+    /// One top-level JSON array; each element is a document (read incrementally, the array
+    /// is never held whole).
+    Json,
+    /// JSON Lines: one document per line; blank lines are ignored.
+    JsonLines,
+    /// A folder of `.json` files (not recursive, in name order), one document per file.
+    Dir,
+}
+
+/// Where each document's id comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum IdSource {
+    /// A field of the document: a path such as `id`, `meta.id` or `keys[0]`, holding a
+    /// string or an integer.
+    Field(String),
+    /// The record's number in the input (from 1), zero-padded to 10 digits, after a prefix.
+    Counter {
+        /// Put before the number (e.g. `"2024-06-"`); empty by default.
+        prefix: String,
+    },
+    /// The file name without the `.json` extension (folders only).
+    FileStem,
+}
+
+/// Options of an import. The defaults: format detected from the input, ids from a counter
+/// (from the file stem for folders), stop at the first bad record, batches of 10,000
+/// documents or 8 MiB.
+#[derive(Debug, Clone)]
+pub struct ImportOptions {
+    pub(super) format: Option<ImportFormat>,
+    pub(super) id: Option<IdSource>,
+    pub(super) skip_bad: bool,
+    pub(super) batch_docs: usize,
+    pub(super) batch_bytes: usize,
+    pub(super) write: WriteOptions,
+}
+
+impl Default for ImportOptions {
+    fn default() -> Self {
+        ImportOptions {
+            format: None,
+            id: None,
+            skip_bad: false,
+            batch_docs: 10_000,
+            batch_bytes: 8 << 20,
+            write: crate::write_options(),
+        }
+    }
+}
+
+impl ImportOptions {
+    /// The default options.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The input's format. Default: detected: a folder is [`ImportFormat::Dir`]; otherwise
+    /// input whose first non-blank byte is `[` is [`ImportFormat::Json`], any other is
+    /// [`ImportFormat::JsonLines`].
+    #[must_use]
+    pub fn format(mut self, format: ImportFormat) -> Self {
+        self.format = Some(format);
+        self
+    }
+
+    /// Where ids come from (see the module documentation).
+    #[must_use]
+    pub fn id(mut self, id: IdSource) -> Self {
+        self.id = Some(id);
+        self
+    }
+
+    /// Ids from a field (shorthand for `id(IdSource::Field(path))`).
+    #[must_use]
+    pub fn id_field(self, path: impl Into<String>) -> Self {
+        self.id(IdSource::Field(path.into()))
+    }
+
+    /// Skip bad records (counted, and the first 100 listed in the report) instead of
+    /// stopping at the first one. Malformed structure of a JSON array (an unterminated
+    /// string or array, data after the closing `]`) always stops: element boundaries
+    /// cannot be found after it.
+    #[must_use]
+    pub fn skip_bad(mut self, skip: bool) -> Self {
+        self.skip_bad = skip;
+        self
+    }
+
+    /// Documents per committed batch (default 10,000; at least 1). Each commit is one
+    /// fsync: larger batches import faster, smaller ones hold less memory.
+    #[must_use]
+    pub fn batch_docs(mut self, docs: usize) -> Self {
+        self.batch_docs = docs.max(1);
+        self
+    }
+
+    /// How JSON becomes documents: duplicate keys, key order, depth limit, string
+    /// compression (default: [`crate::write_options`], e.g. the last of duplicate keys wins,
+    /// long strings stored plain for the collection's zstd).
+    #[must_use]
+    pub fn write_options(mut self, write: WriteOptions) -> Self {
+        self.write = write;
+        self
+    }
+
+    /// Document bytes per committed batch (default 8 MiB): a batch is committed when it
+    /// reaches either limit.
+    #[must_use]
+    pub fn batch_bytes(mut self, bytes: usize) -> Self {
+        self.batch_bytes = bytes.max(1);
+        self
+    }
+}
+
+/// What an import is doing (see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ImportPhase {
+    /// Reading, converting and checking the input.
+    Reading,
+    /// Committing the checked documents.
+    Writing,
+    /// Restoring the collection after a failed commit.
+    RollingBack,
+}
+
+/// Progress of an import, given to the callback every few thousand records and after each
+/// batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ImportProgress {
+    /// What the import is doing.
+    pub phase: ImportPhase,
+    /// Input bytes read so far.
+    pub bytes_read: u64,
+    /// Input size if known (files and folders; not pipes).
+    pub bytes_total: Option<u64>,
+    /// Good records read so far.
+    pub documents: u64,
+    /// Bad records skipped so far.
+    pub skipped: u64,
+    /// Documents committed so far.
+    pub written: u64,
+}
+
+/// A record that could not be imported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadRecord {
+    /// The file (or the name given for a reader, e.g. `<stdin>`).
+    pub source: String,
+    /// 1-based line where the problem is (where the record starts if not more precise).
+    pub line: u64,
+    /// 1-based column, when known.
+    pub column: Option<u64>,
+    /// The record's number in the input, from 1.
+    pub record: u64,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl std::fmt::Display for BadRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.source, self.line)?;
+        if let Some(c) = self.column {
+            write!(f, ":{c}")?;
+        }
+        write!(f, ": record {}: {}", self.record, self.reason)
+    }
+}
+
+/// The outcome of an import that succeeded.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ImportReport {
+    /// Documents written.
+    pub documents: u64,
+    /// Bad records skipped ([`ImportOptions::skip_bad`]).
+    pub skipped: u64,
+    /// The first 100 of them.
+    pub bad: Vec<BadRecord>,
+    /// Input bytes read.
+    pub bytes_read: u64,
+    /// Batches committed.
+    pub batches: u64,
+}
+
+/// Why an import failed. In every case but [`ImportError::RollbackFailed`] the collection
+/// is as it was before the import.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ImportError {
+    /// A record is not a valid document or has no usable id (and bad records are not skipped).
+    #[error("{0} (nothing was imported; fix the record, or skip bad records)")]
+    BadRecord(BadRecord),
+    /// The input is not laid out as its format requires.
+    #[error("{file}:{line}: {reason} (nothing was imported)")]
+    Malformed {
+        /// The file.
+        file: String,
+        /// 1-based line.
+        line: u64,
+        /// What is wrong and how to fix it.
+        reason: String,
+    },
+    /// The input could not be read.
+    #[error("reading {file}: {error} (nothing was imported)")]
+    Read {
+        /// The file or folder.
+        file: String,
+        /// The failure.
+        #[source]
+        error: std::io::Error,
+    },
+    /// The spool or undo file in the database folder failed (e.g. the disk is full).
+    #[error("writing the import's temporary file in {}: {error} (nothing was imported)", dir.display())]
+    Spool {
+        /// The database folder.
+        dir: PathBuf,
+        /// The failure.
+        #[source]
+        error: std::io::Error,
+    },
+    /// Invalid collection name, invalid id field path, or a commit failed and the
+    /// documents written before it were removed again.
+    #[error(transparent)]
+    Database(#[from] Error),
+    /// A commit failed and restoring the collection failed too.
+    #[error(
+        "import failed ({cause}) and restoring the collection failed ({rollback}): up to {written} \
+         documents of this import may remain in collection {collection:?}; re-run the import \
+         once the problem is fixed (it replaces them) or delete them"
+    )]
+    RollbackFailed {
+        /// The collection.
+        collection: String,
+        /// Why the import failed.
+        cause: String,
+        /// Why the rollback failed.
+        rollback: String,
+        /// Documents committed before the failure.
+        written: u64,
+    },
+}
+
+pub(super) type IResult<T> = std::result::Result<T, ImportError>;
