@@ -35,7 +35,12 @@ step() {
   fi
   if "$@" > "$log" 2>&1; then
     local last
-    last=$(grep -v '^[[:space:]]*$' "$log" | tail -n 1 | cut -c1-100 || true)
+    if grep -q '^test result: ' "$log"; then
+      # cargo test: the sum over its test binaries, not the last binary's line.
+      last=$(grep '^test result: ' "$log" | awk '{p += $4; f += $6; i += $8} END {printf "%d tests passed, %d failed, %d ignored", p, f, i}')
+    else
+      last=$(grep -v '^[[:space:]]*$' "$log" | tail -n 1 | cut -c1-100 || true)
+    fi
     printf 'ok   %-34s %4ss  %s\n' "$name" "$((SECONDS - t0))" "$last"
   else
     local rc=$?

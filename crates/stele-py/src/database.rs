@@ -15,8 +15,6 @@
 //! between batches), queries, index creation, checkpoints and compaction.
 
 use std::borrow::Cow;
-use std::fs::File;
-use std::io::{BufRead, BufReader};
 use std::ops::Bound as ValueBound;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -25,10 +23,10 @@ use pyo3::exceptions::{PyKeyError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
 use stele::{Batch, CollectionStats, Database, DatabaseOptions, Plan, Query, Snapshot};
-use stele_doc::{DocumentWriter, Value};
+use stele_doc::DocumentWriter;
 
 use crate::document::{Decimals, PyDocument, document_bytes, python_to_bytes_with, python_to_json};
-use crate::errors::{Kind, db_err, doc_err, new_err, type_err};
+use crate::errors::{Kind, db_err, new_err, type_err};
 
 /// How documents read from a database come back to Python.
 #[derive(Debug, Clone, Copy)]
@@ -463,7 +461,7 @@ impl PyCollection {
 }
 
 /// `value` of keyword argument `name`, which must be at least 1 (0 can only be a mistake).
-fn at_least_one(py: Python<'_>, name: &str, value: usize) -> PyResult<usize> {
+pub(crate) fn at_least_one(py: Python<'_>, name: &str, value: usize) -> PyResult<usize> {
     if value == 0 {
         return Err(new_err(
             py,
@@ -819,86 +817,61 @@ impl PyCollection {
         Ok(stored)
     }
 
-    /// import_jsonl(path, *, id_field=None, batch=1000, skip_bad=False) -> dict
+    /// import_file(path, *, format=None, id_field=None, skip_bad=False,
+    /// duplicates="last_wins", batch=10000) -> dict
     ///
-    /// Imports a JSON Lines file (one document per line; blank lines are skipped). The id is
-    /// the value at path `id_field` (e.g. "id" or "meta.key"; a string or an integer), or
-    /// without it the line number, zero-padded to 10 digits ("0000000001"), so ids sort in
-    /// file order. Commits every `batch` documents (batches before an error stay
-    /// committed). A bad line (malformed JSON, no usable id) raises `InvalidInput` with
-    /// `line`, or with `skip_bad=True` is counted and skipped. Runs without the GIL, checking
-    /// for Ctrl-C between batches. Returns {"imported", "skipped", "lines"}.
-    #[pyo3(signature = (path, *, id_field = None, batch = 1000, skip_bad = false))]
+    /// Imports a JSON array, JSON Lines or a folder of `.json` files with the store's own
+    /// import (as `stele import` does): all or nothing, even if the process is killed; same
+    /// ids (`id_field`, a path such as "id" or "meta.key", else records numbered from 1,
+    /// zero-padded to 10 digits, "0000000001"; folders: file names). `format` is "json",
+    /// "jsonl" or "dir" (default: detected). A bad record raises `InvalidInput` with `line`,
+    /// `column` and `record` (nothing is imported), or with `skip_bad=True` is counted and
+    /// listed. Runs without the GIL; Ctrl-C cancels it (nothing is imported). Returns
+    /// {"imported", "skipped", "bad": [first 100 bad records], "bytes_read", "batches"}.
+    #[pyo3(signature = (path, *, format = None, id_field = None, skip_bad = false, duplicates = "last_wins", batch = 10_000))]
+    #[allow(clippy::too_many_arguments)]
+    fn import_file<'py>(
+        &self,
+        py: Python<'py>,
+        path: PathBuf,
+        format: Option<&str>,
+        id_field: Option<&str>,
+        skip_bad: bool,
+        duplicates: &str,
+        batch: usize,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let db = self.writer(py)?;
+        let opts = crate::import::ImportArgs {
+            format,
+            id_field,
+            skip_bad,
+            duplicates,
+            batch,
+        };
+        crate::import::import_file(py, &db, &self.name, &path, &opts)
+    }
+
+    /// import_jsonl(path, *, id_field=None, skip_bad=False, duplicates="last_wins",
+    /// batch=10000) -> dict: `import_file` of a JSON Lines file.
+    #[pyo3(signature = (path, *, id_field = None, skip_bad = false, duplicates = "last_wins", batch = 10_000))]
     fn import_jsonl<'py>(
         &self,
         py: Python<'py>,
         path: PathBuf,
         id_field: Option<&str>,
-        batch: usize,
         skip_bad: bool,
+        duplicates: &str,
+        batch: usize,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let db = self.writer(py)?;
-        let id_path = id_field
-            .map(stele_doc::Path::parse)
-            .transpose()
-            .map_err(|e| doc_err(py, e))?;
-        // Without the GIL: opening a FIFO or a network file can block.
-        let file = py.detach(|| File::open(&path)).map_err(|e| {
-            PyErr::from(std::io::Error::new(
-                e.kind(),
-                format!("opening {}: {e}", path.display()),
-            ))
-        })?;
-        let mut import = Import {
-            db: &db,
-            collection: &self.name,
-            id_path: id_path.as_ref(),
-            batch: at_least_one(py, "batch", batch)?,
+        self.import_file(
+            py,
+            path,
+            Some("jsonl"),
+            id_field,
             skip_bad,
-            reader: BufReader::with_capacity(1 << 20, file),
-            writer: DocumentWriter::with_options(stele::write_options()),
-            line: Vec::new(),
-            lines: 0,
-            imported: 0,
-            skipped: 0,
-        };
-        loop {
-            let done = py.detach(|| import.chunk());
-            let done = match done {
-                Ok(done) => done,
-                Err(ImportError::Db(e)) => return Err(db_err(py, e)),
-                Err(ImportError::Io(e)) => {
-                    return Err(PyErr::from(std::io::Error::new(
-                        e.kind(),
-                        format!("reading {}: {e}", path.display()),
-                    )));
-                }
-                Err(ImportError::Line(reason)) => {
-                    let err = new_err(
-                        py,
-                        Kind::InvalidInput,
-                        format!(
-                            "{} line {}: {reason} ({} documents imported before it; skip_bad=True skips such lines)",
-                            path.display(),
-                            import.lines,
-                            import.imported
-                        ),
-                    );
-                    // A convenience attribute: failing to set it must not hide the error.
-                    let _ = err.value(py).setattr("line", import.lines);
-                    return Err(err);
-                }
-            };
-            py.check_signals()?;
-            if done {
-                break;
-            }
-        }
-        let d = PyDict::new(py);
-        d.set_item("imported", import.imported)?;
-        d.set_item("skipped", import.skipped)?;
-        d.set_item("lines", import.lines)?;
-        Ok(d)
+            duplicates,
+            batch,
+        )
     }
 
     /// query(*, eq=None, range=None, prefix=None, order_by=None, desc=False, limit=None,
@@ -1332,100 +1305,5 @@ impl PyBatch {
         let db = self.db.get().db(py)?;
         py.detach(|| db.commit(batch)).map_err(|e| db_err(py, e))?;
         Ok(false)
-    }
-}
-
-/// Why an import stopped.
-enum ImportError {
-    /// A bad line (the message; the line number is `Import::lines`).
-    Line(String),
-    Io(std::io::Error),
-    Db(stele::Error),
-}
-
-impl From<stele::Error> for ImportError {
-    fn from(e: stele::Error) -> Self {
-        ImportError::Db(e)
-    }
-}
-
-/// A JSON Lines import in progress: reads and commits one batch per `chunk` call.
-struct Import<'a> {
-    db: &'a Database,
-    collection: &'a str,
-    id_path: Option<&'a stele_doc::Path>,
-    batch: usize,
-    skip_bad: bool,
-    reader: BufReader<File>,
-    writer: DocumentWriter,
-    line: Vec<u8>,
-    /// Lines read so far (the number of the current line).
-    lines: u64,
-    imported: u64,
-    skipped: u64,
-}
-
-impl Import<'_> {
-    /// Reads up to `batch` documents and commits them; true at the end of the file.
-    fn chunk(&mut self) -> Result<bool, ImportError> {
-        let mut batch = self.db.batch();
-        let mut eof = false;
-        while batch.len() < self.batch {
-            self.line.clear();
-            if self
-                .reader
-                .read_until(b'\n', &mut self.line)
-                .map_err(ImportError::Io)?
-                == 0
-            {
-                eof = true;
-                break;
-            }
-            self.lines += 1;
-            match self.add_line(&mut batch) {
-                Ok(()) => {}
-                Err(_) if self.skip_bad => self.skipped += 1,
-                Err(reason) => return Err(ImportError::Line(reason)),
-            }
-        }
-        let n = batch.len() as u64;
-        self.db.commit(batch)?;
-        self.imported += n;
-        Ok(eof)
-    }
-
-    /// Adds the current line to `batch`; the reason if the line is bad (blank lines are
-    /// skipped without counting).
-    fn add_line(&mut self, batch: &mut Batch) -> Result<(), String> {
-        let text = self.line.trim_ascii();
-        if text.is_empty() {
-            return Ok(());
-        }
-        let Some(path) = self.id_path else {
-            let id = format!("{:010}", self.lines);
-            return batch
-                .put_json(self.collection, &id, text)
-                .map_err(|e| e.to_string());
-        };
-        let bytes = self.writer.from_json(text).map_err(|e| e.to_string())?;
-        // SAFETY: `bytes` come straight from `DocumentWriter`, which only writes valid
-        // documents (the case `new_unchecked` documents); nothing else touched them.
-        // (`put_document` below validates them again: the store has no put for documents
-        // its caller just wrote.)
-        let doc = unsafe { stele_doc::Document::new_unchecked(bytes.as_slice()) };
-        let id = match path.get(doc.root()) {
-            Some(Value::String(s)) => s.to_cow().into_owned(),
-            Some(v @ (Value::Int(_) | Value::UInt(_))) => v.to_json(),
-            Some(v) => {
-                return Err(format!(
-                    "the id field is a {}, not a string or an integer",
-                    v.type_name()
-                ));
-            }
-            None => return Err("no id field".to_owned()),
-        };
-        batch
-            .put_document(self.collection, &id, &bytes)
-            .map_err(|e| e.to_string())
     }
 }

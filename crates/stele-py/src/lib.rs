@@ -9,6 +9,7 @@ mod database;
 mod document;
 mod durable;
 mod errors;
+mod import;
 mod table;
 mod table_set;
 

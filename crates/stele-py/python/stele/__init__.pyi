@@ -314,18 +314,29 @@ class Collection:
         """Stores (id, value) pairs, or values whose field id_field is the id; commits every batch.
 
         JSON text values (str, bytes) of a batch are converted on all cores, without the GIL."""
+    def import_file(
+        self,
+        path: str | PathLike[str],
+        *,
+        format: Literal["json", "jsonl", "dir"] | None = None,
+        id_field: str | None = None,
+        skip_bad: bool = False,
+        duplicates: DuplicateKeys = "last_wins",
+        batch: int = 10_000,
+    ) -> dict[str, Any]:
+        """The store's import (as `stele import`): all or nothing; ids from id_field, else
+        records numbered from 1 ("0000000001"). A bad record raises InvalidInput with `line`,
+        `column`, `record`. Returns {"imported", "skipped", "bad", "bytes_read", "batches"}."""
     def import_jsonl(
         self,
         path: str | PathLike[str],
         *,
         id_field: str | None = None,
-        batch: int = 1000,
         skip_bad: bool = False,
-    ) -> dict[str, int]:
-        """Imports JSON Lines; ids from the path id_field, else the line number ("0000000001").
-
-        Returns {"imported", "skipped", "lines"}; a bad line raises InvalidInput with `line`.
-        """
+        duplicates: DuplicateKeys = "last_wins",
+        batch: int = 10_000,
+    ) -> dict[str, Any]:
+        """import_file of a JSON Lines file."""
     def query(
         self,
         *,

@@ -233,7 +233,7 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
             }
         }
         if (self.progress.documents + self.progress.skipped).is_multiple_of(4096) {
-            (self.callback)(self.progress);
+            self.report_progress()?;
         }
         Ok(())
     }
@@ -408,8 +408,17 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
 
     /// Step 2: commits the spool in batches into a staging collection, then merges it into
     /// the target in one logged operation; drops the staging collection on failure.
-    fn write(mut self) -> IResult<ImportReport> {
+    /// Calls the progress callback, then stops the import if it was cancelled.
+    fn report_progress(&mut self) -> IResult<()> {
         (self.callback)(self.progress);
+        if self.opts.cancelled() {
+            return Err(ImportError::Cancelled);
+        }
+        Ok(())
+    }
+
+    fn write(mut self) -> IResult<ImportReport> {
+        self.report_progress()?;
         self.progress.phase = ImportPhase::Writing;
         self.report.skipped = self.progress.skipped;
         self.report.bytes_read = self.progress.bytes_read;
@@ -472,7 +481,7 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
                 self.report.batches += 1;
                 pending.clear();
                 pending_bytes = 0;
-                (self.callback)(self.progress);
+                self.report_progress()?;
             }
             if at_end {
                 break;

@@ -44,6 +44,7 @@ pub struct ImportOptions {
     pub(super) batch_docs: usize,
     pub(super) batch_bytes: usize,
     pub(super) write: WriteOptions,
+    pub(super) cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Default for ImportOptions {
@@ -55,6 +56,7 @@ impl Default for ImportOptions {
             batch_docs: 10_000,
             batch_bytes: 8 << 20,
             write: crate::write_options(),
+            cancel: None,
         }
     }
 }
@@ -112,6 +114,23 @@ impl ImportOptions {
     pub fn write_options(mut self, write: WriteOptions) -> Self {
         self.write = write;
         self
+    }
+
+    /// A flag another thread may set to stop the import: it is checked with each progress
+    /// report (every 4,096 records while reading, after each batch while writing), and a
+    /// set flag ends the import with [`ImportError::Cancelled`], all or nothing as for any
+    /// other failure. The Python package sets it on Ctrl-C.
+    #[must_use]
+    pub fn cancel_flag(mut self, flag: std::sync::Arc<std::sync::atomic::AtomicBool>) -> Self {
+        self.cancel = Some(flag);
+        self
+    }
+
+    /// Whether [`ImportOptions::cancel_flag`] was set.
+    pub(super) fn cancelled(&self) -> bool {
+        self.cancel
+            .as_ref()
+            .is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     /// Document bytes per committed batch (default 8 MiB): a batch is committed when it
@@ -231,6 +250,10 @@ pub enum ImportError {
         #[source]
         error: std::io::Error,
     },
+    /// The import was cancelled through [`ImportOptions::cancel_flag`] before it landed;
+    /// nothing of it was imported.
+    #[error("the import was cancelled (nothing was imported)")]
+    Cancelled,
     /// Invalid collection name, invalid id field path, or a commit failed and the
     /// documents written before it were removed again.
     #[error(transparent)]
