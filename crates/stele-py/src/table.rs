@@ -124,23 +124,7 @@ impl PyTable {
         duplicates: &str,
         temp_dir: Option<PathBuf>,
     ) -> PyResult<PyTable> {
-        let policy = choice(
-            py,
-            "duplicates",
-            duplicates,
-            &[
-                ("reject", DuplicatePolicy::Reject),
-                ("keep_last", DuplicatePolicy::KeepLast),
-                ("keep_first", DuplicatePolicy::KeepFirst),
-            ],
-        )?;
-        let mut opts = SorterOptions::default()
-            .memory_budget_bytes(memory)
-            .duplicates(policy);
-        if let Some(dir) = temp_dir {
-            opts = opts.temp_dir(dir);
-        }
-        let mut sorter = Sorter::new(opts).map_err(|e| table_err(py, e))?;
+        let mut sorter = new_sorter(py, memory, duplicates, temp_dir)?;
         // Pairs are borrowed from the Python objects in `held`, which stay alive (and, being
         // bytes, str or documents, unchanged) while the sorter copies them without the GIL.
         let mut held: Vec<Bound<'_, PyAny>> = Vec::with_capacity(BATCH_PAIRS);
@@ -175,36 +159,7 @@ impl PyTable {
             }
         }
         add_batch(&mut held)?;
-        let is_file = path.extension().is_some_and(|e| e == "stt");
-        let dir = if is_file {
-            path.parent()
-                .map(|p| {
-                    if p.as_os_str().is_empty() {
-                        PathBuf::from(".")
-                    } else {
-                        p.to_path_buf()
-                    }
-                })
-                .unwrap_or_else(|| PathBuf::from("."))
-        } else {
-            path.clone()
-        };
-        let table = py.detach(|| -> stele_table::Result<Table> {
-            std::fs::create_dir_all(&dir)
-                .map_err(|e| io_err("creating the table folder", &dir, e))?;
-            let info = sorter.finish(&dir)?;
-            let final_path = if is_file {
-                std::fs::rename(&info.path, &path)
-                    .map_err(|e| io_err("renaming the table to", &path, e))?;
-                path
-            } else {
-                info.path
-            };
-            Table::open(final_path)
-        });
-        Ok(PyTable {
-            table: Reader::Table(Arc::new(table.map_err(|e| table_err(py, e))?)),
-        })
+        finish_sorter(py, sorter, path)
     }
 
     /// The path of the table file (of a set: its manifest).
@@ -407,6 +362,61 @@ impl PyTable {
             ),
         }
     }
+}
+
+/// A sorter with the options of `Table.build`.
+pub(crate) fn new_sorter(
+    py: Python<'_>,
+    memory: usize,
+    duplicates: &str,
+    temp_dir: Option<PathBuf>,
+) -> PyResult<Sorter> {
+    let policy = choice(
+        py,
+        "duplicates",
+        duplicates,
+        &[
+            ("reject", DuplicatePolicy::Reject),
+            ("keep_last", DuplicatePolicy::KeepLast),
+            ("keep_first", DuplicatePolicy::KeepFirst),
+        ],
+    )?;
+    let mut opts = SorterOptions::default()
+        .memory_budget_bytes(memory)
+        .duplicates(policy);
+    if let Some(dir) = temp_dir {
+        opts = opts.temp_dir(dir);
+    }
+    Sorter::new(opts).map_err(|e| table_err(py, e))
+}
+
+/// Writes the sorted table into folder `path` (named by its content), or as file `path` if
+/// it ends in `.stt`, without the GIL, and opens it.
+pub(crate) fn finish_sorter(py: Python<'_>, sorter: Sorter, path: PathBuf) -> PyResult<PyTable> {
+    let is_file = path.extension().is_some_and(|e| e == "stt");
+    let dir = if is_file {
+        match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        }
+    } else {
+        path.clone()
+    };
+    let table = py.detach(|| -> stele_table::Result<Table> {
+        std::fs::create_dir_all(&dir).map_err(|e| io_err("creating the table folder", &dir, e))?;
+        let info = sorter.finish(&dir)?;
+        let final_path = if is_file {
+            std::fs::rename(&info.path, &path)
+                .map_err(|e| io_err("renaming the table to", &path, e))?;
+            path
+        } else {
+            info.path
+        };
+        Table::open(final_path)
+    });
+    Ok(PyTable {
+        table: Reader::Table(Arc::new(table.map_err(|e| table_err(py, e))?)),
+    })
 }
 
 /// Lower and upper bounds of keys to visit.

@@ -128,3 +128,29 @@ def test_spark_writes_a_set_through_the_data_source(tmp_path):
         assert not (tmp_path / "bad" / "set.sts").exists()
     finally:
         spark.stop()
+
+
+def test_tables_from_arrow_columns(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import stele.arrow
+
+    names = npm_names(3000)
+    values = [str(i) for i in range(len(names))]
+    whole = pa.table({"k": names, "v": values})
+    # Record batches (with sliced arrays: offsets not at 0), large and binary types.
+    batches = [whole.slice(0, 1000), whole.slice(1000, 1000).to_batches()[0]]
+    big = pa.table({"k": pa.array(names[2000:], pa.large_string()), "v": pa.array([v.encode() for v in values[2000:]], pa.binary())})
+    t = stele.arrow.build_table(batches + [big], tmp_path)
+    ref = stele.Table.build(zip(names, values), tmp_path / "ref")
+    assert list(t.items()) == list(ref.items())
+    with pytest.raises(ValueError, match="nulls"):
+        stele.arrow.build_table([pa.table({"k": ["a", None], "v": ["1", "2"]})], tmp_path)
+    with pytest.raises(TypeError, match="string or binary"):
+        stele.arrow.build_table([pa.table({"k": [1, 2], "v": ["1", "2"]})], tmp_path)
+    with pytest.raises(ValueError, match="no column"):
+        stele.arrow.build_table([pa.table({"key": ["a"], "v": ["1"]})], tmp_path)
+    with pytest.raises(stele.InvalidInput, match="duplicate"):
+        stele.arrow.build_table([pa.table({"k": ["a", "a"], "v": ["1", "2"]})], tmp_path)
+    # Offsets that point outside the data are refused, not read.
+    with pytest.raises(ValueError, match="outside"):
+        stele._stele._build_columns([((0, 1, b"\0\0\0\0\x09\0\0\0", b"abc", False), (0, 1, b"\0\0\0\0\0\0\0\0", b"", False))], tmp_path)

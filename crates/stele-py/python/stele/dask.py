@@ -14,7 +14,6 @@ shared file system, or copy each shard to where readers are before the commit).
 
 import os as _os
 
-from ._stele import Table as _Table
 from ._stele import TableSet as _TableSet
 
 __all__ = ["build_table_set"]
@@ -23,7 +22,7 @@ __all__ = ["build_table_set"]
 SAMPLE_PER_SHARD = 2000
 
 
-def _encode(x):
+def _encode(x):  # keys of the sample and partitioning; rows go to the sorter as Arrow columns
     """A key or value as bytes (str as UTF-8); other types are refused, not guessed."""
     if isinstance(x, bytes):
         return x
@@ -34,15 +33,33 @@ def _encode(x):
     raise TypeError(f"table keys and values are str or bytes, got {type(x).__name__}: {x!r:.60}")
 
 
+def _partitions(keys, splits):
+    """The key range of each key of a pandas Series: the number of split points <= it
+    (``TableSet.partition``), found by a binary search in C. Split points come from the
+    keys' UTF-8 bytes; str keys compare with them decoded (code point order is UTF-8 byte
+    order)."""
+    import numpy as np
+    import pandas as pd
+
+    values = keys.to_numpy(dtype=object)
+    text = len(values) > 0 and isinstance(values[0], str)
+    points = np.array([s.decode() if text else s for s in splits], dtype=object)
+    return pd.Series(np.searchsorted(points, values, side="right"), index=keys.index, dtype="int64")
+
+
 def _build_shards(frame, key, value, folder, memory, duplicates):
     """One Dask partition: one table per key range in it (a hash shuffle may put several
-    ranges in one partition), fed row by row to the sorter. Returns (range, path) rows."""
+    ranges in one partition), its rows handed to the sorter as Arrow columns. Returns
+    (range, path) rows."""
     import pandas as pd
+    import pyarrow as pa
+
+    from .arrow import build_table
 
     rows = []
     for part, group in frame.groupby("_stele_part", sort=True):
-        pairs = ((_encode(k), _encode(v)) for k, v in zip(group[key], group[value]))
-        table = _Table.build(pairs, folder, memory=memory, duplicates=duplicates)
+        batch = pa.RecordBatch.from_pandas(group[[key, value]], preserve_index=False)
+        table = build_table([batch], folder, key=key, value=value, memory=memory, duplicates=duplicates)
         if len(table):
             rows.append((int(part), str(table.path)))
     return pd.DataFrame(rows, columns=["part", "path"])
@@ -85,14 +102,15 @@ def build_table_set(
         raise ValueError(f"shards={shards}: give at least 1")
     _os.makedirs(path, exist_ok=True)
     folder = _os.fspath(path)
-    # The sample: about SAMPLE_PER_SHARD keys per shard, drawn from every partition.
-    rows = len(data)
-    frac = min(1.0, SAMPLE_PER_SHARD * shards / max(rows, 1))
-    sample = [_encode(k) for k in data[key].sample(frac=frac, random_state=0).compute()]
-    splits = _TableSet.plan(sample, shards)
-    part = data[key].map_partitions(
-        lambda ks: ks.map(lambda k: _TableSet.partition(splits, _encode(k))), meta=(key, "int64")
+    # The sample: about SAMPLE_PER_SHARD keys per shard, the same number from every
+    # partition (one pass; no count of the rows first).
+    per_partition = -(-SAMPLE_PER_SHARD * shards // data.npartitions)
+    picked = data[key].map_partitions(
+        lambda ks: ks.sample(n=min(len(ks), per_partition), random_state=0), meta=(key, object)
     )
+    sample = [_encode(k) for k in picked.compute()]
+    splits = _TableSet.plan(sample, shards)
+    part = data[key].map_partitions(_partitions, splits, meta=(key, "int64"))
     shuffled = data.assign(_stele_part=part).shuffle("_stele_part", npartitions=shards)
     built = shuffled.map_partitions(
         _build_shards,

@@ -23,9 +23,8 @@ from pyspark.sql.datasource import DataSource as _DataSource
 from pyspark.sql.datasource import DataSourceArrowWriter as _DataSourceArrowWriter
 from pyspark.sql.datasource import WriterCommitMessage as _WriterCommitMessage
 
-from ._stele import Table as _Table
 from ._stele import TableSet as _TableSet
-from .dask import _encode
+from .arrow import build_table as _build_table
 
 __all__ = ["SteleDataSource", "register", "write_table_set"]
 
@@ -66,15 +65,10 @@ class _Writer(_DataSourceArrowWriter):
 
     def write(self, iterator):
         _os.makedirs(self.folder, exist_ok=True)
-
-        def pairs():
-            for batch in iterator:
-                keys = batch.column(self.key).to_pylist()
-                values = batch.column(self.value).to_pylist()
-                for k, v in zip(keys, values):
-                    yield _encode(k), _encode(v)
-
-        table = _Table.build(pairs(), self.folder, memory=self.memory, duplicates=self.duplicates)
+        # The task's Arrow batches go to the sorter column by column: no Python object per row.
+        table = _build_table(
+            iterator, self.folder, key=self.key, value=self.value, memory=self.memory, duplicates=self.duplicates
+        )
         return _Shard(str(table.path) if len(table) else None)
 
     def commit(self, messages):
