@@ -364,14 +364,9 @@ impl PyTable {
     }
 }
 
-/// A sorter with the options of `Table.build`.
-pub(crate) fn new_sorter(
-    py: Python<'_>,
-    memory: usize,
-    duplicates: &str,
-    temp_dir: Option<PathBuf>,
-) -> PyResult<Sorter> {
-    let policy = choice(
+/// The `duplicates=` keyword of tables: "reject", "keep_last" or "keep_first".
+pub(crate) fn duplicate_policy(py: Python<'_>, duplicates: &str) -> PyResult<DuplicatePolicy> {
+    choice(
         py,
         "duplicates",
         duplicates,
@@ -380,7 +375,17 @@ pub(crate) fn new_sorter(
             ("keep_last", DuplicatePolicy::KeepLast),
             ("keep_first", DuplicatePolicy::KeepFirst),
         ],
-    )?;
+    )
+}
+
+/// A sorter with the options of `Table.build`.
+pub(crate) fn new_sorter(
+    py: Python<'_>,
+    memory: usize,
+    duplicates: &str,
+    temp_dir: Option<PathBuf>,
+) -> PyResult<Sorter> {
+    let policy = duplicate_policy(py, duplicates)?;
     let mut opts = SorterOptions::default()
         .memory_budget_bytes(memory)
         .duplicates(policy);

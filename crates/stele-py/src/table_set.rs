@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
-use stele_table::{DuplicatePolicy, Entry, Table, TableSet};
+use stele_table::{Entry, Table, TableSet};
 
-use crate::errors::{choice, table_err};
+use crate::errors::table_err;
 use crate::table::{PyTable, Source, key_arg};
 
 /// What a `Table` object reads: one table, or a set of them read as one.
@@ -196,16 +196,7 @@ impl PyTableSet {
         shards: usize,
         duplicates: &str,
     ) -> PyResult<Py<PyTableSet>> {
-        let policy = choice(
-            py,
-            "duplicates",
-            duplicates,
-            &[
-                ("reject", DuplicatePolicy::Reject),
-                ("keep_last", DuplicatePolicy::KeepLast),
-                ("keep_first", DuplicatePolicy::KeepFirst),
-            ],
-        )?;
+        let policy = crate::table::duplicate_policy(py, duplicates)?;
         let inner = sets.iter().map(set_of).collect::<PyResult<Vec<_>>>()?;
         let set = py
             .detach(|| {
