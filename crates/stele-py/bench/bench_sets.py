@@ -26,6 +26,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -65,22 +66,68 @@ def make_keys(n, path):
     tmp.rename(path)
 
 
+def _tree_rss(root):
+    """RSS in bytes of every live process descending from pid `root` (from /proc)."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                parents[int(entry)] = int(fields[1])
+            except OSError:
+                continue
+    out = {}
+    for pid in parents:
+        p = pid
+        while p in parents and p != root and p > 1:
+            p = parents[p]
+        if p == root:
+            try:
+                with open(f"/proc/{pid}/status") as f:
+                    for line in f:
+                        if line.startswith("VmRSS:"):
+                            out[pid] = int(line.split()[1]) * 1024
+            except OSError:
+                continue
+    return out
+
+
 def run(cmd):
-    """Runs cmd; returns (seconds, peak RSS in bytes of the largest process in its tree,
-    stdout). The peak comes from GNU time (wait4 of a child forked from a small process:
-    one forked from this script would start with this script's high-water mark)."""
+    """Runs cmd; returns (seconds, peak RSS in bytes of the largest single process of its
+    tree, stdout). The peak is the larger of GNU time's (wait4: the child and the children it
+    reaped) and a sample of the live tree every 0.2 s (catches processes nobody reaps, such as
+    Spark's JVM). A child forked from this script would inherit its high-water mark, hence
+    GNU time as the parent."""
     started = time.perf_counter()
     timer = ["/usr/bin/time", "-f", "STELE_MAXRSS_KB %M"] if os.path.exists("/usr/bin/time") else []
-    proc = subprocess.run([*timer, *cmd], capture_output=True)
+    proc = subprocess.Popen([*timer, *cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    sampled = 0
+    got = {}
+
+    def drain(name, stream):
+        got[name] = stream.read()
+
+    readers = [
+        threading.Thread(target=drain, args=("out", proc.stdout)),
+        threading.Thread(target=drain, args=("err", proc.stderr)),
+    ]
+    for r in readers:
+        r.start()
+    while proc.poll() is None:
+        sizes = _tree_rss(proc.pid)
+        sampled = max([sampled, *sizes.values()])
+        time.sleep(0.2)
+    for r in readers:
+        r.join()
     seconds = time.perf_counter() - started
-    err = proc.stderr.decode(errors="replace")
+    out, err = got["out"], got["err"].decode(errors="replace")
     if proc.returncode != 0:
         sys.stderr.write(err[-4000:])
         raise SystemExit(f"failed ({proc.returncode}): {' '.join(map(str, cmd))}")
     kb = [line.split()[1] for line in err.splitlines() if line.startswith("STELE_MAXRSS_KB ")]
-    # Without GNU time the peak is not measured (NaN in the table), the rest is.
-    rss = int(kb[-1]) * 1024 if kb else float("nan")
-    return seconds, rss, proc.stdout.decode()
+    timed = int(kb[-1]) * 1024 if kb else 0
+    return seconds, max(timed, sampled), out.decode()
 
 
 def folder_bytes(path):
@@ -93,8 +140,10 @@ def build_dask(tsv, out, shards, workers, memory):
 
     import stele.dask
 
+    # Each worker may hold a shuffled partition in pandas, its Arrow copy and a sorter of
+    # `memory` bytes: 3 GiB per worker is the stated budget.
     with distributed.LocalCluster(
-        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None, memory_limit="3GiB"
     ) as cluster, distributed.Client(cluster):
         ddf = dd.read_csv(
             tsv,
