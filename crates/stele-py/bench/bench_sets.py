@@ -246,7 +246,8 @@ def main():
                     continue
                 lookups = "20000" if args.quick else "1000000"
                 cold = "200" if args.quick else "2000"
-                _, _, table = run([str(TARGET / "release" / "set_bench"), "--table", base["path"], "--set", r["path"], "--lookups", lookups, "--cold", cold])
+                many = ["--many-shards", "10000"] if (not args.quick and n == sizes[-1] and engine == "shards") else []
+                _, _, table = run([str(TARGET / "release" / "set_bench"), "--table", base["path"], "--set", r["path"], "--lookups", lookups, "--cold", cold, *many])
                 print(f"\n#### Reads: {engine} set of {n} keys against one table\n\n{table}")
     print("\n#### Builds (ratio: wall time over `one` in the same run)\n")
     print("| keys | TSV GB | engine | wall s | / one | peak RSS of the largest process, MiB | on disk, MB |")

@@ -35,6 +35,48 @@ struct Args {
     /// Cold lookups (each a fresh page-cache miss), after evicting the files.
     #[arg(long, default_value_t = 2_000)]
     cold: usize,
+    /// Also time opening a set of this many one-key shards (built in a temporary folder;
+    /// 0 skips it).
+    #[arg(long, default_value_t = 0)]
+    many_shards: usize,
+}
+
+/// Builds a set of `n` one-key shards and times opening it and one get (each the median of 5).
+fn many_shards(n: usize) -> Result<()> {
+    let dir = tempfile::tempdir().context("creating a temporary folder")?;
+    let mut paths = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut b =
+            stele_table::TableBuilder::new(dir.path(), stele_table::TableOptions::default())?;
+        b.add(format!("k{i:08}").as_bytes(), b"v")?;
+        paths.push(b.finish()?.path);
+    }
+    let manifest = dir.path().join("many.sts");
+    let none: &[&[u8]] = &[];
+    TableSet::commit(&manifest, &paths, none)?;
+    let (mut open_us, mut get_us) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        let started = Instant::now();
+        let set = TableSet::open(&manifest)?;
+        open_us.push(started.elapsed().as_nanos() as f64 / 1000.0);
+        let key = format!("k{:08}", n / 2);
+        let started = Instant::now();
+        ensure!(
+            set.get(key.as_bytes())?.is_some(),
+            "a key of the set is missing"
+        );
+        get_us.push(started.elapsed().as_nanos() as f64 / 1000.0);
+    }
+    let bytes = std::fs::metadata(&manifest)?.len();
+    println!(
+        "| open a set of {n} shards (manifest {bytes} bytes), us | {:.0} |",
+        median(open_us)
+    );
+    println!(
+        "| first get on it (maps one shard), us | {:.0} |",
+        median(get_us)
+    );
+    Ok(())
 }
 
 /// SplitMix64, as in table_bench: deterministic positions.
@@ -162,5 +204,9 @@ fn main() -> Result<()> {
         s_cold.1,
         s_cold.1 / t_cold.1
     );
+    if args.many_shards > 0 {
+        println!("\n| many shards | median of 5 |\n|---|--:|");
+        many_shards(args.many_shards)?;
+    }
     Ok(())
 }
