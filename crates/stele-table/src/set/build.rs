@@ -8,7 +8,7 @@ use super::manifest::{self, ShardInfo};
 use super::{SetIter, TableSet};
 use crate::storage::replace_file;
 use crate::{
-    DuplicatePolicy, Error, FsStorage, Result, Table, TableBuilder, TableId, TableOptions,
+    DuplicatePolicy, Error, FsStorage, Result, Storage, Table, TableBuilder, TableId, TableOptions,
 };
 
 impl TableSet {
@@ -53,6 +53,17 @@ impl TableSet {
     /// one shard per partition, and no two shards' key ranges may overlap. Committing the
     /// same shards again writes the same manifest: a re-run is idempotent.
     pub fn commit<P: AsRef<Path>, S: AsRef<[u8]>>(
+        manifest_path: impl AsRef<Path>,
+        shards: &[P],
+        splits: &[S],
+    ) -> Result<TableSet> {
+        Self::commit_with(&FsStorage, manifest_path, shards, splits)
+    }
+
+    /// [`TableSet::commit`] writing the manifest through `storage` (the seam the crash tests
+    /// record and fault).
+    pub fn commit_with<P: AsRef<Path>, S: AsRef<[u8]>>(
+        storage: &dyn Storage,
         manifest_path: impl AsRef<Path>,
         shards: &[P],
         splits: &[S],
@@ -133,7 +144,7 @@ impl TableSet {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let temp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-        replace_file(&FsStorage, &temp, manifest_path, &bytes)?;
+        replace_file(storage, &temp, manifest_path, &bytes)?;
         Ok(TableSet::from_shards(manifest_path, infos))
     }
 
