@@ -7,7 +7,12 @@
 //! [`Recording`] of that log can then [`explore`] the states a power cut at any moment could
 //! leave, each materialised into a fresh folder where the real code opens it. The crash model
 //! is described in `docs/POWER-LOSS.md`.
+//!
+//! [`faults::FaultyStorage`] is the real file system with injected I/O errors: a shared
+//! [`faults::Faults`] control fails the n-th operation of chosen kinds (a full disk, say)
+//! and counts them.
 
+pub mod faults;
 mod model;
 mod nosync;
 mod rng;
