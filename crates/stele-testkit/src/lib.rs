@@ -10,8 +10,11 @@
 //!
 //! [`faults::FaultyStorage`] is the real file system with injected I/O errors: a shared
 //! [`faults::Faults`] control fails the n-th operation of chosen kinds (a full disk, say)
-//! and counts them.
+//! and counts them. [`crash::Crash`] runs a workload in a child process (the test binary run
+//! again) and kills it with SIGKILL at random moments, round after round, for the test to
+//! check what the workload's folder holds after each kill.
 
+pub mod crash;
 pub mod faults;
 mod model;
 mod nosync;
