@@ -7,10 +7,8 @@
 )]
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
-use std::time::{Duration, SystemTime};
 use stele_durable::{DurableMap, Store};
+use stele_testkit::crash::{self, Crash};
 
 const CHILD_ENV: &str = "STELE_CRASH_CHILD_DIR";
 
@@ -26,79 +24,39 @@ fn generation(map: &DurableMap) -> u64 {
 /// The child: commits generation after generation until killed.
 #[test]
 fn crash_child() {
-    let Some(dir) = std::env::var_os(CHILD_ENV) else {
-        return; // only runs when started by the parent below
-    };
-    let store = Store::open(dir).unwrap();
-    let mut map = store.map_at_root_or_new("main").unwrap();
-    let mut out = std::io::stdout().lock();
-    for g in generation(&map) + 1.. {
-        generations::write(&mut map, g).unwrap();
-        map.commit().unwrap();
-        writeln!(out, "ack {g}").unwrap();
-        out.flush().unwrap();
-        if g % 4 == 0 {
-            map.compact().unwrap();
+    // Only runs when started by the parent below.
+    crash::run_child_if_asked(CHILD_ENV, |dir| {
+        let store = Store::open(dir).unwrap();
+        let mut map = store.map_at_root_or_new("main").unwrap();
+        for g in generation(&map) + 1.. {
+            generations::write(&mut map, g).unwrap();
             map.commit().unwrap();
+            crash::ack(g);
+            if g % 4 == 0 {
+                map.compact().unwrap();
+                map.commit().unwrap();
+            }
+            if g % 7 == 0 {
+                store.collect_garbage().unwrap();
+            }
         }
-        if g % 7 == 0 {
-            store.collect_garbage().unwrap();
-        }
-    }
-}
-
-/// xorshift64: enough randomness for kill times without a dependency.
-fn next_random(state: &mut u64) -> u64 {
-    *state ^= *state << 13;
-    *state ^= *state >> 7;
-    *state ^= *state << 17;
-    *state
+    });
 }
 
 #[test]
 fn killed_writers_leave_a_whole_acknowledged_state() {
-    let rounds: u32 = std::env::var("STELE_CRASH_ROUNDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(50);
     let dir = tempfile::tempdir().unwrap();
-    let mut seed = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
-        | 1;
-    eprintln!("seed {seed}");
-    let exe = std::env::current_exe().unwrap();
+    let mut crash = Crash::new("crash_child", CHILD_ENV, dir.path()).kill_after_ms(20, 150);
+    let rounds = crash.rounds();
     let mut last_acked = 0;
     let mut kills_mid_work = 0;
     for round in 0..rounds {
-        let mut child = Command::new(&exe)
-            .args(["crash_child", "--exact", "--nocapture", "--test-threads=1"])
-            .env(CHILD_ENV, dir.path())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let reader = std::thread::spawn(move || {
-            let mut acked = 0u64;
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Some(g) = line.strip_prefix("ack ") {
-                    acked = g.parse().unwrap();
-                }
-            }
-            acked
-        });
-        let delay_ms = 20 + next_random(&mut seed) % 150;
-        std::thread::sleep(Duration::from_millis(delay_ms));
-        child.kill().unwrap(); // SIGKILL
-        let status = child.wait().unwrap();
+        let killed = crash.kill_one();
         assert!(
-            !status.success(),
+            !killed.status.success(),
             "round {round}: the child ended by itself"
         );
-        let acked = reader.join().unwrap();
+        let acked = killed.acked;
         last_acked = last_acked.max(acked);
 
         let store = Store::open(dir.path()).unwrap();

@@ -5,12 +5,9 @@
 )]
 
 use std::collections::BTreeMap;
-use std::io::{self, Write};
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use stele_durable::{Error, Kind, Store, StoreOptions, TableId};
-use stele_table::{FsStorage, Storage, StorageFile};
+use stele_testkit::faults::{Faults, FaultyStorage, Op};
 
 fn pairs(n: u32, tag: &str) -> Vec<(Vec<u8>, Vec<u8>)> {
     (0..n)
@@ -273,88 +270,6 @@ fn garbage_collection_keeps_what_roots_and_snapshots_need() {
     assert_eq!(store.collect_garbage().unwrap().partials_removed, 1);
 }
 
-/// Fails the `fail_at`-th storage operation (create, write, sync, rename, sync_dir,
-/// remove, counted from 0) once armed.
-#[derive(Debug)]
-struct Faulty {
-    armed: AtomicBool,
-    ops: Arc<AtomicU64>,
-    fail_at: u64,
-    fired: Arc<AtomicBool>,
-}
-
-impl Faulty {
-    fn hit(&self, what: &str) -> io::Result<()> {
-        if !self.armed.load(Ordering::SeqCst) {
-            return Ok(());
-        }
-        let n = self.ops.fetch_add(1, Ordering::SeqCst);
-        if std::env::var_os("TRACE_OPS").is_some() {
-            eprintln!("op {n}: {what}");
-        }
-        if n == self.fail_at {
-            self.fired.store(true, Ordering::SeqCst);
-            return Err(io::Error::new(
-                io::ErrorKind::StorageFull,
-                format!("injected failure of {what}"),
-            ));
-        }
-        Ok(())
-    }
-}
-
-#[derive(Debug)]
-struct FaultyFile {
-    inner: Box<dyn StorageFile>,
-    owner: Arc<Faulty>,
-}
-
-impl Write for FaultyFile {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.owner.hit("write")?;
-        self.inner.write(buf)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
-}
-
-impl StorageFile for FaultyFile {
-    fn sync(&mut self) -> io::Result<()> {
-        self.owner.hit("sync")?;
-        self.inner.sync()
-    }
-}
-
-#[derive(Debug)]
-struct Seam(Arc<Faulty>);
-
-impl Storage for Seam {
-    fn create(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
-        self.0.hit("create")?;
-        Ok(Box::new(FaultyFile {
-            inner: FsStorage.create(path)?,
-            owner: Arc::clone(&self.0),
-        }))
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.0.hit("rename")?;
-        FsStorage.rename(from, to)
-    }
-    fn rename_new(&self, from: &Path, to: &Path) -> io::Result<bool> {
-        self.0.hit("rename")?;
-        FsStorage.rename_new(from, to)
-    }
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        self.0.hit("sync_dir")?;
-        FsStorage.sync_dir(dir)
-    }
-    fn remove(&self, path: &Path) -> io::Result<()> {
-        self.0.hit("remove")?;
-        FsStorage.remove(path)
-    }
-}
-
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 /// The content of the map root "main" points at, read by a fresh store.
@@ -377,15 +292,25 @@ fn an_io_failure_at_any_step_leaves_the_previous_state() {
     let mut fail_at = 0;
     loop {
         let dir = tempfile::tempdir().unwrap();
-        let faulty = Arc::new(Faulty {
-            armed: AtomicBool::new(false),
-            ops: Arc::new(AtomicU64::new(0)),
-            fail_at,
-            fired: Arc::new(AtomicBool::new(false)),
-        });
+        // A full disk at the `fail_at`-th step (counted from 0) of writing tables, roots
+        // and folders once armed.
+        let faults = Faults::new()
+            .kinds(&[
+                Op::Create,
+                Op::Write,
+                Op::Sync,
+                Op::SyncData,
+                Op::Rename,
+                Op::SyncDir,
+                Op::Remove,
+            ])
+            .fail_at(fail_at)
+            .error(std::io::ErrorKind::StorageFull)
+            .disarmed()
+            .shared();
         let store = Store::open_with(
             dir.path(),
-            StoreOptions::default().storage(Arc::new(Seam(Arc::clone(&faulty)))),
+            StoreOptions::default().storage(FaultyStorage::with_faults(&faults)),
         )
         .unwrap();
         let model: Model = pairs(40, "v").into_iter().collect();
@@ -394,7 +319,7 @@ fn an_io_failure_at_any_step_leaves_the_previous_state() {
             m.put(k, v).unwrap();
         }
         m.commit().unwrap();
-        faulty.armed.store(true, Ordering::SeqCst);
+        faults.arm();
 
         // The scenario under test: a diff commit, a compaction commit, a collection.
         let mut next = model.clone();
@@ -410,8 +335,8 @@ fn an_io_failure_at_any_step_leaves_the_previous_state() {
             store.collect_garbage()?;
             Ok(())
         })();
-        faulty.armed.store(false, Ordering::SeqCst);
-        let fired = faulty.fired.load(Ordering::SeqCst);
+        faults.disarm();
+        let fired = faults.fired() > 0;
         match result {
             Ok(()) => {
                 assert!(!fired, "a failure at step {fail_at} went unreported");

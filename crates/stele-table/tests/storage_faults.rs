@@ -5,14 +5,10 @@
     reason = "tests: a failed unwrap is a failed test"
 )]
 
-use std::io::{self, Write};
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use stele_table::{
-    Error, FsStorage, Sorter, SorterOptions, Storage, StorageFile, Table, TableBuilder,
-    TableOptions,
-};
+use stele_table::{Error, Sorter, SorterOptions, Storage, Table, TableBuilder, TableOptions};
+use stele_testkit::faults::{Faults, FaultyStorage, Op};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Fault {
@@ -22,75 +18,20 @@ enum Fault {
     SyncDir,
 }
 
-#[derive(Debug)]
-struct Faulty {
-    fault: Fault,
-}
-
-#[derive(Debug)]
-struct FaultyFile {
-    inner: Box<dyn StorageFile>,
-    fail_after: Option<u64>,
-    fail_sync: bool,
-    written: AtomicU64,
-}
-
-impl Write for FaultyFile {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let w = self.written.fetch_add(buf.len() as u64, Ordering::Relaxed);
-        if self.fail_after.is_some_and(|n| w + buf.len() as u64 > n) {
-            return Err(io::Error::other("injected write failure"));
-        }
-        self.inner.write(buf)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
-}
-
-impl StorageFile for FaultyFile {
-    fn sync(&mut self) -> io::Result<()> {
-        if self.fail_sync {
-            return Err(io::Error::other("injected sync failure"));
-        }
-        self.inner.sync()
-    }
-}
-
-impl Storage for Faulty {
-    fn create(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
-        Ok(Box::new(FaultyFile {
-            inner: FsStorage.create(path)?,
-            fail_after: match self.fault {
-                Fault::WriteAfter(n) => Some(n),
-                _ => None,
-            },
-            fail_sync: self.fault == Fault::Sync,
-            written: AtomicU64::new(0),
-        }))
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        if self.fault == Fault::Rename {
-            return Err(io::Error::other("injected rename failure"));
-        }
-        FsStorage.rename(from, to)
-    }
-    fn rename_new(&self, from: &Path, to: &Path) -> io::Result<bool> {
-        if self.fault == Fault::Rename {
-            return Err(io::Error::other("injected rename failure"));
-        }
-        FsStorage.rename_new(from, to)
-    }
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        if self.fault == Fault::SyncDir {
-            return Err(io::Error::other("injected folder sync failure"));
-        }
-        FsStorage.sync_dir(dir)
-    }
+/// A storage that fails as `fault` says: writes past a number of bytes of a file, or every
+/// sync, rename or folder sync.
+fn faulty(fault: Fault) -> Arc<dyn Storage> {
+    let faults = match fault {
+        Fault::WriteAfter(n) => Faults::new().fail_writes_past(n),
+        Fault::Sync => Faults::new().kinds(&[Op::Sync, Op::SyncData]).fail_from(0),
+        Fault::Rename => Faults::new().kinds(&[Op::Rename]).fail_from(0),
+        Fault::SyncDir => Faults::new().kinds(&[Op::SyncDir]).fail_from(0),
+    };
+    FaultyStorage::with_faults(&faults.shared())
 }
 
 fn build(dir: &Path, fault: Fault) -> Result<stele_table::TableInfo, Error> {
-    let opts = TableOptions::default().storage(Arc::new(Faulty { fault }));
+    let opts = TableOptions::default().storage(faulty(fault));
     let mut b = TableBuilder::new(dir, opts)?;
     // About 1.7 MB: several writes of the 1 MiB buffer.
     for i in 0..250_000u32 {
@@ -142,9 +83,7 @@ fn failed_sorter_write_leaves_nothing() {
     let opts = SorterOptions::default()
         .memory_budget_bytes(64 << 10)
         .temp_dir(dir.path())
-        .table_options(TableOptions::default().storage(Arc::new(Faulty {
-            fault: Fault::WriteAfter(10_000),
-        })));
+        .table_options(TableOptions::default().storage(faulty(Fault::WriteAfter(10_000))));
     let mut s = Sorter::new(opts).unwrap();
     for i in (0..5000u32).rev() {
         s.add(format!("{i:08}").as_bytes(), b"v").unwrap();

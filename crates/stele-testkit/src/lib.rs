@@ -7,7 +7,15 @@
 //! [`Recording`] of that log can then [`explore`] the states a power cut at any moment could
 //! leave, each materialised into a fresh folder where the real code opens it. The crash model
 //! is described in `docs/POWER-LOSS.md`.
+//!
+//! [`faults::FaultyStorage`] is the real file system with injected I/O errors: a shared
+//! [`faults::Faults`] control fails the n-th operation of chosen kinds (a full disk, say)
+//! and counts them. [`crash::Crash`] runs a workload in a child process (the test binary run
+//! again) and kills it with SIGKILL at random moments, round after round, for the test to
+//! check what the workload's folder holds after each kill.
 
+pub mod crash;
+pub mod faults;
 mod model;
 mod nosync;
 mod rng;

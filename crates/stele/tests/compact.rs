@@ -6,14 +6,13 @@
 
 mod common;
 
-use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 use stele::{Database, DatabaseOptions};
-use stele_table::{FsStorage, Storage, StorageFile};
+use stele_testkit::faults::{Faults, FaultyStorage, Op};
 
 /// The thread that runs `compact` in the test below.
 const COMPACTING_THREAD: &str = "compacting";
@@ -58,17 +57,16 @@ impl Gate {
     }
 }
 
-#[derive(Debug)]
-struct Seam(Arc<Gate>);
-
-impl Storage for Seam {
-    fn create(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
-        self.0.maybe_pause(path);
-        FsStorage.create(path)
-    }
-    fn open_append(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
-        FsStorage.open_append(path)
-    }
+/// A storage that fails nothing and pauses at the gate before creating files; its log
+/// appends (opened with `open_append`).
+fn gated(gate: &Arc<Gate>) -> Arc<dyn stele_table::Storage> {
+    let gate = Arc::clone(gate);
+    let faults = Faults::new().on_op(move |op, path| {
+        if op == Op::Create {
+            gate.maybe_pause(path);
+        }
+    });
+    FaultyStorage::appending_log(&faults.shared())
 }
 
 #[test]
@@ -82,7 +80,7 @@ fn writers_commit_while_compact_merges() {
     // save and the first table it creates is its merge's.
     let opts = DatabaseOptions::default()
         .background_training(false)
-        .storage(Arc::new(Seam(Arc::clone(&gate))));
+        .storage(gated(&gate));
     let db = Database::open_with(dir.path(), opts).unwrap();
     let mut model = std::collections::BTreeMap::new();
     let mut b = db.batch();

@@ -6,10 +6,8 @@
     reason = "tests: a failed unwrap is a failed test"
 )]
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
-use std::time::{Duration, SystemTime};
 use stele::{Database, DatabaseOptions};
+use stele_testkit::crash::{self, Crash};
 
 const CHILD_ENV: &str = "STELE_DB_CRASH_CHILD_DIR";
 const IDS: u64 = 50;
@@ -66,32 +64,23 @@ fn n_of(json: &str) -> u64 {
 
 #[test]
 fn crash_child() {
-    let Some(dir) = std::env::var_os(CHILD_ENV) else {
-        return; // only runs when started by the parent below
-    };
-    let db = Database::open_with(dir, options()).unwrap();
-    let start = match db.snapshot().get("meta", "last").unwrap() {
-        Some(d) => n_of(&d.to_json().unwrap()) + 1,
-        None => 1,
-    };
-    let mut out = std::io::stdout().lock();
-    for n in start.. {
-        db.commit(batch_of(&db, n)).unwrap();
-        writeln!(out, "ack {n}").unwrap();
-        out.flush().unwrap();
-        // Full compactions too, so that kills also land in packing every collection and in
-        // the removal of dictionaries nothing uses any more that ends each one.
-        if n.is_multiple_of(300) {
-            db.compact().unwrap();
+    // Only runs when started by the parent below.
+    crash::run_child_if_asked(CHILD_ENV, |dir| {
+        let db = Database::open_with(dir, options()).unwrap();
+        let start = match db.snapshot().get("meta", "last").unwrap() {
+            Some(d) => n_of(&d.to_json().unwrap()) + 1,
+            None => 1,
+        };
+        for n in start.. {
+            db.commit(batch_of(&db, n)).unwrap();
+            crash::ack(n);
+            // Full compactions too, so that kills also land in packing every collection and
+            // in the removal of dictionaries nothing uses any more that ends each one.
+            if n.is_multiple_of(300) {
+                db.compact().unwrap();
+            }
         }
-    }
-}
-
-fn next_random(state: &mut u64) -> u64 {
-    *state ^= *state << 13;
-    *state ^= *state >> 7;
-    *state ^= *state << 17;
-    *state
+    });
 }
 
 /// What the database must hold after batches 1..=last, computed by replaying them.
@@ -114,42 +103,12 @@ fn expected(last: u64) -> std::collections::BTreeMap<(String, String), u64> {
 
 #[test]
 fn killed_writers_lose_nothing_acknowledged_and_leave_no_partial_batch() {
-    let rounds: u32 = std::env::var("STELE_CRASH_ROUNDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(50);
     let dir = tempfile::tempdir().unwrap();
-    let mut seed = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
-        | 1;
-    eprintln!("seed {seed}");
-    let exe = std::env::current_exe().unwrap();
+    let mut crash = Crash::new("crash_child", CHILD_ENV, dir.path()).kill_after_ms(30, 150);
+    let rounds = crash.rounds();
     let mut acked_total = 0u64;
     for round in 0..rounds {
-        let mut child = Command::new(&exe)
-            .args(["crash_child", "--exact", "--nocapture", "--test-threads=1"])
-            .env(CHILD_ENV, dir.path())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let reader = std::thread::spawn(move || {
-            let mut acked = 0u64;
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Some(n) = line.strip_prefix("ack ") {
-                    acked = n.parse().unwrap();
-                }
-            }
-            acked
-        });
-        std::thread::sleep(Duration::from_millis(30 + next_random(&mut seed) % 150));
-        child.kill().unwrap();
-        child.wait().unwrap();
-        acked_total = acked_total.max(reader.join().unwrap());
+        acked_total = acked_total.max(crash.kill_one().acked);
 
         let db = Database::open_with(dir.path(), options()).unwrap();
         let snap = db.snapshot();

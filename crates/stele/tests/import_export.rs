@@ -6,16 +6,14 @@
     reason = "tests: a failed unwrap is a failed test"
 )]
 
-use std::io::{self, BufRead, Write};
+use std::io::{self, BufRead};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use stele::export::{ExportOptions, export_jsonl};
 use stele::import::{
     IdSource, ImportError, ImportFormat, ImportOptions, ImportPhase, import_path, import_reader,
 };
 use stele::{Database, DatabaseOptions};
-use stele_table::{FsStorage, Storage, StorageFile};
+use stele_testkit::faults::{Faults, FaultyStorage, Op};
 
 fn data_dir() -> PathBuf {
     std::env::var_os("STELE_DATA").map_or_else(
@@ -270,53 +268,6 @@ fn a_bad_record_stops_and_nothing_stays_behind() {
     }
 }
 
-/// Fails the `fail_at`-th log fsync once.
-#[derive(Debug)]
-struct FailOneSync {
-    syncs: Arc<AtomicU64>,
-    fail_at: u64,
-}
-
-#[derive(Debug)]
-struct SeamFile(Box<dyn StorageFile>, Arc<AtomicU64>, u64);
-
-impl Write for SeamFile {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.write(buf)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        self.0.flush()
-    }
-}
-
-impl StorageFile for SeamFile {
-    fn sync(&mut self) -> io::Result<()> {
-        if self.1.fetch_add(1, Ordering::SeqCst) + 1 == self.2 {
-            return Err(io::Error::new(
-                io::ErrorKind::StorageFull,
-                "injected full disk",
-            ));
-        }
-        self.0.sync()
-    }
-    fn set_len(&mut self, len: u64) -> io::Result<()> {
-        self.0.set_len(len)
-    }
-}
-
-impl Storage for FailOneSync {
-    fn create(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
-        FsStorage.create(path)
-    }
-    fn open_append(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
-        Ok(Box::new(SeamFile(
-            FsStorage.open_append(path)?,
-            Arc::clone(&self.syncs),
-            self.fail_at,
-        )))
-    }
-}
-
 #[test]
 fn a_failed_commit_mid_import_is_rolled_back() {
     let dir = tempfile::tempdir().unwrap();
@@ -327,13 +278,16 @@ fn a_failed_commit_mid_import_is_rolled_back() {
     db.commit(batch).unwrap();
     drop(db);
     // The third batch's log sync fails: the first two batches must be undone.
-    let storage = FailOneSync {
-        syncs: Arc::new(AtomicU64::new(0)),
-        fail_at: 3,
-    };
+    // (The third sync of a log file, counted from 0 as 2, fails once; the log appends.)
+    let faults = Faults::new()
+        .kinds(&[Op::Sync, Op::SyncData])
+        .only(|path| path.extension().is_some_and(|e| e == "log"))
+        .fail_at(2)
+        .error(io::ErrorKind::StorageFull)
+        .shared();
     let db = Database::open_with(
         dir.path(),
-        DatabaseOptions::default().storage(Arc::new(storage)),
+        DatabaseOptions::default().storage(FaultyStorage::appending_log(&faults)),
     )
     .unwrap();
     let text: String = (0..40).map(|i| format!("{{\"n\":{i}}}\n")).collect();
