@@ -160,7 +160,7 @@ impl Batch {
     {
         check_collection_name(collection)?;
         let total_bytes: usize = docs.iter().map(|(_, json)| json.as_ref().len()).sum();
-        let threads = crate::cores();
+        let threads = crate::cores::cores();
         let ops = if threads < 2 || docs.len() < 2 || total_bytes < PARALLEL_JSON_BYTES {
             convert_all(&mut self.writer, collection, docs, 0)?
         } else {

@@ -12,6 +12,7 @@ mod batch;
 mod bytes;
 mod collection;
 pub mod compress;
+mod cores;
 mod db;
 mod dicts;
 mod disk;
@@ -40,11 +41,3 @@ pub use pack::cache::BlockCacheStats;
 pub use query::{Condition, Plan, Query, QueryOutput, Row};
 pub use snapshot::{CollectionStats, CompressionStats, Doc, Snapshot};
 pub use wal::MAX_RECORD_BYTES;
-
-/// The cores this process may use, read once. `std::thread::available_parallelism` reads
-/// the cgroup's CPU quota files on every call (30 us here); commits and conversions ask for
-/// it each time, and a one-document commit took 30 us longer for it.
-pub(crate) fn cores() -> usize {
-    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-}

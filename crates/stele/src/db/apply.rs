@@ -122,6 +122,9 @@ pub(super) fn put_doc(
     Ok(())
 }
 
+/// Applies the operations of one logged batch to `state`, in order: on replay at open and
+/// on commit alike, so a batch does the same before and after a crash. An error leaves
+/// `state` partly changed: a commit applies to a copy and drops it, an open fails.
 pub(crate) fn apply(store: &Store, state: &mut State, ops: &[LoggedOp]) -> Result<()> {
     for op in ops {
         match op {
@@ -130,83 +133,111 @@ pub(crate) fn apply(store: &Store, state: &mut State, ops: &[LoggedOp]) -> Resul
                 id,
                 value,
             } => {
+                // The dictionaries first: a meta key that does not parse fails the batch
+                // before this document is put.
                 if collection == META {
                     note_meta(state, id, value)?;
                 }
                 put_doc(store, state, collection, id, value)?;
             }
-            LoggedOp::Delete { collection, id } => {
-                if !crate::collection::contains(state, collection, id)? {
-                    continue;
-                }
-                if collection == META {
-                    note_meta_removal(state, id);
-                }
-                reindex(state, collection, id, None)?;
-                let Some(map) = state.collections.get_mut(collection) else {
-                    continue;
-                };
-                // A user collection marks the removal: a packed version may sit below, or
-                // end up there when a compaction running now lands.
-                if is_internal(collection) {
-                    map.remove(id)?;
-                } else {
-                    map.put(id, &crate::pack::REMOVED)?;
-                }
-                if let Some(n) = state.counts.get_mut(collection) {
-                    *n = n.saturating_sub(1);
-                }
-            }
-            LoggedOp::CreateIndex(def) => {
-                let key = (def.collection.clone(), def.name.clone());
-                if state.indexes.contains_key(&key) {
-                    return Err(Error::InvalidIndex {
-                        index: def.name.clone(),
-                        reason: "an index of this name already exists on the collection (drop it first)",
-                    });
-                }
-                let map = build_index(store, state, def)?;
-                state.indexes.insert(
-                    key,
-                    IndexState {
-                        def: Arc::new(def.clone()),
-                        map,
-                    },
-                );
-            }
-            LoggedOp::DropIndex { collection, name } => {
-                if state
-                    .indexes
-                    .remove(&(collection.clone(), name.clone()))
-                    .is_none()
-                {
-                    return Err(Error::InvalidIndex {
-                        index: name.clone(),
-                        reason: "no index of this name on the collection",
-                    });
-                }
-            }
-            LoggedOp::DropCollection { collection } => {
-                state.collections.remove(collection);
-                state.counts.remove(collection);
-                state.collections.remove(&packs_name(collection));
-                state.indexes.retain(|(c, _), _| c != collection);
-            }
+            LoggedOp::Delete { collection, id } => delete_doc(state, collection, id)?,
+            LoggedOp::CreateIndex(def) => create_index(store, state, def)?,
+            LoggedOp::DropIndex { collection, name } => drop_index(state, collection, name)?,
+            LoggedOp::DropCollection { collection } => drop_collection(state, collection),
             LoggedOp::MergeCollection { collection, into } => {
-                let Some(from) = state.collections.remove(collection) else {
-                    continue;
-                };
-                state.counts.remove(collection);
-                state.indexes.retain(|(c, _), _| c != collection);
-                // A snapshot of the source (staging collections are never packed and never
-                // see removals): the puts below change only the target.
-                for entry in from.iter() {
-                    let (id, value) = entry?;
-                    if !crate::pack::is_removed(value) {
-                        put_doc(store, state, into, &id, value)?;
-                    }
-                }
+                merge_collection(store, state, collection, into)?;
             }
+        }
+    }
+    Ok(())
+}
+
+/// Removes document `id` of `collection` if it is visible (else nothing changes): index
+/// entries first (they are found from the visible version), then the map, then the count.
+fn delete_doc(state: &mut State, collection: &str, id: &[u8]) -> Result<()> {
+    if !crate::collection::contains(state, collection, id)? {
+        return Ok(());
+    }
+    if collection == META {
+        note_meta_removal(state, id);
+    }
+    reindex(state, collection, id, None)?;
+    let Some(map) = state.collections.get_mut(collection) else {
+        return Ok(());
+    };
+    // A user collection marks the removal: a packed version may sit below, or end up
+    // there when a compaction running now lands.
+    if is_internal(collection) {
+        map.remove(id)?;
+    } else {
+        map.put(id, &crate::pack::REMOVED)?;
+    }
+    if let Some(n) = state.counts.get_mut(collection) {
+        *n = n.saturating_sub(1);
+    }
+    Ok(())
+}
+
+/// Creates index `def` and builds it over the documents already there; an index of that
+/// name on the collection is an error.
+fn create_index(store: &Store, state: &mut State, def: &IndexDef) -> Result<()> {
+    let key = (def.collection.clone(), def.name.clone());
+    if state.indexes.contains_key(&key) {
+        return Err(Error::InvalidIndex {
+            index: def.name.clone(),
+            reason: "an index of this name already exists on the collection (drop it first)",
+        });
+    }
+    let map = build_index(store, state, def)?;
+    state.indexes.insert(
+        key,
+        IndexState {
+            def: Arc::new(def.clone()),
+            map,
+        },
+    );
+    Ok(())
+}
+
+/// Drops index `name` of `collection`; an index that is not there is an error.
+fn drop_index(state: &mut State, collection: &str, name: &str) -> Result<()> {
+    if state
+        .indexes
+        .remove(&(collection.to_owned(), name.to_owned()))
+        .is_none()
+    {
+        return Err(Error::InvalidIndex {
+            index: name.to_owned(),
+            reason: "no index of this name on the collection",
+        });
+    }
+    Ok(())
+}
+
+/// Drops `collection` with its count, its packed blocks and its indexes (a collection
+/// that is not there: nothing changes).
+fn drop_collection(state: &mut State, collection: &str) {
+    state.collections.remove(collection);
+    state.counts.remove(collection);
+    state.collections.remove(&packs_name(collection));
+    state.indexes.retain(|(c, _), _| c != collection);
+}
+
+/// Moves every document of (staging) collection `collection` into `into`, replacing
+/// documents of the same id, and drops the source with its count and indexes. A source
+/// that is not there: nothing changes.
+fn merge_collection(store: &Store, state: &mut State, collection: &str, into: &str) -> Result<()> {
+    let Some(from) = state.collections.remove(collection) else {
+        return Ok(());
+    };
+    state.counts.remove(collection);
+    state.indexes.retain(|(c, _), _| c != collection);
+    // A snapshot of the source (staging collections are never packed and never see
+    // removals): the puts below change only the target.
+    for entry in from.iter() {
+        let (id, value) = entry?;
+        if !crate::pack::is_removed(value) {
+            put_doc(store, state, into, &id, value)?;
         }
     }
     Ok(())

@@ -6,7 +6,7 @@ use super::compaction::{compact_in_line, compact_on_the_side, swap_in};
 use super::{Database, WAL_DIR, lock_poisoned};
 use crate::error::{Error, Result};
 use crate::manifest::Manifest;
-use crate::state::MapRef;
+use crate::state::{MapRef, State};
 use crate::wal;
 use std::sync::Arc;
 use stele_table::TableId;
@@ -69,23 +69,47 @@ impl Database {
         Ok(())
     }
 
+    /// The checkpoint itself; the writer lock is held, nothing is pending or in flight,
     /// so the working state is exactly the durable one. `compact_deep`: compact the maps
     /// with more layers than allowed (in line, or queued for the background compactor).
+    ///
+    /// Crash safety rests on the order: every table is written before the manifest that
+    /// names them, the manifest before the log is rotated, the old segments are removed
+    /// only after the new one exists, and tables only once the manifest no longer names
+    /// them. A crash at any point opens to the same data: the old manifest with the old
+    /// log, or the new manifest (with log records it skips, up to its `seq`).
     pub(super) fn checkpoint_locked(&self, w: &mut Writer, compact_deep: bool) -> Result<()> {
-        let inner = &*self.inner;
         let mut state = w.state.clone();
-        let ready = std::mem::take(&mut *inner.ready.lock().map_err(lock_poisoned)?);
+        self.swap_in_ready(&mut state)?;
+        save_maps(&mut state)?;
+        self.compact_deep_maps(&mut state, compact_deep)?;
+        let manifest = manifest_of(&state);
+        manifest.write(&*self.inner.opts.storage, &self.inner.dir)?;
+        // From here the tables hold everything; the log restarts after `seq`.
+        w.state = state.clone();
+        w.logged_bytes = 0;
+        self.publish(Arc::new(state));
+        self.restart_log(w.state.seq)?;
+        self.collect_garbage(&manifest)
+    }
+
+    /// Swaps the compactions finished on the side into `state`. An error (say, a full disk
+    /// while rewriting the newer diffs) leaves that map as it was: the background
+    /// compaction is dropped and tried again later.
+    fn swap_in_ready(&self, state: &mut State) -> Result<()> {
+        let ready = std::mem::take(&mut *self.inner.ready.lock().map_err(lock_poisoned)?);
         for side in ready {
-            // An error (say, a full disk while rewriting the newer diffs) leaves the map as
-            // it was: the background compaction is dropped and tried again later.
-            let _ = swap_in(&mut state, side);
+            let _ = swap_in(state, side);
         }
-        let background = inner.compactor.is_some();
-        for map in state.maps_mut() {
-            if map.unsaved_changes() > 0 || map.id().is_none() {
-                map.save()?;
-            }
-        }
+        Ok(())
+    }
+
+    /// With `compact_deep`, compacts the maps with more layers than allowed: in line
+    /// without a background compactor, else queued for it (a map already queued or running
+    /// is not queued again). With a compactor, its queue's lock is taken either way (a
+    /// poisoned one fails the checkpoint, as it always has).
+    fn compact_deep_maps(&self, state: &mut State, compact_deep: bool) -> Result<()> {
+        let inner = &*self.inner;
         let deep: Vec<MapRef> = if compact_deep {
             state
                 .map_refs()
@@ -95,50 +119,36 @@ impl Database {
         } else {
             Vec::new()
         };
-        if !background {
+        let Some(queue) = &inner.compactor else {
             for r in &deep {
-                compact_in_line(&inner.store, &inner.opts, &mut state, r, false)?;
+                compact_in_line(&inner.store, &inner.opts, state, r, false)?;
             }
-        }
-        if let Some(queue) = &inner.compactor {
-            let mut queued = inner.compacting.lock().map_err(lock_poisoned)?;
-            for r in deep {
-                if queued.insert(r.clone())
-                    && let Ok(tx) = queue.lock()
-                {
-                    let _ = tx.send(r);
-                }
-            }
-        }
-        let manifest = Manifest {
-            seq: state.seq,
-            collections: state
-                .collections
-                .iter()
-                .map(|(name, map)| (name.clone(), map.id()))
-                .collect(),
-            indexes: state
-                .indexes
-                .values()
-                .map(|ix| ((*ix.def).clone(), ix.map.id()))
-                .collect(),
-            counts: Some(state.counts.clone()),
-            next_block: state.packing.next_block(),
+            return Ok(());
         };
-        manifest.write(&*inner.opts.storage, &inner.dir)?;
-        // From here the tables hold everything; the log restarts after `seq`.
-        w.state = state.clone();
-        w.logged_bytes = 0;
-        self.publish(Arc::new(state));
+        let mut queued = inner.compacting.lock().map_err(lock_poisoned)?;
+        for r in deep {
+            if queued.insert(r.clone())
+                && let Ok(tx) = queue.lock()
+            {
+                let _ = tx.send(r);
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts a new log segment after `seq` (the manifest holds everything up to it), then
+    /// removes the segments it made obsolete.
+    fn restart_log(&self, seq: u64) -> Result<()> {
+        let inner = &*self.inner;
         let wal_dir = inner.dir.join(WAL_DIR);
         {
             let mut wal = inner.wal.lock().map_err(|_| Error::CommitFailed {
                 reason: "a thread panicked while writing the log".into(),
             })?;
-            wal.rotate(w.state.seq + 1)?;
+            wal.rotate(seq + 1)?;
         }
         for (first, path) in wal::list_segments(&wal_dir)? {
-            if first <= w.state.seq {
+            if first <= seq {
                 inner
                     .opts
                     .storage
@@ -146,6 +156,13 @@ impl Database {
                     .map_err(|e| Error::io("removing old log segment", &path, e))?;
             }
         }
+        Ok(())
+    }
+
+    /// Removes the tables neither `manifest` nor an open map, snapshot or compaction needs.
+    /// Without waiting: a compaction building a table on the side holds the store's write
+    /// guard for its whole run; the files it would free go at a later checkpoint.
+    fn collect_garbage(&self, manifest: &Manifest) -> Result<()> {
         let keep: Vec<TableId> = manifest
             .collections
             .values()
@@ -153,9 +170,38 @@ impl Database {
             .chain(manifest.indexes.iter().map(|(_, id)| *id))
             .flatten()
             .collect();
-        // Without waiting: a compaction building a table on the side holds the store's write
-        // guard for its whole run; the files it would free go at a later checkpoint.
-        inner.store.try_collect_garbage_keeping(&keep)?;
+        self.inner.store.try_collect_garbage_keeping(&keep)?;
         Ok(())
+    }
+}
+
+/// Saves every map with changes not in a table yet, and every map without a table (a new
+/// one, so that the manifest can name it).
+fn save_maps(state: &mut State) -> Result<()> {
+    for map in state.maps_mut() {
+        if map.unsaved_changes() > 0 || map.id().is_none() {
+            map.save()?;
+        }
+    }
+    Ok(())
+}
+
+/// The manifest of a saved `state`: its sequence number, the table of every map, the
+/// counts and the next block number.
+fn manifest_of(state: &State) -> Manifest {
+    Manifest {
+        seq: state.seq,
+        collections: state
+            .collections
+            .iter()
+            .map(|(name, map)| (name.clone(), map.id()))
+            .collect(),
+        indexes: state
+            .indexes
+            .values()
+            .map(|ix| ((*ix.def).clone(), ix.map.id()))
+            .collect(),
+        counts: Some(state.counts.clone()),
+        next_block: state.packing.next_block(),
     }
 }

@@ -32,6 +32,24 @@ pub(super) struct Writer {
     pub(super) poisoned: Option<String>,
 }
 
+impl Writer {
+    /// The writer of a database just opened: `state` is the recovered one (durable, as
+    /// it was read from disk), `logged_bytes` the log's valid bytes since the checkpoint.
+    pub(super) fn recovered(state: State, logged_bytes: u64) -> Writer {
+        Writer {
+            state,
+            pending: Vec::new(),
+            next_ticket: 1,
+            durable_ticket: 0,
+            failed_ticket: 0,
+            failure: String::new(),
+            leader_active: false,
+            logged_bytes,
+            poisoned: None,
+        }
+    }
+}
+
 impl Database {
     /// Applies `batch` atomically and durably: when this returns `Ok`, every operation is
     /// on disk and visible to new snapshots; on error none is applied. Commits from many

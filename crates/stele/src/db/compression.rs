@@ -145,7 +145,7 @@ impl Database {
     /// Replaces the raw documents at each use's positions with their compressed values;
     /// returns a pin of each dictionary used.
     fn compress_in_place(&self, ops: &mut [LoggedOp], uses: &[CompressorUse]) -> Result<Vec<Pin>> {
-        let threads = crate::cores();
+        let threads = crate::cores::cores();
         let mut pins = Vec::new();
         for using in uses {
             let docs: Vec<&[u8]> = using

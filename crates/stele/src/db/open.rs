@@ -8,12 +8,12 @@ use super::{Database, DatabaseOptions, Inner, LOCK_FILE, TABLES_DIR, WAL_DIR};
 use crate::error::{Error, Result};
 use crate::internal::{Internal, META, MetaKey};
 use crate::manifest::{self, Manifest};
-use crate::state::{IndexState, State};
+use crate::state::{IndexState, MapRef, State};
 use crate::wal::{self, LoggedOp, WalWriter};
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, RwLock, mpsc};
 use stele_durable::{Store, StoreOptions};
 
@@ -59,6 +59,168 @@ pub(super) fn take_lock(dir: &Path) -> Result<File> {
     Ok(file)
 }
 
+/// Where replaying the log ended: the log writer continues the last segment there.
+struct Replayed {
+    /// Valid log bytes in every segment, counted toward the next checkpoint.
+    logged_bytes: u64,
+    /// The last segment: its first sequence number, its valid bytes, its size on disk and
+    /// whether only zeroes follow the records. `None` when there is no segment.
+    last: Option<(u64, u64, u64, bool)>,
+}
+
+/// Reads the manifest, the checkpoint file; a database without one is empty.
+fn read_manifest(dir: &Path) -> Result<Manifest> {
+    let manifest_path = dir.join(manifest::FILE_NAME);
+    match fs::read(&manifest_path) {
+        Ok(bytes) => Manifest::decode(&bytes, &manifest_path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Manifest::default()),
+        Err(e) => Err(Error::io("reading manifest", &manifest_path, e)),
+    }
+}
+
+/// The state the manifest records: its maps (indexes opened first, then collections),
+/// block numbers and counts. Dictionaries are not loaded yet (see `load_dictionaries`).
+fn state_at_checkpoint(
+    store: &Store,
+    manifest: &Manifest,
+    opts: &DatabaseOptions,
+) -> Result<State> {
+    let mut state = State {
+        seq: manifest.seq,
+        ..State::default()
+    };
+    for (def, id) in &manifest.indexes {
+        let map = match id {
+            Some(id) => store.open_map(*id)?,
+            None => store.new_map(),
+        };
+        let key = (def.collection.clone(), def.name.clone());
+        let def = Arc::new(def.clone());
+        state.indexes.insert(key, IndexState { def, map });
+    }
+    for (name, id) in &manifest.collections {
+        let map = match id {
+            Some(id) => store.open_map(*id)?,
+            None => store.new_map(),
+        };
+        state.collections.insert(name.clone(), map);
+    }
+    state.packing = Arc::new(crate::pack::packing::Packing::new(
+        manifest.next_block,
+        opts.block_cache_bytes,
+    ));
+    state.counts = match &manifest.counts {
+        Some(counts) => counts.clone(),
+        // Version 1: no removal marks, no packed blocks.
+        None => state
+            .collections
+            .iter()
+            .map(|(name, map)| (name.clone(), map.len()))
+            .collect(),
+    };
+    Ok(state)
+}
+
+/// Loads the dictionaries persisted in the meta collection up to the checkpoint (the log's
+/// puts to it add the later ones as they replay).
+fn load_dictionaries(state: &mut State) -> Result<()> {
+    if let Some(meta) = state.collections.get(META).cloned() {
+        for entry in meta.prefix(MetaKey::DICTS) {
+            let (key, value) = entry?;
+            note_meta(state, &key, value)?;
+        }
+    }
+    Ok(())
+}
+
+/// Replays every log segment, oldest first, onto `state`. Batches the tables already hold
+/// (`seq` up to the state's) are skipped; the others must follow without a gap. Only the
+/// last segment may end in a torn or corrupt record (a crash while writing it); the records
+/// before the damage count.
+fn replay_log(store: &Store, state: &mut State, wal_dir: &Path) -> Result<Replayed> {
+    let segments = wal::list_segments(wal_dir)?;
+    let mut replayed = Replayed {
+        logged_bytes: 0,
+        last: None,
+    };
+    for (i, (first, path)) in segments.iter().enumerate() {
+        let bytes = fs::read(path).map_err(|e| Error::io("reading log segment", path, e))?;
+        let is_last = i + 1 == segments.len();
+        let valid = replay_segment(store, state, path, &bytes, is_last)?;
+        replayed.logged_bytes += valid as u64;
+        if is_last {
+            // Zeroes after the records: the space the log writer zeroed ahead, kept.
+            let zeroes_after = wal::zeroes_after(&bytes, valid);
+            replayed.last = Some((*first, valid as u64, bytes.len() as u64, zeroes_after));
+        }
+    }
+    Ok(replayed)
+}
+
+/// Replays the records of one segment (`bytes`, read from `path`); returns how many of
+/// its bytes are valid records.
+fn replay_segment(
+    store: &Store,
+    state: &mut State,
+    path: &Path,
+    bytes: &[u8],
+    is_last: bool,
+) -> Result<usize> {
+    let (batches, valid, why) = wal::read_segment(bytes);
+    if let (Some(reason), false) = (why, is_last) {
+        return Err(Error::CorruptLog {
+            path: path.to_path_buf(),
+            offset: valid,
+            reason,
+        });
+    }
+    for batch in batches {
+        if batch.seq <= state.seq {
+            continue; // already in the tables
+        }
+        if batch.seq != state.seq + 1 {
+            return Err(Error::CorruptLog {
+                path: path.to_path_buf(),
+                offset: valid,
+                reason: "a batch is missing before this segment's records",
+            });
+        }
+        apply(store, state, &batch.ops)?;
+        state.seq = batch.seq;
+    }
+    Ok(valid)
+}
+
+/// Opens the log writer where replay ended: after the last segment's valid records, or a
+/// new segment starting at `next_seq` when there is none.
+fn open_log(
+    opts: &DatabaseOptions,
+    wal_dir: &Path,
+    replayed: &Replayed,
+    next_seq: u64,
+) -> Result<WalWriter> {
+    let (first, valid, file_bytes, zeroes_after) = replayed.last.unwrap_or((next_seq, 0, 0, false));
+    WalWriter::open(
+        Arc::clone(&opts.storage),
+        wal_dir,
+        first,
+        valid,
+        file_bytes,
+        zeroes_after,
+    )
+}
+
+/// Staging collections of imports a crash interrupted (dropped once the database is open,
+/// through the log).
+fn import_leftovers(state: &State) -> Vec<String> {
+    state
+        .collections
+        .keys()
+        .filter(|c| matches!(Internal::parse(c), Some(Internal::Import { .. })))
+        .cloned()
+        .collect()
+}
+
 impl Database {
     /// Opens the database in folder `dir`, creating it if needed, and recovers from the
     /// log. Fails with [`Error::InUse`] if another process has it open.
@@ -67,6 +229,11 @@ impl Database {
     }
 
     /// Opens with options.
+    ///
+    /// Steps, in this order: create the folders, take the folder lock, open the store, read
+    /// the state the manifest records and its dictionaries, replay the log onto it, open the
+    /// log writer where replay ended, assemble the database, start its compaction thread,
+    /// and last drop the import leftovers (the only batch opening logs).
     pub fn open_with(dir: impl AsRef<Path>, opts: DatabaseOptions) -> Result<Database> {
         let dir = dir.as_ref().to_path_buf();
         let wal_dir = dir.join(WAL_DIR);
@@ -80,105 +247,32 @@ impl Database {
                 .storage(Arc::clone(&opts.storage))
                 .table_options(opts.table.clone()),
         )?;
-        let manifest_path = dir.join(manifest::FILE_NAME);
-        let manifest = match fs::read(&manifest_path) {
-            Ok(bytes) => Manifest::decode(&bytes, &manifest_path)?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Manifest::default(),
-            Err(e) => return Err(Error::io("reading manifest", &manifest_path, e)),
-        };
-        let mut state = State {
-            seq: manifest.seq,
-            ..State::default()
-        };
-        for (def, id) in &manifest.indexes {
-            let map = match id {
-                Some(id) => store.open_map(*id)?,
-                None => store.new_map(),
-            };
-            let key = (def.collection.clone(), def.name.clone());
-            let def = Arc::new(def.clone());
-            state.indexes.insert(key, IndexState { def, map });
+        let manifest = read_manifest(&dir)?;
+        let mut state = state_at_checkpoint(&store, &manifest, &opts)?;
+        load_dictionaries(&mut state)?;
+        let replayed = replay_log(&store, &mut state, &wal_dir)?;
+        let wal = open_log(&opts, &wal_dir, &replayed, state.seq + 1)?;
+        let leftovers = import_leftovers(&state);
+        let writer = Writer::recovered(state, replayed.logged_bytes);
+        let (db, queue) = Database::assemble(dir, opts, store, lock, writer, wal);
+        if let Some(queue) = queue {
+            db.start_compactor(queue)?;
         }
-        for (name, id) in &manifest.collections {
-            let map = match id {
-                Some(id) => store.open_map(*id)?,
-                None => store.new_map(),
-            };
-            state.collections.insert(name.clone(), map);
-        }
-        state.packing = Arc::new(crate::pack::packing::Packing::new(
-            manifest.next_block,
-            opts.block_cache_bytes,
-        ));
-        state.counts = match &manifest.counts {
-            Some(counts) => counts.clone(),
-            // Version 1: no removal marks, no packed blocks.
-            None => state
-                .collections
-                .iter()
-                .map(|(name, map)| (name.clone(), map.len()))
-                .collect(),
-        };
-        // Dictionaries persisted in the meta collection up to the checkpoint.
-        if let Some(meta) = state.collections.get(META).cloned() {
-            for entry in meta.prefix(MetaKey::DICTS) {
-                let (key, value) = entry?;
-                note_meta(&mut state, &key, value)?;
-            }
-        }
-        // Replay the log.
-        let segments = wal::list_segments(&wal_dir)?;
-        let mut logged_bytes = 0u64;
-        let mut last = None;
-        for (i, (first, path)) in segments.iter().enumerate() {
-            let bytes = fs::read(path).map_err(|e| Error::io("reading log segment", path, e))?;
-            let (batches, valid, why) = wal::read_segment(&bytes);
-            let is_last = i + 1 == segments.len();
-            if let (Some(reason), false) = (why, is_last) {
-                return Err(Error::CorruptLog {
-                    path: path.clone(),
-                    offset: valid,
-                    reason,
-                });
-            }
-            for batch in batches {
-                if batch.seq <= state.seq {
-                    continue; // already in the tables
-                }
-                if batch.seq != state.seq + 1 {
-                    return Err(Error::CorruptLog {
-                        path: path.clone(),
-                        offset: valid,
-                        reason: "a batch is missing before this segment's records",
-                    });
-                }
-                apply(&store, &mut state, &batch.ops)?;
-                state.seq = batch.seq;
-            }
-            logged_bytes += valid as u64;
-            if is_last {
-                // Zeroes after the records: the space the log writer zeroed ahead, kept.
-                let zeroes_after = wal::zeroes_after(&bytes, valid);
-                last = Some((*first, valid as u64, bytes.len() as u64, zeroes_after));
-            }
-        }
-        let (first, valid, file_bytes, zeroes_after) = last.unwrap_or((state.seq + 1, 0, 0, false));
-        let wal = WalWriter::open(
-            Arc::clone(&opts.storage),
-            &wal_dir,
-            first,
-            valid,
-            file_bytes,
-            zeroes_after,
-        )?;
-        // Staging collections of imports a crash interrupted: dropped below, logged.
-        let leftovers: Vec<String> = state
-            .collections
-            .keys()
-            .filter(|c| matches!(Internal::parse(c), Some(Internal::Import { .. })))
-            .cloned()
-            .collect();
-        let visible = Arc::new(state.clone());
+        db.drop_import_leftovers(leftovers)?;
+        Ok(db)
+    }
+
+    /// The database over its recovered parts; the state recovered is also the visible one.
+    /// With background compaction, also the receiving end of the compactor's queue.
+    fn assemble(
+        dir: PathBuf,
+        opts: DatabaseOptions,
+        store: Store,
+        lock: File,
+        writer: Writer,
+        wal: WalWriter,
+    ) -> (Database, Option<mpsc::Receiver<MapRef>>) {
+        let visible = Arc::new(writer.state.clone());
         let (tx, rx) = mpsc::channel();
         let background = opts.background_compaction;
         let db = Database {
@@ -187,17 +281,7 @@ impl Database {
                 opts,
                 store,
                 _lock: lock,
-                writer: Mutex::new(Writer {
-                    state,
-                    pending: Vec::new(),
-                    next_ticket: 1,
-                    durable_ticket: 0,
-                    failed_ticket: 0,
-                    failure: String::new(),
-                    leader_active: false,
-                    logged_bytes,
-                    poisoned: None,
-                }),
+                writer: Mutex::new(writer),
                 wal: Mutex::new(wal),
                 group_done: Condvar::new(),
                 visible: RwLock::new(visible),
@@ -208,20 +292,29 @@ impl Database {
                 pins: Arc::default(),
             }),
         };
-        if background {
-            let weak = Arc::downgrade(&db.inner);
-            std::thread::Builder::new()
-                .name("stele-compactor".into())
-                .spawn(move || compactor(&weak, &rx))
-                .map_err(|e| Error::io("starting the compaction thread", &db.inner.dir, e))?;
-        }
+        (db, background.then_some(rx))
+    }
+
+    /// Starts the background compaction thread; it holds the database weakly and ends
+    /// when the database is dropped.
+    fn start_compactor(&self, queue: mpsc::Receiver<MapRef>) -> Result<()> {
+        let weak = Arc::downgrade(&self.inner);
+        std::thread::Builder::new()
+            .name("stele-compactor".into())
+            .spawn(move || compactor(&weak, &queue))
+            .map_err(|e| Error::io("starting the compaction thread", &self.inner.dir, e))?;
+        Ok(())
+    }
+
+    /// Drops the staging collections `leftovers` in one logged batch (none: no write).
+    fn drop_import_leftovers(&self, leftovers: Vec<String>) -> Result<()> {
         if !leftovers.is_empty() {
             let ops = leftovers
                 .into_iter()
                 .map(|collection| LoggedOp::DropCollection { collection })
                 .collect();
-            db.commit_ops(ops)?;
+            self.commit_ops(ops)?;
         }
-        Ok(db)
+        Ok(())
     }
 }
