@@ -150,7 +150,7 @@ def build_dask(tsv, out, shards, workers, memory):
             sep="\t",
             header=None,
             names=["k", "v"],
-            dtype=str,
+            dtype="string[pyarrow]",
             blocksize="64MB",
             keep_default_na=False,
             na_filter=False,

@@ -48,16 +48,16 @@ def _partitions(keys, splits):
 
 
 def _build_shards(frame, key, value, folder, memory, duplicates):
-    """One Dask partition: one table per key range in it (a hash shuffle may put several
-    ranges in one partition), its rows handed to the sorter as Arrow columns. Returns
-    (range, path) rows."""
+    """One Dask partition, indexed by key range (one range per partition after the shuffle;
+    any number is handled): one table per range, its rows handed to the sorter as Arrow
+    columns. Returns (range, path) rows."""
     import pandas as pd
     import pyarrow as pa
 
     from .arrow import build_table
 
     rows = []
-    for part, group in frame.groupby("_stele_part", sort=True):
+    for part, group in frame.groupby(level=0, sort=True):
         batch = pa.RecordBatch.from_pandas(group[[key, value]], preserve_index=False)
         table = build_table([batch], folder, key=key, value=value, memory=memory, duplicates=duplicates)
         if len(table):
@@ -111,7 +111,13 @@ def build_table_set(
     sample = [_encode(k) for k in picked.compute()]
     splits = _TableSet.plan(sample, shards)
     part = data[key].map_partitions(_partitions, splits, meta=(key, "int64"))
-    shuffled = data.assign(_stele_part=part).shuffle("_stele_part", npartitions=shards)
+    # Range i goes to partition i exactly: an index on the range number with divisions
+    # 0, 1, ..., n (a hash shuffle would put several ranges in one partition, and one worker
+    # would hold several shards' rows at once).
+    ranges = len(splits) + 1
+    shuffled = data.assign(_stele_part=part).set_index(
+        "_stele_part", divisions=list(range(ranges + 1))
+    )
     built = shuffled.map_partitions(
         _build_shards,
         key,
