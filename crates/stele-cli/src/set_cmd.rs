@@ -11,7 +11,12 @@ use clap::Args;
 use stele_table::{Entry, SET_EXTENSION, SET_MAGIC, Table, TableSet};
 
 use crate::say::count;
-use crate::table_cmd::{BuildArgs, Duplicates, InputFormat, pair};
+use crate::table_cmd::{BuildArgs, Duplicates, InputFormat, Sink, feed, pair};
+
+/// Cores this process may use (the cgroup quota included).
+fn stele_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
 
 /// A table file or a table set's manifest, read alike.
 pub enum Source {
@@ -129,14 +134,8 @@ fn write_splits(path: &Path, splits: &[Vec<u8>]) -> Result<()> {
     std::fs::write(path, out).with_context(|| format!("writing {}", path.display()))
 }
 
-/// The partition a worker builds and the split points, from its `--worker I FILE`.
-pub fn worker_partition(arg: &[String]) -> Result<(Vec<Vec<u8>>, usize)> {
-    let [part, file] = arg else {
-        bail!("--worker takes a partition number and a file of split points");
-    };
-    let part: usize = part
-        .parse()
-        .context("--worker: the partition is a number")?;
+/// Reads the split points file a driver wrote.
+fn read_splits(file: &str) -> Result<Vec<Vec<u8>>> {
     let bytes = std::fs::read(file).with_context(|| format!("reading split points {file}"))?;
     let mut splits = Vec::new();
     let mut rest = bytes.as_slice();
@@ -148,10 +147,54 @@ pub fn worker_partition(arg: &[String]) -> Result<(Vec<Vec<u8>>, usize)> {
         splits.push(key.to_vec());
         rest = &tail[len..];
     }
-    if !rest.is_empty() || part > splits.len() {
-        bail!("split points file {file} does not match partition {part}");
+    if !rest.is_empty() {
+        bail!("split points file {file} is cut off");
     }
-    Ok((splits, part))
+    Ok(splits)
+}
+
+/// Worker `j` of `w` (`--worker J W FILE`): reads the input once and sorts each partition
+/// `p` with `p % w == j` into its own table, the worker's memory (`--memory`) shared among
+/// them; prints `{"paths": [...]}`.
+pub fn run_worker(args: &BuildArgs, worker: &[String]) -> Result<()> {
+    let [j, w, file] = worker else {
+        bail!("--worker takes the worker number, the number of workers and the split points");
+    };
+    let (j, w): (usize, usize) = (
+        j.parse().context("--worker: J is a number")?,
+        w.parse().context("--worker: W is a number")?,
+    );
+    let splits = read_splits(file)?;
+    let parts = splits.len() + 1;
+    if w == 0 || j >= w {
+        bail!("--worker {j} {w}: J must be below W");
+    }
+    let mine: Vec<usize> = (0..parts).filter(|p| p % w == j).collect();
+    let memory = (args.memory / mine.len().max(1)).max(8 << 20);
+    let mut sinks = mine
+        .iter()
+        .map(|_| Sink::new(args, memory))
+        .collect::<Result<Vec<_>>>()?;
+    let bar = indicatif::ProgressBar::hidden();
+    feed(args, &bar, &mut |k, v| {
+        let p = TableSet::partition(&splits, k);
+        match sinks.get_mut(p / w) {
+            Some(sink) if p % w == j => sink.add(k, v),
+            _ => Ok(()),
+        }
+    })?;
+    let mut paths = Vec::new();
+    for sink in sinks {
+        let info = sink.finish(args)?;
+        if info.entries > 0 {
+            paths.push(info.path.display().to_string());
+        } else {
+            // An empty range: its empty table names no keys and would only be skipped.
+            let _ = std::fs::remove_file(&info.path);
+        }
+    }
+    println!("{}", serde_json::json!({ "paths": paths }));
+    Ok(())
 }
 
 /// `stele table build --shards N`: split points from a sample, one worker process per
@@ -180,9 +223,12 @@ pub fn build_set(args: &BuildArgs) -> Result<()> {
         .with_context(|| format!("creating a temporary file in {}", args.output.display()))?;
     write_splits(splits_file.path(), &splits)?;
     let exe = std::env::current_exe().context("finding the stele program to run workers")?;
-    let memory = (args.memory / (splits.len() + 1)).max(16 << 20);
-    let mut workers = Vec::new();
-    for part in 0..=splits.len() {
+    // One worker per core (at most one per range): each reads the input once, so more
+    // workers than cores would only parse the input more often.
+    let workers = stele_cores().min(splits.len() + 1);
+    let memory = (args.memory / workers).max(16 << 20);
+    let mut children = Vec::new();
+    for j in 0..workers {
         let mut cmd = Command::new(&exe);
         cmd.arg("table").arg("build").arg(&input);
         cmd.arg("--output").arg(&args.output);
@@ -195,32 +241,32 @@ pub fn build_set(args: &BuildArgs) -> Result<()> {
         if args.sorted {
             cmd.arg("--sorted");
         }
-        cmd.arg("--json")
-            .arg("--worker")
-            .arg(part.to_string())
-            .arg(splits_file.path());
+        cmd.arg("--worker")
+            .arg(j.to_string())
+            .arg(workers.to_string());
+        cmd.arg(splits_file.path());
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         let child = cmd.spawn().context("starting a worker process")?;
-        workers.push(child);
+        children.push(child);
     }
     let mut paths: Vec<PathBuf> = Vec::new();
     let mut failures = Vec::new();
-    for (part, child) in workers.into_iter().enumerate() {
+    for (j, child) in children.into_iter().enumerate() {
         let out = child.wait_with_output().context("waiting for a worker")?;
         if !out.status.success() {
             let err = String::from_utf8_lossy(&out.stderr);
             failures.push(format!(
-                "shard {part}: {}",
+                "worker {j}: {}",
                 err.trim().trim_start_matches("error: ")
             ));
             continue;
         }
         let v: serde_json::Value = serde_json::from_slice(&out.stdout)
-            .with_context(|| format!("reading the result of the worker of shard {part}"))?;
-        let Some(path) = v["path"].as_str() else {
-            bail!("the worker of shard {part} printed no table path");
+            .with_context(|| format!("reading the result of worker {j}"))?;
+        let Some(list) = v["paths"].as_array() else {
+            bail!("worker {j} printed no table paths");
         };
-        paths.push(PathBuf::from(path));
+        paths.extend(list.iter().filter_map(|p| p.as_str()).map(PathBuf::from));
     }
     if let Some(first) = failures.first() {
         // Every worker reads the whole input: the same bad line fails them all; say it once.

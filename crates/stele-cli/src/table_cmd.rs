@@ -79,15 +79,17 @@ pub struct BuildArgs {
     /// The input is already sorted by key: stream it (fails at the first key out of order).
     #[arg(long)]
     pub(crate) sorted: bool,
-    /// Build a table set of N shards in N worker processes (each sorts one key range, with
-    /// 1/N of --memory), then write its manifest; prints the manifest's path.
+    /// Build a table set of N shards (key ranges from a sample), in one worker process per
+    /// core that each read the input once and sort their ranges within a share of --memory,
+    /// then write its manifest; prints the manifest's path.
     #[arg(long, value_parser = crate::say::at_least_one())]
     pub(crate) shards: Option<usize>,
     /// With --shards: the manifest's name in the output folder, without `.sts`.
     #[arg(long, default_value = "set", requires = "shards")]
     pub(crate) set_name: String,
-    /// Internal (a worker of --shards): build partition I of the split points in FILE.
-    #[arg(long, hide = true, num_args = 2, value_names = ["I", "FILE"])]
+    /// Internal (worker J of W of --shards): build the partitions p of the split points in
+    /// FILE with p % W == J, in one pass over the input.
+    #[arg(long, hide = true, num_args = 3, value_names = ["J", "W", "FILE"])]
     pub(crate) worker: Option<Vec<String>>,
     /// Print the result as JSON.
     #[arg(long)]
@@ -117,17 +119,49 @@ fn parse_bytes(text: &str) -> Result<usize, String> {
 }
 
 /// Where build pairs go: the sorter for any order, the builder for sorted input.
-enum Sink {
+pub(crate) enum Sink {
     Sorter(Box<Sorter>),
     Builder(Box<TableBuilder>),
 }
 
 impl Sink {
-    fn add(&mut self, key: &[u8], value: &[u8]) -> stele_table::Result<()> {
+    /// The sink of `args` (a builder with `--sorted`, else a sorter of `memory` bytes that
+    /// spills into the output folder).
+    pub(crate) fn new(args: &BuildArgs, memory: usize) -> Result<Sink> {
+        let policy = match args.duplicates {
+            Duplicates::Reject => DuplicatePolicy::Reject,
+            Duplicates::Last => DuplicatePolicy::KeepLast,
+            Duplicates::First => DuplicatePolicy::KeepFirst,
+        };
+        Ok(if args.sorted {
+            Sink::Builder(Box::new(TableBuilder::new(
+                &args.output,
+                TableOptions::default().duplicates(policy),
+            )?))
+        } else {
+            Sink::Sorter(Box::new(Sorter::new(
+                SorterOptions::default()
+                    .memory_budget_bytes(memory)
+                    .temp_dir(&args.output)
+                    .duplicates(policy),
+            )?))
+        })
+    }
+
+    pub(crate) fn add(&mut self, key: &[u8], value: &[u8]) -> stele_table::Result<()> {
         match self {
             Sink::Sorter(s) => s.add(key, value),
             Sink::Builder(b) => b.add(key, value),
         }
+    }
+
+    /// Writes the table (into the output folder of `args`).
+    pub(crate) fn finish(self, args: &BuildArgs) -> Result<stele_table::TableInfo> {
+        match self {
+            Sink::Sorter(s) => s.finish(&args.output),
+            Sink::Builder(b) => b.finish(),
+        }
+        .map_err(|e| with_hint(e, format!("building a table from {}", args.input.display())))
     }
 }
 
@@ -202,14 +236,12 @@ pub(crate) fn pair<'a>(
     })
 }
 
-/// Reads the input line by line, feeding the (key, value) pairs that `keep` accepts to
-/// `sink`. Returns the number of lines.
-fn feed(
-    args: &BuildArgs,
-    sink: &mut Sink,
-    bar: &ProgressBar,
-    keep: &dyn Fn(&[u8]) -> bool,
-) -> Result<u64> {
+/// Where `feed` hands each (key, value) pair.
+pub(crate) type AddPair<'a> = dyn FnMut(&[u8], &[u8]) -> stele_table::Result<()> + 'a;
+
+/// Reads the input line by line, handing each (key, value) pair to `add`. Returns the
+/// number of lines.
+pub(crate) fn feed(args: &BuildArgs, bar: &ProgressBar, add: &mut AddPair<'_>) -> Result<u64> {
     let (input, _) = open_input(&args.input)?;
     let mut reader = BufReader::with_capacity(1 << 20, input);
     let mut line = Vec::new();
@@ -234,10 +266,7 @@ fn feed(
         }
         let (key, value) = pair(args, &mut writer, text, &mut doc)
             .with_context(|| format!("{name}, line {line_no}"))?;
-        if keep(&key) {
-            sink.add(&key, value)
-                .map_err(|e| with_hint(e, format!("{name}, line {line_no}")))?;
-        }
+        add(&key, value).map_err(|e| with_hint(e, format!("{name}, line {line_no}")))?;
     }
     Ok(line_no)
 }
@@ -246,53 +275,21 @@ pub fn build(args: &BuildArgs) -> Result<()> {
     if matches!(args.format, InputFormat::Jsonl) && args.key_field.is_none() {
         bail!("--format jsonl needs --key-field NAME: the field that holds each document's key");
     }
-    if args.shards.is_some() && args.worker.is_none() {
+    if let Some(worker) = &args.worker {
+        return crate::set_cmd::run_worker(args, worker);
+    }
+    if args.shards.is_some() {
         return crate::set_cmd::build_set(args);
     }
-    let worker = args
-        .worker
-        .as_deref()
-        .map(crate::set_cmd::worker_partition)
-        .transpose()?;
     std::fs::create_dir_all(&args.output)
         .with_context(|| format!("creating {}", args.output.display()))?;
-    let policy = match args.duplicates {
-        Duplicates::Reject => DuplicatePolicy::Reject,
-        Duplicates::Last => DuplicatePolicy::KeepLast,
-        Duplicates::First => DuplicatePolicy::KeepFirst,
-    };
-    let mut sink = if args.sorted {
-        Sink::Builder(Box::new(TableBuilder::new(
-            &args.output,
-            TableOptions::default().duplicates(policy),
-        )?))
-    } else {
-        Sink::Sorter(Box::new(Sorter::new(
-            SorterOptions::default()
-                .memory_budget_bytes(args.memory)
-                .temp_dir(&args.output)
-                .duplicates(policy),
-        )?))
-    };
+    let mut sink = Sink::new(args, args.memory)?;
     let (_, len) = open_input(&args.input)?;
-    let bar = if worker.is_some() {
-        ProgressBar::hidden()
-    } else {
-        progress(len)
-    };
+    let bar = progress(len);
     let started = std::time::Instant::now();
-    match &worker {
-        Some((splits, part)) => feed(args, &mut sink, &bar, &|key| {
-            stele_table::TableSet::partition(splits, key) == *part
-        })?,
-        None => feed(args, &mut sink, &bar, &|_| true)?,
-    };
+    feed(args, &bar, &mut |k, v| sink.add(k, v))?;
     bar.set_message("sorting and writing");
-    let info = match sink {
-        Sink::Sorter(s) => s.finish(&args.output),
-        Sink::Builder(b) => b.finish(),
-    }
-    .map_err(|e| with_hint(e, format!("building a table from {}", args.input.display())))?;
+    let info = sink.finish(args)?;
     bar.finish_and_clear();
     let seconds = started.elapsed().as_secs_f64();
     if args.json {
