@@ -1,5 +1,6 @@
-//! Table sets on the command line: `stele table build --shards N` (one worker process per
-//! key range, then the manifest), `stele table commit`, and reading a table or a set alike.
+//! Table sets on the command line: `stele table build --shards N` (split points from a
+//! sample, one worker process per core that sorts its key ranges, then the manifest),
+//! `stele table commit`, and reading a table or a set alike.
 
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::ops::Bound;
@@ -14,7 +15,7 @@ use crate::say::count;
 use crate::table_cmd::{BuildArgs, Duplicates, InputFormat, Sink, feed, pair};
 
 /// Cores this process may use (the cgroup quota included).
-fn stele_cores() -> usize {
+fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
 }
 
@@ -225,7 +226,7 @@ pub fn build_set(args: &BuildArgs) -> Result<()> {
     let exe = std::env::current_exe().context("finding the stele program to run workers")?;
     // One worker per core (at most one per range): each reads the input once, so more
     // workers than cores would only parse the input more often.
-    let workers = stele_cores().min(splits.len() + 1);
+    let workers = cores().min(splits.len() + 1);
     let memory = (args.memory / workers).max(16 << 20);
     let mut children = Vec::new();
     for j in 0..workers {
