@@ -54,22 +54,40 @@ pub(crate) fn write_creating<T>(
     if dir.join("wal").is_dir() {
         return write(&open_or_create(dir)?);
     }
-    let before: Option<HashSet<OsString>> = match std::fs::read_dir(dir) {
-        Ok(entries) => Some(
+    // What to clean up after a failure: the top-most folder this call creates (the database
+    // folder or a missing parent of it), or else the entries it adds to an existing folder.
+    // A folder that cannot be listed for another reason is left alone.
+    enum Before {
+        Missing(PathBuf),
+        Entries(HashSet<OsString>),
+        Unknown,
+    }
+    let before = match std::fs::read_dir(dir) {
+        Ok(entries) => Before::Entries(
             entries
                 .filter_map(|e| e.ok().map(|e| e.file_name()))
                 .collect(),
         ),
-        Err(_) => None,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let mut top = dir.to_path_buf();
+            while let Some(parent) = top
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty() && !p.exists())
+            {
+                top = parent.to_path_buf();
+            }
+            Before::Missing(top)
+        }
+        Err(_) => Before::Unknown,
     };
     let result = open_or_create(dir).and_then(|db| write(&db));
     // The database is closed here (the `Database` was dropped above), so its lock is free.
     if result.is_err() {
         match &before {
-            None => {
-                let _ = std::fs::remove_dir_all(dir);
+            Before::Missing(top) => {
+                let _ = std::fs::remove_dir_all(top);
             }
-            Some(kept) => {
+            Before::Entries(kept) => {
                 for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
                     if !kept.contains(&entry.file_name()) {
                         let path = entry.path();
@@ -81,6 +99,7 @@ pub(crate) fn write_creating<T>(
                     }
                 }
             }
+            Before::Unknown => {}
         }
     }
     result

@@ -585,7 +585,7 @@ fn arguments_that_cannot_mean_anything_are_errors() {
         .stderr(predicate::str::contains("deleted 1 document from"));
     // Failed writes into a new database leave nothing; into an existing folder, only what
     // was there.
-    let fresh = dir.path().join("fresh.db");
+    let fresh = dir.path().join("new").join("parent").join("fresh.db");
     let bad = dir.path().join("bad.jsonl");
     std::fs::write(&bad, "{\"a\":1}\n{\"a\":\n").unwrap();
     for args in [
@@ -594,7 +594,10 @@ fn arguments_that_cannot_mean_anything_are_errors() {
         vec!["put", "c", "a", "{\"a\":"],
     ] {
         let err = fails(&args, &fresh, 1);
-        assert!(!fresh.exists(), "{args:?} left a folder: {err}");
+        assert!(
+            !dir.path().join("new").exists(),
+            "{args:?} left a folder: {err}"
+        );
     }
     let folder = dir.path().join("mine");
     std::fs::create_dir(&folder).unwrap();
