@@ -1,23 +1,18 @@
 //! Table sets on the command line: `stele table build --shards N` (split points from a
-//! sample, one worker process per core that sorts its key ranges, then the manifest),
+//! sample, one pass over the input that sorts each key range into its own table, then the
+//! manifest),
 //! `stele table commit`, and reading a table or a set alike.
 
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::Args;
 use stele_table::{Entry, SET_EXTENSION, SET_MAGIC, Table, TableSet};
 
 use crate::say::count;
-use crate::table_cmd::{BuildArgs, Duplicates, InputFormat, Sink, feed, pair};
-
-/// Cores this process may use (the cgroup quota included).
-fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, usize::from)
-}
+use crate::table_cmd::{BuildArgs, Sink, feed, pair};
 
 /// A table file or a table set's manifest, read alike.
 pub enum Source {
@@ -126,156 +121,92 @@ fn sample_keys(args: &BuildArgs, path: &Path, n: usize) -> Result<Vec<Vec<u8>>> 
     Ok(keys)
 }
 
-fn write_splits(path: &Path, splits: &[Vec<u8>]) -> Result<()> {
-    let mut out = Vec::new();
-    for s in splits {
-        out.extend_from_slice(&(s.len() as u32).to_le_bytes());
-        out.extend_from_slice(s);
-    }
-    std::fs::write(path, out).with_context(|| format!("writing {}", path.display()))
-}
-
-/// Reads the split points file a driver wrote.
-fn read_splits(file: &str) -> Result<Vec<Vec<u8>>> {
-    let bytes = std::fs::read(file).with_context(|| format!("reading split points {file}"))?;
-    let mut splits = Vec::new();
-    let mut rest = bytes.as_slice();
-    while let Some((len, tail)) = rest.split_first_chunk::<4>() {
-        let len = u32::from_le_bytes(*len) as usize;
-        let Some(key) = tail.get(..len) else {
-            bail!("split points file {file} is cut off");
-        };
-        splits.push(key.to_vec());
-        rest = &tail[len..];
-    }
-    if !rest.is_empty() {
-        bail!("split points file {file} is cut off");
-    }
-    Ok(splits)
-}
-
-/// Worker `j` of `w` (`--worker J W FILE`): reads the input once and sorts each partition
-/// `p` with `p % w == j` into its own table, the worker's memory (`--memory`) shared among
-/// them; prints `{"paths": [...]}`.
-pub fn run_worker(args: &BuildArgs, worker: &[String]) -> Result<()> {
-    let [j, w, file] = worker else {
-        bail!("--worker takes the worker number, the number of workers and the split points");
-    };
-    let (j, w): (usize, usize) = (
-        j.parse().context("--worker: J is a number")?,
-        w.parse().context("--worker: W is a number")?,
-    );
-    let splits = read_splits(file)?;
+/// Sorts every partition of `splits` into its own table in this process, reading the input
+/// once: each key goes to the sorter of its range, the memory budget (`--memory`) shared
+/// among them. Returns the tables written (an empty range writes none).
+fn sort_partitions(
+    args: &BuildArgs,
+    splits: &[Vec<u8>],
+    bar: &indicatif::ProgressBar,
+) -> Result<Vec<PathBuf>> {
     let parts = splits.len() + 1;
-    if w == 0 || j >= w {
-        bail!("--worker {j} {w}: J must be below W");
-    }
-    let mine: Vec<usize> = (0..parts).filter(|p| p % w == j).collect();
-    let memory = (args.memory / mine.len().max(1)).max(8 << 20);
-    let mut sinks = mine
-        .iter()
+    // Each sorter sorts and spills with every core (rayon), so one pass over the input
+    // keeps both busy; worker processes would each have to parse the whole input.
+    let memory = (args.memory / parts).max(MIN_SORTER_BYTES);
+    let mut sinks = (0..parts)
         .map(|_| Sink::new(args, memory))
         .collect::<Result<Vec<_>>>()?;
-    let bar = indicatif::ProgressBar::hidden();
-    feed(args, &bar, &mut |k, v| {
-        let p = TableSet::partition(&splits, k);
-        match sinks.get_mut(p / w) {
-            Some(sink) if p % w == j => sink.add(k, v),
-            _ => Ok(()),
+    feed(args, bar, &mut |k, v| {
+        let p = TableSet::partition(splits, k);
+        match sinks.get_mut(p) {
+            Some(sink) => sink.add(k, v),
+            None => Ok(()),
         }
     })?;
     let mut paths = Vec::new();
     for sink in sinks {
-        let info = sink.finish(args)?;
+        let info = match sink.finish(args) {
+            Ok(info) => info,
+            Err(e) => {
+                // No manifest will name the shards written so far (a duplicate key found
+                // while merging a later range, a full disk): they go too.
+                for path in &paths {
+                    let _ = std::fs::remove_file(path);
+                }
+                return Err(e);
+            }
+        };
         if info.entries > 0 {
-            paths.push(info.path.display().to_string());
+            paths.push(info.path);
         } else {
             // An empty range: its empty table names no keys and would only be skipped.
             let _ = std::fs::remove_file(&info.path);
         }
     }
-    println!("{}", serde_json::json!({ "paths": paths }));
-    Ok(())
+    Ok(paths)
 }
 
-/// `stele table build --shards N`: split points from a sample, one worker process per
-/// partition (this program, reading the whole input and keeping its key range), then the
-/// manifest.
+/// The least memory a partition's sorter gets whatever `--memory` says: below it, runs
+/// get so small that merging them costs more than the memory saved.
+const MIN_SORTER_BYTES: usize = 8 << 20;
+
+/// `stele table build --shards N`: split points from a sample of the input, one pass that
+/// sorts each key range into its own table, then the manifest.
 pub fn build_set(args: &BuildArgs) -> Result<()> {
     let shards = args.shards.unwrap_or(1);
     std::fs::create_dir_all(&args.output)
         .with_context(|| format!("creating {}", args.output.display()))?;
     let started = std::time::Instant::now();
-    // Standard input is read once into a file the workers can each read.
+    // Standard input is read twice (a sample, then everything): spool it into a file first.
     let spooled;
-    let input = if args.input.as_os_str() == "-" {
+    let input_args;
+    let args = if args.input.as_os_str() == "-" {
         let tmp = tempfile::NamedTempFile::new_in(&args.output)
             .with_context(|| format!("creating a temporary file in {}", args.output.display()))?;
         std::io::copy(&mut std::io::stdin().lock(), &mut tmp.as_file())
             .context("reading standard input")?;
         spooled = tmp;
-        spooled.path().to_path_buf()
-    } else {
-        args.input.clone()
-    };
-    let sample = sample_keys(args, &input, SAMPLE_PER_SHARD * shards)?;
-    let splits = TableSet::plan(&sample, shards);
-    let splits_file = tempfile::NamedTempFile::new_in(&args.output)
-        .with_context(|| format!("creating a temporary file in {}", args.output.display()))?;
-    write_splits(splits_file.path(), &splits)?;
-    let exe = std::env::current_exe().context("finding the stele program to run workers")?;
-    // One worker per core (at most one per range): each reads the input once, so more
-    // workers than cores would only parse the input more often.
-    let workers = cores().min(splits.len() + 1);
-    let memory = (args.memory / workers).max(16 << 20);
-    let mut children = Vec::new();
-    for j in 0..workers {
-        let mut cmd = Command::new(&exe);
-        cmd.arg("table").arg("build").arg(&input);
-        cmd.arg("--output").arg(&args.output);
-        cmd.args(["--format", format_name(args.format)]);
-        if let Some(k) = &args.key_field {
-            cmd.args(["--key-field", k]);
-        }
-        cmd.args(["--memory", &memory.to_string()]);
-        cmd.args(["--duplicates", duplicates_name(args.duplicates)]);
-        if args.sorted {
-            cmd.arg("--sorted");
-        }
-        cmd.arg("--worker")
-            .arg(j.to_string())
-            .arg(workers.to_string());
-        cmd.arg(splits_file.path());
-        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-        let child = cmd.spawn().context("starting a worker process")?;
-        children.push(child);
-    }
-    let mut paths: Vec<PathBuf> = Vec::new();
-    let mut failures = Vec::new();
-    for (j, child) in children.into_iter().enumerate() {
-        let out = child.wait_with_output().context("waiting for a worker")?;
-        if !out.status.success() {
-            let err = String::from_utf8_lossy(&out.stderr);
-            failures.push(format!(
-                "worker {j}: {}",
-                err.trim().trim_start_matches("error: ")
-            ));
-            continue;
-        }
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
-            .with_context(|| format!("reading the result of worker {j}"))?;
-        let Some(list) = v["paths"].as_array() else {
-            bail!("worker {j} printed no table paths");
+        input_args = BuildArgs {
+            input: spooled.path().to_path_buf(),
+            ..args.clone()
         };
-        paths.extend(list.iter().filter_map(|p| p.as_str()).map(PathBuf::from));
-    }
-    if let Some(first) = failures.first() {
-        // Every worker reads the whole input: the same bad line fails them all; say it once.
-        bail!("{first} (no manifest was written)");
-    }
+        &input_args
+    } else {
+        args
+    };
+    let sample = sample_keys(args, &args.input, SAMPLE_PER_SHARD * shards)?;
+    let splits = TableSet::plan(&sample, shards);
     let manifest = args
         .output
         .join(format!("{}.{SET_EXTENSION}", args.set_name));
+    let bar = crate::table_cmd::progress_bar(args)?;
+    let paths = sort_partitions(args, &splits, &bar).with_context(|| {
+        format!(
+            "building table set {} (no manifest was written)",
+            manifest.display()
+        )
+    })?;
+    bar.finish_and_clear();
     let set = TableSet::commit(&manifest, &paths, &splits)
         .with_context(|| format!("committing table set {}", manifest.display()))?;
     report(&set, args.json, started.elapsed().as_secs_f64());
@@ -301,22 +232,6 @@ fn report(set: &TableSet, json: bool, seconds: f64) {
             count(set.shards().len() as u64, "shard", "shards"),
             count(file_bytes, "byte", "bytes"),
         );
-    }
-}
-
-fn format_name(f: InputFormat) -> &'static str {
-    match f {
-        InputFormat::Lines => "lines",
-        InputFormat::Tsv => "tsv",
-        InputFormat::Jsonl => "jsonl",
-    }
-}
-
-fn duplicates_name(d: Duplicates) -> &'static str {
-    match d {
-        Duplicates::Reject => "reject",
-        Duplicates::Last => "last",
-        Duplicates::First => "first",
     }
 }
 

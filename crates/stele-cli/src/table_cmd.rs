@@ -49,7 +49,7 @@ pub enum Duplicates {
     First,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:
   stele table build names.txt -o tables/                       one key per line, any order
   stele table build pairs.tsv --format tsv --memory 256MiB -o tables/
@@ -79,18 +79,14 @@ pub struct BuildArgs {
     /// The input is already sorted by key: stream it (fails at the first key out of order).
     #[arg(long)]
     pub(crate) sorted: bool,
-    /// Build a table set of N shards (key ranges from a sample), in one worker process per
-    /// core that each read the input once and sort their ranges within a share of --memory,
-    /// then write its manifest; prints the manifest's path.
+    /// Build a table set of N shards (key ranges from a sample of the input), sorting each
+    /// range within a share of --memory in one pass over the input, then write its
+    /// manifest; prints the manifest's path.
     #[arg(long, value_parser = crate::say::at_least_one())]
     pub(crate) shards: Option<usize>,
     /// With --shards: the manifest's name in the output folder, without `.sts`.
     #[arg(long, default_value = "set", requires = "shards")]
     pub(crate) set_name: String,
-    /// Internal (worker J of W of --shards): build the partitions p of the split points in
-    /// FILE with p % W == J, in one pass over the input.
-    #[arg(long, hide = true, num_args = 3, value_names = ["J", "W", "FILE"])]
-    pub(crate) worker: Option<Vec<String>>,
     /// Print the result as JSON.
     #[arg(long)]
     pub(crate) json: bool,
@@ -185,6 +181,12 @@ fn open_input(path: &Path) -> Result<(Box<dyn Read>, Option<u64>)> {
     Ok((Box::new(file), len))
 }
 
+/// The progress bar of reading the input of `args` (a spinner for standard input).
+pub(crate) fn progress_bar(args: &BuildArgs) -> Result<ProgressBar> {
+    let (_, len) = open_input(&args.input)?;
+    Ok(progress(len))
+}
+
 fn progress(len: Option<u64>) -> ProgressBar {
     let bar = match len {
         Some(n) => ProgressBar::new(n),
@@ -275,17 +277,13 @@ pub fn build(args: &BuildArgs) -> Result<()> {
     if matches!(args.format, InputFormat::Jsonl) && args.key_field.is_none() {
         bail!("--format jsonl needs --key-field NAME: the field that holds each document's key");
     }
-    if let Some(worker) = &args.worker {
-        return crate::set_cmd::run_worker(args, worker);
-    }
     if args.shards.is_some() {
         return crate::set_cmd::build_set(args);
     }
     std::fs::create_dir_all(&args.output)
         .with_context(|| format!("creating {}", args.output.display()))?;
     let mut sink = Sink::new(args, args.memory)?;
-    let (_, len) = open_input(&args.input)?;
-    let bar = progress(len);
+    let bar = progress_bar(args)?;
     let started = std::time::Instant::now();
     feed(args, &bar, &mut |k, v| sink.add(k, v))?;
     bar.set_message("sorting and writing");

@@ -350,7 +350,7 @@ fn table_build_tsv_jsonl_and_errors() {
 }
 
 #[test]
-fn table_sets_build_in_worker_processes_and_read_like_a_table() {
+fn table_sets_build_in_one_pass_and_read_like_a_table() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("pairs.tsv");
     let mut text: String = (0..3000).rev().map(|i| format!("k{i:05}\t{i}\n")).collect();
@@ -422,7 +422,7 @@ fn table_sets_build_in_worker_processes_and_read_like_a_table() {
         std::fs::read(&again).unwrap(),
         std::fs::read(&manifest).unwrap()
     );
-    // A bad line fails every worker; no manifest is written.
+    // A bad line fails the build; no manifest or shard is written.
     std::fs::write(&input, "a\t1\nno tab\n").unwrap();
     let bad = dir.path().join("bad");
     stele()
@@ -434,6 +434,24 @@ fn table_sets_build_in_worker_processes_and_read_like_a_table() {
         .stderr(predicate::str::contains("line 2: no tab"))
         .stderr(predicate::str::contains("no manifest was written"));
     assert!(!bad.join("set.sts").exists());
+    let left: Vec<_> = std::fs::read_dir(&bad).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+    // A repeated key in the last range fails it after the first ranges' shards were
+    // written: they go too.
+    let mut text: String = (0..3000).map(|i| format!("k{i:05}\t{i}\n")).collect();
+    text.push_str("k02999\tagain\n");
+    std::fs::write(&input, &text).unwrap();
+    let dup = dir.path().join("dup");
+    stele()
+        .args(["table", "build", "--format", "tsv", "--shards", "3", "-o"])
+        .arg(&dup)
+        .arg(&input)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("k02999"))
+        .stderr(predicate::str::contains("no manifest was written"));
+    let left: Vec<_> = std::fs::read_dir(&dup).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
     // From standard input.
     stele()
         .args([
