@@ -6,6 +6,7 @@
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -143,25 +144,59 @@ fn sort_partitions(
             None => Ok(()),
         }
     })?;
-    let mut paths = Vec::new();
-    for sink in sinks {
-        let info = match sink.finish(args) {
-            Ok(info) => info,
-            Err(e) => {
-                // No manifest will name the shards written so far (a duplicate key found
-                // while merging a later range, a full disk): they go too.
-                for path in &paths {
-                    let _ = std::fs::remove_file(path);
+    // The ranges' merges and writes, on every core: one range's merge is sequential.
+    let mut queue: Vec<(usize, Sink)> = sinks.into_iter().enumerate().rev().collect();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(queue.len());
+    let queue = Mutex::new(std::mem::take(&mut queue));
+    let done = Mutex::new(Vec::with_capacity(parts));
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                loop {
+                    let next = queue.lock().map_or(None, |mut q| q.pop());
+                    let Some((i, sink)) = next else { break };
+                    let result = sink.finish(args);
+                    let failed = result.is_err();
+                    if let Ok(mut done) = done.lock() {
+                        done.push((i, result));
+                    }
+                    if failed {
+                        // Stop the others early: this build fails whatever they do.
+                        if let Ok(mut q) = queue.lock() {
+                            q.clear();
+                        }
+                    }
                 }
-                return Err(e);
-            }
-        };
-        if info.entries > 0 {
-            paths.push(info.path);
-        } else {
-            // An empty range: its empty table names no keys and would only be skipped.
-            let _ = std::fs::remove_file(&info.path);
+            });
         }
+    });
+    let mut done = done
+        .into_inner()
+        .map_err(|_| anyhow::anyhow!("a thread writing a shard panicked"))?;
+    done.sort_by_key(|(i, _)| *i);
+    let mut paths = Vec::new();
+    let mut first_error = None;
+    for (_, result) in done {
+        match result {
+            Ok(info) if info.entries > 0 => paths.push(info.path),
+            // An empty range: its empty table names no keys and would only be skipped.
+            Ok(info) => {
+                let _ = std::fs::remove_file(&info.path);
+            }
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    if let Some(e) = first_error {
+        // No manifest will name the shards written (a duplicate key found while merging
+        // another range, a full disk): they go too.
+        for path in &paths {
+            let _ = std::fs::remove_file(path);
+        }
+        return Err(e);
     }
     Ok(paths)
 }
