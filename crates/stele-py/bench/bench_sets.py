@@ -95,12 +95,14 @@ def _tree_rss(root):
 
 def run(cmd):
     """Runs cmd; returns (seconds, peak RSS in bytes of the largest single process of its
-    tree, stdout). The peak is the larger of GNU time's (wait4: the child and the children it
+    tree, stdout, CPU seconds). CPU is user + system time as GNU time counts it (the command
+    and the children it reaped): on a loaded machine it compares builders where wall time
+    cannot. The peak is the larger of GNU time's (wait4: the child and the children it
     reaped) and a sample of the live tree every 0.2 s (catches processes nobody reaps, such as
     Spark's JVM). A child forked from this script would inherit its high-water mark, hence
     GNU time as the parent."""
     started = time.perf_counter()
-    timer = ["/usr/bin/time", "-f", "STELE_MAXRSS_KB %M"] if os.path.exists("/usr/bin/time") else []
+    timer = ["/usr/bin/time", "-f", "STELE_MAXRSS_KB %M\nSTELE_CPU_S %U %S"] if os.path.exists("/usr/bin/time") else []
     proc = subprocess.Popen([*timer, *cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     sampled = 0
     got = {}
@@ -127,7 +129,9 @@ def run(cmd):
         raise SystemExit(f"failed ({proc.returncode}): {' '.join(map(str, cmd))}")
     kb = [line.split()[1] for line in err.splitlines() if line.startswith("STELE_MAXRSS_KB ")]
     timed = int(kb[-1]) * 1024 if kb else 0
-    return seconds, max(timed, sampled), out.decode()
+    cpu = [line.split()[1:] for line in err.splitlines() if line.startswith("STELE_CPU_S ")]
+    cpu_s = float(cpu[-1][0]) + float(cpu[-1][1]) if cpu else float("nan")
+    return seconds, max(timed, sampled), out.decode(), cpu_s
 
 
 def folder_bytes(path):
@@ -231,15 +235,16 @@ def main():
             else:
                 cmd = [sys.executable, __file__, "--worker-engine", engine, str(tsv), str(out), str(shards), str(args.workers), str(share)]
             sys.stderr.write(f"   {engine} ...\n")
-            seconds, rss, stdout = run(cmd)
+            seconds, rss, stdout, cpu_s = run(cmd)
             info = json.loads(stdout.strip().splitlines()[-1])
-            results[engine] = {"seconds": seconds, "rss": rss, "bytes": folder_bytes(out), "path": info["path"], "entries": info["entries"]}
+            results[engine] = {"seconds": seconds, "cpu": cpu_s, "rss": rss, "bytes": folder_bytes(out), "path": info["path"], "entries": info["entries"]}
             if info["entries"] != n and engine != "one":
                 raise SystemExit(f"{engine} built {info['entries']} entries of {n}")
         base = results.get("one")
         for engine, r in results.items():
             ratio = r["seconds"] / base["seconds"] if base else float("nan")
-            rows.append((n, raw, engine, r["seconds"], ratio, r["rss"], r["bytes"]))
+            cpu_ratio = r["cpu"] / base["cpu"] if base else float("nan")
+            rows.append((n, raw, engine, r["seconds"], ratio, r["cpu"], cpu_ratio, r["rss"], r["bytes"]))
         if base:
             for engine, r in results.items():
                 if engine == "one":
@@ -247,14 +252,14 @@ def main():
                 lookups = "20000" if args.quick else "1000000"
                 cold = "200" if args.quick else "2000"
                 many = ["--many-shards", "10000"] if (not args.quick and n == sizes[-1] and engine == "shards") else []
-                _, _, table = run([str(TARGET / "release" / "set_bench"), "--table", base["path"], "--set", r["path"], "--lookups", lookups, "--cold", cold, *many])
+                _, _, table, _ = run([str(TARGET / "release" / "set_bench"), "--table", base["path"], "--set", r["path"], "--lookups", lookups, "--cold", cold, *many])
                 print(f"\n#### Reads: {engine} set of {n} keys against one table\n\n{table}")
     print("\n#### Builds (ratio: wall time over `one` in the same run)\n")
-    print("| keys | TSV GB | engine | wall s | / one | peak RSS of the largest process, MiB | on disk, MB |")
-    print("|--:|--:|---|--:|--:|--:|--:|")
-    for n, raw, engine, s, ratio, rss, b in rows:
-        print(f"| {n:,} | {raw / 1e9:.2f} | {engine} | {s:.1f} | {ratio:.2f} | {rss / 2**20:.0f} | {b / 1e6:.1f} |")
-    one = {n: s for n, _, e, s, _, _, _ in rows if e == "one"}
+    print("| keys | TSV GB | engine | wall s | / one | CPU s (user + sys, reaped processes) | / one | peak RSS of the largest process, MiB | on disk, MB |")
+    print("|--:|--:|---|--:|--:|--:|--:|--:|--:|")
+    for n, raw, engine, s, ratio, cpu, cpu_ratio, rss, b in rows:
+        print(f"| {n:,} | {raw / 1e9:.2f} | {engine} | {s:.1f} | {ratio:.2f} | {cpu:.1f} | {cpu_ratio:.2f} | {rss / 2**20:.0f} | {b / 1e6:.1f} |")
+    one = {n: s for n, _, e, s, *_ in rows if e == "one"}
     if len(one) >= 2:
         ns = sorted(one)
         lo, hi = ns[0], ns[-1]
