@@ -10,6 +10,7 @@ mod close;
 pub(crate) mod json;
 pub(crate) mod number;
 mod options;
+pub(crate) mod scan;
 
 use std::hash::BuildHasher;
 
@@ -368,8 +369,14 @@ impl DocumentWriter {
     /// Writes a number whose text passed `scan_number`.
     #[inline]
     pub(crate) fn number_checked(&mut self, text: &[u8], integer: bool) -> Result<()> {
+        self.number_classified(text, number::classify(text, integer))
+    }
+
+    /// Writes a number whose text passed `scan_number` and was classified as `number`.
+    #[inline]
+    pub(crate) fn number_classified(&mut self, text: &[u8], number: Number) -> Result<()> {
         let pos = self.value_slot("a number")?;
-        let tag = match number::classify(text, integer) {
+        let tag = match number {
             Number::Int(v) => self.put_i64(v),
             Number::UInt(v) => {
                 self.out.extend_from_slice(&v.to_le_bytes());
