@@ -50,7 +50,7 @@ impl DocumentWriter {
         header_pos: usize,
         ids_ascending: bool,
     ) -> Result<()> {
-        let names = &self.names;
+        let names = &self.names.bytes;
         let entries = self.entries.get_mut(start..).unwrap_or_default();
         if entries.len() > 1 {
             entries.sort_unstable_by(|a, b| {
