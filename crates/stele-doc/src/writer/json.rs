@@ -35,6 +35,11 @@ impl<'a, S: Scan> Parser<'a, S> {
 
     fn check_utf8(&self, start: usize, end: usize) -> Result<()> {
         let run = self.input.get(start..end).unwrap_or_default();
+        // SIMD validation (AVX2 or SSE4.2 chosen at run time by `simdutf8`) for the common
+        // valid case; the standard library then finds where invalid input goes wrong.
+        if simdutf8::basic::from_utf8(run).is_ok() {
+            return Ok(());
+        }
         match std::str::from_utf8(run) {
             Ok(_) => Ok(()),
             Err(e) => Err(self.err(start + e.valid_up_to(), "invalid UTF-8 in a string")),

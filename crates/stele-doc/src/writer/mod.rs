@@ -12,6 +12,7 @@ mod names;
 pub(crate) mod number;
 mod options;
 pub(crate) mod scan;
+mod sort_cache;
 
 pub use options::{
     DEFAULT_COMPRESS_MIN_BYTES, DEFAULT_MAX_DEPTH, DuplicateKeys, KeyOrder, WriteOptions,
@@ -78,6 +79,11 @@ pub struct DocumentWriter {
     out: Vec<u8>,
     /// The names area and its index.
     names: Names,
+    /// Sorted orders of this document's objects by shape, and the scratch that looks them up.
+    sort_cache: sort_cache::SortCache,
+    shape_ids: Vec<u32>,
+    shape_hash: Option<u64>,
+    sorted: Vec<Entry>,
     entries: Vec<Entry>,
     frames: Vec<Frame>,
     /// Key id and name prefix of the next value in the current object.
@@ -119,6 +125,10 @@ impl DocumentWriter {
             opts,
             out: vec![HEADER_BYTE],
             names: Names::new(),
+            sort_cache: sort_cache::SortCache::new(),
+            shape_ids: Vec::new(),
+            shape_hash: None,
+            sorted: Vec::new(),
             entries: Vec::new(),
             frames: Vec::new(),
             pending_key: None,
@@ -140,6 +150,7 @@ impl DocumentWriter {
         self.out.clear();
         self.out.push(HEADER_BYTE);
         self.names.clear();
+        self.sort_cache.clear();
         self.entries.clear();
         self.frames.clear();
         self.pending_key = None;
