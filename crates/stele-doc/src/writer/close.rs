@@ -55,7 +55,8 @@ impl DocumentWriter {
         // `cached`: the order was applied; `self.shape_hash`: to remember it once sorted.
         let mut cached = false;
         self.shape_hash = None;
-        if n >= sort_cache::MIN_KEYS {
+        // The root object is the only one of its kind in its document: never cached.
+        if n >= sort_cache::MIN_KEYS && self.frames.len() > 1 {
             self.shape_ids.clear();
             let input = self.entries.get(start..).unwrap_or_default();
             self.shape_ids.extend(input.iter().map(|e| e.key));

@@ -5,7 +5,8 @@
 //!
 //! Within one document a key id names one key, so the same ids in the same input order have the
 //! same sorted order. Only objects without repeated keys are cached (their deduplication keeps
-//! every entry whatever the policy), and only those with [`MIN_KEYS`] keys or more: below that,
+//! every entry whatever the policy), only nested ones (a root object has no twin in its document),
+//! and only those with [`MIN_KEYS`] keys or more: below that,
 //! sorting costs less than hashing the ids.
 
 use std::hash::{BuildHasher, Hasher};
