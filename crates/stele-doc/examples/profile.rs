@@ -28,7 +28,12 @@ fn main() {
             }
         }
     } else {
+        // FORGET=1: time first conversions (no key prediction from the previous round).
+        let forget = std::env::var_os("FORGET").is_some();
         for _ in 0..rounds {
+            if forget {
+                w.forget_shape();
+            }
             total += w.from_json(&json).unwrap().len();
         }
     }

@@ -63,3 +63,9 @@ pub fn from_json(json: &[u8]) -> Result<Vec<u8>> {
 pub fn from_json_with(json: &[u8], options: WriteOptions) -> Result<Vec<u8>> {
     DocumentWriter::with_options(options).from_json(json)
 }
+
+/// The byte scanner JSON conversion uses on this CPU (for benchmark reports), e.g.
+/// `"AVX2 (32 bytes)"`; chosen at run time, so a portable build gets the SIMD one too.
+pub fn json_scanner() -> &'static str {
+    writer::scan::Level::detect().name()
+}

@@ -6,7 +6,7 @@
 
 use crate::format::u64_digits;
 use crate::reader::{ArrayIter, ObjectIter, Value};
-use crate::writer::json::find_special;
+use crate::writer::scan::find_special;
 
 /// How to print JSON.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

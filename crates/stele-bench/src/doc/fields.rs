@@ -46,6 +46,17 @@ fn ours_cached(docs: &Docs, paths: &mut [CachedPath]) -> Read {
     (found, sum)
 }
 
+/// The per-document floor: a document opened (trusted bytes) and its root read, no field.
+fn ours_open(docs: &Docs) -> usize {
+    let mut objects = 0;
+    for b in docs.iter() {
+        // SAFETY: bytes written by `DocumentWriter` (trusted).
+        let doc = unsafe { Document::new_unchecked(b) };
+        objects += usize::from(black_box(doc.root()).as_object().is_some());
+    }
+    objects
+}
+
 fn ours_get(docs: &Docs, keys: &[String]) -> Read {
     let (mut found, mut sum) = (0u64, 0u64);
     for b in docs.iter() {
@@ -124,8 +135,9 @@ pub fn field_reads(ctx: &Ctx) -> Result<()> {
         "Fields: the 3 most frequent top-level keys of each collection's first 1,000 documents. \
          Every reader fetches each field and reads its value (string length after unescaping and \
          decompression, number parsed as i64/u64/f64); the digests are compared across readers. \
-         ours cached = `Document::new_unchecked` + one `CachedPath` per field over pre-converted \
-         documents; ours get = `doc.get(key)`; ours validated = `Document::new` (full validation) + \
+         ours cached = `Document::new_unchecked` (trusted bytes) + one `CachedPath` per field over \
+         pre-converted documents; ours open = `Document::new_unchecked` + its root, no field (the \
+         per-document floor); ours get = `doc.get(key)`; ours validated = `Document::new` (full validation) + \
          `CachedPath`; sonic get = `sonic_rs::get_unchecked` once per field on the JSON text; \
          sonic many = `get_many_unchecked` with a 3-path `PointerTree` (one pass); serde_json = \
          `from_slice::<Value>` then `get` x3. Ratios are peer time / ours cached; \"best sonic\" \
@@ -135,6 +147,7 @@ pub fn field_reads(ctx: &Ctx) -> Result<()> {
     let mut t = Table::new(&[
         "collection",
         "ours cached",
+        "ours open",
         "ours get",
         "ours validated",
         "sonic get",
@@ -204,6 +217,9 @@ pub fn field_reads(ctx: &Ctx) -> Result<()> {
                 black_box(ours_cached(&docs, &mut p1));
             },
             &mut || {
+                black_box(ours_open(&docs));
+            },
+            &mut || {
                 black_box(ours_get(&docs, &keys));
             },
             &mut || {
@@ -219,13 +235,14 @@ pub fn field_reads(ctx: &Ctx) -> Result<()> {
                 black_box(serde_parse(&json, &keys));
             },
         ]);
-        let [a, b, v, g, m, s] = [t6[0], t6[1], t6[2], t6[3], t6[4], t6[5]].map(ns);
+        let [a, o, b, v, g, m, s] = [t6[0], t6[1], t6[2], t6[3], t6[4], t6[5], t6[6]].map(ns);
         let best = g.min(m);
         rs.push(best / a);
         rj.push(s / a);
         t.row(vec![
             c.name.clone(),
             f(a, 1),
+            f(o, 1),
             f(b, 1),
             f(v, 0),
             f(g, 0),
@@ -244,6 +261,7 @@ pub fn field_reads(ctx: &Ctx) -> Result<()> {
         String::new(),
         String::new(),
         String::new(),
+        String::new(),
         ratio(geomean(&rs)),
         ratio(geomean(&rj)),
     ]);
@@ -255,5 +273,6 @@ pub fn field_reads(ctx: &Ctx) -> Result<()> {
         println!("- MISMATCH: {p}");
     }
     println!();
+    super::floor::floor(ctx);
     Ok(())
 }

@@ -7,6 +7,7 @@
 mod convert;
 mod data;
 mod fields;
+mod floor;
 mod peers;
 mod sizes;
 mod table;
@@ -168,6 +169,10 @@ fn print_header(args: &Args, dir: &std::path::Path, ctx: &Ctx) {
     println!(
         "- serde_json features in this build: {} (features unify per crate)",
         peers::serde_json_features()
+    );
+    println!(
+        "- JSON scanner (chosen at run time): {}",
+        stele_doc::json_scanner()
     );
     println!("- data: {}", dir.display());
     println!(

@@ -48,12 +48,25 @@ impl Serialize for Plain<'_> {
 // bits), other scalars a constant, containers 4. The same for every reader, so results can be
 // compared for equality.
 
+thread_local! {
+    /// Where [`digest_ours`] decompresses strings.
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// Digest of one of our values.
 #[inline]
 pub fn digest_ours(v: &stele_doc::Value<'_>) -> u64 {
     use stele_doc::Value as V;
     match v {
-        V::String(s) => s.to_cow().len() as u64,
+        V::String(s) => match s.as_borrowed() {
+            Some(text) => text.len() as u64,
+            // Compressed: decompressed into a reused buffer, as a reader that keeps one does.
+            None => SCRATCH.with_borrow_mut(|buf| {
+                buf.clear();
+                s.append_to(buf);
+                buf.len() as u64
+            }),
+        },
         V::Int(i) => *i as u64,
         V::Null => 3,
         V::Bool(b) => 2 - u64::from(*b),

@@ -208,6 +208,28 @@ impl<'a> Object<'a> {
         Value::decode(self.doc, tag, s.pos.checked_sub(offset)?)
     }
 
+    /// Whether the property at sorted index `index` has key id `key_id` and the name `key`: a
+    /// cached path's check that a slot remembered from another document still holds its key.
+    /// Key ids are offsets into this document's names area, so the name is compared too.
+    #[inline(always)]
+    pub(crate) fn check_slot(&self, index: usize, key_id: usize, key: &[u8]) -> bool {
+        index < self.shape.len
+            && self.key_id(index) == key_id
+            && match self.doc.names.get(key_id) {
+                // Names under 128 bytes: a one-byte length, then the bytes.
+                Some(&len) if len < 0x80 && key.len() < 0x80 => {
+                    usize::from(len) == key.len()
+                        && self
+                            .doc
+                            .names
+                            .get(key_id + 1..key_id + 1 + key.len())
+                            .is_some_and(|name| cmp_name(name, key).is_eq())
+                }
+                Some(_) => cmp_name(name_at(self.doc.names, key_id), key).is_eq(),
+                None => false,
+            }
+    }
+
     /// Sorted index of property `key`, by binary search.
     #[inline]
     pub fn find(&self, key: &str) -> Option<usize> {

@@ -1,7 +1,6 @@
 //! Paths into documents (`address.city`, `tags[2]`, `a["dotted.key"]`) and a lookup cache that
 //! makes the same path on many documents of one shape nearly free.
 
-use super::container::cmp_name;
 use super::value::Value;
 use crate::error::{Error, Result};
 
@@ -142,8 +141,9 @@ impl Path {
 }
 
 /// A [`Path`] that remembers where each key was found in the last document and tries that slot
-/// first: for documents of the same shape a lookup is one name comparison per step instead of a
-/// binary search (the blittable series' property cache).
+/// first: for documents of the same shape a lookup checks the remembered slot (the same key id
+/// at the same sorted index, then the name's bytes) instead of a binary search (the blittable
+/// series' property cache). On a miss it searches and remembers the new slot.
 ///
 /// ```
 /// use stele_doc::{CachedPath, Document, from_json};
@@ -158,8 +158,17 @@ impl Path {
 #[derive(Debug, Clone)]
 pub struct CachedPath {
     path: Path,
-    /// Sorted index where each key step matched last time.
-    hints: Vec<usize>,
+    /// Per step: where its key matched last time (unused for index steps).
+    hints: Vec<Hint>,
+}
+
+/// Where a key sat in the last object it was found in.
+#[derive(Debug, Clone, Copy, Default)]
+struct Hint {
+    /// Sorted index of the property.
+    index: usize,
+    /// Its key id (offset of the name in the names area); `usize::MAX` before the first hit.
+    key_id: usize,
 }
 
 impl CachedPath {
@@ -170,7 +179,13 @@ impl CachedPath {
 
     /// Wraps a parsed path.
     pub fn from_path(path: Path) -> CachedPath {
-        let hints = vec![0; path.segments.len()];
+        let hints = vec![
+            Hint {
+                index: 0,
+                key_id: usize::MAX,
+            };
+            path.segments.len()
+        ];
         CachedPath { path, hints }
     }
 
@@ -191,14 +206,17 @@ impl CachedPath {
         for (seg, hint) in self.path.segments.iter().zip(self.hints.iter_mut()) {
             v = match seg {
                 PathSegment::Key(k) => {
-                    let o = v.as_object()?;
-                    let i = if *hint < o.len() && cmp_name(o.key_bytes(*hint), k.as_bytes()).is_eq()
-                    {
-                        *hint
-                    } else {
-                        let i = o.find(k)?;
-                        *hint = i;
-                        i
+                    let Value::Object(o) = v else { return None };
+                    let i = match o.check_slot(hint.index, hint.key_id, k.as_bytes()) {
+                        true => hint.index,
+                        false => {
+                            let i = o.find(k)?;
+                            *hint = Hint {
+                                index: i,
+                                key_id: o.key_id(i),
+                            };
+                            i
+                        }
                     };
                     o.value_at(i)?
                 }

@@ -165,7 +165,9 @@ pub enum Value<'a> {
 
 impl<'a> Value<'a> {
     /// Decodes the value of type `tag` whose payload is at `pos`.
-    #[inline]
+    // Always inlined: a 64-byte `Value` returned from a call goes through memory, and reading it
+    // back stalled field reads on store forwarding (a third of a 3-field read, profiled).
+    #[inline(always)]
     pub(crate) fn decode(doc: DocRef<'a>, tag: Tag, pos: usize) -> Option<Value<'a>> {
         let b = doc.bytes;
         Some(match tag {
@@ -278,6 +280,7 @@ impl<'a> Value<'a> {
     }
 
     /// The object, if this is one.
+    #[inline]
     pub fn as_object(&self) -> Option<Object<'a>> {
         match *self {
             Value::Object(o) => Some(o),

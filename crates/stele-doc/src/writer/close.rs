@@ -1,7 +1,7 @@
 //! Closing a container: its children are sorted (objects), deduplicated per policy, and its
 //! header (key ids, offsets, tags, input order) is written after them, in the narrowest widths.
 
-use super::{DocumentWriter, DuplicateKeys, Entry, KeyOrder, name_at};
+use super::{DocumentWriter, DuplicateKeys, Entry, KeyOrder, name_at, sort_cache};
 use crate::error::{Error, Result};
 use crate::format::{
     ARR_UNIFORM, OBJ_HAS_ORDER, OBJ_ORDER_BY_ID, put_uint, put_varint, width_bytes, width_code_for,
@@ -50,9 +50,35 @@ impl DocumentWriter {
         header_pos: usize,
         ids_ascending: bool,
     ) -> Result<()> {
-        let names = &self.names;
+        let n = self.entries.len() - start;
+        // Objects of a shape seen before in this document: their sorted order is known.
+        // `cached`: the order was applied; `self.shape_hash`: to remember it once sorted.
+        let mut cached = false;
+        self.shape_hash = None;
+        // The root object is the only one of its kind in its document: never cached.
+        if n >= sort_cache::MIN_KEYS && self.frames.len() > 1 {
+            self.shape_ids.clear();
+            let input = self.entries.get(start..).unwrap_or_default();
+            self.shape_ids.extend(input.iter().map(|e| e.key));
+            let hash = self.sort_cache.hash(&self.shape_ids);
+            match self.sort_cache.get(hash, &self.shape_ids) {
+                Some(order) => {
+                    self.sorted.clear();
+                    let picked = order.iter().filter_map(|&i| input.get(i as usize).copied());
+                    self.sorted.extend(picked);
+                    if let Some(dst) = self.entries.get_mut(start..)
+                        && dst.len() == self.sorted.len()
+                    {
+                        dst.copy_from_slice(&self.sorted);
+                        cached = true;
+                    }
+                }
+                None => self.shape_hash = Some(hash),
+            }
+        }
+        let names = &self.names.bytes;
         let entries = self.entries.get_mut(start..).unwrap_or_default();
-        if entries.len() > 1 {
+        if !cached && entries.len() > 1 {
             entries.sort_unstable_by(|a, b| {
                 a.prefix.cmp(&b.prefix).then_with(|| {
                     if a.key == b.key {
@@ -63,7 +89,17 @@ impl DocumentWriter {
                 })
             });
         }
-        let kept = dedup_sorted(entries, self.opts.duplicate_keys, names)?;
+        // A cached order has no repeated keys: deduplication would keep every entry.
+        let kept = match cached {
+            true => n,
+            false => dedup_sorted(entries, self.opts.duplicate_keys, names)?,
+        };
+        if let Some(hash) = self.shape_hash.take()
+            && kept == n
+        {
+            let order = entries.iter().map(|e| e.seq);
+            self.sort_cache.insert(hash, &self.shape_ids, order);
+        }
         self.entries.truncate(start + kept);
         let entries = self.entries.get(start..).unwrap_or_default();
 

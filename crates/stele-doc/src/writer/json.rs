@@ -6,56 +6,18 @@
 //! [`crate::WriteOptions`].
 
 use super::DocumentWriter;
-use super::number::scan_number;
+use super::scan::{Level, Portable, Scan};
 use crate::error::{Error, Result};
 
-const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGHS: u64 = 0x8080_8080_8080_8080;
-
-/// Bit 7 of each byte of the result is set where `x` has a zero byte (exact for the lowest one).
-#[inline(always)]
-fn zero_bytes(x: u64) -> u64 {
-    x.wrapping_sub(ONES) & !x & HIGHS
-}
-
-/// Index of the first `"`, `\` or control byte at or after `i` (or `input.len()`), and whether any
-/// byte before it may be non-ASCII. Eight bytes at a time: the common case is long plain runs.
-#[inline(always)]
-pub(crate) fn find_special(input: &[u8], mut i: usize) -> (usize, bool) {
-    let mut non_ascii = 0u64;
-    while let Some(chunk) = input.get(i..).and_then(|s| s.first_chunk::<8>()) {
-        let x = u64::from_le_bytes(*chunk);
-        let special =
-            zero_bytes(x ^ (ONES * b'"' as u64)) | zero_bytes(x ^ (ONES * b'\\' as u64)) | {
-                // Bytes below 0x20: borrow into bit 7 only where the byte is < 0x20 and < 0x80.
-                x.wrapping_sub(ONES * 0x20) & !x & HIGHS
-            };
-        if special != 0 {
-            let at = (special.trailing_zeros() / 8) as usize;
-            // Only the bytes before the special one matter for the UTF-8 check.
-            non_ascii |= x & HIGHS & ((1u64 << (at * 8)) - 1);
-            return (i + at, non_ascii != 0);
-        }
-        non_ascii |= x & HIGHS;
-        i += 8;
-    }
-    let mut seen = non_ascii != 0;
-    while let Some(&b) = input.get(i) {
-        if b == b'"' || b == b'\\' || b < 0x20 {
-            break;
-        }
-        seen |= b >= 0x80;
-        i += 1;
-    }
-    (i, seen)
-}
-
-struct Parser<'a> {
+struct Parser<'a, S: Scan> {
     input: &'a [u8],
     pos: usize,
+    scan: S,
 }
 
-impl<'a> Parser<'a> {
+// The methods the main loop calls per token are `inline(always)`: they must be compiled into
+// each `parse_with` instance, so that an AVX2 instance inlines the AVX2 scanner.
+impl<'a, S: Scan> Parser<'a, S> {
     #[cold]
     fn err(&self, offset: usize, reason: &'static str) -> Error {
         Error::json(self.input, offset, reason)
@@ -68,16 +30,16 @@ impl<'a> Parser<'a> {
 
     #[inline(always)]
     fn skip_ws(&mut self) {
-        while let Some(&b) = self.input.get(self.pos) {
-            if b > b' ' || !matches!(b, b' ' | b'\n' | b'\r' | b'\t') {
-                return;
-            }
-            self.pos += 1;
-        }
+        self.pos = self.scan.skip_ws(self.input, self.pos);
     }
 
     fn check_utf8(&self, start: usize, end: usize) -> Result<()> {
         let run = self.input.get(start..end).unwrap_or_default();
+        // SIMD validation (AVX2 or SSE4.2 chosen at run time by `simdutf8`) for the common
+        // valid case; the standard library then finds where invalid input goes wrong.
+        if simdutf8::basic::from_utf8(run).is_ok() {
+            return Ok(());
+        }
         match std::str::from_utf8(run) {
             Ok(_) => Ok(()),
             Err(e) => Err(self.err(start + e.valid_up_to(), "invalid UTF-8 in a string")),
@@ -86,10 +48,10 @@ impl<'a> Parser<'a> {
 
     /// Parses the string whose opening quote is at `self.pos`. Returns its raw range in the input
     /// when it has no escapes; otherwise decodes it into `buf` and returns `None`.
-    #[inline]
+    #[inline(always)]
     fn string(&mut self, buf: &mut Vec<u8>) -> Result<Option<(usize, usize)>> {
         let start = self.pos + 1;
-        let (mut i, mut non_ascii) = find_special(self.input, start);
+        let (mut i, mut non_ascii) = self.scan.find_special(self.input, start);
         let mut run_start = start;
         let mut escaped = false;
         loop {
@@ -123,7 +85,7 @@ impl<'a> Parser<'a> {
                 None => return Err(self.err(start - 1, "unterminated string")),
             }
             run_start = i;
-            (i, non_ascii) = find_special(self.input, i);
+            (i, non_ascii) = self.scan.find_special(self.input, i);
         }
     }
 
@@ -210,7 +172,7 @@ impl<'a> Parser<'a> {
     }
 
     /// Parses `"key" :` at `self.pos` and hands the key to the writer.
-    #[inline]
+    #[inline(always)]
     fn key(&mut self, w: &mut DocumentWriter) -> Result<()> {
         if self.peek() != Some(b'"') {
             return Err(self.err(self.pos, "expected a property name in double quotes"));
@@ -234,9 +196,41 @@ impl<'a> Parser<'a> {
     }
 }
 
-/// Parses all of `input` as one JSON value into `w` (which must be reset).
+/// Parses all of `input` as one JSON value into `w` (which must be reset), with the fastest
+/// scanner of this CPU unless the options ask for the portable one.
 pub(crate) fn parse(w: &mut DocumentWriter, input: &[u8]) -> Result<()> {
-    let mut p = Parser { input, pos: 0 };
+    let level = if w.opts.portable_scanner {
+        Level::Portable
+    } else {
+        Level::detect()
+    };
+    match level {
+        Level::Portable => parse_with(w, input, Portable),
+        #[cfg(target_arch = "x86_64")]
+        Level::Sse2 => parse_with(w, input, super::scan::x86::Sse2),
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx2 => match super::scan::x86::Avx2::new() {
+            // SAFETY: `Avx2::new` checked that this CPU has AVX2.
+            Some(scan) => unsafe { parse_avx2(w, input, scan) },
+            None => parse_with(w, input, super::scan::x86::Sse2),
+        },
+    }
+}
+
+/// [`parse_with`] compiled for AVX2, so that the AVX2 scanner inlines into it.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn parse_avx2(w: &mut DocumentWriter, input: &[u8], scan: super::scan::x86::Avx2) -> Result<()> {
+    parse_with(w, input, scan)
+}
+
+#[inline(always)]
+fn parse_with<S: Scan>(w: &mut DocumentWriter, input: &[u8], scan: S) -> Result<()> {
+    let mut p = Parser {
+        input,
+        pos: 0,
+        scan,
+    };
     if input.starts_with(&[0xEF, 0xBB, 0xBF]) {
         return Err(p.err(0, "byte order mark before the JSON text: remove it"));
     }
@@ -293,9 +287,9 @@ pub(crate) fn parse(w: &mut DocumentWriter, input: &[u8]) -> Result<()> {
             }
             b'-' | b'0'..=b'9' => {
                 let rest = input.get(p.pos..).unwrap_or_default();
-                match scan_number(rest) {
-                    Ok((len, integer)) => {
-                        w.number_checked(rest.get(..len).unwrap_or_default(), integer)?;
+                match p.scan.number(rest) {
+                    Ok((len, number)) => {
+                        w.number_classified(rest.get(..len).unwrap_or_default(), number)?;
                         p.pos += len;
                     }
                     Err((at, reason)) => return Err(p.err(p.pos + at, reason)),

@@ -8,12 +8,11 @@
 
 mod close;
 pub(crate) mod json;
+mod names;
 pub(crate) mod number;
 mod options;
-
-use std::hash::BuildHasher;
-
-use hashbrown::HashTable;
+pub(crate) mod scan;
+mod sort_cache;
 
 pub use options::{
     DEFAULT_COMPRESS_MIN_BYTES, DEFAULT_MAX_DEPTH, DuplicateKeys, KeyOrder, WriteOptions,
@@ -21,8 +20,9 @@ pub use options::{
 
 use crate::error::{Error, Result};
 use crate::format::{
-    HEADER_BYTE, Tag, get_varint, put_uint, put_varint, varint_len, width_bytes, width_code_for,
+    HEADER_BYTE, Tag, put_uint, put_varint, varint_len, width_bytes, width_code_for,
 };
+use names::{Names, name_at, name_prefix};
 use number::Number;
 
 /// A child waiting in an open container.
@@ -38,41 +38,6 @@ struct Entry {
     /// First 8 bytes of the name, big-endian, zero-padded: sorting compares these integers and
     /// reads the names only on ties (most objects never have one).
     prefix: u64,
-}
-
-/// A name in the writer's index: its id with its length and first 8 bytes, so that a probe
-/// compares two integers and reads the names area only for names longer than 8 bytes (most
-/// JSON keys are shorter). Interning this way instead of comparing the names themselves made
-/// conversion 1.03-1.33x faster on the JSON corpus (`docs/benchmarks.md`, "Documents").
-#[derive(Debug, Clone, Copy)]
-struct NameSlot {
-    id: u32,
-    len: u32,
-    /// [`name_prefix`] of the name.
-    prefix: u64,
-}
-
-impl NameSlot {
-    #[inline(always)]
-    fn holds(&self, names: &[u8], name: &[u8], prefix: u64) -> bool {
-        self.prefix == prefix
-            && self.len as usize == name.len()
-            // Up to 8 bytes, the zero-padded prefix and the length are the whole name.
-            && (name.len() <= 8 || name_at(names, self.id).get(8..) == name.get(8..))
-    }
-}
-
-/// Hash of a name for the writer's index. Names of up to 8 bytes are hashed from their prefix
-/// and length (which determine them) with one folded multiply; longer ones with foldhash.
-#[inline(always)]
-fn name_hash(state: &foldhash::fast::FixedState, name: &[u8], prefix: u64) -> u64 {
-    if name.len() <= 8 {
-        let x = prefix ^ (name.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let full = u128::from(x) * 0x2D35_8DCC_AA6C_78A5_u128;
-        (full as u64) ^ ((full >> 64) as u64)
-    } else {
-        state.hash_one(name)
-    }
 }
 
 /// An open container.
@@ -112,11 +77,13 @@ pub struct DocumentWriter {
     opts: WriteOptions,
     /// The document so far; always starts with [`HEADER_BYTE`].
     out: Vec<u8>,
-    /// The names area: each distinct key once, as varint length + UTF-8 bytes.
-    names: Vec<u8>,
-    /// Name bytes → name id, hashing into `names` so interning allocates nothing per key.
-    name_index: HashTable<NameSlot>,
-    hash_state: foldhash::fast::FixedState,
+    /// The names area and its index.
+    names: Names,
+    /// Sorted orders of this document's objects by shape, and the scratch that looks them up.
+    sort_cache: sort_cache::SortCache,
+    shape_ids: Vec<u32>,
+    shape_hash: Option<u64>,
+    sorted: Vec<Entry>,
     entries: Vec<Entry>,
     frames: Vec<Frame>,
     /// Key id and name prefix of the next value in the current object.
@@ -146,19 +113,6 @@ impl Default for DocumentWriter {
     }
 }
 
-/// The name stored at id `id` in a names area.
-#[inline]
-fn name_at(names: &[u8], id: u32) -> &[u8] {
-    let id = id as usize;
-    // Ids are only ever created by `intern`, which wrote a varint and the name there.
-    match get_varint(names, id) {
-        Some((len, used)) => names
-            .get(id + used..id + used + len as usize)
-            .unwrap_or_default(),
-        None => &[],
-    }
-}
-
 impl DocumentWriter {
     /// A writer with [`WriteOptions::default`].
     pub fn new() -> Self {
@@ -170,9 +124,11 @@ impl DocumentWriter {
         DocumentWriter {
             opts,
             out: vec![HEADER_BYTE],
-            names: Vec::new(),
-            name_index: HashTable::new(),
-            hash_state: foldhash::fast::FixedState::with_seed(0x5e1e),
+            names: Names::new(),
+            sort_cache: sort_cache::SortCache::new(),
+            shape_ids: Vec::new(),
+            shape_hash: None,
+            sorted: Vec::new(),
             entries: Vec::new(),
             frames: Vec::new(),
             pending_key: None,
@@ -194,11 +150,19 @@ impl DocumentWriter {
         self.out.clear();
         self.out.push(HEADER_BYTE);
         self.names.clear();
-        self.name_index.clear();
+        self.sort_cache.clear();
         self.entries.clear();
         self.frames.clear();
         self.pending_key = None;
         self.root = None;
+    }
+
+    /// Forgets the key names of the previous document. A writer checks each document's keys
+    /// against the previous document's, in order, before hashing them: a run of documents of
+    /// one shape interns its keys without hashing. Output is the same either way; benchmarks
+    /// that convert one text repeatedly call this to time a first conversion.
+    pub fn forget_shape(&mut self) {
+        self.names.forget_shape();
     }
 
     /// Bytes written so far for the current document (body only, without names and trailer).
@@ -252,41 +216,13 @@ impl DocumentWriter {
 
     // ----- names -------------------------------------------------------------------------------
 
-    /// The id of `name` (whose [`name_prefix`] is `prefix`) in this document's names area,
-    /// adding it on first use.
-    #[inline]
-    fn intern(&mut self, name: &[u8], prefix: u64) -> Result<u32> {
-        let hash = name_hash(&self.hash_state, name, prefix);
-        let names = &self.names;
-        if let Some(slot) = self
-            .name_index
-            .find(hash, |slot| slot.holds(names, name, prefix))
-        {
-            return Ok(slot.id);
-        }
-        let too_many = || Error::Builder {
-            expected: "at most 4 GiB of distinct key names per document",
-            got: "more",
-        };
-        let id = u32::try_from(self.names.len()).map_err(|_| too_many())?;
-        let len = u32::try_from(name.len()).map_err(|_| too_many())?;
-        put_varint(&mut self.names, name.len() as u64);
-        self.names.extend_from_slice(name);
-        let (names, state) = (&self.names, &self.hash_state);
-        self.name_index
-            .insert_unique(hash, NameSlot { id, len, prefix }, |slot| {
-                name_hash(state, name_at(names, slot.id), slot.prefix)
-            });
-        Ok(id)
-    }
-
     /// Sets the key of the next value from raw UTF-8 (the caller checked it).
     #[inline]
     pub(crate) fn key_bytes(&mut self, name: &[u8]) -> Result<()> {
         match self.frames.last() {
             Some(f) if f.is_object && self.pending_key.is_none() => {
                 let prefix = name_prefix(name);
-                self.pending_key = Some((self.intern(name, prefix)?, prefix));
+                self.pending_key = Some((self.names.intern(name, prefix)?, prefix));
                 Ok(())
             }
             Some(f) if f.is_object => Err(Error::Builder {
@@ -368,8 +304,14 @@ impl DocumentWriter {
     /// Writes a number whose text passed `scan_number`.
     #[inline]
     pub(crate) fn number_checked(&mut self, text: &[u8], integer: bool) -> Result<()> {
+        self.number_classified(text, number::classify(text, integer))
+    }
+
+    /// Writes a number whose text passed `scan_number` and was classified as `number`.
+    #[inline]
+    pub(crate) fn number_classified(&mut self, text: &[u8], number: Number) -> Result<()> {
         let pos = self.value_slot("a number")?;
-        let tag = match number::classify(text, integer) {
+        let tag = match number {
             Number::Int(v) => self.put_i64(v),
             Number::UInt(v) => {
                 self.out.extend_from_slice(&v.to_le_bytes());
@@ -608,7 +550,7 @@ impl DocumentWriter {
             });
         };
         let names_pos = self.out.len();
-        self.out.extend_from_slice(&self.names);
+        self.out.extend_from_slice(&self.names.bytes);
         let w = width_code_for(names_pos.max(root_pos) as u64);
         put_uint(&mut self.out, root_pos as u64, width_bytes(w));
         put_uint(&mut self.out, names_pos as u64, width_bytes(w));
@@ -617,28 +559,12 @@ impl DocumentWriter {
         let start = out.len();
         out.reserve_exact(self.out.len());
         out.extend_from_slice(&self.out);
+        self.names.remember_shape();
         self.reset();
         debug_assert!(
             crate::validate(out.get(start..).unwrap_or_default()).is_ok(),
             "writer produced an invalid document"
         );
         Ok(())
-    }
-}
-
-/// The first 8 bytes of `name` as a big-endian integer, zero-padded: comparing these orders
-/// names bytewise except on ties (zero padding sorts like the end of a shorter name).
-#[inline]
-fn name_prefix(name: &[u8]) -> u64 {
-    match name.first_chunk::<8>() {
-        Some(chunk) => u64::from_be_bytes(*chunk),
-        None => {
-            // Short names: a byte loop (a runtime-length copy would call `memcpy`).
-            let mut prefix = 0u64;
-            for (i, &b) in name.iter().enumerate() {
-                prefix |= u64::from(b) << (56 - 8 * i);
-            }
-            prefix
-        }
     }
 }

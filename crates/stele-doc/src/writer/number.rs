@@ -51,8 +51,17 @@ pub(crate) fn scan_number(bytes: &[u8]) -> Result<(usize, bool), (usize, &'stati
             i += 1;
         }
     }
+    let (i, exponent) = exponent_and_end(bytes, i)?;
+    Ok((i, integer && !exponent))
+}
+
+/// The optional exponent of a number at `bytes[i..]` and the check after its last digit: the
+/// index after the number and whether it had an exponent.
+#[inline(always)]
+fn exponent_and_end(bytes: &[u8], mut i: usize) -> Result<(usize, bool), (usize, &'static str)> {
+    let mut exponent = false;
     if matches!(bytes.get(i), Some(b'e' | b'E')) {
-        integer = false;
+        exponent = true;
         i += 1;
         if matches!(bytes.get(i), Some(b'+' | b'-')) {
             i += 1;
@@ -64,10 +73,100 @@ pub(crate) fn scan_number(bytes: &[u8]) -> Result<(usize, bool), (usize, &'stati
             i += 1;
         }
     }
+    // Only a number starting with `0` can be followed by a digit here.
     if matches!(bytes.get(i), Some(b'0'..=b'9')) {
         return Err((i, "leading zeros are not allowed in JSON numbers"));
     }
-    Ok((i, integer))
+    Ok((i, exponent))
+}
+
+/// Whether the 8 bytes of `x` (little-endian) are all ASCII digits.
+#[inline(always)]
+fn eight_digits(x: u64) -> bool {
+    // High nibbles must be 3, and adding 6 to each byte must not carry out of the low nibble.
+    ((x & 0xF0F0_F0F0_F0F0_F0F0)
+        | ((x.wrapping_add(0x0606_0606_0606_0606) & 0xF0F0_F0F0_F0F0_F0F0) >> 4))
+        == 0x3333_3333_3333_3333
+}
+
+/// The value of 8 ASCII digits (little-endian, first digit in the lowest byte): three
+/// multiply-shift steps that combine pairs, then quads, then the two halves.
+#[inline(always)]
+fn eight_digits_value(x: u64) -> u64 {
+    let x = (x & 0x0F0F_0F0F_0F0F_0F0F).wrapping_mul(2561) >> 8;
+    let x = (x & 0x00FF_00FF_00FF_00FF).wrapping_mul(6_553_601) >> 16;
+    (x & 0x0000_FFFF_0000_FFFF).wrapping_mul(42_949_672_960_001) >> 32
+}
+
+/// Reads the digits at `bytes[i..]` into `value` (wrapping: exact while `count` <= 19); returns
+/// the index after them and adds their number to `count`.
+#[inline(always)]
+fn digits(bytes: &[u8], mut i: usize, value: &mut u64, count: &mut usize) -> usize {
+    while let Some(chunk) = bytes.get(i..).and_then(|s| s.first_chunk::<8>()) {
+        let x = u64::from_le_bytes(*chunk);
+        if !eight_digits(x) {
+            break;
+        }
+        *value = value
+            .wrapping_mul(100_000_000)
+            .wrapping_add(eight_digits_value(x));
+        *count += 8;
+        i += 8;
+    }
+    while let Some(&d) = bytes.get(i).filter(|d| d.is_ascii_digit()) {
+        *value = value.wrapping_mul(10).wrapping_add(u64::from(d - b'0'));
+        *count += 1;
+        i += 1;
+    }
+    i
+}
+
+/// [`scan_number`] and [`classify`] in one pass, with the same results (and errors): the digits
+/// are accumulated while the grammar is checked, eight at a time where there are eight. Numbers
+/// of more than 19 digits (rare) are classified by [`classify`] from their text.
+#[inline(always)]
+pub(crate) fn parse_number(bytes: &[u8]) -> Result<(usize, Number), (usize, &'static str)> {
+    let negative = bytes.first() == Some(&b'-');
+    let mut i = usize::from(negative);
+    let (mut value, mut count) = (0u64, 0usize);
+    match bytes.get(i) {
+        Some(b'0') => {
+            i += 1;
+            count = 1;
+        }
+        Some(b'1'..=b'9') => i = digits(bytes, i, &mut value, &mut count),
+        _ => return Err((i, "expected a digit in the number")),
+    }
+    let mut scale = None;
+    if bytes.get(i) == Some(&b'.') {
+        i += 1;
+        if !matches!(bytes.get(i), Some(b'0'..=b'9')) {
+            return Err((i, "expected a digit after the decimal point"));
+        }
+        let before = count;
+        i = digits(bytes, i, &mut value, &mut count);
+        scale = Some(count - before);
+    }
+    let (i, exponent) = exponent_and_end(bytes, i)?;
+    let number = if exponent {
+        Number::Decimal
+    } else if count > 19 {
+        classify(bytes.get(..i).unwrap_or_default(), scale.is_none())
+    } else {
+        // At most 19 digits: `value` is exact and below 10^19 (so within u64).
+        match scale {
+            // A fraction: 1 to 18 fraction digits here, within MAX_SCALE.
+            Some(s) => Number::Scaled(negative, value, s as u8),
+            None if !negative => match i64::try_from(value) {
+                Ok(v) => Number::Int(v),
+                Err(_) => Number::UInt(value),
+            },
+            // `-0` would print back as `0`: keep it as text; below -2^63 too.
+            None if value == 0 || value > 1u64 << 63 => Number::Decimal,
+            None => Number::Int((value as i64).wrapping_neg()),
+        }
+    };
+    Ok((i, number))
 }
 
 /// Picks the storage of a number text already checked by [`scan_number`].

@@ -35,6 +35,7 @@ pub struct WriteOptions {
     pub(crate) key_order: KeyOrder,
     pub(crate) max_depth: usize,
     pub(crate) compress_min_bytes: Option<usize>,
+    pub(crate) portable_scanner: bool,
 }
 
 /// Strings shorter than this are never LZ4-compressed by default: below it LZ4 rarely saves the
@@ -52,6 +53,7 @@ impl Default for WriteOptions {
             key_order: KeyOrder::default(),
             max_depth: DEFAULT_MAX_DEPTH,
             compress_min_bytes: Some(DEFAULT_COMPRESS_MIN_BYTES),
+            portable_scanner: false,
         }
     }
 }
@@ -81,6 +83,15 @@ impl WriteOptions {
     /// strings, larger documents). Default: `Some(128)`.
     pub fn compress_strings(mut self, min_bytes: Option<usize>) -> Self {
         self.compress_min_bytes = min_bytes;
+        self
+    }
+
+    /// Converts JSON with the portable scanner (eight bytes at a time in a `u64`, numbers read in
+    /// two passes: the converter before its SIMD scanners) even where this CPU has SIMD ones.
+    /// Documents and errors are the same either way; this is for tests and comparisons.
+    /// Default: `false` (AVX2 or SSE2 on x86-64, checked at run time).
+    pub fn portable_scanner(mut self, portable: bool) -> Self {
+        self.portable_scanner = portable;
         self
     }
 }
