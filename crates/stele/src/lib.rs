@@ -32,7 +32,7 @@ mod stored;
 mod wal;
 
 pub use batch::{Batch, MAX_ID_BYTES, PARALLEL_JSON_BYTES, write_options};
-pub use db::{Database, DatabaseOptions};
+pub use db::{Database, DatabaseOptions, ReadOnlyDatabase};
 pub use disk::DiskUsage;
 pub use error::{Error, Result};
 pub use index::{FieldPath, IndexDef};
