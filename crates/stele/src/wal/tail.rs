@@ -27,11 +27,18 @@ use stele_table::Storage;
 pub(crate) struct SegmentReader {
     path: PathBuf,
     file: File,
+    at: Position,
+}
+
+/// How far a reader has read a segment. Kept apart from the file so that the fuzz target
+/// can feed it a segment as it grows.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Position {
     /// Bytes of whole records taken so far: where the next read starts.
-    read_bytes: u64,
+    pub(crate) read_bytes: u64,
     /// Offset and header (length and checksum) of the last record taken, read again
     /// before each read to notice a cut-back.
-    last_record: Option<(u64, [u8; HEADER_BYTES])>,
+    pub(crate) last_record: Option<(u64, [u8; HEADER_BYTES])>,
 }
 
 /// What one [`SegmentReader::read_new`] found.
@@ -67,8 +74,7 @@ impl SegmentReader {
         Ok(Some(SegmentReader {
             path: path.to_path_buf(),
             file,
-            read_bytes: 0,
-            last_record: None,
+            at: Position::default(),
         }))
     }
 
@@ -82,25 +88,27 @@ impl SegmentReader {
     pub(crate) fn bytes_after_records(&self) -> u64 {
         self.file
             .metadata()
-            .map_or(0, |m| m.len().saturating_sub(self.read_bytes))
+            .map_or(0, |m| m.len().saturating_sub(self.at.read_bytes))
     }
 
     /// Reads the whole records written after those taken so far.
     pub(crate) fn read_new(&mut self) -> Result<Read> {
-        if let Some((at, header)) = self.last_record {
+        if let Some((at, header)) = self.at.last_record {
             let mut now = [0u8; HEADER_BYTES];
             if !read_exact_at(&self.file, &mut now, at, &self.path)? || now != header {
                 return Ok(Read::CutBack);
             }
         }
         let mut tail = Vec::new();
-        read_to_end_at(&self.file, &mut tail, self.read_bytes, &self.path)?;
-        Ok(Read::Batches(self.take(&tail)))
+        read_to_end_at(&self.file, &mut tail, self.at.read_bytes, &self.path)?;
+        Ok(Read::Batches(self.at.take(&tail)))
     }
+}
 
+impl Position {
     /// Takes the whole records at the start of `tail` (the bytes after those taken);
     /// whatever follows them is not written yet.
-    fn take(&mut self, tail: &[u8]) -> Vec<LoggedBatch> {
+    pub(crate) fn take(&mut self, tail: &[u8]) -> Vec<LoggedBatch> {
         let (batches, valid, _not_yet) = read_records(tail);
         // The offset of the last whole record: walk the headers of the records read.
         let mut at = 0usize;
