@@ -100,7 +100,7 @@ impl SegmentReader {
             }
         }
         let mut tail = Vec::new();
-        read_to_end_at(&self.file, &mut tail, self.at.read_bytes, &self.path)?;
+        read_records_at(&self.file, &mut tail, self.at.read_bytes, &self.path)?;
         Ok(Read::Batches(self.at.take(&tail)))
     }
 }
@@ -143,25 +143,72 @@ fn read_exact_at(file: &File, buf: &mut [u8], at: u64, path: &Path) -> Result<bo
     }
 }
 
-/// Appends the bytes of `file` from offset `at` to its end (as it is while reading).
-fn read_to_end_at(file: &File, out: &mut Vec<u8>, mut at: u64, path: &Path) -> Result<()> {
-    let len = file
+/// Bytes read at a time after the records taken: most refreshes find a few small records,
+/// then the zeroes the writer keeps ahead (up to 1 MiB, which is not read).
+const READ_CHUNK_BYTES: usize = 16 << 10;
+
+/// Appends to `out` the bytes of `file` from offset `at` that may hold records: chunk by
+/// chunk while the records' headers (walked, not checked) say more follows, up to the first
+/// zero header or the end of the file. Whatever this reads past the whole records is
+/// checked by [`read_records`] and left for later.
+fn read_records_at(file: &File, out: &mut Vec<u8>, at: u64, path: &Path) -> Result<()> {
+    // A garbage length in a torn header must not make this allocate more than the file.
+    let file_bytes = file
         .metadata()
         .map_err(|e| Error::io("reading metadata of log segment", path, e))?
         .len();
-    let want = len.saturating_sub(at) as usize;
-    out.reserve(want);
-    let mut chunk = vec![0u8; want.clamp(4096, 1 << 20)];
+    let limit = usize::try_from(file_bytes.saturating_sub(at)).unwrap_or(usize::MAX);
+    let mut walked = 0usize;
     loop {
-        match file.read_at(&mut chunk, at) {
-            Ok(0) => return Ok(()),
-            Ok(n) => {
-                out.extend_from_slice(chunk.get(..n).unwrap_or_default());
-                at += n as u64;
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(Error::io("reading log segment", path, e)),
+        let need = match records_end(out, &mut walked) {
+            End::Zeroes => return Ok(()),
+            End::Needs(bytes) => bytes.max(out.len() + READ_CHUNK_BYTES).min(limit),
+        };
+        let have = out.len();
+        if need <= have {
+            return Ok(());
         }
+        out.resize(need, 0);
+        let mut filled = have;
+        while filled < need {
+            let slot = out.get_mut(filled..need).unwrap_or_default();
+            match file.read_at(slot, at + filled as u64) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(Error::io("reading log segment", path, e)),
+            }
+        }
+        out.truncate(filled);
+        if filled < need {
+            return Ok(()); // the end of the file
+        }
+    }
+}
+
+/// Where the records at the start of a buffer end, as far as their headers say.
+enum End {
+    /// A zero header (the zeroes written ahead): nothing more to read.
+    Zeroes,
+    /// The buffer must hold this many bytes to go on (a header or a payload is cut off).
+    Needs(usize),
+}
+
+/// Walks the record headers of `bytes` from `walked` (kept between calls).
+fn records_end(bytes: &[u8], walked: &mut usize) -> End {
+    loop {
+        let Some(header) = bytes.get(*walked..*walked + HEADER_BYTES) else {
+            return End::Needs(*walked + HEADER_BYTES);
+        };
+        if header.iter().all(|&b| b == 0) {
+            return End::Zeroes;
+        }
+        let len = record_payload_bytes(bytes, *walked).min(super::MAX_RECORD_BYTES);
+        let end = *walked + HEADER_BYTES + len;
+        if end > bytes.len() {
+            return End::Needs(end);
+        }
+        *walked = end;
     }
 }
 
@@ -257,6 +304,42 @@ mod tests {
         w.write_all_at(&other[..other.len() - 3], (one.len() + two.len()) as u64)
             .unwrap();
         assert_eq!(seqs(r.read_new().unwrap()), vec![u64::MAX]);
+    }
+
+    #[test]
+    fn records_bigger_than_a_read_are_read_whole_and_zeroes_are_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("1.log");
+        let mut big = Vec::new();
+        let ops = vec![LoggedOp::Put {
+            collection: "c".into(),
+            id: b"big".to_vec(),
+            value: Arc::from(vec![7u8; 3 * READ_CHUNK_BYTES + 5]),
+        }];
+        encode_batch(&mut big, 1, &ops).unwrap();
+        let mut bytes = record(0);
+        bytes.extend_from_slice(&big);
+        let records = bytes.len();
+        bytes.resize(records + (1 << 20), 0);
+        std::fs::write(&path, &bytes).unwrap();
+        let mut r = SegmentReader::open(&path).unwrap().unwrap();
+        let mut read = Vec::new();
+        read_records_at(&r.file, &mut read, 0, &path).unwrap();
+        // The records, then at most one chunk of the zeroes after them.
+        assert!(read.len() >= records && read.len() <= records + READ_CHUNK_BYTES);
+        match r.read_new().unwrap() {
+            Read::Batches(b) => assert_eq!(b.iter().map(|b| b.seq).collect::<Vec<_>>(), [0, 1]),
+            Read::CutBack => panic!("no cut-back here"),
+        }
+        assert_eq!(r.at.read_bytes, records as u64);
+        // A garbage length in a torn header reads no more than the file holds.
+        bytes.truncate(records);
+        bytes.extend_from_slice(&[0xff; 12]);
+        std::fs::write(&path, &bytes).unwrap();
+        match r.read_new().unwrap() {
+            Read::Batches(b) => assert!(b.is_empty()),
+            Read::CutBack => panic!("no cut-back here"),
+        }
     }
 
     #[test]
