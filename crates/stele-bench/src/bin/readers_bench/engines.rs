@@ -13,6 +13,10 @@ pub const ENGINES: [&str; 3] = ["stele", "sqlite", "lmdb"];
 pub trait Writer {
     /// Puts every `(id, JSON)` in one durable commit.
     fn commit(&mut self, docs: &[(String, String)]) -> Result<()>;
+    /// After the initial fill: the state a database settles into (Stele writes its log into
+    /// tables, as its checkpoints do every 64 MiB of log; SQLite moves its WAL into the main
+    /// file; LMDB has nothing to do).
+    fn settle(&mut self) -> Result<()>;
 }
 
 pub trait Reader {
@@ -71,6 +75,10 @@ impl Writer for SteleWriter {
         }
         Ok(self.0.commit(b)?)
     }
+
+    fn settle(&mut self) -> Result<()> {
+        Ok(self.0.checkpoint()?)
+    }
 }
 
 struct SteleReader {
@@ -111,6 +119,10 @@ impl Writer for SqliteWriter {
             }
         }
         Ok(tx.commit()?)
+    }
+
+    fn settle(&mut self) -> Result<()> {
+        Ok(self.0.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")?)
     }
 }
 
@@ -175,6 +187,10 @@ mod lmdb {
                 self.db.put(&mut w, id, json.as_bytes())?;
             }
             Ok(w.commit()?)
+        }
+
+        fn settle(&mut self) -> Result<()> {
+            Ok(())
         }
     }
 

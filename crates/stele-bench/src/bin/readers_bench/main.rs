@@ -333,7 +333,8 @@ fn percentile(mut v: Vec<f64>, p: f64) -> f64 {
     v.get(i).copied().unwrap_or(f64::NAN)
 }
 
-/// Fills a new database of `args.docs` documents (in commits of 10,000).
+/// Fills a new database of `args.docs` documents (in commits of 10,000), then lets it
+/// settle (see `Writer::settle`).
 fn fill(args: &Args, w: &mut dyn engines::Writer) -> Result<()> {
     let mut i = 0;
     while i < args.docs {
@@ -342,7 +343,7 @@ fn fill(args: &Args, w: &mut dyn engines::Writer) -> Result<()> {
         w.commit(&docs)?;
         i = end;
     }
-    Ok(())
+    w.settle()
 }
 
 struct Row {
