@@ -34,6 +34,8 @@ struct Args {
     docs: u64,
     seconds: f64,
     batch: usize,
+    /// Runs of each reader count, interleaved (0, 1, 2, 0, 1, 2, ...); medians reported.
+    repeat: usize,
     visibility_rounds: usize,
     work: Option<PathBuf>,
     engines: Vec<String>,
@@ -45,6 +47,7 @@ fn parse_args() -> Result<Args> {
         docs: 100_000,
         seconds: 5.0,
         batch: 10,
+        repeat: 3,
         visibility_rounds: 200,
         work: None,
         engines: engines::ENGINES.iter().map(|s| (*s).to_owned()).collect(),
@@ -63,11 +66,13 @@ fn parse_args() -> Result<Args> {
                 args.quick = true;
                 args.docs = 2_000;
                 args.seconds = 0.3;
+                args.repeat = 1;
                 args.visibility_rounds = 20;
             }
             "--docs" => args.docs = number(&mut it, "--docs")? as u64,
             "--seconds" => args.seconds = number(&mut it, "--seconds")?,
             "--batch" => args.batch = number(&mut it, "--batch")?.max(1.0) as usize,
+            "--repeat" => args.repeat = number(&mut it, "--repeat")?.max(1.0) as usize,
             "--work" => {
                 args.work = Some(PathBuf::from(it.next().context("--work needs a folder")?))
             }
@@ -80,6 +85,7 @@ fn parse_args() -> Result<Args> {
                      --docs N     documents in each database (default 100,000)\n\
                      --seconds S  length of each run (default 5)\n\
                      --batch B    documents per commit (default 10)\n\
+                     --repeat R   runs of each reader count, interleaved; medians (default 3)\n\
                      --only E     one engine: stele, sqlite or lmdb\n\
                      --work DIR   where the databases go (default: a temporary folder)"
                 );
@@ -327,6 +333,10 @@ fn visibility(
     Ok((refresh_us, ack_us))
 }
 
+fn median(v: Vec<f64>) -> f64 {
+    percentile(v, 0.5)
+}
+
 fn percentile(mut v: Vec<f64>, p: f64) -> f64 {
     v.sort_by(f64::total_cmp);
     let i = ((v.len() as f64 - 1.0) * p).round() as usize;
@@ -365,10 +375,11 @@ fn main() -> Result<()> {
     let args = parse_args()?;
     let temp = tempfile::tempdir_in(args.work.clone().unwrap_or_else(std::env::temp_dir))?;
     println!(
-        "readers_bench: {} documents, batches of {}, {} s per run, {} cores",
+        "readers_bench: {} documents, batches of {}, {} s per run, medians of {} runs, {} cores",
         args.docs,
         args.batch,
         args.seconds,
+        args.repeat,
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
     let mut rows = Vec::new();
@@ -385,12 +396,19 @@ fn main() -> Result<()> {
             refresh_us: (0.0, 0.0),
             ack_us: (0.0, 0.0),
         };
-        for readers in 0..3 {
-            let (c, g, cores) = run(&args, engine, &dir, readers, &mut *w)?;
-            row.commits[readers] = c;
-            row.gets[readers] = g;
+        // Interleaved, so that the load other processes put on the disk and the cores
+        // falls on every reader count alike.
+        let mut runs: [Vec<(f64, f64, f64)>; 3] = Default::default();
+        for _ in 0..args.repeat {
+            for (readers, got) in runs.iter_mut().enumerate() {
+                got.push(run(&args, engine, &dir, readers, &mut *w)?);
+            }
+        }
+        for (readers, got) in runs.into_iter().enumerate() {
+            row.commits[readers] = median(got.iter().map(|r| r.0).collect());
+            row.gets[readers] = median(got.iter().map(|r| r.1).collect());
             if readers == 0 {
-                row.writer_cores = cores;
+                row.writer_cores = median(got.iter().map(|r| r.2).collect());
             }
         }
         let (refresh, ack) = visibility(&args, engine, &dir, &mut *w)?;
