@@ -223,7 +223,8 @@ fn import_leftovers(state: &State) -> Vec<String> {
 
 impl Database {
     /// Opens the database in folder `dir`, creating it if needed, and recovers from the
-    /// log. Fails with [`Error::InUse`] if another process has it open.
+    /// log. Fails with [`Error::InUse`] if another process has it open for writing (reader
+    /// processes, [`Database::open_read_only`], do not count).
     pub fn open(dir: impl AsRef<Path>) -> Result<Database> {
         Self::open_with(dir, DatabaseOptions::default())
     }
