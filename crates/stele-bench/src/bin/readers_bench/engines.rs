@@ -77,7 +77,7 @@ impl Writer for SteleWriter {
     }
 
     fn settle(&mut self) -> Result<()> {
-        Ok(self.0.checkpoint()?)
+        Ok(self.0.compact()?)
     }
 }
 
