@@ -326,6 +326,77 @@ fn a_commit_whose_sync_failed_leaves_the_reader_at_its_next_refresh() {
 
 // ---- several processes ----
 
+const HOLDER_ENV: &str = "STELE_READERS_HOLDER_DIR";
+
+#[test]
+fn holder_child() {
+    crash::run_child_if_asked(HOLDER_ENV, |dir| {
+        let _reader = Database::open_read_only(dir).unwrap();
+        println!("\nready");
+        std::thread::sleep(std::time::Duration::from_secs(60));
+    });
+}
+
+#[test]
+fn a_killed_reader_leaves_nothing_to_clean_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = create(dir.path(), DatabaseOptions::default());
+    transfer(&db, 1);
+    let segments = || -> Vec<PathBuf> {
+        std::fs::read_dir(dir.path().join("wal"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect()
+    };
+    let held = segments();
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["holder_child", "--exact", "--nocapture", "--test-threads=1"])
+        .env(HOLDER_ENV, dir.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while line.trim() != "ready" {
+        line.clear();
+        assert!(std::io::BufRead::read_line(&mut out, &mut line).unwrap() > 0);
+    }
+    // The reader process holds its segment: a checkpoint leaves it.
+    transfer(&db, 2);
+    db.checkpoint().unwrap();
+    assert!(held.iter().all(|s| s.exists()));
+    assert_eq!(segments().len(), held.len() + 1);
+    // Killed: its locks went with it; the next checkpoint removes the segment.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    transfer(&db, 3);
+    db.checkpoint().unwrap();
+    assert!(held.iter().all(|s| !s.exists()));
+    assert_eq!(segments().len(), 1);
+    // And a writer's open removes what a reader held at the last checkpoint.
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["holder_child", "--exact", "--nocapture", "--test-threads=1"])
+        .env(HOLDER_ENV, dir.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    line.clear();
+    while line.trim() != "ready" {
+        line.clear();
+        assert!(std::io::BufRead::read_line(&mut out, &mut line).unwrap() > 0);
+    }
+    transfer(&db, 4);
+    db.checkpoint().unwrap();
+    assert_eq!(segments().len(), 2);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    drop(db);
+    let db = Database::open(dir.path()).unwrap();
+    assert_eq!(segments().len(), 1);
+    assert_eq!(last_n(&db.snapshot()), 4);
+}
+
 const WRITER_ENV: &str = "STELE_READERS_WRITER_DIR";
 const READER_ENV: &str = "STELE_READERS_READER_DIR";
 const STOP_FILE: &str = "stop-readers";
