@@ -63,6 +63,7 @@ step "bench table --test" cargo run --release --locked -q -p stele-bench --bin t
 step "bench store --quick" cargo run --release --locked -q -p stele-bench --bin store_bench -- --quick
 step "bench durable --test" cargo run --release --locked -q -p stele-bench --bin durable_bench -- --test
 step "bench compress --quick" cargo run --release --locked -q -p stele-bench --bin compress_bench -- --quick
+step "bench readers --quick" cargo run --release --locked -q -p stele-bench --bin readers_bench -- --quick
 step "plots up to date" python3 scripts/plots.py --check
 # The Python package: a venv of our own (.venv, git-ignored) with the pinned tools, reused
 # between runs; build (maturin), pytest, benchmark smoke run.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Longer runs of the reliability tests than CI's: the SIGKILL crash tests (durable maps, the
-# database, imports), the database's property test against its in-memory model, and the
-# power-loss explorations (tables, durable maps, the database) with a new seed each run.
+# database, imports, reader processes beside a killed writer), the database's property test
+# against its in-memory model, and the power-loss explorations (tables, durable maps, the
+# database) with a new seed each run.
 # Usage: scripts/soak.sh [crash rounds, default 300] [model cases, default 2000]
 #                        [power-loss states per workload, default 100000]
 # About 20 minutes with the defaults on 2 cores (the power-loss part about 14). CI
@@ -14,7 +15,7 @@ states=${3:-100000}
 export STELE_CRASH_ROUNDS=$rounds STELE_MODEL_CASES=$cases
 echo "== crash tests, $rounds rounds each"
 cargo test --release --locked -p stele-durable --test crash
-cargo test --release --locked -p stele --test crash --test import_crash
+cargo test --release --locked -p stele --test crash --test import_crash --test readers
 echo "== model property test, $cases cases"
 cargo test --release --locked -p stele --test db database_matches_model
 echo "== power-loss exploration, $states states per workload"

@@ -7,25 +7,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use stele::fuzzing::read_log_segment;
-
-/// `bytes` with the checksum of every record whose payload is there set right.
-fn with_checksums(bytes: &[u8]) -> Vec<u8> {
-    let mut out = bytes.to_vec();
-    let mut at = 0usize;
-    while let Some(len) = out.get(at..at + 4) {
-        let n = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
-        let Some(payload) = out.get(at + 12..at + 12 + n) else {
-            break;
-        };
-        let mut summed = out[at..at + 4].to_vec();
-        summed.extend_from_slice(payload);
-        let sum = stele_table::checksum(&summed).to_le_bytes();
-        out[at + 4..at + 12].copy_from_slice(&sum);
-        at += 12 + n;
-    }
-    out
-}
+use stele::fuzzing::{read_log_segment, with_log_checksums};
 
 fn check(bytes: &[u8]) {
     let seg = read_log_segment(bytes).expect("batches read from a log write again");
@@ -47,5 +29,5 @@ fn check(bytes: &[u8]) {
 
 fuzz_target!(|data: &[u8]| {
     check(data);
-    check(&with_checksums(data));
+    check(&with_log_checksums(data));
 });

@@ -12,12 +12,27 @@ use indicatif::{ProgressBar, ProgressState, ProgressStyle};
 use std::fmt::Write as FmtWrite;
 
 use crate::say::count;
-use stele::Database;
 use stele::export::{ExportOptions, export_jsonl};
 use stele::import::{ImportError, ImportFormat, ImportOptions, ImportPhase, ImportProgress};
+use stele::{Database, ReadOnlyDatabase, Snapshot};
 
 /// Opens the database at `dir`, which must exist already.
 pub(crate) fn open_existing(dir: &Path) -> Result<Database> {
+    check_existing(dir)?;
+    open_or_create(dir)
+}
+
+/// Opens the database at `dir`, which must exist already, for reading only: the read
+/// commands work beside a process that has it open for writing, and on a folder they may
+/// not write.
+pub(crate) fn open_reading(dir: &Path) -> Result<ReadOnlyDatabase> {
+    check_existing(dir)?;
+    Database::open_read_only(dir)
+        .with_context(|| format!("opening database {} for reading", dir.display()))
+}
+
+/// Fails unless `dir` is a database folder.
+fn check_existing(dir: &Path) -> Result<()> {
     if dir.is_file() {
         bail!(
             "{} is a file, not a database folder: give the folder `stele import` or `stele put` created",
@@ -30,7 +45,7 @@ pub(crate) fn open_existing(dir: &Path) -> Result<Database> {
             dir.display()
         );
     }
-    open_or_create(dir)
+    Ok(())
 }
 
 /// Opens the database at `dir`, creating it if needed.
@@ -107,7 +122,11 @@ pub(crate) fn write_creating<T>(
 
 /// Fails unless `collection` exists, listing the ones that do.
 pub(crate) fn require_collection(db: &Database, dir: &Path, collection: &str) -> Result<()> {
-    let snap = db.snapshot();
+    require_in(&db.snapshot(), dir, collection)
+}
+
+/// Fails unless `collection` exists in `snap`, listing the ones that do.
+pub(crate) fn require_in(snap: &Snapshot, dir: &Path, collection: &str) -> Result<()> {
     let names = snap.collections();
     if !snap.has_collection(collection) {
         let have = if names.is_empty() {
@@ -351,9 +370,8 @@ pub struct GetArgs {
 }
 
 pub fn get(args: &GetArgs) -> Result<()> {
-    let db = open_existing(&args.db)?;
-    require_collection(&db, &args.db, &args.collection)?;
-    let snap = db.snapshot();
+    let snap = open_reading(&args.db)?.snapshot();
+    require_in(&snap, &args.db, &args.collection)?;
     let opts = stele_doc::JsonOptions::new().pretty(args.pretty);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut missing = Vec::new();
@@ -511,13 +529,12 @@ pub struct ExportArgs {
 }
 
 pub fn export(args: &ExportArgs) -> Result<()> {
-    let db = open_existing(&args.db)?;
-    require_collection(&db, &args.db, &args.collection)?;
+    let snap = open_reading(&args.db)?.snapshot();
+    require_in(&snap, &args.db, &args.collection)?;
     let mut opts = ExportOptions::new();
     if let Some(f) = &args.id_field {
         opts = opts.id_field(f.clone());
     }
-    let snap = db.snapshot();
     let context = || format!("exporting collection {:?}", args.collection);
     let report = match args.output.as_deref().filter(|p| p.as_os_str() != "-") {
         None => match export_jsonl(&snap, &args.collection, std::io::stdout().lock(), &opts) {
@@ -620,7 +637,7 @@ pub struct StatsArgs {
 }
 
 pub fn stats(args: &StatsArgs) -> Result<()> {
-    let db = open_existing(&args.db)?;
+    let db = open_reading(&args.db)?;
     let snap = db.snapshot();
     let stats: Vec<stele::CollectionStats> =
         snap.collections().iter().map(|c| snap.stats(c)).collect();

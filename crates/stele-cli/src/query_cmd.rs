@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use stele::Query;
 
-use crate::db_cmd::{json_str, open_existing, require_collection};
+use crate::db_cmd::{json_str, open_existing, open_reading, require_collection, require_in};
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
@@ -146,10 +146,10 @@ fn build(args: &QueryArgs) -> Result<Query> {
 }
 
 pub fn query(args: &QueryArgs) -> Result<()> {
-    let db = open_existing(&args.db)?;
-    require_collection(&db, &args.db, &args.collection)?;
+    let snap = open_reading(&args.db)?.snapshot();
+    require_in(&snap, &args.db, &args.collection)?;
     let q = build(args)?;
-    let out = db.snapshot().query(&q).context("running the query")?;
+    let out = snap.query(&q).context("running the query")?;
     let mut w = std::io::BufWriter::new(std::io::stdout().lock());
     if args.explain {
         writeln!(w, "{}", out.plan)?;
@@ -237,10 +237,10 @@ pub fn index(cmd: &IndexCommand) -> Result<()> {
             collection,
             json,
         } => {
-            let database = open_existing(db)?;
-            require_collection(&database, db, collection)?;
+            let snap = open_reading(db)?.snapshot();
+            require_in(&snap, db, collection)?;
             let mut w = std::io::stdout().lock();
-            for def in database.snapshot().indexes(collection) {
+            for def in snap.indexes(collection) {
                 let fields: Vec<&str> = def.fields.iter().map(|f| f.as_str()).collect();
                 if *json {
                     let list: Vec<String> = fields.iter().map(|f| json_str(f)).collect();

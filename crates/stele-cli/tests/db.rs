@@ -317,10 +317,17 @@ fn a_database_in_use_by_another_process_names_it() {
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    on("stats", &db)
+    // A second writer is refused, naming the first; the read commands read beside it.
+    on("put", &db)
+        .args(["c", "x", "{}"])
         .assert()
         .code(1)
         .stderr(predicate::str::contains(format!("in use by pid {pid}")));
+    on("stats", &db)
+        .arg("--json")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("\"collections\":[]"));
     {
         use std::io::Write;
         let mut stdin = child.stdin.take().unwrap();

@@ -127,6 +127,15 @@ pub enum Error {
         "this collection was not opened from a root: open it with Store::map_at_root / list_at_root, or switch a root with Store::switch_root"
     )]
     NotBoundToRoot,
+    /// A write to a store opened with [`Store::open_read_only`](crate::Store::open_read_only).
+    #[error(
+        "the store in {} was opened read-only: open it with Store::open to write tables",
+        dir.display()
+    )]
+    ReadOnly {
+        /// The store's folder.
+        dir: PathBuf,
+    },
     /// A key or value larger than tables allow.
     #[error("{what} of {len} bytes is larger than the limit of {max_bytes} bytes")]
     TooLarge {

@@ -100,6 +100,8 @@ impl Store {
         V: AsRef<[u8]>,
         I: IntoIterator<Item = (K, V)>,
     {
+        // Before the sorter, which may spill into the folder.
+        self.check_writable()?;
         let opts = self.options();
         let mut sorter = Sorter::new(
             SorterOptions::default()

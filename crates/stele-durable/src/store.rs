@@ -85,6 +85,8 @@ pub struct Store {
 pub(crate) struct StoreInner {
     pub(crate) dir: PathBuf,
     pub(crate) opts: StoreOptions,
+    /// Opened with [`Store::open_read_only`]: nothing is created or written.
+    pub(crate) read_only: bool,
 }
 
 /// Held while a writer creates a table, until the table is open (and so locked).
@@ -129,8 +131,43 @@ impl Store {
                 .map_err(|e| Error::io("creating lock file", &lock, e))?;
         }
         Ok(Store {
-            inner: Arc::new(StoreInner { dir, opts }),
+            inner: Arc::new(StoreInner {
+                dir,
+                opts,
+                read_only: false,
+            }),
         })
+    }
+
+    /// Opens the store in `dir` for reading only: creates no folder and no lock file and
+    /// writes nothing, so it works on a folder this process may not write. Tables are
+    /// opened with the same shared locks as [`open`](Self::open) takes (a shared `flock`
+    /// needs only read access), so garbage collection by a writer in another process
+    /// leaves them alone. Anything that would write a table fails with
+    /// [`Error::ReadOnly`]; maps can still change in memory.
+    pub fn open_read_only(dir: impl AsRef<Path>) -> Result<Store> {
+        Self::open_read_only_with(dir, StoreOptions::default())
+    }
+
+    /// [`open_read_only`](Self::open_read_only) with options (the storage seam is not
+    /// used: nothing is written).
+    pub fn open_read_only_with(dir: impl AsRef<Path>, opts: StoreOptions) -> Result<Store> {
+        let dir = dir.as_ref().to_path_buf();
+        // A missing folder is an error here rather than an empty store: a reader given a
+        // wrong path should hear so.
+        fs::metadata(&dir).map_err(|e| Error::io("opening store folder", &dir, e))?;
+        Ok(Store {
+            inner: Arc::new(StoreInner {
+                dir,
+                opts,
+                read_only: true,
+            }),
+        })
+    }
+
+    /// Whether this store was opened with [`open_read_only`](Self::open_read_only).
+    pub fn is_read_only(&self) -> bool {
+        self.inner.read_only
     }
 
     /// The store of a table file's folder and the table's id.
@@ -163,8 +200,19 @@ impl Store {
         File::open(path).map_err(|e| Error::io("opening lock file", path, e))
     }
 
+    /// Fails with [`Error::ReadOnly`] on a store opened read-only.
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        if self.inner.read_only {
+            return Err(Error::ReadOnly {
+                dir: self.inner.dir.clone(),
+            });
+        }
+        Ok(())
+    }
+
     /// Taken before creating a table: garbage collection waits until the new table is open.
     pub(crate) fn write_guard(&self) -> Result<WriteGuard> {
+        self.check_writable()?;
         let path = self.inner.dir.join(GC_LOCK);
         let lock = self.lock_file(&path)?;
         lock.lock_shared()
@@ -285,6 +333,7 @@ impl Store {
         new: TableId,
         kind: Kind,
     ) -> Result<RootInfo> {
+        self.check_writable()?;
         let path = self.root_path(name)?;
         if new != stele_table::empty_map_id() && !self.table_path(new).exists() {
             return Err(Error::MissingTable {
@@ -318,6 +367,7 @@ impl Store {
     /// Removes root `name` if it still points at `expected`. The tables it reached are
     /// removed by the next [`collect_garbage`](Self::collect_garbage) once unused.
     pub fn remove_root(&self, name: &str, expected: TableId) -> Result<()> {
+        self.check_writable()?;
         let path = self.root_path(name)?;
         let lock_path = self.inner.dir.join(ROOTS).join(ROOTS_LOCK);
         let lock = self.lock_file(&lock_path)?;
@@ -443,6 +493,7 @@ impl Store {
     }
 
     fn collect_garbage_inner(&self, keep: &[TableId], wait: bool) -> Result<Option<GcReport>> {
+        self.check_writable()?;
         let dir = &self.inner.dir;
         let gc_path = dir.join(GC_LOCK);
         let gc_lock = self.lock_file(&gc_path)?;

@@ -27,6 +27,7 @@ use stele_doc::DocumentWriter;
 
 use crate::document::{Decimals, PyDocument, document_bytes, python_to_bytes_with, python_to_json};
 use crate::errors::{Kind, db_err, new_err, type_err};
+use crate::handle::{Handle, Opened};
 
 /// How documents read from a database come back to Python.
 #[derive(Debug, Clone, Copy)]
@@ -117,18 +118,33 @@ fn all_stats<'py>(py: Python<'py>, snap: &Snapshot) -> PyResult<Bound<'py, PyDic
 #[pyclass(module = "stele", name = "Database", frozen)]
 #[derive(Debug)]
 pub(crate) struct PyDatabase {
-    db: Mutex<Option<Database>>,
+    db: Mutex<Option<Opened>>,
     path: PathBuf,
     opts: DocOptions,
 }
 
 impl PyDatabase {
-    /// The open database (an `Arc` clone); `SteleError` once closed.
+    /// The open database (an `Arc` clone); `SteleError` once closed, in another process
+    /// than the one that opened it, or if it was opened read-only.
     fn db(&self, py: Python<'_>) -> PyResult<Database> {
-        match self.db.lock() {
-            Ok(g) => g.clone().ok_or_else(|| closed(py, &self.path)),
-            Err(p) => p.into_inner().clone().ok_or_else(|| closed(py, &self.path)),
-        }
+        self.handle(py)?.writer(py, &self.path)
+    }
+
+    /// The open database, for writing or reading only; `SteleError` once closed or in
+    /// another process than the one that opened it.
+    fn handle(&self, py: Python<'_>) -> PyResult<Handle> {
+        let opened = match self.db.lock() {
+            Ok(g) => g.clone(),
+            Err(p) => p.into_inner().clone(),
+        };
+        opened
+            .ok_or_else(|| closed(py, &self.path))?
+            .checked(py, &self.path)
+    }
+
+    /// A snapshot of the open database (see [`Handle::snapshot`]).
+    fn snap(&self, py: Python<'_>) -> PyResult<Snapshot> {
+        Ok(self.handle(py)?.snapshot())
     }
 
     fn collection(slf: &Bound<'_, Self>, name: &str) -> PyResult<PyCollection> {
@@ -143,14 +159,18 @@ impl PyDatabase {
 
 #[pymethods]
 impl PyDatabase {
-    /// Database(path, *, decimals="float", trusted=False, checkpoint_bytes=64 MiB,
-    /// compact_layers=8, pack_block_bytes=32 KiB, pack_level=9, pack_streams=True,
-    /// block_cache_bytes=64 MiB)
+    /// Database(path, *, readonly=False, decimals="float", trusted=False,
+    /// checkpoint_bytes=64 MiB, compact_layers=8, pack_block_bytes=32 KiB, pack_level=9,
+    /// pack_streams=True, block_cache_bytes=64 MiB)
     ///
     /// Opens the database in folder `path`, creating it if needed, and recovers from its
-    /// log (without the GIL). One process at a time: `InUseError` (with `pid`) if another
-    /// has it open, and a second open in this process fails the same way until the first is
-    /// closed. `decimals` is the number policy of the documents read (see `Document`).
+    /// log (without the GIL). One writing process at a time: `InUseError` (with `pid`) if
+    /// another has it open for writing, and a second open in this process fails the same
+    /// way until the first is closed. `readonly=True` opens an existing database for
+    /// reading beside its writer (any number of readers, in any processes): it writes
+    /// nothing, sees the commits written when it opened, and `refresh()` catches up. A
+    /// handle belongs to the process that opened it: after `fork()`, open the database
+    /// again in the child (using the parent's handle raises `SteleError`). `decimals` is the number policy of the documents read (see `Document`).
     /// `trusted=True` skips validating documents read: only for databases that nothing but
     /// Stele wrote (a crafted file with valid checksums could otherwise crash the process).
     /// `pack_block_bytes`: size of the blocks compaction packs compressed collections into
@@ -160,7 +180,7 @@ impl PyDatabase {
     /// packed documents in their stream form (smaller; each rebuilt on its first read);
     /// `block_cache_bytes`: memory for decoded blocks (see the Rust `DatabaseOptions`).
     #[new]
-    #[pyo3(signature = (path, *, decimals = "float", trusted = false, checkpoint_bytes = None, compact_layers = None, pack_block_bytes = None, pack_level = None, pack_streams = true, block_cache_bytes = None))]
+    #[pyo3(signature = (path, *, readonly = false, decimals = "float", trusted = false, checkpoint_bytes = None, compact_layers = None, pack_block_bytes = None, pack_level = None, pack_streams = true, block_cache_bytes = None))]
     #[expect(
         clippy::too_many_arguments,
         reason = "the Python constructor's keyword arguments, one per option"
@@ -168,6 +188,7 @@ impl PyDatabase {
     fn new(
         py: Python<'_>,
         path: PathBuf,
+        readonly: bool,
         decimals: &str,
         trusted: bool,
         checkpoint_bytes: Option<u64>,
@@ -195,11 +216,17 @@ impl PyDatabase {
         if let Some(bytes) = block_cache_bytes {
             opts = opts.block_cache_bytes(bytes);
         }
-        let db = py
-            .detach(|| Database::open_with(&path, opts))
+        let handle = py
+            .detach(|| {
+                if readonly {
+                    Database::open_read_only_with(&path, opts).map(Handle::Reader)
+                } else {
+                    Database::open_with(&path, opts).map(Handle::Writer)
+                }
+            })
             .map_err(|e| db_err(py, e))?;
         Ok(PyDatabase {
-            db: Mutex::new(Some(db)),
+            db: Mutex::new(Some(Opened::new(handle))),
             path,
             opts: DocOptions { decimals, trusted },
         })
@@ -213,6 +240,21 @@ impl PyDatabase {
             Err(p) => p.into_inner().take(),
         };
         drop(db);
+    }
+
+    /// refresh() -> int: catches a read-only database up with the process writing it
+    /// (without the GIL): later reads and snapshots see every commit written before the
+    /// call. Returns the number of the last commit now visible. Costs what changed since
+    /// the last refresh. A database open for writing sees its own commits already.
+    fn refresh(&self, py: Python<'_>) -> PyResult<u64> {
+        let handle = self.handle(py)?;
+        py.detach(|| handle.refresh()).map_err(|e| db_err(py, e))
+    }
+
+    /// True if the database was opened with `readonly=True`.
+    #[getter]
+    fn readonly(&self, py: Python<'_>) -> PyResult<bool> {
+        Ok(matches!(self.handle(py)?, Handle::Reader(_)))
     }
 
     /// True once `close()` ran.
@@ -253,12 +295,12 @@ impl PyDatabase {
 
     /// True if collection `name` has documents or indexes.
     fn __contains__(&self, py: Python<'_>, name: &str) -> PyResult<bool> {
-        Ok(self.db(py)?.snapshot().collections().contains(&name))
+        Ok(self.snap(py)?.collections().contains(&name))
     }
 
     /// Names of the collections, sorted.
     fn collections(&self, py: Python<'_>) -> PyResult<Vec<String>> {
-        let snap = self.db(py)?.snapshot();
+        let snap = self.snap(py)?;
         Ok(snap.collections().into_iter().map(str::to_owned).collect())
     }
 
@@ -276,7 +318,7 @@ impl PyDatabase {
     /// last commit; later writes do not change it. Cheap (nothing is copied).
     fn snapshot(&self, py: Python<'_>) -> PyResult<PySnapshot> {
         Ok(PySnapshot {
-            snap: self.db(py)?.snapshot(),
+            snap: self.snap(py)?,
             opts: self.opts,
         })
     }
@@ -300,7 +342,7 @@ impl PyDatabase {
     /// now, how many of them are the write-ahead log's records, and how many the zeroes the
     /// log keeps ahead of them (up to 1 MiB; best effort while a compaction runs).
     fn disk_usage<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let usage = self.db(py)?.disk_usage();
+        let usage = self.handle(py)?.disk_usage();
         let d = PyDict::new(py);
         d.set_item("total_bytes", usage.total_bytes)?;
         d.set_item("log_bytes", usage.log_bytes)?;
@@ -311,7 +353,7 @@ impl PyDatabase {
     /// {collection: {documents, layers, table_bytes, stored_bytes, unsaved_changes,
     /// packed_blocks, pack_bytes, dictionaries}}.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        all_stats(py, &self.db(py)?.snapshot())
+        all_stats(py, &self.snap(py)?)
     }
 
     fn __repr__(&self) -> String {
@@ -391,7 +433,7 @@ pub(crate) struct PyCollection {
 impl PyCollection {
     fn snapshot(&self, py: Python<'_>) -> PyResult<Snapshot> {
         match &self.reader {
-            Reader::Live(db) => Ok(db.get().db(py)?.snapshot()),
+            Reader::Live(db) => Ok(db.get().snap(py)?),
             Reader::Frozen(snap) => Ok(snap.clone()),
         }
     }

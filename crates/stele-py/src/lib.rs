@@ -10,6 +10,7 @@ mod database;
 mod document;
 mod durable;
 mod errors;
+mod handle;
 mod import;
 mod table;
 mod table_set;

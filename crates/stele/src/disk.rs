@@ -32,12 +32,17 @@ impl Database {
     /// # Ok(()) }
     /// ```
     pub fn disk_usage(&self) -> DiskUsage {
-        let log_zeroes_bytes = self.log_zeroes_bytes();
-        DiskUsage {
-            total_bytes: folder_bytes(self.dir()),
-            log_bytes: folder_bytes(&self.wal_dir()).saturating_sub(log_zeroes_bytes),
-            log_zeroes_bytes,
-        }
+        usage(self.dir(), &self.wal_dir(), self.log_zeroes_bytes())
+    }
+}
+
+/// The usage of database folder `dir` whose log (in `wal_dir`) holds `log_zeroes_bytes` of
+/// zeroes ahead.
+pub(crate) fn usage(dir: &Path, wal_dir: &Path, log_zeroes_bytes: u64) -> DiskUsage {
+    DiskUsage {
+        total_bytes: folder_bytes(dir),
+        log_bytes: folder_bytes(wal_dir).saturating_sub(log_zeroes_bytes),
+        log_zeroes_bytes,
     }
 }
 

@@ -20,7 +20,7 @@ pub enum Error {
     Document(#[from] stele_doc::Error),
     /// Another process has the database open.
     #[error(
-        "database {} is in use by pid {pid} (close it there first; a database is opened by one process at a time)",
+        "database {} is in use by pid {pid} (close it there first: one process at a time writes a database; to read beside it, open it read-only)",
         path.display()
     )]
     InUse {
@@ -28,6 +28,15 @@ pub enum Error {
         path: PathBuf,
         /// The process holding it, as it wrote in the lock file (0 if unreadable).
         pid: u32,
+    },
+    /// A read-only open of a folder that holds no database.
+    #[error(
+        "no database at {}: check the path (a read-only open needs a folder a writer created)",
+        path.display()
+    )]
+    NoDatabase {
+        /// The folder given.
+        path: PathBuf,
     },
     /// Collection names are 1 to 100 of `A-Z a-z 0-9 _ - .`, not starting with `.` or `_`.
     #[error(

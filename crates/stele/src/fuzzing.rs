@@ -44,6 +44,71 @@ pub fn read_log_segment(bytes: &[u8]) -> Result<Segment> {
     })
 }
 
+/// A log segment as a reader process tails it while the writer appends (`wal::tail`).
+#[derive(Debug)]
+pub struct Tailed {
+    /// Batches taken, over every read.
+    pub batches: usize,
+    /// Bytes of whole records taken: where the next read would start.
+    pub read_bytes: usize,
+    /// The batches taken, written again by the log writer.
+    pub reencoded: Vec<u8>,
+    /// Whether, after every read, the header the reader keeps of the last record it took
+    /// is that record's header in `bytes` (what it checks to notice a cut-back).
+    pub last_header_matches: bool,
+}
+
+/// Tails `bytes` as a reader does while they are written: a read of what has been written
+/// after each `step_bytes` more bytes (1 or more), and one at the end.
+pub fn tail_log_segment(bytes: &[u8], step_bytes: usize) -> Result<Tailed> {
+    let mut at = crate::wal::tail::Position::default();
+    let mut out = Tailed {
+        batches: 0,
+        read_bytes: 0,
+        reencoded: Vec::new(),
+        last_header_matches: true,
+    };
+    let mut written = 0usize;
+    while written < bytes.len() {
+        written = (written + step_bytes.max(1)).min(bytes.len());
+        let from = usize::try_from(at.read_bytes).unwrap_or(usize::MAX);
+        let tail = bytes.get(from..written).unwrap_or_default();
+        for b in at.take(tail) {
+            crate::wal::encode_batch(&mut out.reencoded, b.seq, &b.ops)?;
+            out.batches += 1;
+        }
+        if let Some((offset, header)) = at.last_record {
+            let offset = usize::try_from(offset).unwrap_or(usize::MAX);
+            out.last_header_matches &= bytes.get(offset..offset + header.len()) == Some(&header);
+        }
+    }
+    out.read_bytes = usize::try_from(at.read_bytes).unwrap_or(usize::MAX);
+    Ok(out)
+}
+
+/// `bytes` with the checksum of every record of a log segment whose payload is there set
+/// right (so that a fuzzer reaches the payload decoder, which a 64-bit checksum would
+/// otherwise keep it from).
+pub fn with_log_checksums(bytes: &[u8]) -> Vec<u8> {
+    let mut out = bytes.to_vec();
+    let mut at = 0usize;
+    while let Some(len) = out.get(at..at + 4) {
+        let n = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
+        let Some(payload) = out.get(at + 12..at + 12 + n) else {
+            break;
+        };
+        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+        hasher.update(out.get(at..at + 4).unwrap_or_default());
+        hasher.update(payload);
+        let sum = hasher.digest().to_le_bytes();
+        if let Some(slot) = out.get_mut(at + 4..at + 12) {
+            slot.copy_from_slice(&sum);
+        }
+        at += 12 + n;
+    }
+    out
+}
+
 /// Reads `bytes` as a `MANIFEST` file and returns the manifest written again (as the current
 /// version).
 pub fn reencode_manifest(bytes: &[u8]) -> Result<Vec<u8>> {

@@ -5,6 +5,9 @@
 //! Writes go through a checksummed write-ahead log with group commit (many writers, one
 //! fsync); [`Database::commit`] returns once a batch is on disk. Reads go through a
 //! [`Snapshot`]: a consistent view of every collection that writers never disturb.
+//! One process writes a database; any number of other processes read it beside that
+//! writer through [`Database::open_read_only`] ([`ReadOnlyDatabase`]), catching up with
+//! [`ReadOnlyDatabase::refresh`].
 //!
 //! Layout of the folder and of every file: `docs/FORMAT.md` ("Document store").
 
@@ -32,7 +35,7 @@ mod stored;
 mod wal;
 
 pub use batch::{Batch, MAX_ID_BYTES, PARALLEL_JSON_BYTES, write_options};
-pub use db::{Database, DatabaseOptions};
+pub use db::{Database, DatabaseOptions, ReadOnlyDatabase};
 pub use disk::DiskUsage;
 pub use error::{Error, Result};
 pub use index::{FieldPath, IndexDef};

@@ -20,6 +20,8 @@
 //! first one that is incomplete or fails its checksum (a write torn by a crash); the file
 //! is cut there. A bad record in an earlier segment is corruption, reported, never skipped.
 
+pub(crate) mod tail;
+
 use crate::bytes::{Reader, put_bytes, put_varint};
 use crate::error::{Error, Result};
 use crate::index::{FieldPath, IndexDef};

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use stele::compress::{BlockPacker, Dictionaries, train_dictionary};
 use stele::fuzzing::{
     SEED_DICTIONARY, index_keys, parse_dictionary_key, read_log_segment, read_packed_block,
-    reencode_manifest, split_index_key,
+    reencode_manifest, split_index_key, tail_log_segment,
 };
 use stele::{Database, DatabaseOptions};
 use stele_durable::{Kind, RootInfo, Store};
@@ -196,8 +196,11 @@ fn index_key_seeds() -> Vec<Vec<u8>> {
 fn all_seeds() -> Vec<(&'static str, Vec<Vec<u8>>)> {
     let dir = tempfile::tempdir().unwrap();
     let (logs, manifests) = database_seeds(dir.path());
+    // The tailing target: a step of 7 bytes, then the segment.
+    let tails = logs.iter().map(|l| [&[6u8][..], l].concat()).collect();
     vec![
         ("log_segment", logs),
+        ("log_tail", tails),
         ("manifest", manifests),
         ("root", root_seeds(dir.path())),
         ("packed_block", packed_block_seeds()),
@@ -214,6 +217,11 @@ fn reads(target: &str, seed: &[u8]) -> bool {
     };
     match target {
         "log_segment" => read_log_segment(seed).is_ok_and(|s| s.batches > 0 && s.stopped.is_none()),
+        "log_tail" => seed.split_first().is_some_and(|(&step, bytes)| {
+            tail_log_segment(bytes, usize::from(step) + 1).is_ok_and(|t| {
+                t.batches > 0 && read_log_segment(bytes).is_ok_and(|w| w.reencoded == t.reencoded)
+            })
+        }),
         "manifest" => reencode_manifest(seed).is_ok_and(|again| again == seed),
         "root" => RootInfo::decode(seed, Path::new("r")).is_ok(),
         "packed_block" => {

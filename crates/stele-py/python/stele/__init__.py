@@ -47,6 +47,7 @@ from ._stele import (
 def open(
     path: "str | _os.PathLike[str]",
     *,
+    readonly: bool = False,
     decimals: str = "float",
     trusted: bool = False,
     checkpoint_bytes: int | None = None,
@@ -58,10 +59,20 @@ def open(
 ) -> Database:
     """Opens (creating if needed) the database in folder ``path``; same as ``Database(...)``.
 
-    Use it as a context manager to close it. ``InUseError`` if it is open elsewhere.
+    Use it as a context manager to close it. ``InUseError`` if another process has it open
+    for writing. ``readonly=True`` opens it for reading beside that writer (any number of
+    reader processes; ``db.refresh()`` catches up with the writer's commits).
+
+    A handle belongs to the process that opened it: with worker processes (gunicorn,
+    multiprocessing), open the database in each worker after the fork::
+
+        def post_fork(server, worker):          # gunicorn hook
+            global db
+            db = stele.open("/srv/shop", readonly=True)
     """
     return Database(
         path,
+        readonly=readonly,
         decimals=decimals,
         trusted=trusted,
         checkpoint_bytes=checkpoint_bytes,

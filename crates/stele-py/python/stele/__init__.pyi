@@ -175,6 +175,7 @@ class Database:
         self,
         path: str | PathLike[str],
         *,
+        readonly: bool = False,
         decimals: Decimals = "float",
         trusted: bool = False,
         checkpoint_bytes: int | None = None,
@@ -184,12 +185,18 @@ class Database:
         pack_streams: bool = True,
         block_cache_bytes: int | None = None,
     ) -> None:
-        """Opens or creates the database; InUseError (with pid) if it is open elsewhere.
+        """Opens or creates the database; InUseError (with pid) if another process has it
+        open for writing. readonly=True reads beside that writer (refresh() catches up).
+        A handle belongs to the process that opened it: open again after fork().
 
         trusted=True skips validating documents read: only for databases nothing but Stele wrote.
         """
     def close(self) -> None:
         """Closes it (folder lock released once operations in other threads finish)."""
+    def refresh(self) -> int:
+        """Read-only: catches up with the writer's commits; the last commit's number."""
+    @property
+    def readonly(self) -> bool: ...
     @property
     def closed(self) -> bool: ...
     @property
@@ -219,6 +226,7 @@ class Database:
 def open(
     path: str | PathLike[str],
     *,
+    readonly: bool = False,
     decimals: Decimals = "float",
     trusted: bool = False,
     checkpoint_bytes: int | None = None,

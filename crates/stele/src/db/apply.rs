@@ -98,6 +98,15 @@ pub(super) fn build_index(store: &Store, state: &State, def: &IndexDef) -> Resul
         let doc = doc.document()?;
         pairs.extend(def.keys(&doc, &id).into_iter().map(|k| (k, [0u8; 0])));
     }
+    if store.is_read_only() {
+        // A reader process replaying the log writes no table: the index stays in memory
+        // until a refresh past the writer's next checkpoint opens the table it wrote.
+        let mut map = store.new_map();
+        for (k, v) in &pairs {
+            map.put(k, v)?;
+        }
+        return Ok(map);
+    }
     Ok(store.build_map(pairs)?)
 }
 

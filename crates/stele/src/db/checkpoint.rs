@@ -137,7 +137,7 @@ impl Database {
     }
 
     /// Starts a new log segment after `seq` (the manifest holds everything up to it), then
-    /// removes the segments it made obsolete.
+    /// removes the segments it made obsolete that no reader holds.
     fn restart_log(&self, seq: u64) -> Result<()> {
         let inner = &*self.inner;
         let wal_dir = inner.dir.join(WAL_DIR);
@@ -147,15 +147,8 @@ impl Database {
             })?;
             wal.rotate(seq + 1)?;
         }
-        for (first, path) in wal::list_segments(&wal_dir)? {
-            if first <= seq {
-                inner
-                    .opts
-                    .storage
-                    .remove(&path)
-                    .map_err(|e| Error::io("removing old log segment", &path, e))?;
-            }
-        }
+        // A segment a reader process holds stays for a later checkpoint or open.
+        wal::tail::remove_obsolete(&*inner.opts.storage, &wal_dir, seq)?;
         Ok(())
     }
 

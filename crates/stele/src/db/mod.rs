@@ -17,8 +17,10 @@ mod compression;
 mod dictionaries;
 mod open;
 mod options;
+mod readonly;
 
 pub use options::DatabaseOptions;
+pub use readonly::ReadOnlyDatabase;
 
 use crate::batch::Batch;
 use crate::compress::Compressor;

@@ -69,7 +69,7 @@ struct Replayed {
 }
 
 /// Reads the manifest, the checkpoint file; a database without one is empty.
-fn read_manifest(dir: &Path) -> Result<Manifest> {
+pub(super) fn read_manifest(dir: &Path) -> Result<Manifest> {
     let manifest_path = dir.join(manifest::FILE_NAME);
     match fs::read(&manifest_path) {
         Ok(bytes) => Manifest::decode(&bytes, &manifest_path),
@@ -80,7 +80,7 @@ fn read_manifest(dir: &Path) -> Result<Manifest> {
 
 /// The state the manifest records: its maps (indexes opened first, then collections),
 /// block numbers and counts. Dictionaries are not loaded yet (see `load_dictionaries`).
-fn state_at_checkpoint(
+pub(super) fn state_at_checkpoint(
     store: &Store,
     manifest: &Manifest,
     opts: &DatabaseOptions,
@@ -123,7 +123,7 @@ fn state_at_checkpoint(
 
 /// Loads the dictionaries persisted in the meta collection up to the checkpoint (the log's
 /// puts to it add the later ones as they replay).
-fn load_dictionaries(state: &mut State) -> Result<()> {
+pub(super) fn load_dictionaries(state: &mut State) -> Result<()> {
     if let Some(meta) = state.collections.get(META).cloned() {
         for entry in meta.prefix(MetaKey::DICTS) {
             let (key, value) = entry?;
@@ -223,7 +223,8 @@ fn import_leftovers(state: &State) -> Vec<String> {
 
 impl Database {
     /// Opens the database in folder `dir`, creating it if needed, and recovers from the
-    /// log. Fails with [`Error::InUse`] if another process has it open.
+    /// log. Fails with [`Error::InUse`] if another process has it open for writing (reader
+    /// processes, [`Database::open_read_only`], do not count).
     pub fn open(dir: impl AsRef<Path>) -> Result<Database> {
         Self::open_with(dir, DatabaseOptions::default())
     }
@@ -252,6 +253,8 @@ impl Database {
         load_dictionaries(&mut state)?;
         let replayed = replay_log(&store, &mut state, &wal_dir)?;
         let wal = open_log(&opts, &wal_dir, &replayed, state.seq + 1)?;
+        // Segments a reader held at the last checkpoint (see `wal::tail`).
+        wal::tail::remove_obsolete(&*opts.storage, &wal_dir, manifest.seq)?;
         let leftovers = import_leftovers(&state);
         let writer = Writer::recovered(state, replayed.logged_bytes);
         let (db, queue) = Database::assemble(dir, opts, store, lock, writer, wal);

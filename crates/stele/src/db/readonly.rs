@@ -1,0 +1,383 @@
+//! Read-only handles: processes that read a database while one writer process has it
+//! open, and never write a byte.
+//!
+//! A reader builds its state as opening does (the manifest's tables, then the log's
+//! records after the manifest's sequence number) without taking the folder lock, creating
+//! a file or cutting the log. It holds a shared lock on every table it reads (the store's
+//! rule) and on the log segment it tails (`wal::tail`), so the writer never removes what a
+//! reader uses and never waits for one. [`ReadOnlyDatabase::refresh`] catches up:
+//!
+//! - the same log segment: reads the whole records written since the last refresh (one
+//!   read of the bytes after them) and applies them to a copy of the state;
+//! - the writer started a new segment (a checkpoint) or replaced the manifest (a
+//!   checkpoint or compaction): loads again from the new manifest, which holds what the
+//!   old segment did;
+//! - the last record taken is gone (the writer cut the log back after a failed fsync):
+//!   loads again, dropping the commit that failed.
+//!
+//! Loading retries from the manifest when the writer removed a table or segment between
+//! the reader's reading of the manifest and its opening of them.
+
+use super::open::{load_dictionaries, read_manifest, state_at_checkpoint};
+use super::{DatabaseOptions, TABLES_DIR, WAL_DIR};
+use crate::disk::DiskUsage;
+use crate::error::{Error, Result};
+use crate::manifest::{self, Manifest};
+use crate::snapshot::Snapshot;
+use crate::state::State;
+use crate::wal::tail::{Read, SegmentReader};
+use crate::wal::{self, LoggedBatch};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+use stele_durable::{Store, StoreOptions};
+
+/// Loads that may start over (the writer moved on meanwhile) before the error is returned.
+const LOAD_ATTEMPTS: u32 = 100;
+
+/// A database opened for reading beside the process that writes it (see
+/// [`Database::open_read_only`](super::Database::open_read_only)). Cheap to clone;
+/// `Send + Sync`.
+///
+/// ```no_run
+/// # fn main() -> stele::Result<()> {
+/// let db = stele::Database::open_read_only("/srv/shop")?;
+/// let doc = db.snapshot().get("orders", "o-1")?;
+/// // ... later, to see what the writer committed since:
+/// db.refresh()?;
+/// let doc = db.snapshot().get("orders", "o-1")?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct ReadOnlyDatabase {
+    inner: Arc<ReadInner>,
+}
+
+#[derive(Debug)]
+struct ReadInner {
+    dir: PathBuf,
+    opts: DatabaseOptions,
+    store: Store,
+    view: Mutex<View>,
+    visible: RwLock<Arc<State>>,
+}
+
+/// Where the reader stands: the state it built, the manifest it built it from and the
+/// segment it tails.
+#[derive(Debug)]
+struct View {
+    state: Arc<State>,
+    manifest: Option<Stamp>,
+    /// The segment holding the next records; `None` when there was none yet.
+    segment: Option<SegmentReader>,
+}
+
+/// What tells a replaced manifest from the one read: replacing renames a new file over
+/// it, so the inode changes (its number may be reused; size and times tell then).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    ino: u64,
+    size: u64,
+    mtime_ns: i128,
+    ctime_ns: i128,
+}
+
+impl Stamp {
+    fn of(meta: &std::fs::Metadata) -> Stamp {
+        let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+        Stamp {
+            ino: meta.ino(),
+            size: meta.len(),
+            mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
+            ctime_ns: ns(meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+}
+
+impl super::Database {
+    /// Opens the database in `dir` for reading only, beside the process that writes it if
+    /// one does: see [`ReadOnlyDatabase`]. Writes nothing and creates no file, so it works
+    /// on a folder this process may not write; takes no folder lock, so any number of
+    /// readers and one writer share the database. Fails with [`Error::NoDatabase`] if
+    /// `dir` holds no database.
+    pub fn open_read_only(dir: impl AsRef<Path>) -> Result<ReadOnlyDatabase> {
+        ReadOnlyDatabase::open_with(dir, DatabaseOptions::default())
+    }
+
+    /// [`open_read_only`](Self::open_read_only) with options (those about reading count:
+    /// the block cache's size, the table options; nothing is written).
+    pub fn open_read_only_with(
+        dir: impl AsRef<Path>,
+        opts: DatabaseOptions,
+    ) -> Result<ReadOnlyDatabase> {
+        ReadOnlyDatabase::open_with(dir, opts)
+    }
+}
+
+impl ReadOnlyDatabase {
+    fn open_with(dir: impl AsRef<Path>, opts: DatabaseOptions) -> Result<ReadOnlyDatabase> {
+        let dir = dir.as_ref().to_path_buf();
+        if !dir.join(WAL_DIR).is_dir() && !dir.join(manifest::FILE_NAME).is_file() {
+            return Err(Error::NoDatabase { path: dir });
+        }
+        let store = Store::open_read_only_with(
+            dir.join(TABLES_DIR),
+            StoreOptions::default().table_options(opts.table.clone()),
+        )?;
+        let view = load(&dir, &store, &opts)?;
+        let visible = RwLock::new(Arc::clone(&view.state));
+        Ok(ReadOnlyDatabase {
+            inner: Arc::new(ReadInner {
+                dir,
+                opts,
+                store,
+                view: Mutex::new(view),
+                visible,
+            }),
+        })
+    }
+
+    /// The database folder.
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// A consistent view of every collection as of the last open or
+    /// [`refresh`](Self::refresh): taking it does no I/O. It keeps its tables on disk
+    /// while it lives, across the writer's checkpoints and compactions.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::new(self.state())
+    }
+
+    fn state(&self) -> Arc<State> {
+        match self.inner.visible.read() {
+            Ok(g) => Arc::clone(&g),
+            Err(p) => Arc::clone(&p.into_inner()),
+        }
+    }
+
+    /// Catches up with the writer: afterwards, snapshots hold every commit whose record
+    /// was whole in the log when this started (the writer acknowledges a commit only after
+    /// that). Returns the sequence number of the last batch now visible. Costs what changed:
+    /// the records written since the last refresh, or after a checkpoint, opening the
+    /// manifest's tables and reading the log after it. Snapshots taken before keep their
+    /// view.
+    pub fn refresh(&self) -> Result<u64> {
+        let inner = &*self.inner;
+        let mut view = inner.view.lock().map_err(|_| Error::CommitFailed {
+            reason: "a thread panicked while refreshing this read-only database".into(),
+        })?;
+        let manifest_now = manifest_stamp(&inner.dir)?;
+        let state = match tail(&inner.store, &inner.dir, &mut view, manifest_now)? {
+            Some(state) => state,
+            None => {
+                *view = load(&inner.dir, &inner.store, &inner.opts)?;
+                Arc::clone(&view.state)
+            }
+        };
+        let seq = state.seq;
+        match inner.visible.write() {
+            Ok(mut g) => *g = state,
+            Err(p) => *p.into_inner() = state,
+        }
+        Ok(seq)
+    }
+
+    /// Bytes the database's folder takes on disk now (see
+    /// [`Database::disk_usage`](super::Database::disk_usage)); the zeroes ahead are those
+    /// after the records this reader has taken.
+    pub fn disk_usage(&self) -> DiskUsage {
+        let log_zeroes_bytes = self.inner.view.lock().map_or(0, |v| {
+            v.segment
+                .as_ref()
+                .map_or(0, SegmentReader::bytes_after_records)
+        });
+        crate::disk::usage(
+            &self.inner.dir,
+            &self.inner.dir.join(WAL_DIR),
+            log_zeroes_bytes,
+        )
+    }
+
+    /// Whether `collection` stores new documents compressed, as of the last refresh.
+    pub fn compression(&self, collection: &str) -> Result<bool> {
+        self.state().compression(collection)
+    }
+}
+
+/// The stamp of the manifest now (`None`: there is none yet).
+fn manifest_stamp(dir: &Path) -> Result<Option<Stamp>> {
+    let path = dir.join(manifest::FILE_NAME);
+    match std::fs::metadata(&path) {
+        Ok(m) => Ok(Some(Stamp::of(&m))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io("reading metadata of manifest", &path, e)),
+    }
+}
+
+/// Follows the log from where `view` stands, if the manifest is still `manifest_now`
+/// and the log was neither rotated nor cut back: the new state, or `None` when the
+/// reader must load again from the manifest.
+fn tail(
+    store: &Store,
+    dir: &Path,
+    view: &mut View,
+    manifest_now: Option<Stamp>,
+) -> Result<Option<Arc<State>>> {
+    if manifest_now != view.manifest {
+        return Ok(None);
+    }
+    let wal_dir = dir.join(WAL_DIR);
+    let mut batches = Vec::new();
+    if let Some(segment) = view.segment.as_mut() {
+        match segment.read_new()? {
+            Read::Batches(b) => batches = b,
+            Read::CutBack => return Ok(None),
+        }
+    }
+    let last_seq = batches.last().map_or(view.state.seq, |b| b.seq);
+    // A segment that starts after the last record: the writer checkpointed and rotated
+    // (the manifest it wrote first holds everything before).
+    let next = wal::segment_path(&wal_dir, last_seq + 1);
+    if view.segment.as_ref().is_none_or(|s| s.path() != next) && next.exists() {
+        return Ok(None);
+    }
+    if batches.is_empty() {
+        return Ok(Some(Arc::clone(&view.state)));
+    }
+    let mut state = (*view.state).clone();
+    if !apply_batches(store, &mut state, &batches)? {
+        return Ok(None);
+    }
+    let state = Arc::new(state);
+    view.state = Arc::clone(&state);
+    Ok(Some(state))
+}
+
+/// Applies the batches after `state`'s sequence number; `false` on a gap (the reader's
+/// view and the log disagree: load again).
+fn apply_batches(store: &Store, state: &mut State, batches: &[LoggedBatch]) -> Result<bool> {
+    for batch in batches {
+        if batch.seq <= state.seq {
+            continue;
+        }
+        if batch.seq != state.seq + 1 {
+            return Ok(false);
+        }
+        super::apply::apply(store, state, &batch.ops)?;
+        state.seq = batch.seq;
+    }
+    Ok(true)
+}
+
+/// Why one load attempt did not finish.
+enum Attempt {
+    /// The writer moved on under it (a table or segment gone, the segments not following
+    /// the manifest): try again from the manifest.
+    Again(Error),
+    Failed(Error),
+}
+
+impl From<Error> for Attempt {
+    fn from(e: Error) -> Self {
+        match e {
+            e @ Error::Durable(stele_durable::Error::MissingTable { .. }) => Attempt::Again(e),
+            e => Attempt::Failed(e),
+        }
+    }
+}
+
+/// Builds the reader's view from the manifest and the log, starting over while the writer
+/// moves on under it.
+fn load(dir: &Path, store: &Store, opts: &DatabaseOptions) -> Result<View> {
+    let mut attempt = 0;
+    loop {
+        match load_once(dir, store, opts) {
+            Ok(view) => return Ok(view),
+            Err(Attempt::Again(e)) => {
+                attempt += 1;
+                if attempt >= LOAD_ATTEMPTS {
+                    return Err(e);
+                }
+                std::thread::sleep(std::time::Duration::from_micros(100 * u64::from(attempt)));
+            }
+            Err(Attempt::Failed(e)) => return Err(e),
+        }
+    }
+}
+
+fn load_once(
+    dir: &Path,
+    store: &Store,
+    opts: &DatabaseOptions,
+) -> std::result::Result<View, Attempt> {
+    let wal_dir = dir.join(WAL_DIR);
+    let stamp = manifest_stamp(dir)?;
+    let manifest = read_manifest(dir)?;
+    // The file read may be newer than the stamp (replaced in between): the next refresh
+    // then loads once more, which is harmless.
+    let mut state = state_at_checkpoint(store, &manifest, opts)?;
+    load_dictionaries(&mut state)?;
+    let segment = replay(store, &mut state, &wal_dir, &manifest)?;
+    Ok(View {
+        state: Arc::new(state),
+        manifest: stamp,
+        segment,
+    })
+}
+
+/// Replays the segments after the manifest onto `state`, each share-locked while read;
+/// returns the last one, still locked, for tailing.
+fn replay(
+    store: &Store,
+    state: &mut State,
+    wal_dir: &Path,
+    manifest: &Manifest,
+) -> std::result::Result<Option<SegmentReader>, Attempt> {
+    let segments = match wal::list_segments(wal_dir) {
+        Ok(s) => s,
+        // A database at rest with no log folder: nothing after the manifest.
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            Vec::new()
+        }
+        Err(e) => return Err(e.into()),
+    };
+    // The first segment needed: the last one that starts at or before the first record the
+    // tables lack (older ones are whole below it and may be gone already).
+    let start = segments
+        .iter()
+        .rposition(|(first, _)| *first <= manifest.seq + 1);
+    let Some(start) = start else {
+        return match segments.first() {
+            // Every segment starts later: the one before was removed after a newer manifest
+            // was written.
+            Some(_) => Err(Attempt::Again(gap(wal_dir))),
+            None => Ok(None),
+        };
+    };
+    let mut last = None;
+    for (_, path) in segments.iter().skip(start) {
+        let Some(mut segment) = SegmentReader::open(path)? else {
+            return Err(Attempt::Again(gap(wal_dir)));
+        };
+        let batches = match segment.read_new()? {
+            Read::Batches(b) => b,
+            Read::CutBack => Vec::new(),
+        };
+        if !apply_batches(store, state, &batches)? {
+            return Err(Attempt::Again(gap(wal_dir)));
+        }
+        last = Some(segment);
+    }
+    Ok(last)
+}
+
+/// The error a load gives after its last attempt found the log not following on.
+fn gap(wal_dir: &Path) -> Error {
+    Error::CorruptLog {
+        path: wal_dir.to_path_buf(),
+        offset: 0,
+        reason: "the log's segments do not follow on from the manifest (a reader retried \
+                 while the writer checkpointed, and gave up)",
+    }
+}
