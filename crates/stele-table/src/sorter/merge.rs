@@ -75,7 +75,7 @@ fn range_bound_bytes(runs: &[Run], lo: Option<&[u8]>, hi: Option<&[u8]>) -> u64 
 }
 
 /// A receiver of merged pairs, in key order (a table builder's `add`, or a caller's own).
-pub(crate) type Sink<'s> = dyn FnMut(&[u8], &[u8]) -> Result<()> + Send + 's;
+pub(crate) type Sink<'s> = super::SortedSink<'s>;
 
 /// Merges `runs` (in insertion order: later runs hold later additions) into `sink`,
 /// keeping the readers' buffers, the merged ranges in flight and the table writer within

@@ -91,6 +91,9 @@ impl Drop for SpillDir {
     }
 }
 
+/// A receiver of sorted pairs ([`Sorter::finish_each`]).
+pub type SortedSink<'s> = dyn FnMut(&[u8], &[u8]) -> Result<()> + Send + 's;
+
 /// Sorts pairs given in any order into a table, within a memory budget.
 ///
 /// Uses the rayon global thread pool (size it with `RAYON_NUM_THREADS` or run `finish`
@@ -258,10 +261,7 @@ impl Sorter {
     /// same memory budget as [`finish`](Self::finish); `sink` runs on a thread of its own
     /// when runs were spilled. Returns the number of pairs handed over. An error `sink`
     /// returns stops the sort and is returned.
-    pub fn finish_each(
-        mut self,
-        sink: &mut (dyn FnMut(&[u8], &[u8]) -> Result<()> + Send),
-    ) -> Result<u64> {
+    pub fn finish_each(mut self, sink: &mut SortedSink<'_>) -> Result<u64> {
         let mut count = 0u64;
         let mut counted = |k: &[u8], v: &[u8]| {
             count += 1;

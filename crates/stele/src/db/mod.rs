@@ -10,6 +10,7 @@
 //! `compact`), [`compaction`] (merges in line and on the background thread).
 
 mod apply;
+mod bulk;
 mod checkpoint;
 mod commit;
 mod compaction;
@@ -19,6 +20,8 @@ mod open;
 mod options;
 
 pub use options::DatabaseOptions;
+
+pub(crate) use bulk::{Landed, Landing, SORT_PREFIX};
 
 use crate::batch::Batch;
 use crate::compress::Compressor;

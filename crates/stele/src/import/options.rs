@@ -45,7 +45,12 @@ pub struct ImportOptions {
     pub(super) batch_bytes: usize,
     pub(super) write: WriteOptions,
     pub(super) cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    pub(super) memory_budget_bytes: usize,
+    pub(super) bulk: bool,
 }
+
+/// Default memory budget of an import ([`ImportOptions::memory_budget_bytes`]).
+pub const DEFAULT_IMPORT_BUDGET_BYTES: usize = 256 << 20;
 
 impl Default for ImportOptions {
     fn default() -> Self {
@@ -57,6 +62,8 @@ impl Default for ImportOptions {
             batch_bytes: 8 << 20,
             write: crate::write_options(),
             cancel: None,
+            memory_budget_bytes: DEFAULT_IMPORT_BUDGET_BYTES,
+            bulk: true,
         }
     }
 }
@@ -131,6 +138,27 @@ impl ImportOptions {
         self.cancel
             .as_ref()
             .is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    /// Memory the import may use (default 256 MiB, at least 4 MiB), whatever the input's
+    /// size: the sorter gets three quarters of it (beyond that it spills sorted runs to
+    /// the database folder and merges them), the dictionary's sample and the records being
+    /// converted share the rest. Not counted: the packing of blocks (about 12 blocks of 32
+    /// KiB per core) and the memory the database holds anyway.
+    #[must_use]
+    pub fn memory_budget_bytes(mut self, bytes: usize) -> Self {
+        self.memory_budget_bytes = bytes.max(4 << 20);
+        self
+    }
+
+    /// Whether an import into a packed collection (compression on, the default) writes its
+    /// documents once, packed, in one switch (default on; see `crate::import`'s module
+    /// documentation). Off: the documents are committed in batches to a staging collection
+    /// that is then merged, as imports into collections without compression always are.
+    #[must_use]
+    pub fn bulk(mut self, on: bool) -> Self {
+        self.bulk = on;
+        self
     }
 
     /// Document bytes per committed batch (default 8 MiB): a batch is committed when it
@@ -210,8 +238,17 @@ pub struct ImportReport {
     pub bad: Vec<BadRecord>,
     /// Input bytes read.
     pub bytes_read: u64,
-    /// Batches committed.
+    /// Batches committed (1 for a bulk write: one switch).
     pub batches: u64,
+    /// Compressed bytes of the blocks a bulk write packed the documents into (0 for a
+    /// staged write).
+    pub packed_bytes: u64,
+    /// Bytes the sorter spilled to disk, beyond the memory budget (0: sorted in memory).
+    pub spilled_bytes: u64,
+    /// Documents in the collection after the import.
+    pub collection_documents: u64,
+    /// Whether a bulk write was merged with documents already in the collection.
+    pub merged: bool,
 }
 
 /// Why an import failed. In every case but [`ImportError::RollbackFailed`] the collection
