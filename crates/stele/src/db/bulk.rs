@@ -82,6 +82,13 @@ impl Database {
         } = landing;
         let store = &self.inner.store;
         let mut w = self.quiet_writer()?;
+        if imported == 0 {
+            // Nothing to switch in (an input of no documents, or only bad ones skipped).
+            return Ok(Landed {
+                documents: crate::collection::count(&w.state, collection),
+                merged: false,
+            });
+        }
         let before = w.state.clone();
         let mut next = w.state.clone();
         if let Some((dict, _)) = &dictionary {
@@ -130,14 +137,12 @@ impl Database {
         }
         w.state = next;
         if let Err(e) = self.checkpoint_locked(&mut w, false) {
-            // Landed if the manifest naming the new blocks was written (the checkpoint
-            // published its state then); else back to the state before.
-            let published = self
-                .snapshot_state()
-                .collections
-                .get(&pname)
-                .and_then(DurableMap::id);
-            if documents == 0 || published != landed_id {
+            // The manifest may be in place even so (renamed, then its folder's sync
+            // failed; or the log's rotation failed after it): then the import landed and
+            // the state must say so; else back to the state before.
+            if self.manifest_names(&pname, landed_id) {
+                self.publish(Arc::new(w.state.clone()));
+            } else {
                 w.state = before;
                 return Err(e);
             }
@@ -153,6 +158,15 @@ impl Database {
             documents,
             merged: !empty,
         })
+    }
+
+    /// Whether the manifest on disk names table `id` as collection `name`'s.
+    fn manifest_names(&self, name: &str, id: Option<TableId>) -> bool {
+        let path = self.inner.dir.join(crate::manifest::FILE_NAME);
+        std::fs::read(&path)
+            .ok()
+            .and_then(|bytes| crate::manifest::Manifest::decode(&bytes, &path).ok())
+            .is_some_and(|m| id.is_some() && m.collections.get(name).copied().flatten() == id)
     }
 
     /// Removes the tables no map of the state opened names (what an import, a compaction
