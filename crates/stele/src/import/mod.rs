@@ -17,22 +17,30 @@
 //!
 //! # How an import stays all or nothing
 //!
-//! 1. **Read and check.** The input is read once, record by record; each record is converted
-//!    to a document and its id is found and checked. Good records go to a spool file, an
-//!    anonymous temporary file in the database folder (it has no name, so it disappears
-//!    when the import ends or the process dies). A bad record stops the import here
-//!    ([`ImportOptions::skip_bad`] off, the default) before anything has been written, or is
-//!    counted and skipped.
-//! 2. **Write.** The spool is committed in batches of [`ImportOptions::batch_docs`]
-//!    documents or [`ImportOptions::batch_bytes`] bytes into a hidden staging collection,
-//!    then one logged operation merges the staging collection into the target (replacing
-//!    documents with the same ids, updating the target's indexes) and drops it. If a commit
-//!    fails (disk full, I/O error), the staging collection is dropped; if the process dies,
-//!    the next open of the database drops it. Either way the target never holds part of an
-//!    import.
+//! 1. **Read and check.** The input is read once, record by record; records are converted
+//!    to documents on every core, a share of the memory budget at a time
+//!    ([`ImportOptions::memory_budget_bytes`]), and each one's id is found and checked, in
+//!    input order. A bad record stops the import here ([`ImportOptions::skip_bad`] off, the
+//!    default) before anything has been written, or is counted and skipped.
+//! 2. **Write**, into a packed collection (compression on, the default): in bulk ([`bulk`]).
+//!    Each document is written once, in its final form: the documents are sorted by id
+//!    with the table sorter (spilling sorted runs to the database folder beyond the
+//!    budget), packed into compressed blocks with a dictionary trained on a sample of the
+//!    input, and the blocks switched in by one checkpoint: the manifest naming them
+//!    replaces the old one in one rename. Into a collection that holds documents, the
+//!    import is merged with them at once (imported documents replace those of the same
+//!    id), its indexes rebuilt. A failure before the rename, or a killed process, leaves
+//!    tables no manifest names: the next checkpoint or open removes them.
+//! 3. **Write**, into a collection without compression (or with [`ImportOptions::bulk`]
+//!    off): staged. Good records go to a spool file, an anonymous temporary file in the
+//!    database folder, then are committed in batches of [`ImportOptions::batch_docs`]
+//!    documents or [`ImportOptions::batch_bytes`] bytes into a hidden staging collection;
+//!    one logged operation merges it into the target (replacing documents with the same
+//!    ids, updating the target's indexes) and drops it. If a commit fails, the staging
+//!    collection is dropped; if the process dies, the next open of the database drops it.
 //!
-//! Memory stays bounded by one record plus one batch. The merge holds the writer lock
-//! while it moves the documents (about a microsecond each); readers are not blocked.
+//! Either way the target never holds part of an import. Memory stays within the budget
+//! (bulk) or one record plus one batch (staged).
 //!
 //! # Ids
 //!
@@ -49,14 +57,15 @@ mod split;
 mod spool;
 
 pub use options::{
-    BadRecord, DEFAULT_IMPORT_BUDGET_BYTES, IdSource, ImportError, ImportFormat, ImportOptions,
-    ImportPhase, ImportProgress, ImportReport,
+    BadRecord, DEFAULT_IMPORT_BUDGET_BYTES, DEFAULT_IMPORT_PACK_LEVEL, IdSource, ImportError,
+    ImportFormat, ImportOptions, ImportPhase, ImportProgress, ImportReport,
 };
 
 use crate::batch::check_id;
 use crate::db::Database;
 use crate::error::Error;
 use crate::internal::{Internal, check_collection_name};
+use crate::pack::PackSettings;
 use crate::wal::LoggedOp;
 use bulk::BulkWriter;
 use options::IResult;
@@ -196,7 +205,10 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
             Some(settings) if opts.bulk => Sink::Bulk(Box::new(BulkWriter::new(
                 db,
                 collection,
-                settings,
+                PackSettings {
+                    level: opts.pack_level,
+                    ..settings
+                },
                 opts.memory_budget_bytes,
             )?)),
             _ => Sink::Staged(Spool::new(db.dir())?),
