@@ -52,10 +52,12 @@
 //! default) uses the file name without `.json`. An id replaces a document with the same id.
 
 mod bulk;
+mod documents;
 mod options;
 mod split;
 mod spool;
 
+pub use documents::BulkImport;
 pub use options::{
     BadRecord, DEFAULT_IMPORT_BUDGET_BYTES, DEFAULT_IMPORT_PACK_LEVEL, IdSource, ImportError,
     ImportFormat, ImportOptions, ImportPhase, ImportProgress, ImportReport,

@@ -310,6 +310,15 @@ pub enum ImportError {
     /// documents written before it were removed again.
     #[error(transparent)]
     Database(#[from] Error),
+    /// A batch given to a [`super::BulkImport`] deletes, or puts into another collection.
+    #[error(
+        "a bulk write into collection {collection:?} takes puts of its documents only (no \
+         deletes, no other collection): commit the others in a batch (nothing was added)"
+    )]
+    NotPutsOf {
+        /// The collection of the bulk write.
+        collection: String,
+    },
     /// A commit failed and restoring the collection failed too.
     #[error(
         "import failed ({cause}) and restoring the collection failed ({rollback}): up to {written} \
