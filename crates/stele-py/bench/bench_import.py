@@ -11,7 +11,9 @@ database at rest (opened, imported, closed; no separate compact):
     import `stele import` runs; records numbered from 1 as ids);
   - SQLite (`sqlite3`): WAL journal, one table (id INTEGER PRIMARY KEY, body TEXT), every line
     inserted as JSON text in one transaction, then closed (the WAL checkpointed into the file);
-  - DuckDB (`duckdb`): `CREATE TABLE t AS SELECT * FROM read_json(file)` (auto schema), closed.
+  - DuckDB (`duckdb`): `CREATE TABLE t AS SELECT * FROM read_json(file)` (auto schema), closed;
+    where the schema detected on read_json's sample fails on the file, again with
+    `sample_size=-1` (both attempts timed).
 Bytes at rest: every file each engine left in its folder. Stele's folder is also given without
 the zeroes its write-ahead log keeps ahead of its records (1 MiB at most; `disk_usage`), which
 the issue "Import lands compact" gives back at close in another change.
@@ -122,17 +124,25 @@ def run_sqlite(path: Path, work: Path) -> tuple[float, int]:
 
 
 def run_duckdb(path: Path, work: Path) -> tuple[float, int] | str:
+    """Auto schema from read_json's default sample; where that schema does not fit the rest
+    of the file (an error), again with the schema detected over the whole file
+    (`sample_size=-1`), the time of both attempts counted, as a user would spend it."""
     f = work / "duck.db"
     start = time.perf_counter()
-    con = duckdb.connect(str(f))
-    try:
-        con.execute(f"CREATE TABLE t AS SELECT * FROM read_json('{path}')")
-    except duckdb.Error as e:
+    for options in ["", ", sample_size=-1"]:
+        con = duckdb.connect(str(f))
+        try:
+            con.execute(f"CREATE TABLE t AS SELECT * FROM read_json('{path}'{options})")
+        except duckdb.Error as e:
+            con.close()
+            for p in work.glob("duck.db*"):
+                p.unlink()
+            error = f"failed: {str(e).splitlines()[0][:60]}"
+            continue
         con.close()
-        return f"failed: {str(e).splitlines()[0][:60]}"
-    con.close()
-    seconds = time.perf_counter() - start
-    return seconds, sum(folder_bytes(p) for p in work.glob("duck.db*"))
+        seconds = time.perf_counter() - start
+        return seconds, sum(folder_bytes(p) for p in work.glob("duck.db*"))
+    return error
 
 
 def best(fn, path: Path, repeat: int):
@@ -164,11 +174,12 @@ def main() -> int:
     header = [
         "file", "docs", "JSON MB", "zstd-3 MB", "Stele s", "SQLite s", "DuckDB s",
         "Stele MB", "Stele MB w/o log zeroes", "SQLite MB", "DuckDB MB",
-        "Stele / zstd-3", "Stele / JSON", "Stele s / DuckDB s", "Stele s / SQLite s",
-        "Stele MB / DuckDB MB",
+        "Stele / zstd-3", "Stele / JSON", "w/o zeroes: / zstd-3", "w/o zeroes: / JSON",
+        "Stele s / DuckDB s", "Stele s / SQLite s", "Stele MB / DuckDB MB",
+        "w/o zeroes: / DuckDB MB",
     ]
-    rows, sqlite_ratios, misses = [], [], []
-    smaller_than_duck, duck_compared = 0, 0
+    rows, sqlite_ratios, misses, misses_nz = [], [], [], []
+    smaller_than_duck, smaller_nz, duck_compared = 0, 0, 0
     for name, path in inputs(args.quick):
         json_bytes = path.stat().st_size
         docs = sum(1 for line in open(path, "rb") if line.strip())
@@ -183,28 +194,35 @@ def main() -> int:
             d_time, d_bytes = duck
             duck_compared += 1
             smaller_than_duck += s_bytes < d_bytes
+            smaller_nz += s_bytes_nz < d_bytes
             if json_bytes >= 10 * MB and s_time > d_time:
                 misses.append(f"{name}: time {s_time:.2f} s > DuckDB {d_time:.2f} s")
-        if json_bytes >= 1 * MB and s_bytes > 1.2 * z:
-            misses.append(f"{name}: {s_bytes / z:.2f}x zstd -3 at rest (target 1.2x)")
-        if s_bytes > json_bytes:
-            misses.append(f"{name}: {s_bytes / json_bytes:.2f}x the JSON at rest")
+        for at_rest, missed in [(s_bytes, misses), (s_bytes_nz, misses_nz)]:
+            if json_bytes >= 1 * MB and at_rest > 1.2 * z:
+                missed.append(f"{name}: {at_rest / z:.2f}x zstd -3 at rest (target 1.2x)")
+            if at_rest > json_bytes:
+                missed.append(f"{name}: {at_rest / json_bytes:.2f}x the JSON at rest")
         rows.append([
             name, docs, f"{json_bytes / MB:.2f}", f"{z / MB:.2f}", f"{s_time:.3f}",
             f"{q_time:.3f}", "-" if d_time is None else f"{d_time:.3f}",
             f"{s_bytes / MB:.2f}", f"{s_bytes_nz / MB:.2f}", f"{q_bytes / MB:.2f}",
             duck if d_bytes is None else f"{d_bytes / MB:.2f}",
             f"{s_bytes / z:.2f}", f"{s_bytes / json_bytes:.2f}",
+            f"{s_bytes_nz / z:.2f}", f"{s_bytes_nz / json_bytes:.2f}",
             "-" if d_time is None else f"{s_time / d_time:.2f}", f"{s_time / q_time:.2f}",
             "-" if d_bytes is None else f"{s_bytes / d_bytes:.2f}",
+            "-" if d_bytes is None else f"{s_bytes_nz / d_bytes:.2f}",
         ])
         print(f"{name}: done", file=sys.stderr, flush=True)
     out = table(header, rows)
     geo = math.exp(sum(map(math.log, sqlite_ratios)) / len(sqlite_ratios))
     summary = [
         f"geometric mean of Stele s / SQLite s: {geo:.2f} (target <= 1)",
-        f"Stele smaller at rest than DuckDB on {smaller_than_duck} of {duck_compared} files",
+        f"Stele smaller at rest than DuckDB on {smaller_than_duck} of {duck_compared} files "
+        f"({smaller_nz} without the log's zeroes)",
         "targets missed: " + ("none" if not misses else "; ".join(misses)),
+        "size targets missed without the log's zeroes: "
+        + ("none" if not misses_nz else "; ".join(misses_nz)),
     ]
     print(out)
     print()
