@@ -208,7 +208,8 @@ pub fn run(args: &TourArgs) -> Result<()> {
     Ok(())
 }
 
-/// Step 6: the document store: import into a temporary database, get, stats, export.
+/// Step 6: the document store: import into a temporary database (written once, packed and
+/// compressed), get, stats (its size against the JSON), export.
 fn database_step(name: &str, text: &str, views: &[Document<&[u8]>]) -> Result<()> {
     use stele::export::{ExportOptions, export_jsonl};
     use stele::import::{ImportOptions, import_reader};
@@ -247,11 +248,17 @@ fn database_step(name: &str, text: &str, views: &[Document<&[u8]>]) -> Result<()
         println!("   get {id:?} ({micros:.1} us): {short}...");
     }
     let stats = snap.stats("tour");
+    let dict_bytes = snap.dictionary_bytes("tour")?;
+    let at_rest = stats.table_bytes + dict_bytes;
     println!(
-        "   stats: {}, {}, {} on disk",
+        "   stats: {} in {} ({} bytes with the {}-byte dictionary trained \
+         on the input: {:.2}x of the {} bytes of JSON), written once by the import",
         crate::say::count(stats.documents, "document", "documents"),
-        crate::say::count(stats.layers as u64, "table", "tables"),
-        crate::say::count(stats.table_bytes, "byte", "bytes"),
+        crate::say::count(stats.packed_blocks, "compressed block", "compressed blocks"),
+        at_rest,
+        dict_bytes,
+        at_rest as f64 / text.len().max(1) as f64,
+        text.len(),
     );
     let mut out = Vec::new();
     export_jsonl(&snap, "tour", &mut out, &ExportOptions::new())?;

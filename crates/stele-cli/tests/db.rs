@@ -650,3 +650,51 @@ fn arguments_that_cannot_mean_anything_are_errors() {
         "{err}"
     );
 }
+
+/// `stele import` says what landed: the documents, their bytes at rest and the ratio to the
+/// JSON read (the sample orders pack to well under a fifth of their JSON).
+#[test]
+fn import_prints_what_landed_and_its_size_at_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("shop.db");
+    let text = stdout_of(&["import", "orders", SAMPLE, "--id-field", "id"], &db);
+    let at_rest = text
+        .lines()
+        .find(|l| l.starts_with("at rest: 1000 documents in \"orders\", "))
+        .unwrap_or_else(|| panic!("{text}"));
+    let ratio: f64 = at_rest
+        .split(" bytes (")
+        .nth(1)
+        .and_then(|r| r.split('x').next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(ratio > 0.01 && ratio < 0.2, "{at_rest}");
+    let json: serde_json::Value = serde_json::from_str(&stdout_of(
+        &[
+            "import",
+            "more",
+            SAMPLE,
+            "--id-field",
+            "id",
+            "--json",
+            "--memory",
+            "4",
+        ],
+        &db,
+    ))
+    .unwrap();
+    let (at_rest, read) = (
+        json["bytes_at_rest"].as_u64().unwrap(),
+        json["bytes_read"].as_u64().unwrap(),
+    );
+    assert_eq!(json["collection_documents"], 1000);
+    assert!(at_rest > 0 && at_rest * 5 < read, "{json}");
+    assert!(json["folder_bytes"].as_u64().unwrap() > at_rest, "{json}");
+    // Below the smallest budget: a clear error, nothing imported.
+    on("import", &db)
+        .args(["other", SAMPLE, "--memory", "3"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("--memory"));
+}

@@ -478,10 +478,21 @@ impl PyCollection {
         db: &Database,
         items: &[(String, Payload<'_>)],
     ) -> PyResult<()> {
+        self.puts_into(py, db, items, None)
+    }
+
+    /// Puts `items` in one batch, committed, or (with `bulk`) added to a bulk write.
+    fn puts_into(
+        &self,
+        py: Python<'_>,
+        db: &Database,
+        items: &[(String, Payload<'_>)],
+        bulk: Option<&mut stele::import::BulkImport>,
+    ) -> PyResult<()> {
         let name = self.name.as_str();
         // The payloads borrow the buffers of `str`, `bytes` and `Document` objects that the
         // caller holds; those objects are immutable, so reading them without the GIL is sound.
-        py.detach(|| {
+        py.detach(|| -> Result<(), PutError> {
             let mut batch = db.batch();
             // Runs of JSON text are converted on all cores.
             let mut json: Vec<(&str, &[u8])> = Vec::new();
@@ -496,9 +507,35 @@ impl PyCollection {
                 }
             }
             batch.put_json_many(name, &json)?;
-            db.commit(batch)
+            match bulk {
+                Some(bulk) => bulk.add(batch).map_err(PutError::Bulk),
+                None => Ok(db.commit(batch)?),
+            }
         })
-        .map_err(|e| db_err(py, e))
+        .map_err(|e| match e {
+            PutError::Db(e) => db_err(py, e),
+            PutError::Bulk(e) => import_err(py, e),
+        })
+    }
+}
+
+/// A bulk write's error as a Python exception.
+fn import_err(py: Python<'_>, e: stele::import::ImportError) -> PyErr {
+    match e {
+        stele::import::ImportError::Database(e) => db_err(py, e),
+        e => new_err(py, Kind::Stele, e.to_string()),
+    }
+}
+
+/// Why puts failed: a commit, or a bulk write.
+enum PutError {
+    Db(stele::Error),
+    Bulk(stele::import::ImportError),
+}
+
+impl From<stele::Error> for PutError {
+    fn from(e: stele::Error) -> Self {
+        PutError::Db(e)
     }
 }
 
@@ -809,10 +846,13 @@ impl PyCollection {
     /// put_many(items, *, id_field=None, batch=1000) -> int
     ///
     /// Stores many documents: `items` yields `(id, value)` pairs, or, with `id_field`,
-    /// values (dicts or Documents) whose field `id_field` (a str or int) is the id. Commits
-    /// every `batch` documents (each commit is atomic; use `db.batch()` for all or nothing),
-    /// converting and committing without the GIL, JSON text (str, bytes) on all cores.
-    /// Returns the number stored.
+    /// values (dicts or Documents) whose field `id_field` (a str or int) is the id,
+    /// converting without the GIL, JSON text (str, bytes) on all cores. Up to `batch`
+    /// documents are one atomic commit. More go in bulk into a collection with compression
+    /// on (the default), as `import_file` writes: each document written once, sorted by id,
+    /// packed into compressed blocks, all of them landing at the end, all or nothing (the
+    /// last of equal ids wins); into a collection without compression they are committed
+    /// every `batch` documents. Returns the number stored.
     #[pyo3(signature = (items, *, id_field = None, batch = 1000))]
     fn put_many(
         &self,
@@ -825,16 +865,27 @@ impl PyCollection {
         let batch = at_least_one(py, "batch", batch)?;
         let mut held: Vec<(String, Bound<'_, PyAny>)> = Vec::with_capacity(batch);
         let mut stored = 0;
-        let flush = |held: &mut Vec<(String, Bound<'_, PyAny>)>| -> PyResult<usize> {
-            let payloads = held
-                .iter()
-                .map(|(id, v)| Ok((id.clone(), Payload::of(py, v)?)))
-                .collect::<PyResult<Vec<_>>>()?;
-            self.commit_puts(py, &db, &payloads)?;
-            let n = held.len();
-            held.clear();
-            Ok(n)
-        };
+        // Started when a second batch comes: a put_many of one batch stays one commit.
+        let mut bulk: Option<stele::import::BulkImport> = None;
+        let mut bulk_asked = false;
+        let mut flush =
+            |held: &mut Vec<(String, Bound<'_, PyAny>)>, more: bool| -> PyResult<usize> {
+                if more && !bulk_asked {
+                    bulk_asked = true;
+                    let opts = stele::import::ImportOptions::new();
+                    bulk = py
+                        .detach(|| stele::import::BulkImport::new(&db, &self.name, &opts))
+                        .map_err(|e| import_err(py, e))?;
+                }
+                let payloads = held
+                    .iter()
+                    .map(|(id, v)| Ok((id.clone(), Payload::of(py, v)?)))
+                    .collect::<PyResult<Vec<_>>>()?;
+                self.puts_into(py, &db, &payloads, bulk.as_mut())?;
+                let n = held.len();
+                held.clear();
+                Ok(n)
+            };
         for (n, item) in items.try_iter()?.enumerate() {
             let item = item?;
             let (id, value) = match id_field {
@@ -850,12 +901,16 @@ impl PyCollection {
                     (id_arg(&id)?.to_owned(), item.get_item(1)?)
                 }
             };
-            held.push((id, value));
-            if held.len() >= batch {
-                stored += flush(&mut held)?;
+            // A full batch waits for the next item: whether more come decides its fate.
+            if held.len() == batch {
+                stored += flush(&mut held, true)?;
             }
+            held.push((id, value));
         }
-        stored += flush(&mut held)?;
+        stored += flush(&mut held, false)?;
+        if let Some(bulk) = bulk {
+            py.detach(|| bulk.finish()).map_err(|e| import_err(py, e))?;
+        }
         Ok(stored)
     }
 

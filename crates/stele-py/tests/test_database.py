@@ -243,12 +243,43 @@ def test_put_many_with_id_field(db):
         c.put_many([("a", {}, "extra")])
 
 
-def test_put_many_error_keeps_earlier_batches(db):
+def test_put_many_of_one_batch_commits_it_and_of_more_lands_all_or_nothing(db):
     c = db["c"]
+    # One batch: one commit (a bad document fails it).
+    with pytest.raises(stele.InvalidInput):
+        c.put_many([("k0", {"i": 0}), ("bad", '{"x":')], batch=2)
+    assert len(c) == 0
+    # More than one batch: written in bulk, all or nothing.
     items = [(f"k{i}", {"i": i}) for i in range(5)] + [("bad", '{"x":')]
     with pytest.raises(stele.InvalidInput):
         c.put_many(items, batch=2)
-    assert len(c) == 4  # two full batches committed; the third (k4 + bad) was not
+    assert len(c) == 0
+
+
+def test_put_many_of_many_documents_lands_packed_with_indexes_right(db):
+    c = db["c"]
+    c.create_index("by_city", "city")
+    cities = ["Lima", "Oslo", "Pune"]
+    first = [(f"k{i:05}", {"i": i, "city": cities[i % 3]}) for i in range(3000)]
+    assert c.put_many(first, batch=500) == 3000
+    stats = db.stats()["c"]
+    assert stats["documents"] == 3000 and stats["packed_blocks"] > 0, stats
+    # Into the non-empty collection: JSON text and dicts, a replaced id, the last of two wins.
+    c["extra"] = {"i": -1, "city": "Oslo"}
+    del c["k00001"]
+    second = [(f"k{i:05}", json.dumps({"i": -i, "city": "Kyiv"})) for i in range(2500, 4000)]
+    second += [("k00002", {"i": 2, "city": "Bonn"}), ("k00002", {"i": 22, "city": "Bonn"})]
+    assert c.put_many(second, batch=400) == len(second)
+    want = {k: v for k, v in first}
+    want.pop("k00001")
+    want["extra"] = {"i": -1, "city": "Oslo"}
+    want.update({k: json.loads(v) if isinstance(v, str) else v for k, v in second})
+    assert len(c) == len(want)
+    assert {k: d.to_python() for k, d in c.items()} == want
+    for city in [*cities, "Kyiv", "Bonn"]:
+        got = c.query(eq={"city": city})
+        assert got.index == "by_city"
+        assert sorted(got.ids()) == sorted(k for k, v in want.items() if v["city"] == city)
 
 
 def test_batch_commits_on_exit(db, books):
@@ -507,7 +538,8 @@ def test_import_jsonl_of_real_data(db, tmp_path):
     c = db["cities"]
     report = c.import_jsonl(path, batch=64)
     assert report["imported"] == 400 and report["skipped"] == 0 and report["bad"] == []
-    assert report["batches"] == 7 and report["bytes_read"] == path.stat().st_size
+    # Written in bulk: one switch whatever the batch size.
+    assert report["batches"] == 1 and report["bytes_read"] == path.stat().st_size
     assert len(c) == 400
     assert c["0000000001"].to_python() == json.loads(lines[0])
     assert c["0000000400"].to_python() == json.loads(lines[399])

@@ -311,3 +311,64 @@ fn long_shared_prefixes_and_prefix_keys_sort_correctly() {
     want.sort();
     assert_eq!(contents(&t), want);
 }
+
+#[test]
+fn finish_each_hands_over_the_model_in_key_order_in_memory_and_spilled() {
+    let pairs = shuffled_pairs(20_000, 5);
+    for policy in [DuplicatePolicy::KeepLast, DuplicatePolicy::KeepFirst] {
+        let want: Pairs = model(&pairs, policy).unwrap().into_iter().collect();
+        for budget in [64 << 20, 128 << 10] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut s = Sorter::new(
+                SorterOptions::default()
+                    .memory_budget_bytes(budget)
+                    .temp_dir(dir.path())
+                    .duplicates(policy),
+            )
+            .unwrap();
+            for (k, v) in &pairs {
+                s.add(k, v).unwrap();
+            }
+            assert_eq!(s.spilled_runs() > 0, budget < 1 << 20);
+            let mut got: Pairs = Vec::new();
+            let n = s
+                .finish_each(&mut |k, v| {
+                    got.push((k.to_vec(), v.to_vec()));
+                    Ok(())
+                })
+                .unwrap();
+            assert_eq!(n as usize, want.len());
+            assert_eq!(got, want, "{policy:?}, budget {budget}");
+            // No runs left behind, no table written.
+            assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        }
+    }
+}
+
+#[test]
+fn finish_each_stops_at_the_sinks_error() {
+    let pairs = shuffled_pairs(20_000, 0);
+    for budget in [64 << 20, 128 << 10] {
+        let mut s = Sorter::new(
+            SorterOptions::default()
+                .memory_budget_bytes(budget)
+                .duplicates(DuplicatePolicy::KeepLast),
+        )
+        .unwrap();
+        for (k, v) in &pairs {
+            s.add(k, v).unwrap();
+        }
+        let mut seen = 0;
+        let err = s
+            .finish_each(&mut |_, _| {
+                seen += 1;
+                if seen == 100 {
+                    return Err(Error::Internal("stop here"));
+                }
+                Ok(())
+            })
+            .unwrap_err();
+        assert!(matches!(err, Error::Internal("stop here")), "{err}");
+        assert_eq!(seen, 100);
+    }
+}

@@ -16,6 +16,7 @@ fn a_cancelled_import_imports_nothing() {
     let flag = Arc::new(AtomicBool::new(false));
     let opts = ImportOptions::new()
         .batch_docs(1000)
+        .bulk(false)
         .cancel_flag(Arc::clone(&flag));
     // Cancelled while writing, after some batches were committed to the staging collection.
     let mut reports = 0;
@@ -48,4 +49,39 @@ fn a_cancelled_import_imports_nothing() {
     let report = import_reader(&db, "c", "<test>", text.as_bytes(), None, &opts, |_| {}).unwrap();
     assert_eq!(report.documents, 20_000);
     assert_eq!(db.snapshot().count("c"), 20_000);
+}
+
+#[test]
+fn a_bulk_import_cancelled_while_reading_imports_nothing_and_leaves_no_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    let mut batch = db.batch();
+    batch.put_json("c", "before", br#"{"n":-1}"#).unwrap();
+    db.commit(batch).unwrap();
+    db.checkpoint().unwrap();
+    let tables = |dir: &std::path::Path| -> Vec<String> {
+        let mut t: Vec<String> = std::fs::read_dir(dir.join("tables"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".stt"))
+            .collect();
+        t.sort();
+        t
+    };
+    let before = tables(dir.path());
+    let text: String = (0..20_000).map(|i| format!("{{\"n\":{i}}}\n")).collect();
+    let flag = Arc::new(AtomicBool::new(false));
+    let opts = ImportOptions::new().cancel_flag(Arc::clone(&flag));
+    let err = import_reader(&db, "c", "<test>", text.as_bytes(), None, &opts, |p| {
+        if p.documents >= 4096 {
+            flag.store(true, Ordering::Relaxed);
+        }
+    })
+    .unwrap_err();
+    assert!(matches!(err, ImportError::Cancelled), "{err}");
+    assert_eq!(db.snapshot().count("c"), 1);
+    drop(db);
+    let db = Database::open(dir.path()).unwrap();
+    assert_eq!(db.snapshot().count("c"), 1);
+    assert_eq!(tables(dir.path()), before, "no table of the import is left");
 }

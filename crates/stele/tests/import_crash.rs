@@ -1,5 +1,7 @@
 //! An import killed with SIGKILL at random moments leaves the target collection with all of
-//! the import or none of it, never part; the next open removes the staging collection.
+//! the import or none of it, never part; the next open removes what it left behind (the
+//! tables a bulk import wrote and no manifest names, its sort folder; the staging
+//! collection of a staged import).
 #![allow(
     clippy::unwrap_used,
     reason = "tests: a failed unwrap is a failed test"
@@ -37,7 +39,7 @@ fn killed_imports_land_whole_or_not_at_all() {
     // A fifth of the rounds of the other crash tests: each one imports from the start.
     let mut crash = Crash::new("import_child", CHILD_ENV, work.path())
         .rounds_of(crash::rounds_from_env(10, 5))
-        .kill_after_ms(20, 400);
+        .kill_after_ms(5, 250);
     let rounds = crash.rounds();
     let (mut whole, mut none) = (0, 0);
     for round in 0..rounds {
@@ -59,6 +61,31 @@ fn killed_imports_land_whole_or_not_at_all() {
             staged.is_empty(),
             "round {round}: staging left behind: {staged:?}"
         );
+        let db_dir = work.path().join("db");
+        let sorting: Vec<String> = names(&db_dir)
+            .into_iter()
+            .filter(|n| n.starts_with(".stele-sort-"))
+            .collect();
+        assert!(sorting.is_empty(), "round {round}: {sorting:?} left");
+        // Nothing the open kept is garbage: a checkpoint (which removes every table its
+        // manifest does not name) removes none of the tables there after the open.
+        let opened = names(&db_dir.join("tables"));
+        drop(snap);
+        db.checkpoint().unwrap();
+        let kept = names(&db_dir.join("tables"));
+        let removed: Vec<&String> = opened.iter().filter(|t| !kept.contains(t)).collect();
+        assert!(
+            removed.is_empty(),
+            "round {round}: left after open: {removed:?}"
+        );
     }
     eprintln!("{rounds} rounds: {whole} whole imports, {none} with nothing imported");
+}
+
+/// The names of the entries of folder `dir`.
+fn names(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
 }

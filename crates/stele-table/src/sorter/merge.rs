@@ -9,7 +9,7 @@
 
 use super::pipeline::produce_in_order;
 use super::run::{MAX_READ_BUFFER_BYTES, MIN_IO_BUFFER_BYTES, Run, RunReader, SAMPLE_EVERY_BYTES};
-use crate::builder::{DuplicatePolicy, TableBuilder, WRITE_BUFFER_BYTES};
+use crate::builder::{DuplicatePolicy, WRITE_BUFFER_BYTES};
 use crate::error::{Error, Result};
 use crate::varint;
 
@@ -74,14 +74,17 @@ fn range_bound_bytes(runs: &[Run], lo: Option<&[u8]>, hi: Option<&[u8]>) -> u64 
         .sum()
 }
 
-/// Merges `runs` (in insertion order: later runs hold later additions) into `builder`,
+/// A receiver of merged pairs, in key order (a table builder's `add`, or a caller's own).
+pub(crate) type Sink<'s> = super::SortedSink<'s>;
+
+/// Merges `runs` (in insertion order: later runs hold later additions) into `sink`,
 /// keeping the readers' buffers, the merged ranges in flight and the table writer within
 /// about `budget_bytes`.
 pub(crate) fn merge_runs(
     runs: &[Run],
     policy: DuplicatePolicy,
     budget_bytes: usize,
-    builder: &mut TableBuilder,
+    sink: &mut Sink<'_>,
 ) -> Result<()> {
     let threads = rayon::current_num_threads().max(1);
     let total_bytes: u64 = runs.iter().map(|r| r.bytes).sum();
@@ -119,14 +122,14 @@ pub(crate) fn merge_runs(
         &bounds,
         threads,
         |&(lo, hi)| merge_range(runs, lo, hi, policy, plan.read_buffer_bytes),
-        builder,
-        |builder, buf| feed(&buf, builder),
+        sink,
+        |sink, buf| feed(&buf, sink),
     )?;
     Ok(())
 }
 
-/// Decodes a merged range buffer into the builder.
-fn feed(buf: &[u8], builder: &mut TableBuilder) -> Result<()> {
+/// Decodes a merged range buffer into the sink.
+fn feed(buf: &[u8], sink: &mut Sink<'_>) -> Result<()> {
     let mut pos = 0usize;
     let broken = || {
         Error::io(
@@ -141,7 +144,7 @@ fn feed(buf: &[u8], builder: &mut TableBuilder) -> Result<()> {
         let key = buf.get(pos..pos + k).ok_or_else(broken)?;
         let value = buf.get(pos + k..pos + k + v).ok_or_else(broken)?;
         pos += k + v;
-        builder.add(key, value)?;
+        sink(key, value)?;
     }
     Ok(())
 }

@@ -91,6 +91,9 @@ impl Drop for SpillDir {
     }
 }
 
+/// A receiver of sorted pairs ([`Sorter::finish_each`]).
+pub type SortedSink<'s> = dyn FnMut(&[u8], &[u8]) -> Result<()> + Send + 's;
+
 /// Sorts pairs given in any order into a table, within a memory budget.
 ///
 /// Uses the rayon global thread pool (size it with `RAYON_NUM_THREADS` or run `finish`
@@ -247,8 +250,39 @@ impl Sorter {
             &self.runs,
             self.policy,
             self.opts.memory_budget_bytes,
-            &mut builder,
+            &mut |k, v| builder.add(k, v),
         )?;
         builder.finish()
+    }
+
+    /// Sorts everything and hands the pairs to `sink` in key order (duplicates resolved by
+    /// the policy), without writing a table: for callers that turn sorted pairs into
+    /// something else (the document store packs them into compressed blocks). Within the
+    /// same memory budget as [`finish`](Self::finish); `sink` runs on a thread of its own
+    /// when runs were spilled. Returns the number of pairs handed over. An error `sink`
+    /// returns stops the sort and is returned.
+    pub fn finish_each(mut self, sink: &mut SortedSink<'_>) -> Result<u64> {
+        let mut count = 0u64;
+        let mut counted = |k: &[u8], v: &[u8]| {
+            count += 1;
+            sink(k, v)
+        };
+        if self.runs.is_empty() {
+            self.batch.sort();
+            let n = self.batch.len();
+            self.batch
+                .for_each_unique_in(0, n, self.policy, &mut counted)?;
+            return Ok(count);
+        }
+        self.spill()?;
+        self.batch = Batch::new(0);
+        crate::memory::release_free_memory();
+        merge::merge_runs(
+            &self.runs,
+            self.policy,
+            self.opts.memory_budget_bytes,
+            &mut counted,
+        )?;
+        Ok(count)
     }
 }

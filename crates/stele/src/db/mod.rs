@@ -10,6 +10,7 @@
 //! `compact`), [`compaction`] (merges in line and on the background thread).
 
 mod apply;
+mod bulk;
 mod checkpoint;
 mod commit;
 mod compaction;
@@ -21,6 +22,8 @@ mod readonly;
 
 pub use options::DatabaseOptions;
 pub use readonly::ReadOnlyDatabase;
+
+pub(crate) use bulk::{Landed, Landing, SORT_PREFIX};
 
 use crate::batch::Batch;
 use crate::compress::Compressor;

@@ -262,6 +262,7 @@ impl Database {
             db.start_compactor(queue)?;
         }
         db.drop_import_leftovers(leftovers)?;
+        db.collect_unnamed_tables()?;
         Ok(db)
     }
 

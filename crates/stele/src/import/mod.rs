@@ -17,22 +17,30 @@
 //!
 //! # How an import stays all or nothing
 //!
-//! 1. **Read and check.** The input is read once, record by record; each record is converted
-//!    to a document and its id is found and checked. Good records go to a spool file, an
-//!    anonymous temporary file in the database folder (it has no name, so it disappears
-//!    when the import ends or the process dies). A bad record stops the import here
-//!    ([`ImportOptions::skip_bad`] off, the default) before anything has been written, or is
-//!    counted and skipped.
-//! 2. **Write.** The spool is committed in batches of [`ImportOptions::batch_docs`]
-//!    documents or [`ImportOptions::batch_bytes`] bytes into a hidden staging collection,
-//!    then one logged operation merges the staging collection into the target (replacing
-//!    documents with the same ids, updating the target's indexes) and drops it. If a commit
-//!    fails (disk full, I/O error), the staging collection is dropped; if the process dies,
-//!    the next open of the database drops it. Either way the target never holds part of an
-//!    import.
+//! 1. **Read and check.** The input is read once, record by record; records are converted
+//!    to documents on every core, a share of the memory budget at a time
+//!    ([`ImportOptions::memory_budget_bytes`]), and each one's id is found and checked, in
+//!    input order. A bad record stops the import here ([`ImportOptions::skip_bad`] off, the
+//!    default) before anything has been written, or is counted and skipped.
+//! 2. **Write**, into a packed collection (compression on, the default): in bulk ([`bulk`]).
+//!    Each document is written once, in its final form: the documents are sorted by id
+//!    with the table sorter (spilling sorted runs to the database folder beyond the
+//!    budget), packed into compressed blocks with a dictionary trained on a sample of the
+//!    input, and the blocks switched in by one checkpoint: the manifest naming them
+//!    replaces the old one in one rename. Into a collection that holds documents, the
+//!    import is merged with them at once (imported documents replace those of the same
+//!    id), its indexes rebuilt. A failure before the rename, or a killed process, leaves
+//!    tables no manifest names: the next checkpoint or open removes them.
+//! 3. **Write**, into a collection without compression (or with [`ImportOptions::bulk`]
+//!    off): staged. Good records go to a spool file, an anonymous temporary file in the
+//!    database folder, then are committed in batches of [`ImportOptions::batch_docs`]
+//!    documents or [`ImportOptions::batch_bytes`] bytes into a hidden staging collection;
+//!    one logged operation merges it into the target (replacing documents with the same
+//!    ids, updating the target's indexes) and drops it. If a commit fails, the staging
+//!    collection is dropped; if the process dies, the next open of the database drops it.
 //!
-//! Memory stays bounded by one record plus one batch. The merge holds the writer lock
-//! while it moves the documents (about a microsecond each); readers are not blocked.
+//! Either way the target never holds part of an import. Memory stays within the budget
+//! (bulk) or one record plus one batch (staged).
 //!
 //! # Ids
 //!
@@ -43,21 +51,27 @@
 //! bad records use up their number too. [`IdSource::FileStem`] (folders only, their
 //! default) uses the file name without `.json`. An id replaces a document with the same id.
 
+mod bulk;
+mod documents;
 mod options;
 mod split;
 mod spool;
 
+pub use documents::BulkImport;
 pub use options::{
-    BadRecord, IdSource, ImportError, ImportFormat, ImportOptions, ImportPhase, ImportProgress,
-    ImportReport,
+    BadRecord, DEFAULT_IMPORT_BUDGET_BYTES, DEFAULT_IMPORT_PACK_LEVEL, IdSource, ImportError,
+    ImportFormat, ImportOptions, ImportPhase, ImportProgress, ImportReport,
 };
 
 use crate::batch::check_id;
 use crate::db::Database;
 use crate::error::Error;
 use crate::internal::{Internal, check_collection_name};
+use crate::pack::PackSettings;
 use crate::wal::LoggedOp;
+use bulk::BulkWriter;
 use options::IResult;
+use rayon::prelude::*;
 use split::{ArraySplitter, SplitError, sniff};
 use spool::{Counting, Origin, Spool};
 use std::fs::File;
@@ -141,6 +155,7 @@ pub fn import_reader(
 }
 
 /// Where ids come from, prepared.
+#[derive(Clone)]
 enum Ids {
     Field(CachedPath, String),
     Counter(String),
@@ -153,8 +168,9 @@ struct Importer<'a, P> {
     opts: &'a ImportOptions,
     format: ImportFormat,
     ids: Ids,
-    writer: DocumentWriter,
-    spool: Spool,
+    /// Taken when the write starts.
+    sink: Option<Sink>,
+    pending: Pending,
     report: ImportReport,
     progress: ImportProgress,
     callback: P,
@@ -187,14 +203,26 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
             None if format == ImportFormat::Dir => Ids::FileStem,
             None => Ids::Counter(String::new()),
         };
+        let sink = match db.bulk_settings(collection)? {
+            Some(settings) if opts.bulk => Sink::Bulk(Box::new(BulkWriter::new(
+                db,
+                collection,
+                PackSettings {
+                    level: opts.pack_level,
+                    ..settings
+                },
+                opts.memory_budget_bytes,
+            )?)),
+            _ => Sink::Staged(Spool::new(db.dir())?),
+        };
         Ok(Importer {
             db,
             collection,
             opts,
             format,
             ids,
-            writer: DocumentWriter::with_options(opts.write.clone()),
-            spool: Spool::new(db.dir())?,
+            sink: Some(sink),
+            pending: Pending::new(opts.memory_budget_bytes),
             report: ImportReport::default(),
             progress: ImportProgress {
                 phase: ImportPhase::Reading,
@@ -208,93 +236,62 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
         })
     }
 
-    /// Converts one record and spools it, or handles it as a bad record.
+    /// Queues one record for conversion; converts the queue on every core once it holds
+    /// its share of the memory budget.
     fn record(&mut self, source: &str, text: &[u8], at: Origin, stem: Option<&str>) -> IResult<()> {
-        match self.convert(text, at, stem) {
-            Ok((id, doc)) => {
-                self.spool.push(id.as_bytes(), Some(&doc))?;
-                self.progress.documents += 1;
-            }
-            Err((line, column, reason)) => {
-                let bad = BadRecord {
-                    source: source.to_owned(),
-                    line,
-                    column,
-                    record: at.record,
-                    reason,
-                };
-                if !self.opts.skip_bad {
-                    return Err(ImportError::BadRecord(bad));
-                }
-                self.progress.skipped += 1;
-                if self.report.bad.len() < 100 {
-                    self.report.bad.push(bad);
-                }
-            }
-        }
-        if (self.progress.documents + self.progress.skipped).is_multiple_of(4096) {
-            self.report_progress()?;
+        self.pending.push(source, text, at, stem);
+        if self.pending.is_full() {
+            self.convert_pending()?;
         }
         Ok(())
     }
 
-    /// The id and the document of one record, or where and why it is bad.
-    #[allow(
-        clippy::type_complexity,
-        reason = "private; the tuple is the bad record's fields"
-    )]
-    fn convert(
-        &mut self,
-        text: &[u8],
-        at: Origin,
-        stem: Option<&str>,
-    ) -> Result<(String, Vec<u8>), (u64, Option<u64>, String)> {
-        let doc = self.writer.from_json(text).map_err(|e| match e {
-            stele_doc::Error::Json {
-                line,
-                column,
-                reason,
-                ..
-            } => {
-                let (line, column) = (line as u64, column as u64);
-                let abs_col = if line == 1 {
-                    at.column + column - 1
-                } else {
-                    column
-                };
-                (
-                    at.line + line - 1,
-                    Some(abs_col),
-                    format!("invalid JSON: {reason}"),
-                )
-            }
-            other => (at.line, None, other.to_string()),
-        })?;
-        let bad = |reason: String| (at.line, None, reason);
-        let id = match &mut self.ids {
-            Ids::Counter(prefix) => format!("{prefix}{:010}", at.record),
-            Ids::FileStem => stem.unwrap_or_default().to_owned(),
-            Ids::Field(path, name) => {
-                let view = Document::new(doc.as_slice()).map_err(|e| bad(e.to_string()))?;
-                match path.get(view.root()) {
-                    Some(Value::String(s)) => s.to_cow().into_owned(),
-                    Some(v @ (Value::Int(_) | Value::UInt(_))) => v.to_json(),
-                    Some(other) => {
-                        return Err(bad(format!(
-                            "id field {name:?} is a {}; ids must be strings or integers",
-                            other.type_name()
-                        )));
+    /// Converts the queued records on every core, then, in input order, hands the good
+    /// ones to the sink and handles the bad ones.
+    fn convert_pending(&mut self) -> IResult<()> {
+        let ends: Vec<usize> = self.pending.records.iter().map(|r| r.end).collect();
+        let texts = crate::bytes::split_at_ends(&self.pending.text, &ends);
+        let (write, ids) = (&self.opts.write, &self.ids);
+        let converted: Vec<_> = texts
+            .par_iter()
+            .zip(self.pending.records.par_iter())
+            .map_init(
+                || (DocumentWriter::with_options(write.clone()), ids.clone()),
+                |(writer, ids), (text, r)| convert(writer, ids, text, r.at, r.stem.as_deref()),
+            )
+            .collect();
+        let records = std::mem::take(&mut self.pending.records);
+        self.pending.clear();
+        for (result, r) in converted.into_iter().zip(records) {
+            match result {
+                Ok((id, doc)) => {
+                    if let Some(sink) = self.sink.as_mut() {
+                        sink.push(id.as_bytes(), &doc)?;
                     }
-                    None => {
-                        return Err(bad(format!(
-                            "no id field {name:?} (every document needs one)"
-                        )));
+                    self.progress.documents += 1;
+                }
+                Err((line, column, reason)) => {
+                    let bad = BadRecord {
+                        source: r.source,
+                        line,
+                        column,
+                        record: r.at.record,
+                        reason,
+                    };
+                    if !self.opts.skip_bad {
+                        return Err(ImportError::BadRecord(bad));
+                    }
+                    self.progress.skipped += 1;
+                    if self.report.bad.len() < 100 {
+                        self.report.bad.push(bad);
                     }
                 }
             }
-        };
-        check_id(&id).map_err(|e| bad(e.to_string()))?;
-        Ok((id, doc))
+            if (self.progress.documents + self.progress.skipped).is_multiple_of(4096) {
+                self.report_progress()?;
+            }
+        }
+        Ok(())
     }
 
     fn run_reader(mut self, source: &str, reader: impl Read) -> IResult<ImportReport> {
@@ -418,10 +415,36 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
     }
 
     fn write(mut self) -> IResult<ImportReport> {
+        self.convert_pending()?;
         self.report_progress()?;
         self.progress.phase = ImportPhase::Writing;
         self.report.skipped = self.progress.skipped;
         self.report.bytes_read = self.progress.bytes_read;
+        match self.sink.take() {
+            Some(Sink::Bulk(bulk)) => self.write_bulk(*bulk),
+            Some(Sink::Staged(spool)) => self.write_all_staged(spool),
+            None => Ok(self.report),
+        }
+    }
+
+    /// Step 2 of a bulk write: sort, train, pack and land (see [`bulk`]).
+    fn write_bulk(mut self, bulk: BulkWriter) -> IResult<ImportReport> {
+        self.report_progress()?;
+        let opts = self.opts;
+        let outcome = bulk.finish(self.db, self.collection, &|| opts.cancelled())?;
+        self.progress.written = outcome.imported;
+        self.report.documents = outcome.imported;
+        self.report.batches = 1;
+        self.report.packed_bytes = outcome.packed_bytes;
+        self.report.spilled_bytes = outcome.spilled_bytes;
+        self.report.collection_documents = outcome.landed.documents;
+        self.report.merged = outcome.landed.merged;
+        (self.callback)(self.progress);
+        Ok(self.report)
+    }
+
+    /// Step 2 of a staged write (a collection that is not packed).
+    fn write_all_staged(mut self, mut spool: Spool) -> IResult<ImportReport> {
         // `/` cannot appear in user collection names: the target is read back from here to
         // compress the staged documents as the target's documents.
         let staging = Internal::Import {
@@ -430,7 +453,7 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
             target: self.collection.to_owned(),
         }
         .name();
-        let result = self.write_staged(&staging);
+        let result = self.write_staged(&mut spool, &staging);
         if let Err(cause) = result {
             self.progress.phase = ImportPhase::RollingBack;
             (self.callback)(self.progress);
@@ -448,6 +471,7 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
             });
         }
         self.report.documents = self.progress.written;
+        self.report.collection_documents = self.db.snapshot().count(self.collection);
         // The staged documents went through the target's compressor, whose first training
         // may still be running in the background: wait for it and persist its dictionary, so
         // that an import into a new collection leaves it with one (for the writes and the
@@ -458,8 +482,8 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
         Ok(self.report)
     }
 
-    fn write_staged(&mut self, staging: &str) -> IResult<()> {
-        let mut reader = self.spool.reader(0, self.spool.len)?;
+    fn write_staged(&mut self, spool: &mut Spool, staging: &str) -> IResult<()> {
+        let mut reader = spool.reader(0, spool.len)?;
         let mut pending: Vec<(String, Vec<u8>)> = Vec::new();
         let mut pending_bytes = 0;
         loop {
@@ -500,3 +524,128 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
 /// Numbers this process's imports, for the names of their staging collections
 /// (`Internal::Import`).
 static STAGING_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// The id and the document of one record, or where and why it is bad.
+#[allow(
+    clippy::type_complexity,
+    reason = "private; the tuple is the bad record's fields"
+)]
+fn convert(
+    writer: &mut DocumentWriter,
+    ids: &mut Ids,
+    text: &[u8],
+    at: Origin,
+    stem: Option<&str>,
+) -> Result<(String, Vec<u8>), (u64, Option<u64>, String)> {
+    let doc = writer.from_json(text).map_err(|e| match e {
+        stele_doc::Error::Json {
+            line,
+            column,
+            reason,
+            ..
+        } => {
+            let (line, column) = (line as u64, column as u64);
+            let abs_col = if line == 1 {
+                at.column + column - 1
+            } else {
+                column
+            };
+            (
+                at.line + line - 1,
+                Some(abs_col),
+                format!("invalid JSON: {reason}"),
+            )
+        }
+        other => (at.line, None, other.to_string()),
+    })?;
+    let bad = |reason: String| (at.line, None, reason);
+    let id = match ids {
+        Ids::Counter(prefix) => format!("{prefix}{:010}", at.record),
+        Ids::FileStem => stem.unwrap_or_default().to_owned(),
+        Ids::Field(path, name) => {
+            let view = Document::new(doc.as_slice()).map_err(|e| bad(e.to_string()))?;
+            match path.get(view.root()) {
+                Some(Value::String(s)) => s.to_cow().into_owned(),
+                Some(v @ (Value::Int(_) | Value::UInt(_))) => v.to_json(),
+                Some(other) => {
+                    return Err(bad(format!(
+                        "id field {name:?} is a {}; ids must be strings or integers",
+                        other.type_name()
+                    )));
+                }
+                None => {
+                    return Err(bad(format!(
+                        "no id field {name:?} (every document needs one)"
+                    )));
+                }
+            }
+        }
+    };
+    check_id(&id).map_err(|e| bad(e.to_string()))?;
+    Ok((id, doc))
+}
+
+/// A record read but not converted yet: where its text ends in [`Pending::text`], where it
+/// starts in its source, the source (a file of a folder) and the file stem.
+struct RawRecord {
+    end: usize,
+    at: Origin,
+    source: String,
+    stem: Option<String>,
+}
+
+/// Records waiting to be converted together on every core, within a share of the import's
+/// memory budget (their text, then their documents while they are handed on).
+struct Pending {
+    text: Vec<u8>,
+    records: Vec<RawRecord>,
+    limit_bytes: usize,
+}
+
+impl Pending {
+    fn new(budget_bytes: usize) -> Self {
+        Pending {
+            text: Vec::new(),
+            records: Vec::new(),
+            limit_bytes: (budget_bytes / 32).clamp(256 << 10, 8 << 20),
+        }
+    }
+
+    fn push(&mut self, source: &str, text: &[u8], at: Origin, stem: Option<&str>) {
+        self.text.extend_from_slice(text);
+        let source = match self.records.last() {
+            Some(last) if last.source == source => last.source.clone(),
+            _ => source.to_owned(),
+        };
+        self.records.push(RawRecord {
+            end: self.text.len(),
+            at,
+            source,
+            stem: stem.map(str::to_owned),
+        });
+    }
+
+    fn is_full(&self) -> bool {
+        self.text.len() >= self.limit_bytes || self.records.len() >= 1 << 16
+    }
+
+    fn clear(&mut self) {
+        self.text.clear();
+        self.records.clear();
+    }
+}
+
+/// Where converted documents go: the sorter of a bulk write, or the spool of a staged one.
+enum Sink {
+    Bulk(Box<BulkWriter>),
+    Staged(Spool),
+}
+
+impl Sink {
+    fn push(&mut self, id: &[u8], doc: &[u8]) -> IResult<()> {
+        match self {
+            Sink::Bulk(b) => b.push(id, doc),
+            Sink::Staged(s) => s.push(id, Some(doc)),
+        }
+    }
+}

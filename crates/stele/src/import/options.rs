@@ -45,7 +45,16 @@ pub struct ImportOptions {
     pub(super) batch_bytes: usize,
     pub(super) write: WriteOptions,
     pub(super) cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    pub(super) memory_budget_bytes: usize,
+    pub(super) bulk: bool,
+    pub(super) pack_level: i32,
 }
+
+/// Default zstd level of the blocks a bulk import packs ([`ImportOptions::pack_level`]).
+pub const DEFAULT_IMPORT_PACK_LEVEL: i32 = 6;
+
+/// Default memory budget of an import ([`ImportOptions::memory_budget_bytes`]).
+pub const DEFAULT_IMPORT_BUDGET_BYTES: usize = 256 << 20;
 
 impl Default for ImportOptions {
     fn default() -> Self {
@@ -57,6 +66,9 @@ impl Default for ImportOptions {
             batch_bytes: 8 << 20,
             write: crate::write_options(),
             cancel: None,
+            memory_budget_bytes: DEFAULT_IMPORT_BUDGET_BYTES,
+            bulk: true,
+            pack_level: DEFAULT_IMPORT_PACK_LEVEL,
         }
     }
 }
@@ -131,6 +143,37 @@ impl ImportOptions {
         self.cancel
             .as_ref()
             .is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    /// Memory the import may use (default 256 MiB, at least 4 MiB), whatever the input's
+    /// size: the sorter gets three quarters of it (beyond that it spills sorted runs to
+    /// the database folder and merges them), the dictionary's sample and the records being
+    /// converted share the rest. Not counted: the packing of blocks (about 12 blocks of 32
+    /// KiB per core) and the memory the database holds anyway.
+    #[must_use]
+    pub fn memory_budget_bytes(mut self, bytes: usize) -> Self {
+        self.memory_budget_bytes = bytes.max(4 << 20);
+        self
+    }
+
+    /// Whether an import into a packed collection (compression on, the default) writes its
+    /// documents once, packed, in one switch (default on; see `crate::import`'s module
+    /// documentation). Off: the documents are committed in batches to a staging collection
+    /// that is then merged, as imports into collections without compression always are.
+    #[must_use]
+    pub fn bulk(mut self, on: bool) -> Self {
+        self.bulk = on;
+        self
+    }
+
+    /// zstd level of the blocks a bulk import packs (default 6; 1 to 22). Compactions pack
+    /// at [`crate::DatabaseOptions::pack_level`] (9 by default): on the shared collections
+    /// level 6 stores 0-2 % more than 9 (1-8 % on some) and packs 1.3-1.5x as fast; level 3
+    /// stores 5-20 % more (`docs/notes/store.md`, "Import lands compact").
+    #[must_use]
+    pub fn pack_level(mut self, level: i32) -> Self {
+        self.pack_level = level.clamp(1, 22);
+        self
     }
 
     /// Document bytes per committed batch (default 8 MiB): a batch is committed when it
@@ -210,8 +253,17 @@ pub struct ImportReport {
     pub bad: Vec<BadRecord>,
     /// Input bytes read.
     pub bytes_read: u64,
-    /// Batches committed.
+    /// Batches committed (1 for a bulk write: one switch).
     pub batches: u64,
+    /// Compressed bytes of the blocks a bulk write packed the documents into (0 for a
+    /// staged write).
+    pub packed_bytes: u64,
+    /// Bytes the sorter spilled to disk, beyond the memory budget (0: sorted in memory).
+    pub spilled_bytes: u64,
+    /// Documents in the collection after the import.
+    pub collection_documents: u64,
+    /// Whether a bulk write was merged with documents already in the collection.
+    pub merged: bool,
 }
 
 /// Why an import failed. In every case but [`ImportError::RollbackFailed`] the collection
@@ -258,6 +310,15 @@ pub enum ImportError {
     /// documents written before it were removed again.
     #[error(transparent)]
     Database(#[from] Error),
+    /// A batch given to a [`super::BulkImport`] deletes, or puts into another collection.
+    #[error(
+        "a bulk write into collection {collection:?} takes puts of its documents only (no \
+         deletes, no other collection): commit the others in a batch (nothing was added)"
+    )]
+    NotPutsOf {
+        /// The collection of the bulk write.
+        collection: String,
+    },
     /// A commit failed and restoring the collection failed too.
     #[error(
         "import failed ({cause}) and restoring the collection failed ({rollback}): up to {written} \

@@ -29,6 +29,7 @@
 pub(crate) mod cache;
 pub(crate) mod decoded;
 pub(crate) mod packing;
+pub(crate) mod sorted;
 
 use crate::bytes::Reader;
 use crate::compress::{
@@ -342,6 +343,52 @@ pub(crate) fn pack(
     full: bool,
     settings: PackSettings,
 ) -> Result<(DurableMap, u64)> {
+    pack_changes(
+        store,
+        state,
+        collection,
+        map_changes(source),
+        full,
+        settings,
+    )
+}
+
+/// A change to a packed collection, in id order (see [`pack_changes`]).
+#[derive(Debug)]
+pub(crate) enum Change {
+    /// The document is removed (a removal mark).
+    Removed,
+    /// The document is this stored value (whole, as the collection map holds it).
+    Stored(Vec<u8>),
+    /// The document is this document (an import's, not compressed).
+    Document(Vec<u8>),
+}
+
+/// An id and its change, or an error reading it.
+pub(crate) type ChangeEntry = Result<(Vec<u8>, Change)>;
+
+/// The entries of a collection map as changes.
+pub(crate) fn map_changes(source: &DurableMap) -> impl Iterator<Item = ChangeEntry> + '_ {
+    source.iter().map(|entry| {
+        let (id, stored) = entry?;
+        let change = if is_removed(stored) {
+            Change::Removed
+        } else {
+            Change::Stored(stored.to_vec())
+        };
+        Ok((id.to_vec(), change))
+    })
+}
+
+/// [`pack`] with the changes given as entries in strictly ascending id order.
+pub(crate) fn pack_changes(
+    store: &Store,
+    state: &State,
+    collection: &str,
+    changes: impl Iterator<Item = ChangeEntry>,
+    full: bool,
+    settings: PackSettings,
+) -> Result<(DurableMap, u64)> {
     let dictionary = last_dictionary(state, collection)?;
     // Stream forms cost about 2 us per document to make and check: worth it when
     // compacting on demand, not in the background compactions that run beside writers.
@@ -366,12 +413,16 @@ pub(crate) fn pack(
     };
     let mut decoder = Decoder::new()?;
     let mut changes = Changes {
-        iter: source.iter().peekable(),
+        iter: changes.peekable(),
     };
-    let mut write_change = |w: &mut BlockWriter<'_>, id: &[u8], stored: &[u8]| -> Result<()> {
-        if !is_removed(stored) {
-            let doc = crate::stored::decode_with(state, collection, id, stored, &mut decoder)?;
-            w.push(id, &doc)?;
+    let mut write_change = |w: &mut BlockWriter<'_>, id: &[u8], change: &Change| -> Result<()> {
+        match change {
+            Change::Removed => {}
+            Change::Stored(stored) => {
+                let doc = crate::stored::decode_with(state, collection, id, stored, &mut decoder)?;
+                w.push(id, &doc)?;
+            }
+            Change::Document(doc) => w.push(id, doc)?,
         }
         Ok(())
     };
@@ -394,9 +445,9 @@ pub(crate) fn pack(
                 // Changes of ids up to this one come first; a change of this very id
                 // replaces (or removes) the packed document.
                 let mut replaced = false;
-                while let Some((cid, stored)) = changes.next_upto(Some(id))? {
+                while let Some((cid, change)) = changes.next_upto(Some(id))? {
                     replaced |= cid[..] == *id;
-                    write_change(&mut w, &cid, stored)?;
+                    write_change(&mut w, &cid, &change)?;
                 }
                 if replaced {
                     continue;
@@ -414,20 +465,20 @@ pub(crate) fn pack(
             }
         }
     }
-    while let Some((cid, stored)) = changes.next_upto(None)? {
-        write_change(&mut w, &cid, stored)?;
+    while let Some((cid, change)) = changes.next_upto(None)? {
+        write_change(&mut w, &cid, &change)?;
     }
     w.flush()?;
     let docs = w.docs_written;
     Ok((w.out.finish()?, docs))
 }
 
-/// The entries of a collection map being packed, in id order.
-struct Changes<'a> {
-    iter: std::iter::Peekable<stele_durable::MapIter<'a>>,
+/// The changes being packed, in id order.
+struct Changes<I: Iterator<Item = ChangeEntry>> {
+    iter: std::iter::Peekable<I>,
 }
 
-impl<'a> Changes<'a> {
+impl<I: Iterator<Item = ChangeEntry>> Changes<I> {
     /// Whether the next entry's id is at most `upto` (errors count as yes: the next
     /// `next_upto` returns them).
     fn any_upto(&mut self, upto: &[u8]) -> bool {
@@ -439,10 +490,7 @@ impl<'a> Changes<'a> {
     }
 
     /// The next entry if its id is at most `upto` (any next entry for `None`).
-    fn next_upto(
-        &mut self,
-        upto: Option<&[u8]>,
-    ) -> Result<Option<(stele_durable::Key<'a>, &'a [u8])>> {
+    fn next_upto(&mut self, upto: Option<&[u8]>) -> Result<Option<(Vec<u8>, Change)>> {
         let take = match upto {
             Some(u) => self.any_upto(u),
             None => self.iter.peek().is_some(),
@@ -450,9 +498,6 @@ impl<'a> Changes<'a> {
         if !take {
             return Ok(None);
         }
-        match self.iter.next() {
-            Some(entry) => Ok(Some(entry?)),
-            None => Ok(None),
-        }
+        self.iter.next().transpose()
     }
 }
