@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use stele::Query;
 
-use crate::db_cmd::{json_str, open_existing, require_collection};
+use crate::db_cmd::{close_db, json_str, open_existing, require_collection};
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
@@ -229,7 +229,7 @@ pub fn index(cmd: &IndexCommand) -> Result<()> {
             database
                 .create_index(collection, name, &refs)
                 .with_context(|| format!("creating index {name:?} on collection {collection:?}"))?;
-            database.checkpoint()?;
+            close_db(database, db)?;
             eprintln!("index {name:?} on {collection}: {}", fields.join(", "));
         }
         IndexCommand::List {
@@ -265,7 +265,7 @@ pub fn index(cmd: &IndexCommand) -> Result<()> {
             database
                 .drop_index(collection, name)
                 .with_context(|| format!("dropping index {name:?} of collection {collection:?}"))?;
-            database.checkpoint()?;
+            close_db(database, db)?;
         }
     }
     Ok(())

@@ -13,9 +13,13 @@ pub struct DiskUsage {
     /// The write-ahead log's records (part of `total_bytes`). They go at the next
     /// checkpoint, which [`Database::compact`] forces.
     pub log_bytes: u64,
-    /// Zeroes the log keeps written ahead of its records, up to 1 MiB, for the next commits
-    /// to write into (part of `total_bytes`; see `docs/FORMAT.md`, "Write-ahead log record").
+    /// Zeroes the log keeps written ahead of its records for the next commits to write
+    /// into: as many as its records, from 16 KiB up to 1 MiB, given back at a clean close
+    /// (part of `total_bytes`; see `docs/FORMAT.md`, "Write-ahead log record").
     pub log_zeroes_bytes: u64,
+    /// The tables of every index (part of `total_bytes`; per collection:
+    /// [`CollectionStats::index_bytes`](crate::CollectionStats::index_bytes)).
+    pub index_bytes: u64,
 }
 
 impl Database {
@@ -37,6 +41,7 @@ impl Database {
             total_bytes: folder_bytes(self.dir()),
             log_bytes: folder_bytes(&self.wal_dir()).saturating_sub(log_zeroes_bytes),
             log_zeroes_bytes,
+            index_bytes: crate::index::stats::index_bytes(&self.snapshot().state, None),
         }
     }
 }

@@ -1,0 +1,167 @@
+//! Closing: the last handle of a database (dropped, or given to [`Database::close`]) leaves
+//! it compact at rest. What the log holds goes into tables (collections most of whose
+//! documents are not in packed blocks yet are packed, as `compact` packs them), the log
+//! restarts empty, and the zeroes it wrote ahead are given back: a database closed cleanly
+//! opens without replaying anything and takes no more room than its tables.
+//!
+//! Handles are counted in `Inner::handles` (not by the `Arc`'s count, which the database's
+//! own threads raise for an instant while they work): the handle that takes the count to 0
+//! closes, whichever thread drops it.
+
+use super::compaction::packs_collection;
+use super::{Database, Inner, lock_poisoned};
+use crate::error::{Error, Result};
+use crate::internal::is_internal;
+use crate::state::{MapRef, State};
+use crate::wal;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+/// A collection is packed at close when at least 1 in this many of its documents are not in
+/// packed blocks (written since its last packing, one by one in diff tables or the log).
+/// A collection mostly packed keeps its few new documents in diffs, as between compactions:
+/// packing rewrites the blocks those documents fall into, and a close must stay short.
+pub(super) const CLOSE_PACK_FRACTION: u64 = 8;
+
+impl Clone for Database {
+    /// Another handle to the same database; the database closes when the last one goes.
+    fn clone(&self) -> Self {
+        if !self.released {
+            self.inner.handles.fetch_add(1, Ordering::AcqRel);
+        }
+        Database {
+            inner: Arc::clone(&self.inner),
+            released: self.released,
+        }
+    }
+}
+
+impl Drop for Database {
+    /// The last handle closes the database (errors are lost here: [`Database::close`]
+    /// reports them). Not while the thread panics: the log already holds every commit.
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.released = true;
+            self.inner.handles.fetch_sub(1, Ordering::AcqRel);
+            return;
+        }
+        let _ = self.release();
+    }
+}
+
+impl Database {
+    /// A handle for the database's own threads: not counted, so it never closes it.
+    pub(super) fn internal(inner: Arc<Inner>) -> Database {
+        Database {
+            inner,
+            released: true,
+        }
+    }
+
+    /// Whether the last user handle is gone (the database closed or is closing).
+    pub(super) fn is_closed(&self) -> bool {
+        self.inner.handles.load(Ordering::Acquire) == 0
+    }
+
+    /// Closes this handle and reports what closing did. If it is the last handle (clones
+    /// share one database): packs the collections most of whose documents are not in packed
+    /// blocks (see [`DatabaseOptions::pack_on_close`](crate::DatabaseOptions::pack_on_close)),
+    /// checkpoints so that the log holds nothing, and gives back the zeroes the log wrote
+    /// ahead. Dropping the last handle does the same, without reporting errors; if another
+    /// handle lives, this only releases this one. On an error the database is still
+    /// consistent: every commit is in the log or the tables, and the next open recovers.
+    ///
+    /// ```no_run
+    /// # fn main() -> stele::Result<()> {
+    /// let db = stele::Database::open("/tmp/shop")?;
+    /// // ... writes ...
+    /// db.close()?; // at rest: tables only, an empty log
+    /// # Ok(()) }
+    /// ```
+    pub fn close(mut self) -> Result<()> {
+        self.release()
+    }
+
+    /// Releases this handle's count; the last one closes.
+    fn release(&mut self) -> Result<()> {
+        if std::mem::replace(&mut self.released, true) {
+            return Ok(());
+        }
+        if self.inner.handles.fetch_sub(1, Ordering::AcqRel) != 1 {
+            return Ok(());
+        }
+        self.close_now()
+    }
+
+    /// The clean close: packing, then a checkpoint if the log holds anything, then the
+    /// log's zeroes given back.
+    fn close_now(&self) -> Result<()> {
+        if self.inner.opts.pack_on_close {
+            let state = self.snapshot_state();
+            let picks = collections_to_pack(&self.inner.opts, &state)?;
+            if !picks.is_empty() {
+                self.compact_where(
+                    &|r| matches!(r, MapRef::Collection(c) if picks.contains(c.as_str())),
+                )?;
+            }
+        }
+        let mut w = self.quiet_writer()?;
+        if let Some(reason) = &w.poisoned {
+            return Err(Error::LogPoisoned {
+                path: self.wal_dir(),
+                reason: reason.clone(),
+            });
+        }
+        let ready = !self.inner.ready.lock().map_err(lock_poisoned)?.is_empty();
+        if w.logged_bytes > 0 || ready || self.log_holds_segments_before(w.state.seq)? {
+            self.checkpoint_locked(&mut w, false)?;
+        }
+        self.give_back_log_zeroes()
+    }
+
+    /// Whether the log folder holds a segment that starts at or before `seq` (records the
+    /// tables hold already, say after a checkpoint whose segment removal failed).
+    fn log_holds_segments_before(&self, seq: u64) -> Result<bool> {
+        let segments = wal::list_segments(&self.wal_dir())?;
+        Ok(segments.iter().any(|(first, _)| *first <= seq))
+    }
+
+    /// Cuts the log's open segment to its records (see `WalWriter::give_back_zeroes`).
+    pub(super) fn give_back_log_zeroes(&self) -> Result<()> {
+        let mut wal = self.inner.wal.lock().map_err(|_| Error::CommitFailed {
+            reason: "a thread panicked while writing the log".into(),
+        })?;
+        wal.give_back_zeroes()
+    }
+}
+
+/// The user collections packing compresses whose documents outside packed blocks are at
+/// least 1 in [`CLOSE_PACK_FRACTION`] of the collection.
+fn collections_to_pack(opts: &super::DatabaseOptions, state: &State) -> Result<BTreeSet<String>> {
+    let mut picks = BTreeSet::new();
+    for (name, map) in &state.collections {
+        if is_internal(name) || !packs_collection(opts, state, name)? {
+            continue;
+        }
+        // Entries of the map's layers and unsaved changes: documents written since the
+        // last packing and removal marks (a document rewritten in two layers counts twice);
+        // a collection never packed holds all its documents there. Not `map.len()`: a
+        // packing swapped in on the side leaves it counting the documents it packed.
+        let unpacked = map
+            .table_stats()
+            .iter()
+            .map(|(_, stats)| stats.entries)
+            .sum::<u64>()
+            .saturating_add(map.unsaved_changes() as u64);
+        let count = crate::collection::count(state, name);
+        if unpacked > 0 && unpacked.saturating_mul(CLOSE_PACK_FRACTION) >= count {
+            picks.insert(name.clone());
+        }
+    }
+    Ok(picks)
+}
+
+#[cfg(test)]
+#[path = "close_tests.rs"]
+mod tests;
