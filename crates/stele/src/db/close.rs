@@ -98,8 +98,9 @@ impl Database {
     /// log's zeroes given back.
     fn close_now(&self) -> Result<()> {
         if self.inner.opts.pack_on_close {
-            let state = self.snapshot_state();
-            let picks = collections_to_pack(&self.inner.opts, &state)?;
+            // The state is let go before packing: the tables it holds would outlive the
+            // compaction's garbage collection (and stay on disk after the close).
+            let picks = collections_to_pack(&self.inner.opts, &self.snapshot_state())?;
             if !picks.is_empty() {
                 self.compact_where(
                     &|r| matches!(r, MapRef::Collection(c) if picks.contains(c.as_str())),

@@ -88,6 +88,24 @@ fn close_checkpoints_packs_and_gives_back_the_zeroes() {
     drop(db);
     // A close that found nothing to do writes nothing.
     assert_eq!(log_files(dir.path()), files);
+    // Tables on disk: only those of the maps the manifest names (the diff the packing
+    // replaced went).
+    let db = Database::open_with(dir.path(), no_idle()).unwrap();
+    let named: std::collections::BTreeSet<String> = db
+        .snapshot()
+        .state
+        .map_refs()
+        .flat_map(|(_, map)| map.layer_ids())
+        .map(|id| format!("{id}.stt"))
+        .collect();
+    drop(db);
+    let on_disk: std::collections::BTreeSet<String> =
+        std::fs::read_dir(dir.path().join(super::super::TABLES_DIR))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".stt"))
+            .collect();
+    assert!(on_disk.is_subset(&named), "{on_disk:?} vs {named:?}");
 }
 
 #[test]

@@ -9,6 +9,8 @@
 //! same atomic batch.
 
 pub(crate) mod build;
+#[cfg(test)]
+mod build_tests;
 pub(crate) mod encode;
 pub(crate) mod stats;
 
