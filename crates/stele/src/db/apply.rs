@@ -73,10 +73,10 @@ pub(super) fn reindex(
             continue;
         };
         for k in old.iter().filter(|k| !new.contains(k)) {
-            ix.map.remove(k)?;
+            crate::index::packed::remove(&mut ix.map, k)?;
         }
         for k in new.iter().filter(|k| !old.contains(k)) {
-            ix.map.put(k, &[])?;
+            crate::index::packed::insert(&mut ix.map, k)?;
         }
     }
     Ok(())

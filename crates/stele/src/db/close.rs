@@ -1,6 +1,7 @@
 //! Closing: the last handle of a database (dropped, or given to [`Database::close`]) leaves
 //! it compact at rest. What the log holds goes into tables (collections most of whose
-//! documents are not in packed blocks yet are packed, as `compact` packs them), the log
+//! documents are not in packed blocks yet are packed, as `compact` packs them, and so are
+//! indexes with many keys outside their compressed blocks), the log
 //! restarts empty, and the zeroes it wrote ahead are given back: a database closed cleanly
 //! opens without replaying anything and takes no more room than its tables.
 //!
@@ -97,14 +98,13 @@ impl Database {
     /// The clean close: packing, then a checkpoint if the log holds anything, then the
     /// log's zeroes given back.
     fn close_now(&self) -> Result<()> {
-        if self.inner.opts.pack_on_close {
+        let written = self.snapshot_state().seq > self.inner.opened_seq;
+        if self.inner.opts.pack_on_close && written {
             // The state is let go before packing: the tables it holds would outlive the
             // compaction's garbage collection (and stay on disk after the close).
-            let picks = collections_to_pack(&self.inner.opts, &self.snapshot_state())?;
+            let picks = maps_to_pack(&self.inner.opts, &self.snapshot_state())?;
             if !picks.is_empty() {
-                self.compact_where(
-                    &|r| matches!(r, MapRef::Collection(c) if picks.contains(c.as_str())),
-                )?;
+                self.compact_where(&|r| picks.contains(r))?;
             }
         }
         let mut w = self.quiet_writer()?;
@@ -137,27 +137,45 @@ impl Database {
     }
 }
 
-/// The user collections packing compresses whose documents outside packed blocks are at
-/// least 1 in [`CLOSE_PACK_FRACTION`] of the collection.
-fn collections_to_pack(opts: &super::DatabaseOptions, state: &State) -> Result<BTreeSet<String>> {
+/// Entries of `map`'s layers and unsaved changes: for a packed collection, documents
+/// written since the last packing and removal marks (a document rewritten in two layers
+/// counts twice); for a packed index, its blocks and the keys written since. Not
+/// `map.len()`: a packing swapped in on the side leaves it counting what it packed.
+fn layer_entries(map: &stele_durable::DurableMap) -> u64 {
+    map.table_stats()
+        .iter()
+        .map(|(_, stats)| stats.entries)
+        .sum::<u64>()
+        .saturating_add(map.unsaved_changes() as u64)
+}
+
+/// The maps a close packs: the user collections packing compresses whose documents outside
+/// packed blocks are at least 1 in [`CLOSE_PACK_FRACTION`] of the collection, and the
+/// indexes whose keys outside blocks are as many as 1 in [`CLOSE_PACK_FRACTION`] of their
+/// collection's documents (any, if their collection is picked).
+fn maps_to_pack(opts: &super::DatabaseOptions, state: &State) -> Result<BTreeSet<MapRef>> {
     let mut picks = BTreeSet::new();
     for (name, map) in &state.collections {
         if is_internal(name) || !packs_collection(opts, state, name)? {
             continue;
         }
-        // Entries of the map's layers and unsaved changes: documents written since the
-        // last packing and removal marks (a document rewritten in two layers counts twice);
-        // a collection never packed holds all its documents there. Not `map.len()`: a
-        // packing swapped in on the side leaves it counting the documents it packed.
-        let unpacked = map
-            .table_stats()
-            .iter()
-            .map(|(_, stats)| stats.entries)
-            .sum::<u64>()
-            .saturating_add(map.unsaved_changes() as u64);
+        // A collection never packed holds all its documents in its map.
+        let unpacked = layer_entries(map);
         let count = crate::collection::count(state, name);
         if unpacked > 0 && unpacked.saturating_mul(CLOSE_PACK_FRACTION) >= count {
-            picks.insert(name.clone());
+            picks.insert(MapRef::Collection(name.clone()));
+        }
+    }
+    for ((collection, name), ix) in &state.indexes {
+        if !crate::index::packed::has_loose(&ix.map) {
+            continue;
+        }
+        let docs = crate::collection::count(state, collection);
+        let loose = layer_entries(&ix.map);
+        if picks.contains(&MapRef::Collection(collection.clone()))
+            || loose.saturating_mul(CLOSE_PACK_FRACTION) >= docs
+        {
+            picks.insert(MapRef::Index(collection.clone(), name.clone()));
         }
     }
     Ok(picks)

@@ -4,7 +4,11 @@
 
 use super::*;
 use crate::DatabaseOptions;
+use crate::index::build_tests::{
+    Op, Tag, apply, index_keys, options, range_by_model, range_by_query,
+};
 use crate::wal::{self, LoggedOp, WalWriter};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 use stele_table::Storage;
@@ -314,4 +318,72 @@ fn a_small_database_at_rest_is_its_tables() {
     // Opening zeroes ahead again (for the first commit), a few KiB.
     assert_eq!(usage.log_bytes, 0, "{usage:?}");
     assert!(usage.log_zeroes_bytes <= 16 << 10, "{usage:?}");
+}
+
+/// An index as builds before manifest version 3 wrote it (every key a loose entry with an
+/// empty value) reads the same, takes writes, and is packed by the next close that packs.
+#[test]
+fn an_index_of_loose_keys_reads_and_gets_packed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open_with(dir.path(), options()).unwrap();
+    let mut model = BTreeMap::new();
+    let ops: Vec<Op> = (0..40u8)
+        .map(|i| Op::Put {
+            id: i,
+            tag: Some(if i % 3 == 0 {
+                Tag::Number(i16::from(i) - 20)
+            } else {
+                Tag::Text(i % 12)
+            }),
+            tags: vec![i % 6],
+        })
+        .collect();
+    apply(&db, &ops, &mut model);
+    db.create_index("c", "by_tag", &["tag"]).unwrap();
+    let key = ("c".to_owned(), "by_tag".to_owned());
+    {
+        // The index rewritten as the older builds stored it: a plain table of its keys.
+        let mut w = db.inner.writer.lock().unwrap();
+        let keys = index_keys(&db, "by_tag");
+        let plain = db
+            .inner
+            .store
+            .build_map(keys.into_iter().map(|k| (k, [0u8; 0])))
+            .unwrap();
+        assert!(!crate::index::packed::has_blocks(&plain));
+        w.state.indexes.get_mut(&key).unwrap().map = plain;
+        db.checkpoint_locked(&mut w, false).unwrap();
+    }
+    let want = range_by_model(&model);
+    assert_eq!(range_by_query(&db, false), want);
+    // Writes to it: removals leave marks, new keys go in as loose entries.
+    apply(
+        &db,
+        &[
+            Op::Delete(1),
+            Op::Delete(3),
+            Op::Put {
+                id: 4,
+                tag: Some(Tag::Number(-5)),
+                tags: vec![],
+            },
+        ],
+        &mut model,
+    );
+    let loose = &db.snapshot().state.indexes[&key].map;
+    assert!(!crate::index::packed::has_blocks(loose));
+    let want = range_by_model(&model);
+    assert_eq!(range_by_query(&db, false), want);
+    drop(db);
+    // Closed after writes: packed; the same answers.
+    let db = Database::open_with(dir.path(), options()).unwrap();
+    let state = std::sync::Arc::clone(&db.snapshot().state);
+    let map = &state.indexes[&key].map;
+    assert!(crate::index::packed::has_blocks(map) && !crate::index::packed::has_loose(map));
+    assert_eq!(range_by_query(&db, false), want);
+    let stats = db.snapshot().index_stats("c");
+    assert_eq!(
+        stats[0].entries,
+        model.values().filter(|(t, _)| t.is_some()).count() as u64
+    );
 }

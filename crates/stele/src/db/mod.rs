@@ -66,6 +66,9 @@ pub(crate) struct Inner {
     /// database (see `close.rs`). Threads of the database itself hold `Inner` without
     /// counting here.
     handles: std::sync::atomic::AtomicUsize,
+    /// The last batch's sequence number when the database opened: a close packs only if
+    /// something was committed since (a reader's close writes nothing).
+    opened_seq: u64,
     /// Dropped with `Inner`, which ends the idle-checkpoint thread at once (see `idle.rs`).
     _idle_stop: Option<Mutex<mpsc::Sender<()>>>,
 }

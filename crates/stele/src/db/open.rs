@@ -273,6 +273,7 @@ impl Database {
         wal: WalWriter,
     ) -> (Database, Option<mpsc::Receiver<MapRef>>) {
         let visible = Arc::new(writer.state.clone());
+        let opened_seq = visible.seq;
         let (tx, rx) = mpsc::channel();
         let (idle_tx, idle_rx) = mpsc::channel();
         let idle = opts.idle_checkpoint;
@@ -293,6 +294,7 @@ impl Database {
                 compressors: Mutex::new(HashMap::new()),
                 pins: Arc::default(),
                 handles: std::sync::atomic::AtomicUsize::new(1),
+                opened_seq,
                 _idle_stop: idle.map(|_| Mutex::new(idle_tx)),
             }),
             released: false,

@@ -1,8 +1,9 @@
 //! Building an index over the documents a collection holds: every document's keys go
 //! straight into the store's sorter (`Store::build_map`: a parallel in-memory sort within
 //! the store's memory budget, sorted runs spilled to disk and merged beyond it), which
-//! writes the index as one table with its keys prefix-compressed. Memory stays within the
-//! budget whatever the collection's size; no key is held twice.
+//! writes them as one sorted table; one pass over it then writes the index in compressed
+//! blocks (`packed.rs`). Memory stays within the budget whatever the collection's size; no
+//! key is held twice.
 
 use crate::collection::Entries;
 use crate::error::{Error, Result};
@@ -11,7 +12,7 @@ use crate::state::State;
 use std::ops::Bound;
 use stele_durable::{DurableMap, Store};
 
-/// Builds index `def` over the documents `state` holds, as one table.
+/// Builds index `def` over the documents `state` holds, packed.
 pub(crate) fn build(store: &Store, state: &State, def: &IndexDef) -> Result<DurableMap> {
     let entries = Entries::new(
         state,
@@ -26,12 +27,14 @@ pub(crate) fn build(store: &Store, state: &State, def: &IndexDef) -> Result<Dura
         pending: Vec::new(),
         failed: None,
     };
-    let map = store.build_map(keys.by_ref().map(|k| (k, [0u8; 0])));
+    let sorted = store.build_map(keys.by_ref().map(|k| (k, [0u8; 0])));
     // A document that failed to read ends the keys early: the map built is incomplete.
     if let Some(e) = keys.failed {
         return Err(e);
     }
-    Ok(map?)
+    // Then into compressed blocks, in one pass over the sorted table (which the next
+    // checkpoint's garbage collection removes).
+    crate::index::packed::repack(store, &sorted?)
 }
 
 /// The index keys of every document, one document at a time; the first error ends it

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 /// One write: put document `id` with `tag` (a string, a number, or missing) and `tags`, or
 /// delete it.
 #[derive(Debug, Clone)]
-enum Op {
+pub(crate) enum Op {
     Put {
         id: u8,
         tag: Option<Tag>,
@@ -21,7 +21,7 @@ enum Op {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Tag {
+pub(crate) enum Tag {
     Text(u8),
     Number(i16),
 }
@@ -40,11 +40,11 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 /// A document as the model keeps it: its `tag` and its `tags`.
-type ModelDoc = (Option<Tag>, Vec<u8>);
+pub(crate) type ModelDoc = (Option<Tag>, Vec<u8>);
 
 /// JSON text of `tag` (strings of different lengths, so that keys of different lengths sort
 /// together).
-fn tag_json(tag: &Tag) -> String {
+pub(crate) fn tag_json(tag: &Tag) -> String {
     match tag {
         Tag::Text(t) => format!(r#""t{t:02} {}""#, "x".repeat(*t as usize)),
         Tag::Number(n) => n.to_string(),
@@ -59,7 +59,7 @@ fn json_of((tag, tags): &ModelDoc) -> String {
     }
 }
 
-fn apply(db: &Database, ops: &[Op], model: &mut BTreeMap<String, ModelDoc>) {
+pub(crate) fn apply(db: &Database, ops: &[Op], model: &mut BTreeMap<String, ModelDoc>) {
     for op in ops {
         match op {
             Op::Put { id, tag, tags } => {
@@ -83,10 +83,16 @@ fn apply(db: &Database, ops: &[Op], model: &mut BTreeMap<String, ModelDoc>) {
 }
 
 /// Every key of index `name` on "c".
-fn index_keys(db: &Database, name: &str) -> Vec<Vec<u8>> {
+pub(crate) fn index_keys(db: &Database, name: &str) -> Vec<Vec<u8>> {
     let state = std::sync::Arc::clone(&db.snapshot().state);
     let ix = &state.indexes[&("c".to_owned(), name.to_owned())];
-    ix.map.iter().map(|e| e.unwrap().0.to_vec()).collect()
+    let all = crate::index::packed::scan(
+        &ix.map,
+        std::ops::Bound::Unbounded,
+        std::ops::Bound::Unbounded,
+        false,
+    );
+    all.map(|k| k.unwrap()).collect()
 }
 
 /// Ids of the documents whose field `field` equals `value` (JSON), by the index.
@@ -123,7 +129,38 @@ fn ids_by_model(
         .collect()
 }
 
-fn options() -> DatabaseOptions {
+/// Ids of the documents with `tag` in [-10, "t06..."), in index order (numbers before
+/// strings, then by value, then by id), by the index, ascending or descending.
+pub(crate) fn range_by_query(db: &Database, descending: bool) -> Vec<String> {
+    use std::ops::Bound::{Excluded, Included};
+    let hi = tag_json(&Tag::Text(6));
+    let q = Query::new("c")
+        .range("tag", Included("-10"), Excluded(hi.as_str()))
+        .order_by("tag", descending);
+    let out = db.snapshot().query(&q).unwrap();
+    assert!(
+        matches!(out.plan, crate::Plan::IndexScan { .. }),
+        "{:?}",
+        out.plan
+    );
+    out.rows.into_iter().map(|r| r.id).collect()
+}
+
+/// The same by the model, ascending.
+pub(crate) fn range_by_model(model: &BTreeMap<String, ModelDoc>) -> Vec<String> {
+    let mut hits: Vec<((u8, i16, u8), String)> = model
+        .iter()
+        .filter_map(|(id, (tag, _))| match tag {
+            Some(Tag::Number(n)) if *n >= -10 => Some(((0, *n, 0), id.clone())),
+            Some(Tag::Text(t)) if *t < 6 => Some(((1, 0, *t), id.clone())),
+            _ => None,
+        })
+        .collect();
+    hits.sort();
+    hits.into_iter().map(|(_, id)| id).collect()
+}
+
+pub(crate) fn options() -> DatabaseOptions {
     DatabaseOptions::default()
         .idle_checkpoint(None)
         .background_compaction(false)
@@ -155,6 +192,14 @@ proptest! {
         for name in ["by_tag", "by_tags"] {
             prop_assert_eq!(index_keys(&kept, name), index_keys(&built, name), "{}", name);
         }
+        // Ranges across blocks, loose keys and removal marks, both ways.
+        let want = range_by_model(&model_a);
+        for db in [&kept, &built] {
+            prop_assert_eq!(&range_by_query(db, false), &want);
+            let mut desc = range_by_query(db, true);
+            desc.reverse();
+            prop_assert_eq!(&desc, &want);
+        }
         // Closed (packed, checkpointed) and reopened: the same answers as the model.
         drop(kept);
         drop(built);
@@ -167,6 +212,7 @@ proptest! {
                 let v = tag_json(&tag);
                 prop_assert_eq!(ids_by_query(&db, "tag", &v), ids_by_model(&model_a, false, &v));
             }
+            prop_assert_eq!(&range_by_query(&db, false), &want);
             for t in 0..6u8 {
                 let v = format!(r#""k{t}""#);
                 prop_assert_eq!(ids_by_query(&db, "tags[]", &v), ids_by_model(&model_a, true, &v));

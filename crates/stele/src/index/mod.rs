@@ -10,8 +10,9 @@
 
 pub(crate) mod build;
 #[cfg(test)]
-mod build_tests;
+pub(crate) mod build_tests;
 pub(crate) mod encode;
+pub(crate) mod packed;
 pub(crate) mod stats;
 
 pub use stats::IndexStats;

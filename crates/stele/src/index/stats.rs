@@ -13,7 +13,8 @@ pub struct IndexStats {
     /// Its field paths, in key order.
     pub fields: Vec<String>,
     /// Entries (one per document and combination of values), including changes not in a
-    /// table yet.
+    /// table yet: exact once the index is packed (at its creation, compaction, close), a
+    /// close estimate for the keys written since (see `docs/FORMAT.md`, "Index keys").
     pub entries: u64,
     /// Tables holding it (a base and diffs).
     pub layers: usize,
@@ -38,7 +39,7 @@ impl Snapshot {
                         .iter()
                         .map(|f| f.as_str().to_owned())
                         .collect(),
-                    entries: ix.map.len(),
+                    entries: crate::index::packed::count(&ix.map).unwrap_or(ix.map.len()),
                     layers: 0,
                     table_bytes: 0,
                     key_bytes: 0,
