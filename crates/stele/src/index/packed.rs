@@ -31,7 +31,7 @@ const BLOCK_FORMAT: u8 = 1;
 const REMOVED: &[u8] = &[0x01];
 /// Raw (prefix-coded) bytes of keys per block: a scan that starts in a block decodes it all
 /// (a few microseconds), and bigger blocks compress better.
-pub(crate) const BLOCK_RAW_BYTES: usize = 8 << 10;
+pub(crate) const BLOCK_RAW_BYTES: usize = 4 << 10;
 /// zstd level of blocks.
 const BLOCK_LEVEL: i32 = 9;
 /// Largest raw size a block may claim (a check on untrusted bytes before allocating).
@@ -58,7 +58,7 @@ fn encode_block(keys: &[Vec<u8>]) -> Result<Vec<u8>> {
         raw.extend_from_slice(k.get(shared..).unwrap_or_default());
         prev = k;
     }
-    let frame = zstd::bulk::compress(&raw, BLOCK_LEVEL)
+    let frame = with_contexts(|c, _| c.compress(&raw))
         .map_err(|e| Error::io("compressing an index block", "", e))?;
     let mut out = vec![BLOCK_FORMAT];
     put_varint(&mut out, keys.len() as u64);
@@ -76,8 +76,42 @@ fn block_count(value: &[u8]) -> Result<u64> {
     r.varint().ok_or_else(|| corrupt("truncated header"))
 }
 
+thread_local! {
+    /// zstd contexts reused across blocks: making one per block cost more than decoding it.
+    static CONTEXTS: std::cell::RefCell<Option<(zstd::bulk::Compressor<'static>, zstd::bulk::Decompressor<'static>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` with this thread's zstd contexts.
+fn with_contexts<T>(
+    f: impl FnOnce(
+        &mut zstd::bulk::Compressor<'static>,
+        &mut zstd::bulk::Decompressor<'static>,
+    ) -> std::io::Result<T>,
+) -> std::io::Result<T> {
+    CONTEXTS.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            *slot = Some((
+                zstd::bulk::Compressor::new(BLOCK_LEVEL)?,
+                zstd::bulk::Decompressor::new()?,
+            ));
+        }
+        match slot.as_mut() {
+            Some((c, d)) => f(c, d),
+            None => Err(std::io::Error::other("no zstd context")),
+        }
+    })
+}
+
 /// Decodes the keys of a block (validating every length).
+#[cfg(test)]
 fn decode_block(value: &[u8]) -> Result<Vec<Vec<u8>>> {
+    decode_block_keeping(value, |_| true)
+}
+
+/// Decodes a block, validating every key, and returns the keys `keep` takes.
+fn decode_block_keeping(value: &[u8], keep: impl Fn(&[u8]) -> bool) -> Result<Vec<Vec<u8>>> {
     let mut r = Reader::new(value);
     if r.u8() != Some(BLOCK_FORMAT) {
         return Err(corrupt("unknown format"));
@@ -89,35 +123,49 @@ fn decode_block(value: &[u8]) -> Result<Vec<Vec<u8>>> {
         return Err(corrupt("implausible sizes"));
     }
     let frame = r.rest();
-    let raw = zstd::bulk::decompress(frame, raw_len as usize)
+    let raw = with_contexts(|_, d| d.decompress(frame, raw_len as usize))
         .map_err(|_| corrupt("does not decompress"))?;
     if raw.len() as u64 != raw_len {
         return Err(corrupt("wrong raw length"));
     }
-    let mut keys: Vec<Vec<u8>> = Vec::with_capacity(count as usize);
+    let mut kept: Vec<Vec<u8>> = Vec::new();
+    // The key being rebuilt (the previous one, then this one).
+    let mut key: Vec<u8> = Vec::new();
     let mut r = Reader::new(&raw);
-    for _ in 0..count {
-        let shared = r.varint().ok_or_else(|| corrupt("truncated key"))? as usize;
+    for i in 0..count {
+        let shared = r.varint().ok_or_else(|| corrupt("truncated key"))?;
         let suffix_len = r.varint().ok_or_else(|| corrupt("truncated key"))?;
         let suffix = usize::try_from(suffix_len)
             .ok()
             .and_then(|n| r.take(n))
             .ok_or_else(|| corrupt("truncated key"))?;
-        let prev = keys.last().map_or(&[][..], Vec::as_slice);
-        let mut k = prev
-            .get(..shared)
-            .ok_or_else(|| corrupt("bad shared length"))?
-            .to_vec();
-        k.extend_from_slice(suffix);
-        if keys.last().is_some_and(|p| *p >= k) || k.first().is_none_or(|&b| b <= LOOSE_FROM) {
+        let shared = usize::try_from(shared)
+            .ok()
+            .filter(|&n| n <= key.len())
+            .ok_or_else(|| corrupt("bad shared length"))?;
+        // Strictly increasing: the first byte after the shared prefix grows, or the key
+        // is a longer extension of the previous one.
+        let grows = match (key.get(shared), suffix.first()) {
+            (Some(old), Some(new)) => new > old,
+            (None, Some(_)) => true,
+            _ => false,
+        };
+        if i > 0 && !grows {
             return Err(corrupt("keys out of order"));
         }
-        keys.push(k);
+        key.truncate(shared);
+        key.extend_from_slice(suffix);
+        if key.first().is_none_or(|&b| b <= LOOSE_FROM) {
+            return Err(corrupt("a key that no index writes"));
+        }
+        if keep(&key) {
+            kept.push(key.clone());
+        }
     }
     if !r.is_empty() {
         return Err(corrupt("bytes after the last key"));
     }
-    Ok(keys)
+    Ok(kept)
 }
 
 /// Whether `map` holds blocks.
@@ -271,8 +319,8 @@ impl Scan<'_> {
             };
             let Some(entry) = next else { return Ok(None) };
             let (_, value) = entry?;
-            let keys = decode_block(value)?;
-            self.block_keys = keys.into_iter().filter(|k| self.in_range(k)).collect();
+            let keys = decode_block_keeping(value, |k| self.in_range(k))?;
+            self.block_keys = keys.into();
         }
     }
 
