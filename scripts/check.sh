@@ -61,6 +61,7 @@ step "fuzz seeds" cargo test -p stele --features fuzzing --locked --release --te
 step "bench doc --quick" cargo run --release --locked -q -p stele-bench --bin stele-bench -- doc --quick
 step "bench table --test" cargo run --release --locked -q -p stele-bench --bin table_bench -- --test
 step "bench store --quick" cargo run --release --locked -q -p stele-bench --bin store_bench -- --quick
+step "bench at rest --quick" cargo run --release --locked -q -p stele-bench --bin at_rest_bench -- --quick
 step "bench durable --test" cargo run --release --locked -q -p stele-bench --bin durable_bench -- --test
 step "bench compress --quick" cargo run --release --locked -q -p stele-bench --bin compress_bench -- --quick
 step "bench readers --quick" cargo run --release --locked -q -p stele-bench --bin readers_bench -- --quick

@@ -59,15 +59,30 @@ pub(crate) fn open_or_create(dir: &Path) -> Result<Database> {
     Database::open(dir).with_context(|| format!("opening database {}", dir.display()))
 }
 
-/// Runs `write` on the database at `dir`, creating it if needed. If `write` fails on a
+/// Closes `db` (the folder `dir`), reporting what closing did: a clean close leaves the
+/// database compact at rest (see `Database::close`).
+pub(crate) fn close_db(db: Database, dir: &Path) -> Result<()> {
+    db.close().with_context(|| {
+        format!(
+            "closing database {} (every change is in its log: the next open recovers it)",
+            dir.display()
+        )
+    })
+}
+
+/// Runs `write` on the database at `dir`, creating it if needed, then closes it. If `write` fails on a
 /// database this call created, what the call created is removed again: a failed first
 /// import or put leaves no folder behind. Entries that were in the folder before stay.
 pub(crate) fn write_creating<T>(
     dir: &Path,
     write: impl FnOnce(&Database) -> Result<T>,
 ) -> Result<T> {
+    let write_and_close = |db: Database| {
+        let out = write(&db)?;
+        close_db(db, dir).map(|()| out)
+    };
     if dir.join("wal").is_dir() {
-        return write(&open_or_create(dir)?);
+        return write_and_close(open_or_create(dir)?);
     }
     // What to clean up after a failure: the top-most folder this call creates (the database
     // folder or a missing parent of it), or else the entries it adds to an existing folder.
@@ -95,8 +110,8 @@ pub(crate) fn write_creating<T>(
         }
         Err(_) => Before::Unknown,
     };
-    let result = open_or_create(dir).and_then(|db| write(&db));
-    // The database is closed here (the `Database` was dropped above), so its lock is free.
+    let result = open_or_create(dir).and_then(write_and_close);
+    // The database is closed here (the `Database` was closed or dropped above), so its lock is free.
     if result.is_err() {
         match &before {
             Before::Missing(top) => {
@@ -517,6 +532,8 @@ pub fn delete(args: &DeleteArgs) -> Result<()> {
     let deleted = batch.len();
     db.commit(batch)
         .with_context(|| format!("writing to database {}", args.db.display()))?;
+    drop(snap);
+    close_db(db, &args.db)?;
     if args.json {
         println!(
             "{}",
@@ -647,7 +664,7 @@ pub fn compact(args: &CompactArgs) -> Result<()> {
             dicts,
         );
     }
-    Ok(())
+    close_db(db, &args.db)
 }
 
 #[derive(Debug, Args)]
@@ -697,6 +714,12 @@ pub fn stats(args: &StatsArgs) -> Result<()> {
                     "unsaved_changes": s.unsaved_changes,
                     "packed_blocks": s.packed_blocks,
                     "pack_bytes": s.pack_bytes,
+                    "index_bytes": s.index_bytes,
+                    "indexes": snap.index_stats(&s.name).iter().map(|ix| serde_json::json!({
+                        "name": ix.name, "fields": ix.fields, "entries": ix.entries,
+                        "layers": ix.layers, "table_bytes": ix.table_bytes,
+                        "key_bytes": ix.key_bytes,
+                    })).collect::<Vec<_>>(),
                     "compression": match sizes {
                         Ok(c) => serde_json::json!({
                             "enabled": on,
@@ -721,16 +744,18 @@ pub fn stats(args: &StatsArgs) -> Result<()> {
             "bytes_on_disk": disk,
             "log_bytes": wal,
             "log_zeroes_bytes": usage.log_zeroes_bytes,
+            "index_bytes": usage.index_bytes,
             "collections": collections,
         });
         println!("{v}");
         return Ok(());
     }
     println!(
-        "database {}: {disk} bytes on disk ({wal} in the log, {} zeroed ahead of it), last \
-         commit {}",
+        "database {}: {disk} bytes on disk ({wal} in the log, {} zeroed ahead of it, {} in \
+         indexes), last commit {}",
         args.db.display(),
         usage.log_zeroes_bytes,
+        usage.index_bytes,
         snap.seq()
     );
     if stats.is_empty() {
@@ -738,8 +763,15 @@ pub fn stats(args: &StatsArgs) -> Result<()> {
         return Ok(());
     }
     println!(
-        "{:<24} {:>12} {:>7} {:>8} {:>14} {:>14} {:>9}  compression",
-        "collection", "documents", "layers", "blocks", "table bytes", "stored bytes", "unsaved"
+        "{:<24} {:>12} {:>7} {:>8} {:>14} {:>14} {:>12} {:>9}  compression",
+        "collection",
+        "documents",
+        "layers",
+        "blocks",
+        "table bytes",
+        "stored bytes",
+        "index bytes",
+        "unsaved"
     );
     for (s, (on, dicts, sizes)) in stats.iter().zip(&compression) {
         let state = match (on, dicts) {
@@ -754,13 +786,14 @@ pub fn stats(args: &StatsArgs) -> Result<()> {
             Err(e) => format!("ratio unknown, {state} ({e})"),
         };
         println!(
-            "{:<24} {:>12} {:>7} {:>8} {:>14} {:>14} {:>9}  {compression}",
+            "{:<24} {:>12} {:>7} {:>8} {:>14} {:>14} {:>12} {:>9}  {compression}",
             s.name,
             s.documents,
             s.layers,
             s.packed_blocks,
             s.table_bytes,
             s.stored_bytes,
+            s.index_bytes,
             s.unsaved_changes,
         );
     }

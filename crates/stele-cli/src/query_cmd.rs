@@ -8,7 +8,9 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use stele::Query;
 
-use crate::db_cmd::{json_str, open_existing, open_reading, require_collection, require_in};
+use crate::db_cmd::{
+    close_db, json_str, open_existing, open_reading, require_collection, require_in,
+};
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
@@ -229,7 +231,7 @@ pub fn index(cmd: &IndexCommand) -> Result<()> {
             database
                 .create_index(collection, name, &refs)
                 .with_context(|| format!("creating index {name:?} on collection {collection:?}"))?;
-            database.checkpoint()?;
+            close_db(database, db)?;
             eprintln!("index {name:?} on {collection}: {}", fields.join(", "));
         }
         IndexCommand::List {
@@ -265,7 +267,7 @@ pub fn index(cmd: &IndexCommand) -> Result<()> {
             database
                 .drop_index(collection, name)
                 .with_context(|| format!("dropping index {name:?} of collection {collection:?}"))?;
-            database.checkpoint()?;
+            close_db(database, db)?;
         }
     }
     Ok(())

@@ -102,6 +102,7 @@ fn stats_dict<'py>(py: Python<'py>, snap: &Snapshot, name: &str) -> PyResult<Bou
     d.set_item("unsaved_changes", s.unsaved_changes)?;
     d.set_item("packed_blocks", s.packed_blocks)?;
     d.set_item("pack_bytes", s.pack_bytes)?;
+    d.set_item("index_bytes", s.index_bytes)?;
     d.set_item("dictionaries", snap.dictionaries(name))?;
     Ok(d)
 }
@@ -232,14 +233,29 @@ impl PyDatabase {
         })
     }
 
-    /// Closes the database (releasing its folder lock once operations in flight in other
-    /// threads finish). Snapshots taken before stay readable. Closing twice does nothing.
-    fn close(&self) {
+    /// Closes the database, leaving it compact at rest: what the log holds goes into
+    /// tables (collections written mostly since their last packing are packed into
+    /// compressed blocks) and the log is emptied, so the next open replays nothing. If an
+    /// operation is in flight in another thread, that operation's end closes it instead (and
+    /// the folder lock goes then). Snapshots taken before stay readable. Closing twice does
+    /// nothing. Raises the error closing met (every change is still in the log then, and
+    /// the next open recovers it).
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
         let db = match self.db.lock() {
             Ok(mut g) => g.take(),
             Err(p) => p.into_inner().take(),
         };
-        drop(db);
+        match db {
+            Some(db) => match db.checked(py, &self.path)? {
+                Handle::Writer(db) => py.detach(|| db.close()).map_err(|e| db_err(py, e)),
+                // A reader writes nothing: closing lets go of its files.
+                Handle::Reader(reader) => {
+                    drop(reader);
+                    Ok(())
+                }
+            },
+            None => Ok(()),
+        }
     }
 
     /// refresh() -> int: catches a read-only database up with the process writing it
@@ -276,15 +292,20 @@ impl PyDatabase {
         slf
     }
 
-    /// Closes the database; exceptions propagate.
+    /// Closes the database; exceptions propagate (an error closing is raised unless the
+    /// block raised one already).
     fn __exit__(
         &self,
-        _exc_type: &Bound<'_, PyAny>,
+        py: Python<'_>,
+        exc_type: &Bound<'_, PyAny>,
         _exc: &Bound<'_, PyAny>,
         _tb: &Bound<'_, PyAny>,
-    ) -> bool {
-        self.close();
-        false
+    ) -> PyResult<bool> {
+        let closed = self.close(py);
+        if exc_type.is_none() {
+            closed?;
+        }
+        Ok(false)
     }
 
     /// `db[name]`: the collection `name` (it need not exist yet: the first write creates
@@ -338,20 +359,22 @@ impl PyDatabase {
         py.detach(|| db.compact()).map_err(|e| db_err(py, e))
     }
 
-    /// {total_bytes, log_bytes, log_zeroes_bytes}: bytes the database's folder takes on disk
-    /// now, how many of them are the write-ahead log's records, and how many the zeroes the
-    /// log keeps ahead of them (up to 1 MiB; best effort while a compaction runs).
+    /// {total_bytes, log_bytes, log_zeroes_bytes, index_bytes}: bytes the database's folder
+    /// takes on disk now, how many of them are the write-ahead log's records, the zeroes the
+    /// log keeps ahead of them (as many as its records, 16 KiB to 1 MiB, none once closed),
+    /// and the indexes' tables (best effort while a compaction runs).
     fn disk_usage<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let usage = self.handle(py)?.disk_usage();
         let d = PyDict::new(py);
         d.set_item("total_bytes", usage.total_bytes)?;
         d.set_item("log_bytes", usage.log_bytes)?;
         d.set_item("log_zeroes_bytes", usage.log_zeroes_bytes)?;
+        d.set_item("index_bytes", usage.index_bytes)?;
         Ok(d)
     }
 
     /// {collection: {documents, layers, table_bytes, stored_bytes, unsaved_changes,
-    /// packed_blocks, pack_bytes, dictionaries}}.
+    /// packed_blocks, pack_bytes, index_bytes, dictionaries}}.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         all_stats(py, &self.snap(py)?)
     }
@@ -402,7 +425,7 @@ impl PySnapshot {
     }
 
     /// {collection: {documents, layers, table_bytes, stored_bytes, unsaved_changes,
-    /// packed_blocks, pack_bytes, dictionaries}}.
+    /// packed_blocks, pack_bytes, index_bytes, dictionaries}}.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         all_stats(py, &self.snap)
     }

@@ -53,6 +53,27 @@ def test_open_close_context(tmp_path):
     assert again.closed
 
 
+def test_close_leaves_tables_and_an_empty_log(tmp_path):
+    path = tmp_path / "db"
+    with stele.open(path) as db:
+        db["c"].put_many((f"k{i:04}", {"n": i, "name": f"name {i}"}) for i in range(500))
+        assert db.disk_usage()["log_bytes"] > 0
+    logs = list((path / "wal").glob("*.log"))
+    assert logs and all(p.stat().st_size == 0 for p in logs)
+    db = stele.Database(path)
+    usage = db.disk_usage()
+    assert usage["log_bytes"] == 0, usage
+    assert db["c"]["k0007"].to_python() == {"n": 7, "name": "name 7"}
+    assert db.stats()["c"]["packed_blocks"] > 0
+    assert usage["index_bytes"] == 0 and db.stats()["c"]["index_bytes"] == 0
+    db["c"].create_index("by_name", ["name"])
+    with_index = db.disk_usage()
+    assert with_index["index_bytes"] > 0, with_index
+    assert db.stats()["c"]["index_bytes"] == with_index["index_bytes"]
+    db.close()
+    assert all(p.stat().st_size == 0 for p in (path / "wal").glob("*.log"))
+
+
 def test_second_open_is_in_use(tmp_path):
     with stele.open(tmp_path) as db:
         with pytest.raises(stele.InUseError, match="in use by pid") as info:

@@ -13,9 +13,13 @@ pub struct DiskUsage {
     /// The write-ahead log's records (part of `total_bytes`). They go at the next
     /// checkpoint, which [`Database::compact`] forces.
     pub log_bytes: u64,
-    /// Zeroes the log keeps written ahead of its records, up to 1 MiB, for the next commits
-    /// to write into (part of `total_bytes`; see `docs/FORMAT.md`, "Write-ahead log record").
+    /// Zeroes the log keeps written ahead of its records for the next commits to write
+    /// into: as many as its records, from 16 KiB up to 1 MiB, given back at a clean close
+    /// (part of `total_bytes`; see `docs/FORMAT.md`, "Write-ahead log record").
     pub log_zeroes_bytes: u64,
+    /// The tables of every index (part of `total_bytes`; per collection:
+    /// [`CollectionStats::index_bytes`](crate::CollectionStats::index_bytes)).
+    pub index_bytes: u64,
 }
 
 impl Database {
@@ -32,17 +36,29 @@ impl Database {
     /// # Ok(()) }
     /// ```
     pub fn disk_usage(&self) -> DiskUsage {
-        usage(self.dir(), &self.wal_dir(), self.log_zeroes_bytes())
+        let index_bytes = crate::index::stats::index_bytes(&self.snapshot().state, None);
+        usage(
+            self.dir(),
+            &self.wal_dir(),
+            self.log_zeroes_bytes(),
+            index_bytes,
+        )
     }
 }
 
 /// The usage of database folder `dir` whose log (in `wal_dir`) holds `log_zeroes_bytes` of
-/// zeroes ahead.
-pub(crate) fn usage(dir: &Path, wal_dir: &Path, log_zeroes_bytes: u64) -> DiskUsage {
+/// zeroes ahead, and whose indexes' tables take `index_bytes`.
+pub(crate) fn usage(
+    dir: &Path,
+    wal_dir: &Path,
+    log_zeroes_bytes: u64,
+    index_bytes: u64,
+) -> DiskUsage {
     DiskUsage {
         total_bytes: folder_bytes(dir),
         log_bytes: folder_bytes(wal_dir).saturating_sub(log_zeroes_bytes),
         log_zeroes_bytes,
+        index_bytes,
     }
 }
 

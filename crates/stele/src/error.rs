@@ -29,6 +29,19 @@ pub enum Error {
         /// The process holding it, as it wrote in the lock file (0 if unreadable).
         pid: u32,
     },
+    /// A handle used in a process forked from the one that opened the database.
+    #[error(
+        "database {} was opened by process {opened_pid} and is used in process {pid} (a fork): nothing was written; open the database in each process after the fork",
+        path.display()
+    )]
+    OpenedInAnotherProcess {
+        /// The database folder.
+        path: PathBuf,
+        /// The process that opened it.
+        opened_pid: u32,
+        /// The process that used the handle.
+        pid: u32,
+    },
     /// A read-only open of a folder that holds no database.
     #[error(
         "no database at {}: check the path (a read-only open needs a folder a writer created)",

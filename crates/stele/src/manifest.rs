@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! 0   8 bytes magic "STELEMAN"
-//! 8   u32 version (2; version 1 is read too)
+//! 8   u32 version (3; versions 1 and 2 are read too)
 //! 12  u32 number of collections
 //! 16  u64 sequence number of the last batch the tables contain
 //! 24  per collection, sorted by name: varint name length, name (UTF-8),
@@ -17,7 +17,8 @@
 //! ```
 //!
 //! Version 1 had no document counts (a collection's map length was its count: there were
-//! no removal marks) and no packed blocks.
+//! no removal marks) and no packed blocks. Version 2 had no packed index blocks (same
+//! layout).
 //!
 //! Recovery opens the tables named here and replays log records with a higher sequence
 //! number. Replaying a record the tables already contain is harmless: every operation sets
@@ -32,7 +33,9 @@ use stele_table::{Storage, TableId};
 use xxhash_rust::xxh3::xxh3_64;
 
 const MAGIC: [u8; 8] = *b"STELEMAN";
-const VERSION: u32 = 2;
+/// 3: index maps may hold compressed blocks of keys (`crate::index::packed`), which builds
+/// that read version 2 would not see; otherwise laid out as version 2.
+const VERSION: u32 = 3;
 /// File name of the manifest in the database folder.
 pub(crate) const FILE_NAME: &str = "MANIFEST";
 
@@ -95,10 +98,10 @@ impl Manifest {
             return Err(bad("no manifest magic"));
         }
         let version = r.u32().ok_or_else(|| bad("truncated"))?;
-        if version != 1 && version != VERSION {
+        if !(1..=VERSION).contains(&version) {
             return Err(bad("unsupported manifest version"));
         }
-        let v2 = version == VERSION;
+        let v2 = version >= 2;
         let count = r.u32().ok_or_else(|| bad("truncated"))?;
         let seq = r.u64().ok_or_else(|| bad("truncated"))?;
         let mut collections = BTreeMap::new();

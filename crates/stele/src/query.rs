@@ -379,15 +379,8 @@ impl Snapshot {
             let lo = Bound::Included(range.lo.as_slice());
             let descending = order.as_ref().is_some_and(|(_, d)| *d) && index_ordered;
             let mut seen = HashSet::new();
-            let mut iter = ix.map.range((lo, hi));
-            loop {
-                let next = if descending {
-                    iter.next_back()
-                } else {
-                    iter.next()
-                };
-                let Some(entry) = next else { break };
-                let (key, _) = entry?;
+            for entry in crate::index::packed::scan(&ix.map, lo, hi, descending) {
+                let key = entry?;
                 let id = split_id(&ix.def, &key)?;
                 if !seen.insert(id.to_vec()) {
                     continue;

@@ -10,7 +10,7 @@ use stele_doc::Document;
 /// `Send + Sync`. Holds its tables on disk while it lives.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
-    state: Arc<State>,
+    pub(crate) state: Arc<State>,
 }
 
 /// A stored document, borrowed from the snapshot's files when stored uncompressed.
@@ -240,6 +240,7 @@ impl Snapshot {
             unsaved_changes: 0,
             packed_blocks: 0,
             pack_bytes: 0,
+            index_bytes: crate::index::stats::index_bytes(&self.state, Some(collection)),
         };
         if let Some(map) = self.state.collections.get(collection) {
             stats.unsaved_changes = map.unsaved_changes();
@@ -338,6 +339,9 @@ pub struct CollectionStats {
     pub packed_blocks: u64,
     /// Bytes on disk of the table holding those blocks (part of `table_bytes`).
     pub pack_bytes: u64,
+    /// Bytes on disk of the tables of the collection's indexes (not part of `table_bytes`;
+    /// per index: [`Snapshot::index_stats`]).
+    pub index_bytes: u64,
 }
 
 /// A stored id as text (ids are written from `&str`, so this never replaces anything in a

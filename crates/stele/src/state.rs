@@ -29,7 +29,7 @@ pub(crate) struct State {
 }
 
 /// Names one map of the state: a collection or an index.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum MapRef {
     Collection(String),
     Index(String, String),

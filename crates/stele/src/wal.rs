@@ -296,14 +296,27 @@ pub(crate) fn list_segments(wal_dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
     Ok(out)
 }
 
-/// Zeroes written ahead of the log's end when it reaches the zeroed part's end. A commit
+/// Most zeroes written ahead of the log's end when it reaches the zeroed part's end. A commit
 /// whose records land in space already written (zeroes) changes neither the file's size nor
 /// its block map, so its fdatasync writes the data alone: here the disk takes 86-95 us to
 /// sync a small record written into zeroes against 122-138 us appended, and a one-document
 /// commit went from 152 to 115 us (p50; `docs/benchmarks.md`, "Document store"). Each byte
 /// of the log is written twice (as a zero, then as a record), as PostgreSQL does with its
 /// zero-filled WAL segments.
+///
+/// The zeroes grow with use: each time the records reach their end, as many zeroes as the
+/// segment holds records are written ahead (so the file doubles), from
+/// [`ZEROED_AHEAD_MIN_BYTES`] up to this. A small database thus keeps a few KiB of zeroes,
+/// not 1 MiB, and a clean close gives them back ([`WalWriter::give_back_zeroes`]).
 const ZEROED_AHEAD_BYTES: u64 = 1 << 20;
+/// Fewest zeroes written ahead (a new or empty segment).
+const ZEROED_AHEAD_MIN_BYTES: u64 = 16 << 10;
+
+/// Zeroes to write ahead of a segment whose records end at `end`: as many as the records,
+/// within [`ZEROED_AHEAD_MIN_BYTES`]..=[`ZEROED_AHEAD_BYTES`].
+fn zeroes_ahead_for(end: u64) -> u64 {
+    end.clamp(ZEROED_AHEAD_MIN_BYTES, ZEROED_AHEAD_BYTES)
+}
 /// Records at least this big are written without zeroes after them: a commit that big is
 /// bound by the disk's bandwidth, not by the metadata write, and zeroing would double it.
 const ZEROED_RECORDS_MAX_BYTES: usize = 256 << 10;
@@ -328,7 +341,7 @@ impl WalWriter {
     /// Opens (or creates) segment `first_seq`, whose valid length is `valid_bytes` and whose
     /// file holds `file_bytes`: the bytes after the valid ones are kept as zeroes ahead if
     /// `zeroes_after` says they are all zero, else cut. A segment with fewer zeroes ahead
-    /// than [`ZEROED_AHEAD_BYTES`] gets them now, so that the first commit does not pay for
+    /// than [`zeroes_ahead_for`] its records gets them now, so that the first commit does not pay for
     /// the file's growth (best effort: on a full disk the database still opens, and the
     /// first commit reports the error).
     pub(crate) fn open(
@@ -363,7 +376,7 @@ impl WalWriter {
             }
         };
         let zeroed_to = zeroed_to.map(|at| {
-            let want = valid_bytes + ZEROED_AHEAD_BYTES;
+            let want = valid_bytes + zeroes_ahead_for(valid_bytes);
             if at >= want {
                 return at;
             }
@@ -399,7 +412,7 @@ impl WalWriter {
                 // Zeroes ahead when the records reach past them, unless the records alone
                 // are big enough for the size change not to matter.
                 let zero_to = if end > zeroed_to && records.len() < ZEROED_RECORDS_MAX_BYTES {
-                    end + ZEROED_AHEAD_BYTES
+                    end + zeroes_ahead_for(end)
                 } else {
                     zeroed_to.max(end)
                 };
@@ -447,6 +460,24 @@ impl WalWriter {
     pub(crate) fn zeroes_ahead_bytes(&self) -> u64 {
         self.zeroed_to
             .map_or(0, |z| z.saturating_sub(self.durable_bytes))
+    }
+
+    /// Gives back the zeroes written ahead (a clean close): cuts the segment to its records
+    /// and syncs it. A crash before the sync leaves records then zeroes, or a part of
+    /// them, which opening reads as before. The next append zeroes ahead again.
+    pub(crate) fn give_back_zeroes(&mut self) -> Result<()> {
+        let Some(zeroed_to) = self.zeroed_to else {
+            return Ok(());
+        };
+        if zeroed_to <= self.durable_bytes {
+            return Ok(());
+        }
+        self.file
+            .set_len(self.durable_bytes)
+            .and_then(|()| self.file.sync())
+            .map_err(|e| Error::io("giving back the log's zeroes", &self.path, e))?;
+        self.zeroed_to = Some(self.durable_bytes);
+        Ok(())
     }
 
     /// Bytes of the segment's file: its records, then the zeroes written ahead of them.
@@ -528,14 +559,14 @@ mod tests {
         };
         // A new segment is zeroed ahead when it opens, and small records land in the zeroes.
         let mut w = open(0, 0, false);
-        assert_eq!(file_len(), ZEROED_AHEAD_BYTES);
+        assert_eq!(file_len(), ZEROED_AHEAD_MIN_BYTES);
         let mut records = Vec::new();
         for seq in 1..=3 {
             let mut one = Vec::new();
             encode_batch(&mut one, seq, &sample()).unwrap();
             w.append(&one).unwrap();
             records.extend_from_slice(&one);
-            assert_eq!(file_len(), ZEROED_AHEAD_BYTES);
+            assert_eq!(file_len(), ZEROED_AHEAD_MIN_BYTES);
             assert_eq!(w.file_bytes(), file_len());
         }
         // A big record goes past the zeroes without writing more.

@@ -129,6 +129,33 @@ pub fn find_files(dir: &Path, suffix: &str) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
+/// The collections (`.jsonl.zst`) under `base` whose path contains `only`; with `quick`, only
+/// the three of the CI smoke runs (geonames-cities, github-webhooks, mongodb-zips).
+#[allow(dead_code, reason = "for the store_bench and at_rest_bench binaries")]
+pub fn bench_collections(base: &Path, only: Option<&str>, quick: bool) -> Result<Vec<PathBuf>> {
+    let mut files = find_files(base, ".jsonl.zst")?;
+    if let Some(only) = only {
+        files.retain(|p| p.to_string_lossy().contains(only));
+    }
+    if quick {
+        files.retain(|p| {
+            let s = p.to_string_lossy();
+            s.contains("geonames") || s.contains("github-webhooks") || s.contains("mongodb-zips")
+        });
+    }
+    anyhow::ensure!(!files.is_empty(), "no collections under {}", base.display());
+    Ok(files)
+}
+
+/// A scratch folder `name` under `$CARGO_TARGET_DIR` (default `target`), created.
+#[allow(dead_code, reason = "for the store_bench and at_rest_bench binaries")]
+pub fn work_dir(name: &str) -> Result<PathBuf> {
+    let dir = PathBuf::from(std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into()))
+        .join(name);
+    std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
+    Ok(dir)
+}
+
 /// The name of `path` relative to `base`, without `suffix`.
 pub fn short_name(path: &Path, base: &Path, suffix: &str) -> String {
     let rel = path.strip_prefix(base).unwrap_or(path).to_string_lossy();

@@ -192,7 +192,10 @@ class Database:
         trusted=True skips validating documents read: only for databases nothing but Stele wrote.
         """
     def close(self) -> None:
-        """Closes it (folder lock released once operations in other threads finish)."""
+        """Closes it, compact at rest: the log's records go into tables (collections written
+        mostly since their last packing are packed into compressed blocks), the log is
+        emptied. Folder lock released once operations in other threads finish. A read-only
+        handle writes nothing: it lets go of its files."""
     def refresh(self) -> int:
         """Read-only: catches up with the writer's commits; the last commit's number."""
     @property
@@ -217,11 +220,12 @@ class Database:
         blocks), then removes the compression dictionaries no document needs any more.
         Other threads' writes go on while it merges."""
     def stats(self) -> dict[str, dict[str, int]]:
-        """{collection: {documents, layers, table_bytes, stored_bytes, unsaved_changes, packed_blocks, pack_bytes, dictionaries}}."""
+        """{collection: {documents, layers, table_bytes, stored_bytes, unsaved_changes, packed_blocks, pack_bytes, index_bytes, dictionaries}}."""
     def disk_usage(self) -> dict[str, int]:
-        """{total_bytes, log_bytes, log_zeroes_bytes}: bytes the folder takes on disk now, how
-        many of them are the write-ahead log's records, and how many the zeroes the log keeps
-        ahead of them (up to 1 MiB; best effort while a compaction runs)."""
+        """{total_bytes, log_bytes, log_zeroes_bytes, index_bytes}: bytes the folder takes on
+        disk now, how many of them are the write-ahead log's records, the zeroes the log keeps
+        ahead of them (as many as its records, 16 KiB to 1 MiB, none once closed), and the
+        indexes' tables (best effort while a compaction runs)."""
 
 def open(
     path: str | PathLike[str],

@@ -7,7 +7,7 @@ use crate::internal::{META, MetaKey, is_internal, packs_name};
 use crate::state::{IndexState, State};
 use crate::wal::LoggedOp;
 use std::sync::Arc;
-use stele_durable::{DurableMap, Store};
+use stele_durable::Store;
 
 /// Keeps the in-memory dictionary sets in step with a removal from the meta collection.
 pub(super) fn note_meta_removal(state: &mut State, key: &[u8]) {
@@ -73,41 +73,13 @@ pub(super) fn reindex(
             continue;
         };
         for k in old.iter().filter(|k| !new.contains(k)) {
-            ix.map.remove(k)?;
+            crate::index::packed::remove(&mut ix.map, k)?;
         }
         for k in new.iter().filter(|k| !old.contains(k)) {
-            ix.map.put(k, &[])?;
+            crate::index::packed::insert(&mut ix.map, k)?;
         }
     }
     Ok(())
-}
-
-/// Builds index `def` over the documents `state` holds.
-pub(super) fn build_index(store: &Store, state: &State, def: &IndexDef) -> Result<DurableMap> {
-    let mut pairs = Vec::new();
-    let entries = crate::collection::Entries::new(
-        state,
-        &def.collection,
-        std::ops::Bound::Unbounded,
-        std::ops::Bound::Unbounded,
-        true,
-    )?;
-    for entry in entries {
-        let (id, doc) = entry?;
-        let Some(doc) = doc else { continue };
-        let doc = doc.document()?;
-        pairs.extend(def.keys(&doc, &id).into_iter().map(|k| (k, [0u8; 0])));
-    }
-    if store.is_read_only() {
-        // A reader process replaying the log writes no table: the index stays in memory
-        // until a refresh past the writer's next checkpoint opens the table it wrote.
-        let mut map = store.new_map();
-        for (k, v) in &pairs {
-            map.put(k, v)?;
-        }
-        return Ok(map);
-    }
-    Ok(store.build_map(pairs)?)
 }
 
 /// Puts stored value `value` as document `id` of `collection`, keeping indexes and the count.
@@ -197,7 +169,7 @@ fn create_index(store: &Store, state: &mut State, def: &IndexDef) -> Result<()> 
             reason: "an index of this name already exists on the collection (drop it first)",
         });
     }
-    let map = build_index(store, state, def)?;
+    let map = crate::index::build::build(store, state, def)?;
     state.indexes.insert(
         key,
         IndexState {

@@ -14,7 +14,7 @@
 //! copied as they are, the documents its map holds are packed with them (writers wait
 //! meanwhile; readers do not).
 
-use super::apply::{apply, build_index};
+use super::apply::apply;
 use super::compaction::{pack_settings, packs_collection};
 use super::{Database, lock_poisoned};
 use crate::compress::{Compressor, NewDictionary};
@@ -127,7 +127,7 @@ impl Database {
             .map(|ix| Arc::clone(&ix.def))
             .collect();
         for def in defs {
-            let map = build_index(store, &next, &def)?;
+            let map = crate::index::build::build(store, &next, &def)?;
             if let Some(ix) = next
                 .indexes
                 .get_mut(&(collection.to_owned(), def.name.clone()))

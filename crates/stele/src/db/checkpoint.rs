@@ -31,8 +31,15 @@ impl Database {
     /// document of a collection is packed with its newest dictionary, the older ones are
     /// usually unused); open snapshots keep reading with the dictionaries they had.
     pub fn compact(&self) -> Result<()> {
-        self.settle_dictionaries(None)?;
-        self.train_for_packing()?;
+        self.compact_where(&|_| true)
+    }
+
+    /// [`compact`](Self::compact) of the maps `select` picks (the others are checkpointed
+    /// only): dictionaries are settled and trained for the collections it picks.
+    pub(super) fn compact_where(&self, select: &dyn Fn(&MapRef) -> bool) -> Result<()> {
+        let picks = |c: &str| select(&MapRef::Collection(c.to_owned()));
+        self.settle_dictionaries_where(&picks)?;
+        self.train_for_packing_where(&picks)?;
         // Everything written so far into tables, so that the merges see all of it (without
         // queueing background compactions: the merges below cover every map).
         {
@@ -41,7 +48,7 @@ impl Database {
         }
         let refs: Vec<MapRef> = {
             let w = self.inner.writer.lock().map_err(lock_poisoned)?;
-            w.state.map_refs().map(|(r, _)| r).collect()
+            w.state.map_refs().map(|(r, _)| r).filter(select).collect()
         };
         let weak = Arc::downgrade(&self.inner);
         let mut sides = Vec::new();

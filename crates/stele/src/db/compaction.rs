@@ -65,8 +65,8 @@ pub(super) fn merge_plain(
 }
 
 /// Compacts map `r` of `state` in line: a user collection with compression on is packed
-/// (`full`: every block rewritten, else only those its map's entries fall into), any other
-/// map merged.
+/// (`full`: every block rewritten, else only those its map's entries fall into), an index
+/// repacked into compressed blocks (`crate::index::packed`), any other map merged.
 pub(super) fn compact_in_line(
     store: &Store,
     opts: &DatabaseOptions,
@@ -75,8 +75,9 @@ pub(super) fn compact_in_line(
     full: bool,
 ) -> Result<()> {
     let MapRef::Collection(c) = r else {
+        // An index: its keys rewritten in compressed blocks.
         if let Some(map) = state.map_mut(r) {
-            map.compact()?;
+            *map = crate::index::packed::repack(store, map)?;
         }
         return Ok(());
     };
@@ -176,7 +177,9 @@ pub(super) fn compact_on_the_side(
         MapRef::Collection(c) if !is_internal(c) => packs_collection(&opts, &state, c)?,
         _ => false,
     };
-    if covered.is_empty() || (covered.len() == 1 && !(full && packed)) {
+    // An index of one layer is compact once it holds blocks only.
+    let loose_index = matches!(r, MapRef::Index(..)) && crate::index::packed::has_loose(&side);
+    if covered.is_empty() || (covered.len() == 1 && !(full && packed) && !loose_index) {
         return Ok(None);
     }
     let side_of = |base: DurableMap, packs: Option<DurableMap>| SideCompaction {
@@ -197,6 +200,10 @@ pub(super) fn compact_on_the_side(
                 let base = merge_plain(&store, &state, c, &source)?;
                 Ok(Some(side_of(base, None)))
             }
+        }
+        MapRef::Index(..) => {
+            let base = crate::index::packed::repack(&store, &side)?;
+            Ok(Some(side_of(base, None)))
         }
         _ => {
             side.compact()?;

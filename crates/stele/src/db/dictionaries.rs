@@ -79,13 +79,18 @@ impl Database {
     /// trainings run in the background; bulk operations (imports, `compact`) call this so
     /// that a collection written in one go does not end up without any dictionary.
     pub(crate) fn settle_dictionaries(&self, only: Option<&str>) -> Result<()> {
+        self.settle_dictionaries_where(&|name| only.is_none_or(|o| o == name))
+    }
+
+    /// [`settle_dictionaries`](Self::settle_dictionaries) of the collections `select` picks.
+    pub(super) fn settle_dictionaries_where(&self, select: &dyn Fn(&str) -> bool) -> Result<()> {
         let compressors: Vec<(String, Arc<Mutex<Compressor>>)> = self
             .inner
             .compressors
             .lock()
             .map_err(lock_poisoned)?
             .iter()
-            .filter(|(name, _)| only.is_none_or(|o| o == name.as_str()))
+            .filter(|(name, _)| select(name))
             .map(|(name, c)| (name.clone(), Arc::clone(c)))
             .collect();
         for (collection, compressor) in compressors {
@@ -129,16 +134,16 @@ impl Database {
     }
 
     /// Before a full compaction packs them, trains a dictionary for each collection it
-    /// packs on documents spread evenly over the whole collection (every n-th in id order,
+    /// packs (of those `select` picks) on documents spread evenly over the whole collection (every n-th in id order,
     /// up to the compressor's `sample_docs`), and persists and adopts it if the collection's
     /// blocks plus the dictionary come out smaller than with the current one
     /// (`Compressor::train_for_blocks`). Commits train on what was written last, so a
     /// collection written in one go keeps the dictionary of its first documents until its
     /// sample ring fills, which a collection of fewer documents never does.
-    pub(super) fn train_for_packing(&self) -> Result<()> {
+    pub(super) fn train_for_packing_where(&self, select: &dyn Fn(&str) -> bool) -> Result<()> {
         let state = self.snapshot_state();
         for collection in state.collections.keys() {
-            if !packs_collection(&self.inner.opts, &state, collection)? {
+            if !select(collection) || !packs_collection(&self.inner.opts, &state, collection)? {
                 continue;
             }
             let compressor = self.compressor(collection)?;

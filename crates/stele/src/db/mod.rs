@@ -12,10 +12,12 @@
 mod apply;
 mod bulk;
 mod checkpoint;
+mod close;
 mod commit;
 mod compaction;
 mod compression;
 mod dictionaries;
+mod idle;
 mod open;
 mod options;
 mod readonly;
@@ -65,6 +67,19 @@ pub(crate) struct Inner {
     compressors: Mutex<HashMap<String, Arc<Mutex<Compressor>>>>,
     /// Dictionaries of batches compressed but not applied yet (see `crate::dicts`).
     pins: Arc<Pins>,
+    /// User handles ([`Database`] values) alive; the one that takes it to 0 closes the
+    /// database (see `close.rs`). Threads of the database itself hold `Inner` without
+    /// counting here.
+    handles: std::sync::atomic::AtomicUsize,
+    /// The last batch's sequence number when the database opened: a close packs only if
+    /// something was committed since (a reader's close writes nothing).
+    opened_seq: u64,
+    /// The process that opened the database. A process forked from it holds a copy of this
+    /// writer (log position, file descriptors) but not its threads: its last handle must
+    /// not close (checkpoint, cut the log) what the parent still writes.
+    opened_pid: u32,
+    /// Dropped with `Inner`, which ends the idle-checkpoint thread at once (see `idle.rs`).
+    _idle_stop: Option<Mutex<mpsc::Sender<()>>>,
 }
 
 /// An embedded database of JSON documents in a folder. Cheap to clone; `Send + Sync`.
@@ -82,9 +97,16 @@ pub(crate) struct Inner {
 /// }
 /// # Ok(()) }
 /// ```
-#[derive(Debug, Clone)]
+///
+/// Dropping the last handle closes the database cleanly (see [`Database::close`], which
+/// also reports errors): what the log holds goes into tables, so that the database at rest
+/// is compact and opens without replaying anything.
+#[derive(Debug)]
 pub struct Database {
     pub(crate) inner: Arc<Inner>,
+    /// Whether this handle no longer counts in `Inner::handles` (closed, or a handle the
+    /// database's own threads use, which never counted).
+    released: bool,
 }
 
 fn lock_poisoned<T>(_: std::sync::PoisonError<T>) -> Error {

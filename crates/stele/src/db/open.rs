@@ -277,7 +277,10 @@ impl Database {
         wal: WalWriter,
     ) -> (Database, Option<mpsc::Receiver<MapRef>>) {
         let visible = Arc::new(writer.state.clone());
+        let opened_seq = visible.seq;
         let (tx, rx) = mpsc::channel();
+        let (idle_tx, idle_rx) = mpsc::channel();
+        let idle = opts.idle_checkpoint;
         let background = opts.background_compaction;
         let db = Database {
             inner: Arc::new(Inner {
@@ -294,8 +297,17 @@ impl Database {
                 ready: Mutex::new(Vec::new()),
                 compressors: Mutex::new(HashMap::new()),
                 pins: Arc::default(),
+                handles: std::sync::atomic::AtomicUsize::new(1),
+                opened_seq,
+                opened_pid: std::process::id(),
+                _idle_stop: idle.map(|_| Mutex::new(idle_tx)),
             }),
+            released: false,
         };
+        if let Some(idle) = idle {
+            // Without the thread the database still checkpoints by size and at close.
+            let _ = super::idle::start(Arc::downgrade(&db.inner), idle_rx, idle);
+        }
         (db, background.then_some(rx))
     }
 

@@ -1,6 +1,7 @@
 //! [`DatabaseOptions`]: what a database can be tuned for.
 
 use std::sync::Arc;
+use std::time::Duration;
 use stele_table::{FsStorage, Storage, TableOptions};
 
 /// Options of a [`Database`].
@@ -16,6 +17,8 @@ pub struct DatabaseOptions {
     pub(crate) pack_level: i32,
     pub(crate) pack_streams: bool,
     pub(crate) block_cache_bytes: usize,
+    pub(crate) idle_checkpoint: Option<Duration>,
+    pub(crate) pack_on_close: bool,
 }
 
 impl Default for DatabaseOptions {
@@ -31,6 +34,8 @@ impl Default for DatabaseOptions {
             pack_level: 9,
             pack_streams: true,
             block_cache_bytes: 64 << 20,
+            idle_checkpoint: Some(Duration::from_secs(3)),
+            pack_on_close: true,
         }
     }
 }
@@ -143,6 +148,31 @@ impl DatabaseOptions {
     #[must_use]
     pub fn block_cache_bytes(mut self, bytes: usize) -> Self {
         self.block_cache_bytes = bytes;
+        self
+    }
+
+    /// Checkpoint when no commit came for this long and the log holds records (default
+    /// 3 s; `None`: only by size, [`checkpoint_bytes`](Self::checkpoint_bytes), and at
+    /// close). A writer that goes quiet then keeps nothing in the log: a crash later opens
+    /// without replaying it, and the log starts over small. A thread looks a few times per
+    /// period; the checkpoint waits for commits in flight like any other.
+    #[must_use]
+    pub fn idle_checkpoint(mut self, idle: Option<Duration>) -> Self {
+        self.idle_checkpoint = idle.filter(|d| !d.is_zero());
+        self
+    }
+
+    /// Whether closing the database ([`Database::close`](crate::Database::close), or
+    /// dropping its last handle) packs the collections with compression on of which at
+    /// least 1 document in 8 is not in packed blocks (default: on), as
+    /// [`Database::compact`](crate::Database::compact) packs them. Then a collection
+    /// written through commits (a Python import, `put_many`) is stored compressed in blocks
+    /// at rest without a manual `compact`; the price is paid by the close
+    /// (`docs/benchmarks.md`, "Document store": close cost). Off: a close only checkpoints
+    /// (documents stay compressed one by one in diff tables until a compaction).
+    #[must_use]
+    pub fn pack_on_close(mut self, on: bool) -> Self {
+        self.pack_on_close = on;
         self
     }
 

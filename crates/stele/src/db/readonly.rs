@@ -196,6 +196,7 @@ impl ReadOnlyDatabase {
             &self.inner.dir,
             &self.inner.dir.join(WAL_DIR),
             log_zeroes_bytes,
+            crate::index::stats::index_bytes(&self.state(), None),
         )
     }
 

@@ -8,7 +8,14 @@
 //! gets no entry for that combination. Entries are kept current by every write, in the
 //! same atomic batch.
 
+pub(crate) mod build;
+#[cfg(test)]
+pub(crate) mod build_tests;
 pub(crate) mod encode;
+pub(crate) mod packed;
+pub(crate) mod stats;
+
+pub use stats::IndexStats;
 
 use crate::error::{Error, Result};
 use stele_doc::{Document, Value};

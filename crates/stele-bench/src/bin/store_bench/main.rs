@@ -344,21 +344,9 @@ fn run_one(
 fn main() -> Result<()> {
     let args = parse_args()?;
     let base = args.data.join("collections");
-    let mut files = data::find_files(&base, ".jsonl.zst")?;
-    if let Some(only) = &args.only {
-        files.retain(|p| p.to_string_lossy().contains(only.as_str()));
-    }
-    if args.quick {
-        files.retain(|p| {
-            let s = p.to_string_lossy();
-            s.contains("geonames") || s.contains("github-webhooks") || s.contains("mongodb-zips")
-        });
-    }
-    anyhow::ensure!(!files.is_empty(), "no collections under {}", base.display());
+    let files = data::bench_collections(&base, args.only.as_deref(), args.quick)?;
     let limit = args.quick.then_some(500);
-    let work = PathBuf::from(std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into()))
-        .join("store-bench");
-    std::fs::create_dir_all(&work)?;
+    let work = data::work_dir("store-bench")?;
     let mut opts = DatabaseOptions::default();
     if let Some(n) = args.pack_block_bytes {
         opts = opts.pack_block_bytes(n);

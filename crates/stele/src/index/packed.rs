@@ -1,0 +1,442 @@
+//! Indexes stored compactly: an index's keys in compressed blocks, in the index's own map.
+//!
+//! ```text
+//! block entry:  key   0x00 | the block's last index key
+//!               value u8 format (1) | varint key count | varint raw bytes | zstd frame of
+//!                     the raw bytes: per key, varint bytes shared with the key before it
+//!                     in the block | varint suffix length | suffix
+//! loose entry:  key   an index key (its first byte, a value's type, is 0x10 or more)
+//!               value empty: the key is there; 0x01: the key is removed (it may sit in a block)
+//! ```
+//!
+//! Packing (at `create_index`, at compaction, at close) writes every key of an index into
+//! blocks of about [`BLOCK_RAW_BYTES`] and nothing else. Writes after it go to the map as
+//! loose entries, above the blocks, until the next packing. A scan merges both, a loose entry
+//! winning over a block's key. An index written by an older build holds loose keys only and
+//! reads the same way.
+
+use crate::bytes::{Reader, put_varint};
+use crate::error::{Error, Result};
+use std::collections::VecDeque;
+use std::ops::{Bound, RangeBounds};
+use stele_durable::{DurableMap, MapIter, Store};
+
+/// First byte of a block entry's key (index keys start with a type byte of 0x10 or more).
+const BLOCK_KEY: u8 = 0x00;
+/// Keys of block entries lie in `[BLOCK_KEY]..[BLOCK_KEY + 1]`.
+const LOOSE_FROM: u8 = 0x01;
+/// Format byte of a block.
+const BLOCK_FORMAT: u8 = 1;
+/// Value of a loose entry whose key is removed.
+const REMOVED: &[u8] = &[0x01];
+/// Raw (prefix-coded) bytes of keys per block: a scan that starts in a block decodes it all
+/// (a few microseconds), and bigger blocks compress better.
+pub(crate) const BLOCK_RAW_BYTES: usize = 4 << 10;
+/// zstd level of blocks.
+const BLOCK_LEVEL: i32 = 9;
+/// Largest raw size a block may claim (a check on untrusted bytes before allocating).
+const MAX_BLOCK_RAW_BYTES: u64 = 16 << 20;
+/// Table unit of a packed index's map: blocks are values of a few KiB, so small units keep
+/// the padding after each under 16 bytes.
+const TABLE_BLOCK_BYTES: u32 = 16;
+
+fn corrupt(problem: &str) -> Error {
+    Error::CorruptValue {
+        offset: 0,
+        problem: format!("index block: {problem} (rebuild the index: drop and create it)"),
+    }
+}
+
+/// Encodes the keys of one block (sorted, at least one).
+fn encode_block(keys: &[Vec<u8>]) -> Result<Vec<u8>> {
+    let mut raw = Vec::new();
+    let mut prev: &[u8] = &[];
+    for k in keys {
+        let shared = prev.iter().zip(k).take_while(|(a, b)| a == b).count();
+        put_varint(&mut raw, shared as u64);
+        put_varint(&mut raw, (k.len() - shared) as u64);
+        raw.extend_from_slice(k.get(shared..).unwrap_or_default());
+        prev = k;
+    }
+    let frame = with_contexts(|c, _| c.compress(&raw))
+        .map_err(|e| Error::io("compressing an index block", "", e))?;
+    let mut out = vec![BLOCK_FORMAT];
+    put_varint(&mut out, keys.len() as u64);
+    put_varint(&mut out, raw.len() as u64);
+    out.extend_from_slice(&frame);
+    Ok(out)
+}
+
+/// The number of keys a block holds, from its header (nothing decompressed).
+fn block_count(value: &[u8]) -> Result<u64> {
+    let mut r = Reader::new(value);
+    if r.u8() != Some(BLOCK_FORMAT) {
+        return Err(corrupt("unknown format"));
+    }
+    r.varint().ok_or_else(|| corrupt("truncated header"))
+}
+
+thread_local! {
+    /// zstd contexts reused across blocks: making one per block cost more than decoding it.
+    static CONTEXTS: std::cell::RefCell<Option<(zstd::bulk::Compressor<'static>, zstd::bulk::Decompressor<'static>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` with this thread's zstd contexts.
+fn with_contexts<T>(
+    f: impl FnOnce(
+        &mut zstd::bulk::Compressor<'static>,
+        &mut zstd::bulk::Decompressor<'static>,
+    ) -> std::io::Result<T>,
+) -> std::io::Result<T> {
+    CONTEXTS.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            *slot = Some((
+                zstd::bulk::Compressor::new(BLOCK_LEVEL)?,
+                zstd::bulk::Decompressor::new()?,
+            ));
+        }
+        match slot.as_mut() {
+            Some((c, d)) => f(c, d),
+            None => Err(std::io::Error::other("no zstd context")),
+        }
+    })
+}
+
+/// Decodes the keys of a block (validating every length).
+#[cfg(test)]
+fn decode_block(value: &[u8]) -> Result<Vec<Vec<u8>>> {
+    decode_block_keeping(value, |_| true)
+}
+
+/// Decodes a block, validating every key, and returns the keys `keep` takes.
+fn decode_block_keeping(value: &[u8], keep: impl Fn(&[u8]) -> bool) -> Result<Vec<Vec<u8>>> {
+    let mut r = Reader::new(value);
+    if r.u8() != Some(BLOCK_FORMAT) {
+        return Err(corrupt("unknown format"));
+    }
+    let count = r.varint().ok_or_else(|| corrupt("truncated header"))?;
+    let raw_len = r.varint().ok_or_else(|| corrupt("truncated header"))?;
+    // Every key takes at least two bytes of raw (two varints).
+    if raw_len > MAX_BLOCK_RAW_BYTES || count.saturating_mul(2) > raw_len {
+        return Err(corrupt("implausible sizes"));
+    }
+    let frame = r.rest();
+    let raw = with_contexts(|_, d| d.decompress(frame, raw_len as usize))
+        .map_err(|_| corrupt("does not decompress"))?;
+    if raw.len() as u64 != raw_len {
+        return Err(corrupt("wrong raw length"));
+    }
+    let mut kept: Vec<Vec<u8>> = Vec::new();
+    // The key being rebuilt (the previous one, then this one).
+    let mut key: Vec<u8> = Vec::new();
+    let mut r = Reader::new(&raw);
+    for i in 0..count {
+        let shared = r.varint().ok_or_else(|| corrupt("truncated key"))?;
+        let suffix_len = r.varint().ok_or_else(|| corrupt("truncated key"))?;
+        let suffix = usize::try_from(suffix_len)
+            .ok()
+            .and_then(|n| r.take(n))
+            .ok_or_else(|| corrupt("truncated key"))?;
+        let shared = usize::try_from(shared)
+            .ok()
+            .filter(|&n| n <= key.len())
+            .ok_or_else(|| corrupt("bad shared length"))?;
+        // Strictly increasing: the first byte after the shared prefix grows, or the key
+        // is a longer extension of the previous one.
+        let grows = match (key.get(shared), suffix.first()) {
+            (Some(old), Some(new)) => new > old,
+            (None, Some(_)) => true,
+            _ => false,
+        };
+        if i > 0 && !grows {
+            return Err(corrupt("keys out of order"));
+        }
+        key.truncate(shared);
+        key.extend_from_slice(suffix);
+        if key.first().is_none_or(|&b| b <= LOOSE_FROM) {
+            return Err(corrupt("a key that no index writes"));
+        }
+        if keep(&key) {
+            kept.push(key.clone());
+        }
+    }
+    if !r.is_empty() {
+        return Err(corrupt("bytes after the last key"));
+    }
+    Ok(kept)
+}
+
+/// Whether `map` holds blocks.
+#[cfg(test)]
+pub(crate) fn has_blocks(map: &DurableMap) -> bool {
+    map.range((
+        Bound::Included(&[BLOCK_KEY][..]),
+        Bound::Excluded(&[LOOSE_FROM][..]),
+    ))
+    .next()
+    .is_some()
+}
+
+/// Whether `map` holds loose entries (keys written since its last packing).
+pub(crate) fn has_loose(map: &DurableMap) -> bool {
+    map.range((Bound::Included(&[LOOSE_FROM][..]), Bound::Unbounded))
+        .next()
+        .is_some()
+}
+
+/// Adds index key `key` to `map`.
+pub(crate) fn insert(map: &mut DurableMap, key: &[u8]) -> Result<()> {
+    map.put(key, &[])?;
+    Ok(())
+}
+
+/// Removes index key `key` from `map`: always a mark, even while no block holds it. A
+/// compaction running on the side may be packing the key into a block of the next base,
+/// and `DurableMap::rebase` keeps a plain removal only for a key its new base holds as a key
+/// (a key inside a block is not one). The next packing drops the marks.
+pub(crate) fn remove(map: &mut DurableMap, key: &[u8]) -> Result<()> {
+    map.put(key, REMOVED)?;
+    Ok(())
+}
+
+/// `b` with its key as an owned vector.
+fn owned(b: Bound<&[u8]>) -> Bound<Vec<u8>> {
+    b.map(<[u8]>::to_vec)
+}
+
+/// `b` as a borrowed bound.
+fn borrowed(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    b.as_ref().map(Vec::as_slice)
+}
+
+/// Keys of `map` in (`lo`, `hi`), ascending or (`descending`) descending: its blocks' keys
+/// and its loose entries merged, removal marks hiding the keys they name.
+pub(crate) fn scan<'a>(
+    map: &'a DurableMap,
+    lo: Bound<&[u8]>,
+    hi: Bound<&[u8]>,
+    descending: bool,
+) -> Scan<'a> {
+    let with_block_key = |k: &[u8]| [&[BLOCK_KEY][..], k].concat();
+    // Blocks from the first whose last key reaches `lo`, up to the first whose last key
+    // reaches `hi` (every block after that one holds only keys past `hi`).
+    let blocks_lo = match lo {
+        Bound::Included(k) | Bound::Excluded(k) => Bound::Included(with_block_key(k)),
+        Bound::Unbounded => Bound::Included(vec![BLOCK_KEY]),
+    };
+    let loose_start = Bound::Excluded(vec![LOOSE_FROM]);
+    let blocks_hi = match hi {
+        Bound::Included(k) | Bound::Excluded(k) => {
+            let from = with_block_key(k);
+            let reaching = map
+                .range((Bound::Included(from.as_slice()), borrowed(&loose_start)))
+                .next();
+            match reaching {
+                Some(Ok((last, _))) => Bound::Included(last.to_vec()),
+                _ => loose_start.clone(),
+            }
+        }
+        Bound::Unbounded => loose_start.clone(),
+    };
+    let blocks = map.range((borrowed(&blocks_lo), borrowed(&blocks_hi)));
+    // Loose entries: keys from 0x01 on (a lower bound below it would take in blocks).
+    let loose_lo = match lo {
+        Bound::Included(k) | Bound::Excluded(k) if k.first().is_some_and(|&b| b > LOOSE_FROM) => {
+            owned(lo)
+        }
+        _ => Bound::Included(vec![LOOSE_FROM]),
+    };
+    let loose = map.range((borrowed(&loose_lo), hi));
+    Scan {
+        descending,
+        lo: owned(lo),
+        hi: owned(hi),
+        loose,
+        blocks,
+        block_keys: VecDeque::new(),
+        next_loose: None,
+        next_block: None,
+        failed: false,
+    }
+}
+
+/// The keys of an index in a range, in one direction (see [`scan`]).
+pub(crate) struct Scan<'a> {
+    descending: bool,
+    lo: Bound<Vec<u8>>,
+    hi: Bound<Vec<u8>>,
+    loose: MapIter<'a>,
+    blocks: MapIter<'a>,
+    /// Keys in range of the block being read, not yet merged.
+    block_keys: VecDeque<Vec<u8>>,
+    /// The next loose entry (key, removed), read ahead.
+    next_loose: Option<(Vec<u8>, bool)>,
+    /// The next block key, read ahead.
+    next_block: Option<Vec<u8>>,
+    /// An error was returned: the scan is over.
+    failed: bool,
+}
+
+impl Scan<'_> {
+    fn in_range(&self, k: &[u8]) -> bool {
+        (borrowed(&self.lo), borrowed(&self.hi)).contains(&k)
+    }
+
+    /// The next loose entry in the scan's direction.
+    fn read_loose(&mut self) -> Result<Option<(Vec<u8>, bool)>> {
+        let next = if self.descending {
+            self.loose.next_back()
+        } else {
+            self.loose.next()
+        };
+        match next {
+            None => Ok(None),
+            Some(e) => {
+                let (k, v) = e?;
+                Ok(Some((k.to_vec(), v == REMOVED)))
+            }
+        }
+    }
+
+    /// The next key of the blocks in the scan's direction (decoding the next block when
+    /// the current one is used up).
+    fn read_block_key(&mut self) -> Result<Option<Vec<u8>>> {
+        loop {
+            let k = if self.descending {
+                self.block_keys.pop_back()
+            } else {
+                self.block_keys.pop_front()
+            };
+            if k.is_some() {
+                return Ok(k);
+            }
+            let next = if self.descending {
+                self.blocks.next_back()
+            } else {
+                self.blocks.next()
+            };
+            let Some(entry) = next else { return Ok(None) };
+            let (_, value) = entry?;
+            let keys = decode_block_keeping(value, |k| self.in_range(k))?;
+            self.block_keys = keys.into();
+        }
+    }
+
+    fn step(&mut self) -> Result<Option<Vec<u8>>> {
+        loop {
+            if self.next_loose.is_none() {
+                self.next_loose = self.read_loose()?;
+            }
+            if self.next_block.is_none() {
+                self.next_block = self.read_block_key()?;
+            }
+            // Which comes first in the scan's direction; equal keys: the loose entry wins.
+            let take_loose = match (&self.next_loose, &self.next_block) {
+                (None, None) => return Ok(None),
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (Some((l, _)), Some(b)) => {
+                    if l == b {
+                        self.next_block = None;
+                        true
+                    } else {
+                        (l < b) != self.descending
+                    }
+                }
+            };
+            if take_loose {
+                if let Some((k, removed)) = self.next_loose.take()
+                    && !removed
+                {
+                    return Ok(Some(k));
+                }
+            } else if let Some(k) = self.next_block.take() {
+                return Ok(Some(k));
+            }
+        }
+    }
+}
+
+impl Iterator for Scan<'_> {
+    type Item = Result<Vec<u8>>;
+
+    fn next(&mut self) -> Option<Result<Vec<u8>>> {
+        if self.failed {
+            return None;
+        }
+        let out = self.step().transpose();
+        self.failed = matches!(out, Some(Err(_)));
+        out
+    }
+}
+
+/// Keys of an index, counted from block headers and loose entries: exact for an index that
+/// is packed, approximate for the keys written since (a removal mark counts -1 whether or not
+/// a block holds its key, a key put back after its removal +1 though a block holds it).
+pub(crate) fn count(map: &DurableMap) -> Result<u64> {
+    let mut n: u64 = 0;
+    for entry in map.iter() {
+        let (k, v) = entry?;
+        if k.first() == Some(&BLOCK_KEY) {
+            n += block_count(v)?;
+        } else if v == REMOVED {
+            n = n.saturating_sub(1);
+        } else {
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// Writes `keys` (sorted, no duplicates) as a packed index: a new map of blocks only.
+pub(crate) fn pack(
+    store: &Store,
+    keys: impl Iterator<Item = Result<Vec<u8>>>,
+) -> Result<DurableMap> {
+    pack_in_blocks_of(store, keys, BLOCK_RAW_BYTES)
+}
+
+/// [`pack`] with blocks of about `block_raw_bytes` (tests use small ones).
+fn pack_in_blocks_of(
+    store: &Store,
+    keys: impl Iterator<Item = Result<Vec<u8>>>,
+    block_raw_bytes: usize,
+) -> Result<DurableMap> {
+    let mut out = store.map_builder_with_block_size(TABLE_BLOCK_BYTES)?;
+    let mut block: Vec<Vec<u8>> = Vec::new();
+    let mut raw_bytes = 0usize;
+    let mut flush = |block: &mut Vec<Vec<u8>>| -> Result<()> {
+        if let Some(last) = block.last() {
+            let key = [&[BLOCK_KEY][..], last].concat();
+            out.add(&key, &encode_block(block)?)?;
+            block.clear();
+        }
+        Ok(())
+    };
+    for k in keys {
+        let k = k?;
+        raw_bytes += k.len() + 2;
+        block.push(k);
+        if raw_bytes >= block_raw_bytes {
+            flush(&mut block)?;
+            raw_bytes = 0;
+        }
+    }
+    flush(&mut block)?;
+    Ok(out.finish()?)
+}
+
+/// Rewrites index map `map` as a packed one (every key it holds, in blocks).
+pub(crate) fn repack(store: &Store, map: &DurableMap) -> Result<DurableMap> {
+    let source = map.sequential()?;
+    pack(
+        store,
+        scan(&source, Bound::Unbounded, Bound::Unbounded, false),
+    )
+}
+
+#[cfg(test)]
+#[path = "packed_tests.rs"]
+mod tests;
