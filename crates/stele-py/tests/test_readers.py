@@ -89,3 +89,38 @@ def test_a_handle_is_not_shared_across_fork(tmp_path, readonly):
         assert child.exitcode == 0
         # The parent's handle still works.
         assert db["c"]["a"].to_python() == {"n": 1}
+
+
+def _child_closes_parent_handle(db, queue):
+    try:
+        db.close()
+        queue.put("closed")
+    except stele.SteleError as e:
+        queue.put(str(e))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_closing_the_writer_writes_nothing(tmp_path):
+    # The child's copy of the writer must not checkpoint or cut the log the parent writes.
+    path = tmp_path / "db"
+    db = stele.open(path)
+    db["c"]["a"] = {"n": 1}
+    db.checkpoint()  # the log is empty: the idle checkpoint has nothing to write either
+
+    def files():
+        return sorted((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in path.rglob("*") if p.is_file())
+
+    before = files()
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_child_closes_parent_handle, args=(db, queue))
+    child.start()
+    message = queue.get(timeout=30)
+    child.join()
+    assert "is used in process" in message, message
+    assert files() == before
+    db["c"]["b"] = {"n": 2}
+    db.close()
+    with stele.open(path, readonly=True) as again:
+        assert again["c"]["a"].to_python() == {"n": 1}
+        assert again["c"]["b"].to_python() == {"n": 2}
