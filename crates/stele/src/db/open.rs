@@ -15,7 +15,8 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, RwLock, mpsc};
-use stele_durable::{Store, StoreOptions};
+use stele_durable::{DurableMap, Store, StoreOptions};
+use stele_table::TableId;
 
 /// Takes the folder lock, or names the process that holds it.
 pub(super) fn take_lock(dir: &Path) -> Result<File> {
@@ -85,13 +86,24 @@ pub(super) fn state_at_checkpoint(
     manifest: &Manifest,
     opts: &DatabaseOptions,
 ) -> Result<State> {
+    state_reusing(store, manifest, opts, &|id| Ok(store.open_map(id)?))
+}
+
+/// [`state_at_checkpoint`] with the maps of the manifest's tables opened by `open` (a reader
+/// that loads again reuses the maps it has open already).
+pub(super) fn state_reusing(
+    store: &Store,
+    manifest: &Manifest,
+    opts: &DatabaseOptions,
+    open: &dyn Fn(TableId) -> Result<DurableMap>,
+) -> Result<State> {
     let mut state = State {
         seq: manifest.seq,
         ..State::default()
     };
     for (def, id) in &manifest.indexes {
         let map = match id {
-            Some(id) => store.open_map(*id)?,
+            Some(id) => open(*id)?,
             None => store.new_map(),
         };
         let key = (def.collection.clone(), def.name.clone());
@@ -100,7 +112,7 @@ pub(super) fn state_at_checkpoint(
     }
     for (name, id) in &manifest.collections {
         let map = match id {
-            Some(id) => store.open_map(*id)?,
+            Some(id) => open(*id)?,
             None => store.new_map(),
         };
         state.collections.insert(name.clone(), map);

@@ -18,7 +18,7 @@
 //! Loading retries from the manifest when the writer removed a table or segment between
 //! the reader's reading of the manifest and its opening of them.
 
-use super::open::{load_dictionaries, read_manifest, state_at_checkpoint};
+use super::open::{load_dictionaries, read_manifest, state_reusing};
 use super::{DatabaseOptions, TABLES_DIR, WAL_DIR};
 use crate::disk::DiskUsage;
 use crate::error::{Error, Result};
@@ -27,10 +27,12 @@ use crate::snapshot::Snapshot;
 use crate::state::State;
 use crate::wal::tail::{Read, SegmentReader};
 use crate::wal::{self, LoggedBatch};
+use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
-use stele_durable::{Store, StoreOptions};
+use stele_durable::{DurableMap, Store, StoreOptions};
+use stele_table::TableId;
 
 /// Loads that may start over (the writer moved on meanwhile) before the error is returned.
 const LOAD_ATTEMPTS: u32 = 100;
@@ -124,7 +126,7 @@ impl ReadOnlyDatabase {
             dir.join(TABLES_DIR),
             StoreOptions::default().table_options(opts.table.clone()),
         )?;
-        let view = load(&dir, &store, &opts)?;
+        let view = load(&dir, &store, &opts, None)?;
         let visible = RwLock::new(Arc::clone(&view.state));
         Ok(ReadOnlyDatabase {
             inner: Arc::new(ReadInner {
@@ -171,7 +173,8 @@ impl ReadOnlyDatabase {
         let state = match tail(&inner.store, &inner.dir, &mut view, manifest_now)? {
             Some(state) => state,
             None => {
-                *view = load(&inner.dir, &inner.store, &inner.opts)?;
+                let loaded = load(&inner.dir, &inner.store, &inner.opts, Some(&view.state))?;
+                *view = loaded;
                 Arc::clone(&view.state)
             }
         };
@@ -289,11 +292,19 @@ impl From<Error> for Attempt {
 }
 
 /// Builds the reader's view from the manifest and the log, starting over while the writer
-/// moves on under it.
-fn load(dir: &Path, store: &Store, opts: &DatabaseOptions) -> Result<View> {
+/// moves on under it. With the `previous` state of a reader loading again, the maps of
+/// tables it has open already are reused (saved layers only, no file opened again) and so is
+/// its cache of decoded blocks (block numbers are never reused): the load costs the tables
+/// that changed and the log after the manifest.
+fn load(
+    dir: &Path,
+    store: &Store,
+    opts: &DatabaseOptions,
+    previous: Option<&State>,
+) -> Result<View> {
     let mut attempt = 0;
     loop {
-        match load_once(dir, store, opts) {
+        match load_once(dir, store, opts, previous) {
             Ok(view) => return Ok(view),
             Err(Attempt::Again(e)) => {
                 attempt += 1;
@@ -311,13 +322,29 @@ fn load_once(
     dir: &Path,
     store: &Store,
     opts: &DatabaseOptions,
+    previous: Option<&State>,
 ) -> std::result::Result<View, Attempt> {
     let wal_dir = dir.join(WAL_DIR);
     let stamp = manifest_stamp(dir)?;
     let manifest = read_manifest(dir)?;
     // The file read may be newer than the stamp (replaced in between): the next refresh
     // then loads once more, which is harmless.
-    let mut state = state_at_checkpoint(store, &manifest, opts)?;
+    let open_maps: HashMap<TableId, &DurableMap> = previous
+        .map(|p| {
+            p.map_refs()
+                .filter_map(|(_, m)| Some((m.id()?, m)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let open = |id: TableId| match open_maps.get(&id) {
+        Some(map) => Ok(map.saved_only()),
+        None => store.open_map(id).map_err(Error::from),
+    };
+    let mut state = state_reusing(store, &manifest, opts, &open)?;
+    if let Some(p) = previous {
+        // A reader allocates no block numbers: only the cache matters, and it stays valid.
+        state.packing = Arc::clone(&p.packing);
+    }
     load_dictionaries(&mut state)?;
     let segment = replay(store, &mut state, &wal_dir, &manifest)?;
     Ok(View {
