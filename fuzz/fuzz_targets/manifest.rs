@@ -1,7 +1,7 @@
-//! Untrusted bytes as a `MANIFEST` file (versions 1 and 2), read as it is and again with its
+//! Untrusted bytes as a `MANIFEST` file (versions 1 to 3), read as it is and again with its
 //! checksum made right (so that the fuzzer gets past it). A manifest that reads writes
-//! bytes that read back to the same manifest; a version 2 manifest writes exactly its own
-//! bytes. Never a panic.
+//! bytes that read back to the same manifest; a version 3 manifest (the version written)
+//! writes exactly its own bytes. Never a panic.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -13,8 +13,8 @@ fn check(bytes: &[u8]) {
     };
     let third = reencode_manifest(&again).expect("a written manifest reads");
     assert_eq!(third, again, "writing a manifest read back changes nothing");
-    if bytes.get(8..12) == Some(&2u32.to_le_bytes()[..]) {
-        assert_eq!(again, bytes, "a version 2 manifest has one encoding");
+    if bytes.get(8..12) == Some(&3u32.to_le_bytes()[..]) {
+        assert_eq!(again, bytes, "a version 3 manifest has one encoding");
     }
 }
 

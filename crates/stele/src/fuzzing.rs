@@ -166,6 +166,18 @@ pub fn index_value_len(bytes: &[u8]) -> Option<usize> {
     crate::index::encode::encoded_len(bytes)
 }
 
+/// The keys of a block of a packed index (the value of a block entry of its map), validated
+/// as a scan reads them.
+pub fn read_index_block(value: &[u8]) -> Result<Vec<Vec<u8>>> {
+    crate::index::packed::decode_block(value)
+}
+
+/// A block of a packed index holding `keys` (sorted, distinct, at least one), as packing
+/// writes it.
+pub fn write_index_block(keys: &[Vec<u8>]) -> Result<Vec<u8>> {
+    crate::index::packed::encode_block(keys)
+}
+
 /// The index keys of document `doc` (bytes of a valid document) under id `id` in an index on
 /// the field paths `fields`, as the database writes them.
 pub fn index_keys(fields: &[&str], doc: &[u8], id: &[u8]) -> Result<Vec<Vec<u8>>> {

@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 
 use stele::compress::{BlockPacker, Dictionaries, train_dictionary};
 use stele::fuzzing::{
-    SEED_DICTIONARY, index_keys, parse_dictionary_key, read_log_segment, read_packed_block,
-    reencode_manifest, split_index_key, tail_log_segment,
+    SEED_DICTIONARY, index_keys, parse_dictionary_key, read_index_block, read_log_segment,
+    read_packed_block, reencode_manifest, split_index_key, tail_log_segment, write_index_block,
 };
 use stele::{Database, DatabaseOptions};
 use stele_durable::{Kind, RootInfo, Store};
@@ -177,6 +177,28 @@ fn dictionary_seeds() -> Vec<Vec<u8>> {
     ]
 }
 
+/// Blocks of index keys as packing writes them: the keys of a few documents' indexes.
+fn index_block_seeds() -> Vec<Vec<u8>> {
+    let mut keys = Vec::new();
+    for (i, json) in [
+        r#"{"a":[1,-2.5,"x\u0000y",null,true],"b":{"c":false}}"#,
+        r#"{"a":"Oslo","b":{"c":"Oslo"}}"#,
+        r#"{"a":["Bergen","Oslo",7]}"#,
+    ]
+    .iter()
+    .enumerate()
+    {
+        let id = format!("doc-{i:04}");
+        keys.extend(index_keys(&["a[]"], &doc(json), id.as_bytes()).unwrap());
+    }
+    keys.sort();
+    keys.dedup();
+    vec![
+        write_index_block(&keys).unwrap(),
+        write_index_block(&keys[..1]).unwrap(),
+    ]
+}
+
 fn index_key_seeds() -> Vec<Vec<u8>> {
     let json = r#"{"a":[1,-2.5,"x\u0000y",null,true],"b":{"c":false},"n":1e300}"#;
     let mut seeds = vec![json.as_bytes().to_vec()];
@@ -206,6 +228,7 @@ fn all_seeds() -> Vec<(&'static str, Vec<Vec<u8>>)> {
         ("packed_block", packed_block_seeds()),
         ("dictionary", dictionary_seeds()),
         ("index_key", index_key_seeds()),
+        ("index_block", index_block_seeds()),
     ]
 }
 
@@ -233,6 +256,7 @@ fn reads(target: &str, seed: &[u8]) -> bool {
             let mut dicts = Dictionaries::new();
             dicts.insert(id, value).is_ok()
         }),
+        "index_block" => read_index_block(seed).is_ok_and(|keys| !keys.is_empty()),
         "index_key" => {
             stele_doc::from_json(seed).is_ok()
                 || split_index_key(usize::from(seed[0] % 16) + 1, &seed[1..]).is_some()

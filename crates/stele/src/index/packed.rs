@@ -48,7 +48,7 @@ fn corrupt(problem: &str) -> Error {
 }
 
 /// Encodes the keys of one block (sorted, at least one).
-fn encode_block(keys: &[Vec<u8>]) -> Result<Vec<u8>> {
+pub(crate) fn encode_block(keys: &[Vec<u8>]) -> Result<Vec<u8>> {
     let mut raw = Vec::new();
     let mut prev: &[u8] = &[];
     for k in keys {
@@ -105,8 +105,8 @@ fn with_contexts<T>(
 }
 
 /// Decodes the keys of a block (validating every length).
-#[cfg(test)]
-fn decode_block(value: &[u8]) -> Result<Vec<Vec<u8>>> {
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn decode_block(value: &[u8]) -> Result<Vec<Vec<u8>>> {
     decode_block_keeping(value, |_| true)
 }
 

@@ -94,6 +94,24 @@ proptest! {
     }
 
     #[test]
+    fn arbitrary_bytes_never_panic(
+        bytes in proptest::collection::vec(any::<u8>(), 0..200),
+        frame in proptest::collection::vec(any::<u8>(), 0..64),
+        count in 0u64..100,
+        raw_len in 0u64..1000,
+    ) {
+        let _ = decode_block(&bytes);
+        // A header that passes, then a frame of noise.
+        let mut value = vec![BLOCK_FORMAT];
+        put_varint(&mut value, count);
+        put_varint(&mut value, raw_len);
+        value.extend_from_slice(&frame);
+        if let Ok(keys) = decode_block(&value) {
+            prop_assert_eq!(keys.len() as u64, count);
+        }
+    }
+
+    #[test]
     fn damaged_blocks_are_errors(
         keys in proptest::collection::btree_set(key(), 1..50),
         at in any::<prop::sample::Index>(),
