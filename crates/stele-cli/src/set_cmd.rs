@@ -6,14 +6,13 @@
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use stele_table::{Entry, SET_EXTENSION, SET_MAGIC, Table, TableSet};
+use stele_table::{Entry, SET_EXTENSION, SET_MAGIC, Table, TableBuilder, TableOptions, TableSet};
 
 use crate::say::count;
-use crate::table_cmd::{BuildArgs, Sink, feed, pair};
+use crate::table_cmd::{BuildArgs, Sink, duplicate_policy, feed, pair};
 
 /// A table file or a table set's manifest, read alike.
 pub enum Source {
@@ -122,88 +121,87 @@ fn sample_keys(args: &BuildArgs, path: &Path, n: usize) -> Result<Vec<Vec<u8>>> 
     Ok(keys)
 }
 
-/// Sorts every partition of `splits` into its own table in this process, reading the input
-/// once: each key goes to the sorter of its range, the memory budget (`--memory`) shared
-/// among them. Returns the tables written (an empty range writes none).
+/// Sorts the input once, as one table would be (one sorter with the whole of `--memory`,
+/// spilling beyond it), and cuts the sorted stream at the split points into a table per
+/// range. Sorting each range apart costs more: 25 sorters of 1/25 of the budget spill
+/// 25 times as many runs. Returns the tables written (an empty range writes none).
 fn sort_partitions(
     args: &BuildArgs,
     splits: &[Vec<u8>],
     bar: &indicatif::ProgressBar,
 ) -> Result<Vec<PathBuf>> {
-    let parts = splits.len() + 1;
-    // Each sorter sorts and spills with every core (rayon), so one pass over the input
-    // keeps both busy; worker processes would each have to parse the whole input.
-    let memory = (args.memory / parts).max(MIN_SORTER_BYTES);
-    let mut sinks = (0..parts)
-        .map(|_| Sink::new(args, memory))
-        .collect::<Result<Vec<_>>>()?;
-    feed(args, bar, &mut |k, v| {
-        let p = TableSet::partition(splits, k);
-        match sinks.get_mut(p) {
-            Some(sink) => sink.add(k, v),
-            None => Ok(()),
-        }
-    })?;
-    // The ranges' merges and writes, on every core: one range's merge is sequential.
-    let mut queue: Vec<(usize, Sink)> = sinks.into_iter().enumerate().rev().collect();
-    let threads = std::thread::available_parallelism()
-        .map_or(1, usize::from)
-        .min(queue.len());
-    let queue = Mutex::new(std::mem::take(&mut queue));
-    let done = Mutex::new(Vec::with_capacity(parts));
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                loop {
-                    let next = queue.lock().map_or(None, |mut q| q.pop());
-                    let Some((i, sink)) = next else { break };
-                    let result = sink.finish(args);
-                    let failed = result.is_err();
-                    if let Ok(mut done) = done.lock() {
-                        done.push((i, result));
-                    }
-                    if failed {
-                        // Stop the others early: this build fails whatever they do.
-                        if let Ok(mut q) = queue.lock() {
-                            q.clear();
-                        }
-                    }
-                }
-            });
-        }
-    });
-    let mut done = done
-        .into_inner()
-        .map_err(|_| anyhow::anyhow!("a thread writing a shard panicked"))?;
-    done.sort_by_key(|(i, _)| *i);
-    let mut paths = Vec::new();
-    let mut first_error = None;
-    for (_, result) in done {
-        match result {
-            Ok(info) if info.entries > 0 => paths.push(info.path),
-            // An empty range: its empty table names no keys and would only be skipped.
-            Ok(info) => {
-                let _ = std::fs::remove_file(&info.path);
+    let mut ranges = RangeWriter {
+        args,
+        splits,
+        current: None,
+        paths: Vec::new(),
+    };
+    let written = match Sink::new(args, args.memory)? {
+        // Sorted input: straight into the ranges' tables.
+        Sink::Builder(_) => feed(args, bar, &mut |k, v| ranges.add(k, v)).map(|_| ()),
+        Sink::Sorter(mut sorter) => feed(args, bar, &mut |k, v| sorter.add(k, v)).and_then(|_| {
+            bar.set_message("sorting and writing");
+            sorter
+                .finish_each(&mut |k, v| ranges.add(k, v))
+                .map(|_| ())
+                .map_err(|e| {
+                    anyhow::Error::new(e)
+                        .context(format!("building tables from {}", args.input.display()))
+                })
+        }),
+    };
+    match written.and_then(|()| ranges.close_current().map_err(anyhow::Error::new)) {
+        Ok(()) => Ok(ranges.paths),
+        Err(e) => {
+            // No manifest will name the shards written so far (a duplicate key, a full
+            // disk): they go too.
+            for path in &ranges.paths {
+                let _ = std::fs::remove_file(path);
             }
-            Err(e) => {
-                first_error.get_or_insert(e);
-            }
+            Err(e)
         }
     }
-    if let Some(e) = first_error {
-        // No manifest will name the shards written (a duplicate key found while merging
-        // another range, a full disk): they go too.
-        for path in &paths {
-            let _ = std::fs::remove_file(path);
-        }
-        return Err(e);
-    }
-    Ok(paths)
 }
 
-/// The least memory a partition's sorter gets whatever `--memory` says: below it, runs
-/// get so small that merging them costs more than the memory saved.
-const MIN_SORTER_BYTES: usize = 8 << 20;
+/// Pairs in ascending key order, written into one table per range of the split points.
+struct RangeWriter<'a> {
+    args: &'a BuildArgs,
+    splits: &'a [Vec<u8>],
+    /// The range being written and its table.
+    current: Option<(usize, TableBuilder)>,
+    /// The tables finished, in key order.
+    paths: Vec<PathBuf>,
+}
+
+impl RangeWriter<'_> {
+    fn add(&mut self, key: &[u8], value: &[u8]) -> stele_table::Result<()> {
+        let p = TableSet::partition(self.splits, key);
+        match &mut self.current {
+            Some((q, builder)) if *q == p => builder.add(key, value),
+            _ => {
+                self.close_current()?;
+                let opts = TableOptions::default().duplicates(duplicate_policy(self.args));
+                let mut builder = TableBuilder::new(&self.args.output, opts)?;
+                builder.add(key, value)?;
+                self.current = Some((p, builder));
+                Ok(())
+            }
+        }
+    }
+
+    /// Finishes the range being written, if any.
+    fn close_current(&mut self) -> stele_table::Result<()> {
+        if let Some((_, builder)) = self.current.take() {
+            let info = builder.finish()?;
+            if info.entries > 0 {
+                self.paths.push(info.path);
+            } else {
+                let _ = std::fs::remove_file(&info.path);
+            }
+        }
+        Ok(())
+    }
+}
 
 /// `stele table build --shards N`: split points from a sample of the input, one pass that
 /// sorts each key range into its own table, then the manifest.

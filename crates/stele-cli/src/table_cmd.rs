@@ -114,6 +114,15 @@ fn parse_bytes(text: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("{text:?} is too large"))
 }
 
+/// What `--duplicates` asks of the sorter or builder.
+pub(crate) fn duplicate_policy(args: &BuildArgs) -> DuplicatePolicy {
+    match args.duplicates {
+        Duplicates::Reject => DuplicatePolicy::Reject,
+        Duplicates::Last => DuplicatePolicy::KeepLast,
+        Duplicates::First => DuplicatePolicy::KeepFirst,
+    }
+}
+
 /// Where build pairs go: the sorter for any order, the builder for sorted input.
 pub(crate) enum Sink {
     Sorter(Box<Sorter>),
@@ -124,11 +133,7 @@ impl Sink {
     /// The sink of `args` (a builder with `--sorted`, else a sorter of `memory` bytes that
     /// spills into the output folder).
     pub(crate) fn new(args: &BuildArgs, memory: usize) -> Result<Sink> {
-        let policy = match args.duplicates {
-            Duplicates::Reject => DuplicatePolicy::Reject,
-            Duplicates::Last => DuplicatePolicy::KeepLast,
-            Duplicates::First => DuplicatePolicy::KeepFirst,
-        };
+        let policy = duplicate_policy(args);
         Ok(if args.sorted {
             Sink::Builder(Box::new(TableBuilder::new(
                 &args.output,
