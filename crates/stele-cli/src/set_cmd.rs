@@ -1,5 +1,5 @@
 //! Table sets on the command line: `stele table build --shards N` (split points from a
-//! sample, one pass over the input that sorts each key range into its own table, then the
+//! sample, the input sorted once and cut at the ranges' ends into a table each, then the
 //! manifest),
 //! `stele table commit`, and reading a table or a set alike.
 
@@ -203,8 +203,8 @@ impl RangeWriter<'_> {
     }
 }
 
-/// `stele table build --shards N`: split points from a sample of the input, one pass that
-/// sorts each key range into its own table, then the manifest.
+/// `stele table build --shards N`: split points from a sample of the input, the input
+/// sorted once and cut at them into a table per range, then the manifest.
 pub fn build_set(args: &BuildArgs) -> Result<()> {
     let shards = args.shards.unwrap_or(1);
     std::fs::create_dir_all(&args.output)
