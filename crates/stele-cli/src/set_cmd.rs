@@ -12,7 +12,7 @@ use clap::Args;
 use stele_table::{Entry, SET_EXTENSION, SET_MAGIC, Table, TableBuilder, TableOptions, TableSet};
 
 use crate::say::count;
-use crate::table_cmd::{BuildArgs, Sink, duplicate_policy, feed, pair};
+use crate::table_cmd::{BuildArgs, duplicate_policy, feed, pair, sorter};
 
 /// A table file or a table set's manifest, read alike.
 pub enum Source {
@@ -136,10 +136,12 @@ fn sort_partitions(
         current: None,
         paths: Vec::new(),
     };
-    let written = match Sink::new(args, args.memory)? {
+    let written = if args.sorted {
         // Sorted input: straight into the ranges' tables.
-        Sink::Builder(_) => feed(args, bar, &mut |k, v| ranges.add(k, v)).map(|_| ()),
-        Sink::Sorter(mut sorter) => feed(args, bar, &mut |k, v| sorter.add(k, v)).and_then(|_| {
+        feed(args, bar, &mut |k, v| ranges.add(k, v)).map(|_| ())
+    } else {
+        let mut sorter = sorter(args, args.memory)?;
+        feed(args, bar, &mut |k, v| sorter.add(k, v)).and_then(|_| {
             bar.set_message("sorting and writing");
             sorter
                 .finish_each(&mut |k, v| ranges.add(k, v))
@@ -148,7 +150,7 @@ fn sort_partitions(
                     anyhow::Error::new(e)
                         .context(format!("building tables from {}", args.input.display()))
                 })
-        }),
+        })
     };
     match written.and_then(|()| ranges.close_current().map_err(anyhow::Error::new)) {
         Ok(()) => Ok(ranges.paths),

@@ -123,6 +123,16 @@ pub(crate) fn duplicate_policy(args: &BuildArgs) -> DuplicatePolicy {
     }
 }
 
+/// The sorter of `args`: `memory` bytes, spilling into the output folder.
+pub(crate) fn sorter(args: &BuildArgs, memory: usize) -> stele_table::Result<Sorter> {
+    Sorter::new(
+        SorterOptions::default()
+            .memory_budget_bytes(memory)
+            .temp_dir(&args.output)
+            .duplicates(duplicate_policy(args)),
+    )
+}
+
 /// Where build pairs go: the sorter for any order, the builder for sorted input.
 pub(crate) enum Sink {
     Sorter(Box<Sorter>),
@@ -140,12 +150,7 @@ impl Sink {
                 TableOptions::default().duplicates(policy),
             )?))
         } else {
-            Sink::Sorter(Box::new(Sorter::new(
-                SorterOptions::default()
-                    .memory_budget_bytes(memory)
-                    .temp_dir(&args.output)
-                    .duplicates(policy),
-            )?))
+            Sink::Sorter(Box::new(sorter(args, memory)?))
         })
     }
 

@@ -452,6 +452,20 @@ fn table_sets_build_in_one_pass_and_read_like_a_table() {
         .stderr(predicate::str::contains("no manifest was written"));
     let left: Vec<_> = std::fs::read_dir(&dup).unwrap().collect();
     assert!(left.is_empty(), "{left:?}");
+    // Sorted input streams into the ranges' tables without a sorter: the same set.
+    let sorted_input = dir.path().join("sorted.tsv");
+    let text: String = (0..3000).map(|i| format!("k{i:05}\t{i}\n")).collect();
+    std::fs::write(&sorted_input, &text).unwrap();
+    let mut cmd = stele();
+    cmd.args([
+        "table", "build", "--format", "tsv", "--sorted", "--shards", "3", "--json",
+    ])
+    .arg("-o")
+    .arg(dir.path().join("sorted"))
+    .arg(&sorted_input);
+    let v: serde_json::Value = serde_json::from_str(&stdout_ok(cmd)).unwrap();
+    assert_eq!(v["shards"], 3);
+    assert_eq!(v["entries"], 3000);
     // From standard input.
     stele()
         .args([
