@@ -190,3 +190,18 @@ fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
         "(no message)".to_owned()
     }
 }
+
+/// The names of the table files (`*.stt`) of database folder `db_dir`, sorted: what a test
+/// compares before and after an operation that must leave no table behind.
+pub fn table_files(db_dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(db_dir.join("tables"))
+        .expect("listing the database's tables folder")
+        .map(|e| {
+            let entry = e.expect("reading the tables folder");
+            entry.file_name().to_string_lossy().into_owned()
+        })
+        .filter(|n| n.ends_with(".stt"))
+        .collect();
+    names.sort();
+    names
+}

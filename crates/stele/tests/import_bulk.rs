@@ -14,6 +14,7 @@ use std::path::Path;
 use stele::import::{ImportError, ImportOptions, import_reader};
 use stele::{Database, DatabaseOptions, Plan, Query};
 use stele_testkit::faults::{Faults, FaultyStorage};
+use stele_testkit::table_files;
 
 type Model = BTreeMap<String, String>;
 
@@ -187,17 +188,6 @@ fn an_input_bigger_than_the_budget_spills_and_lands_whole() {
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
-/// The table files of a database folder.
-fn tables(dir: &Path) -> Vec<String> {
-    let mut t: Vec<String> = std::fs::read_dir(dir.join("tables"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".stt"))
-        .collect();
-    t.sort();
-    t
-}
-
 /// Copies folder `from` to `to` (files and folders).
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
@@ -225,7 +215,7 @@ fn a_disk_failing_at_any_step_of_a_bulk_import_lands_all_or_nothing() {
         import_reader(&db, "c", "in", text.as_bytes(), None, &opts, |_| {}).unwrap();
         db.checkpoint().unwrap();
     }
-    let before = tables(base.path());
+    let before = table_files(base.path());
     let mut next_model = model.clone();
     let text = input(&mut rng, 300, 800, &mut next_model);
     let opts = ImportOptions::new().id_field("id");
@@ -263,7 +253,7 @@ fn a_disk_failing_at_any_step_of_a_bulk_import_lands_all_or_nothing() {
         check(&db, "c", want, &format!("step {n}, reopened"));
         if std::ptr::eq(want, &model) {
             assert_eq!(
-                tables(&dir),
+                table_files(&dir),
                 before,
                 "step {n}: tables of the failed import left after reopening"
             );

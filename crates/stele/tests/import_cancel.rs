@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use stele::Database;
 use stele::import::{ImportError, ImportOptions, import_reader};
+use stele_testkit::table_files;
 
 #[test]
 fn a_cancelled_import_imports_nothing() {
@@ -62,16 +63,7 @@ fn a_bulk_import_cancelled_while_reading_imports_nothing_and_leaves_no_tables() 
     // of its own to write: any table that differs then is the import's.
     db.close().unwrap();
     let db = Database::open(dir.path()).unwrap();
-    let tables = |dir: &std::path::Path| -> Vec<String> {
-        let mut t: Vec<String> = std::fs::read_dir(dir.join("tables"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|n| n.ends_with(".stt"))
-            .collect();
-        t.sort();
-        t
-    };
-    let before = tables(dir.path());
+    let before = table_files(dir.path());
     let text: String = (0..20_000).map(|i| format!("{{\"n\":{i}}}\n")).collect();
     let flag = Arc::new(AtomicBool::new(false));
     let opts = ImportOptions::new().cancel_flag(Arc::clone(&flag));
@@ -86,5 +78,9 @@ fn a_bulk_import_cancelled_while_reading_imports_nothing_and_leaves_no_tables() 
     drop(db);
     let db = Database::open(dir.path()).unwrap();
     assert_eq!(db.snapshot().count("c"), 1);
-    assert_eq!(tables(dir.path()), before, "no table of the import is left");
+    assert_eq!(
+        table_files(dir.path()),
+        before,
+        "no table of the import is left"
+    );
 }

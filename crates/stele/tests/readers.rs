@@ -349,18 +349,7 @@ fn a_killed_reader_leaves_nothing_to_clean_up() {
             .collect()
     };
     let held = segments();
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["holder_child", "--exact", "--nocapture", "--test-threads=1"])
-        .env(HOLDER_ENV, dir.path())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    while line.trim() != "ready" {
-        line.clear();
-        assert!(std::io::BufRead::read_line(&mut out, &mut line).unwrap() > 0);
-    }
+    let mut child = spawn_holder(dir.path());
     // The reader process holds its segment: a checkpoint leaves it.
     transfer(&db, 2);
     db.checkpoint().unwrap();
@@ -374,18 +363,7 @@ fn a_killed_reader_leaves_nothing_to_clean_up() {
     assert!(held.iter().all(|s| !s.exists()));
     assert_eq!(segments().len(), 1);
     // And a writer's open removes what a reader held at the last checkpoint.
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["holder_child", "--exact", "--nocapture", "--test-threads=1"])
-        .env(HOLDER_ENV, dir.path())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-    line.clear();
-    while line.trim() != "ready" {
-        line.clear();
-        assert!(std::io::BufRead::read_line(&mut out, &mut line).unwrap() > 0);
-    }
+    let mut child = spawn_holder(dir.path());
     transfer(&db, 4);
     db.checkpoint().unwrap();
     assert_eq!(segments().len(), 2);
@@ -395,6 +373,24 @@ fn a_killed_reader_leaves_nothing_to_clean_up() {
     let db = Database::open(dir.path()).unwrap();
     assert_eq!(segments().len(), 1);
     assert_eq!(last_n(&db.snapshot()), 4);
+}
+
+/// Starts `holder_child` (a reader process holding its log segment) on database `dir`,
+/// returning once it says it is ready.
+fn spawn_holder(dir: &Path) -> std::process::Child {
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["holder_child", "--exact", "--nocapture", "--test-threads=1"])
+        .env(HOLDER_ENV, dir)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while line.trim() != "ready" {
+        line.clear();
+        assert!(std::io::BufRead::read_line(&mut out, &mut line).unwrap() > 0);
+    }
+    child
 }
 
 const WRITER_ENV: &str = "STELE_READERS_WRITER_DIR";
