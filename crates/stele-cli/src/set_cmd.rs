@@ -1,9 +1,8 @@
-//! Table sets on the command line: `stele table build --shards N` (split points from a
-//! sample, the input sorted once and cut at the ranges' ends into a table each, then the
-//! manifest),
+//! Table sets on the command line: `stele table build --shards N` (the input sorted once
+//! and cut into tables of equal entry counts, then the manifest),
 //! `stele table commit`, and reading a table or a set alike.
 
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{Read, Write};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 
@@ -12,7 +11,7 @@ use clap::Args;
 use stele_table::{Entry, SET_EXTENSION, SET_MAGIC, Table, TableBuilder, TableOptions, TableSet};
 
 use crate::say::count;
-use crate::table_cmd::{BuildArgs, duplicate_policy, feed, pair, sorter};
+use crate::table_cmd::{BuildArgs, duplicate_policy, feed, sorter};
 
 /// A table file or a table set's manifest, read alike.
 pub enum Source {
@@ -66,97 +65,67 @@ impl Source {
     }
 }
 
-/// Keys sampled for split points per shard: partitions come out within a few percent.
-const SAMPLE_PER_SHARD: usize = 4096;
-/// Files up to this size are sampled whole (every key) rather than at random offsets.
-const SAMPLE_WHOLE_BYTES: u64 = 16 << 20;
-
-/// Keys of `path` to plan split points from: every key of a small file, else the line after
-/// each of `n` random offsets (a slight lean toward lines after long ones, harmless for
-/// balance).
-fn sample_keys(args: &BuildArgs, path: &Path, n: usize) -> Result<Vec<Vec<u8>>> {
-    let mut file =
-        std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let len = file.metadata()?.len();
-    let mut writer = stele_doc::DocumentWriter::new();
-    let mut doc = Vec::new();
-    let mut keys = Vec::new();
-    let mut line = Vec::new();
-    let mut key_of = |line: &[u8], keys: &mut Vec<Vec<u8>>| {
-        let text = line.strip_suffix(b"\n").unwrap_or(line);
-        let text = text.strip_suffix(b"\r").unwrap_or(text);
-        // A line that does not parse is reported by the worker that reads it, with its number.
-        if !text.is_empty()
-            && let Ok((key, _)) = pair(args, &mut writer, text, &mut doc)
-        {
-            keys.push(key.into_owned());
-        }
-    };
-    if len <= SAMPLE_WHOLE_BYTES {
-        let mut reader = BufReader::new(file);
-        while reader.read_until(b'\n', &mut line)? > 0 {
-            key_of(&line, &mut keys);
-            line.clear();
-        }
-        return Ok(keys);
-    }
-    // A fixed seed: the same input gives the same split points, so a re-run builds the same
-    // shard files.
-    let mut state = 0x9E37_79B9_7F4A_7C15u64 ^ len;
-    for _ in 0..n {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        file.seek(SeekFrom::Start(z % len))?;
-        let mut reader = BufReader::with_capacity(4096, &mut file);
-        line.clear();
-        reader.read_until(b'\n', &mut line)?; // the rest of the line the offset fell in
-        line.clear();
-        if reader.read_until(b'\n', &mut line)? > 0 {
-            key_of(&line, &mut keys);
-        }
-    }
-    Ok(keys)
-}
-
 /// Sorts the input once, as one table would be (one sorter with the whole of `--memory`,
-/// spilling beyond it), and cuts the sorted stream at the split points into a table per
-/// range. Sorting each range apart costs more: 25 sorters of 1/25 of the budget spill
-/// 25 times as many runs. Returns the tables written (an empty range writes none).
-fn sort_partitions(
+/// spilling beyond it), and cuts the sorted stream into `shards` tables of equal entry
+/// counts. The entry count is known once the input is read, before the first key comes
+/// out of the sorter, so no sample is read and no key is looked up in split points: the
+/// ranges' ends are the keys where the cuts fall. Sorted input (`--sorted`) is cut by the
+/// input bytes read instead. Sorting each range apart costs more: 25 sorters of 1/25 of
+/// the budget spill 25 times as many runs. Returns the tables written and the split
+/// points between them (each table's first key but the first's).
+fn sort_into_shards(
     args: &BuildArgs,
-    splits: &[Vec<u8>],
+    shards: usize,
     bar: &indicatif::ProgressBar,
-) -> Result<Vec<PathBuf>> {
-    let mut ranges = RangeWriter {
-        args,
-        splits,
-        current: None,
-        paths: Vec::new(),
-    };
-    let written = if args.sorted {
-        // Sorted input: straight into the ranges' tables.
-        feed(args, bar, &mut |k, v| ranges.add(k, v)).map(|_| ())
-    } else {
-        let mut sorter = sorter(args, args.memory)?;
-        feed(args, bar, &mut |k, v| sorter.add(k, v)).and_then(|_| {
+) -> Result<(Vec<PathBuf>, Vec<Vec<u8>>)> {
+    let written = |ranges: &mut RangeWriter<'_>| -> Result<()> {
+        if args.sorted {
+            // Sorted input: straight into the ranges' tables, cut by the share of the input
+            // read (the bar counts input bytes whether it is drawn or not).
+            let total_bytes = bar.length().unwrap_or(0);
+            ranges.cut = Cut::InputBytes {
+                per_shard: total_bytes.div_ceil(shards as u64).max(1),
+                bar: bar.clone(),
+            };
+            feed(args, bar, &mut |k, v| ranges.add(k, v))?;
+        } else {
+            let mut sorter = sorter(args, args.memory)?;
+            let mut entries = 0u64;
+            feed(args, bar, &mut |k, v| {
+                entries += 1;
+                sorter.add(k, v)
+            })?;
+            ranges.cut = Cut::Entries {
+                per_shard: entries.div_ceil(shards as u64).max(1),
+            };
             bar.set_message("sorting and writing");
             sorter
                 .finish_each(&mut |k, v| ranges.add(k, v))
-                .map(|_| ())
                 .map_err(|e| {
                     anyhow::Error::new(e)
                         .context(format!("building tables from {}", args.input.display()))
-                })
-        })
+                })?;
+        }
+        ranges.close_current().map_err(anyhow::Error::new)
     };
-    match written.and_then(|()| ranges.close_current().map_err(anyhow::Error::new)) {
-        Ok(()) => Ok(ranges.paths),
+    let mut ranges = RangeWriter {
+        args,
+        shards,
+        cut: Cut::Entries {
+            per_shard: u64::MAX,
+        },
+        current: None,
+        cut_after: None,
+        splits: Vec::new(),
+        paths: Vec::new(),
+    };
+    match written(&mut ranges) {
+        Ok(()) => Ok((ranges.paths, ranges.splits)),
         Err(e) => {
             // No manifest will name the shards written so far (a duplicate key, a full
             // disk): they go too.
+            // The table being written, unfinished, removes its own temporary file.
+            drop(ranges.current.take());
             for path in &ranges.paths {
                 let _ = std::fs::remove_file(path);
             }
@@ -165,35 +134,78 @@ fn sort_partitions(
     }
 }
 
-/// Pairs in ascending key order, written into one table per range of the split points.
+/// When the table being written is full.
+enum Cut {
+    /// After this many entries.
+    Entries { per_shard: u64 },
+    /// After the input read reaches the next multiple of this many bytes (sorted input,
+    /// written while it is read).
+    InputBytes {
+        per_shard: u64,
+        bar: indicatif::ProgressBar,
+    },
+}
+
+/// Pairs in ascending key order, written into at most `shards` tables of about equal size.
+///
+/// Invariant: a cut falls only between two different keys (equal keys, which the duplicate
+/// policy resolves, stay in one table), so the tables' key ranges are disjoint and each
+/// split point is the first key of the table it starts.
 struct RangeWriter<'a> {
     args: &'a BuildArgs,
-    splits: &'a [Vec<u8>],
-    /// The range being written and its table.
-    current: Option<(usize, TableBuilder)>,
+    shards: usize,
+    cut: Cut,
+    /// The table being written and its entries so far.
+    current: Option<(TableBuilder, u64)>,
+    /// Set once the current table is full: its last key. The next greater key starts a
+    /// new table.
+    cut_after: Option<Vec<u8>>,
+    /// The first key of every table after the first, ascending.
+    splits: Vec<Vec<u8>>,
     /// The tables finished, in key order.
     paths: Vec<PathBuf>,
 }
 
 impl RangeWriter<'_> {
     fn add(&mut self, key: &[u8], value: &[u8]) -> stele_table::Result<()> {
-        let p = TableSet::partition(self.splits, key);
-        match &mut self.current {
-            Some((q, builder)) if *q == p => builder.add(key, value),
-            _ => {
-                self.close_current()?;
+        // A key not above the full table's last one goes into it: an equal key for the
+        // duplicate policy, a smaller one for the builder's out-of-order error.
+        let cut_here = self.cut_after.as_deref().is_some_and(|last| key > last);
+        if cut_here {
+            self.close_current()?;
+        }
+        let (builder, entries) = match self.current {
+            Some(ref mut current) => current,
+            None => {
+                if !self.paths.is_empty() {
+                    self.splits.push(key.to_vec());
+                }
+                self.cut_after = None;
                 let opts = TableOptions::default().duplicates(duplicate_policy(self.args));
-                let mut builder = TableBuilder::new(&self.args.output, opts)?;
-                builder.add(key, value)?;
-                self.current = Some((p, builder));
-                Ok(())
+                self.current
+                    .insert((TableBuilder::new(&self.args.output, opts)?, 0))
+            }
+        };
+        builder.add(key, value)?;
+        *entries += 1;
+        let started = self.paths.len() + 1;
+        if self.cut_after.is_none() && started < self.shards {
+            let full = match &self.cut {
+                Cut::Entries { per_shard } => *entries >= *per_shard,
+                Cut::InputBytes { per_shard, bar } => {
+                    bar.position() >= per_shard.saturating_mul(started as u64)
+                }
+            };
+            if full {
+                self.cut_after = Some(key.to_vec());
             }
         }
+        Ok(())
     }
 
-    /// Finishes the range being written, if any.
+    /// Finishes the table being written, if any.
     fn close_current(&mut self) -> stele_table::Result<()> {
-        if let Some((_, builder)) = self.current.take() {
+        if let Some((builder, _)) = self.current.take() {
             let info = builder.finish()?;
             if info.entries > 0 {
                 self.paths.push(info.path);
@@ -205,17 +217,18 @@ impl RangeWriter<'_> {
     }
 }
 
-/// `stele table build --shards N`: split points from a sample of the input, the input
-/// sorted once and cut at them into a table per range, then the manifest.
+/// `stele table build --shards N`: the input sorted once and cut into N tables of equal
+/// entry counts, then the manifest.
 pub fn build_set(args: &BuildArgs) -> Result<()> {
     let shards = args.shards.unwrap_or(1);
     std::fs::create_dir_all(&args.output)
         .with_context(|| format!("creating {}", args.output.display()))?;
     let started = std::time::Instant::now();
-    // Standard input is read twice (a sample, then everything): spool it into a file first.
+    // Sorted standard input is cut by the share of the input read: spool it into a file
+    // first, to know its length.
     let spooled;
     let input_args;
-    let args = if args.input.as_os_str() == "-" {
+    let args = if args.sorted && args.input.as_os_str() == "-" {
         let tmp = tempfile::NamedTempFile::new_in(&args.output)
             .with_context(|| format!("creating a temporary file in {}", args.output.display()))?;
         std::io::copy(&mut std::io::stdin().lock(), &mut tmp.as_file())
@@ -229,13 +242,11 @@ pub fn build_set(args: &BuildArgs) -> Result<()> {
     } else {
         args
     };
-    let sample = sample_keys(args, &args.input, SAMPLE_PER_SHARD * shards)?;
-    let splits = TableSet::plan(&sample, shards);
     let manifest = args
         .output
         .join(format!("{}.{SET_EXTENSION}", args.set_name));
     let bar = crate::table_cmd::progress_bar(args)?;
-    let paths = sort_partitions(args, &splits, &bar).with_context(|| {
+    let (paths, splits) = sort_into_shards(args, shards, &bar).with_context(|| {
         format!(
             "building table set {} (no manifest was written)",
             manifest.display()

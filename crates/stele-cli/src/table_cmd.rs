@@ -79,9 +79,9 @@ pub struct BuildArgs {
     /// The input is already sorted by key: stream it (fails at the first key out of order).
     #[arg(long)]
     pub(crate) sorted: bool,
-    /// Build a table set of N shards (key ranges from a sample of the input): the input is
-    /// sorted once within --memory and cut at the ranges' ends into a table each, then the
-    /// manifest is written; prints the manifest's path.
+    /// Build a table set of N shards of about equal entry counts: the input is sorted once
+    /// within --memory and the sorted stream cut into a table each, then the manifest is
+    /// written; prints the manifest's path.
     #[arg(long, value_parser = crate::say::at_least_one())]
     pub(crate) shards: Option<usize>,
     /// With --shards: the manifest's name in the output folder, without `.sts`.

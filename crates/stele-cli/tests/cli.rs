@@ -395,6 +395,9 @@ fn table_sets_build_in_one_pass_and_read_like_a_table() {
         .assert()
         .success()
         .stdout("k00007\tlater\n");
+    // The sorted stream is cut every ceil(3001 lines / 3) keys; the repeated key is kept
+    // once, so the last shard has one fewer.
+    assert_eq!(shard_entries(&manifest), [1001, 1001, 998]);
     stele()
         .args(["table", "stats", &manifest, "--verify"])
         .assert()
@@ -466,6 +469,46 @@ fn table_sets_build_in_one_pass_and_read_like_a_table() {
     let v: serde_json::Value = serde_json::from_str(&stdout_ok(cmd)).unwrap();
     assert_eq!(v["shards"], 3);
     assert_eq!(v["entries"], 3000);
+    // Cut by the input bytes read: lines of 9 to 12 bytes, the shards within a few percent.
+    let counts = shard_entries(v["path"].as_str().unwrap());
+    assert_eq!(counts.iter().sum::<u64>(), 3000);
+    assert!(
+        counts.iter().all(|&n| (900..=1100).contains(&n)),
+        "{counts:?}"
+    );
+    // Many copies of one key where a cut falls (the first quarter of the input bytes ends
+    // among them) stay in one shard, the last kept.
+    let mut text: String = (0..10).map(|i| format!("k{i:02}\t{i}\n")).collect();
+    text.push_str(&"k09\tagain\n".repeat(20));
+    text.push_str("k09\tlast\n");
+    text.extend((10..30).map(|i| format!("k{i:02}\t{i}\n")));
+    let dups = dir.path().join("dups.tsv");
+    std::fs::write(&dups, &text).unwrap();
+    let mut cmd = stele();
+    cmd.args([
+        "table",
+        "build",
+        "--format",
+        "tsv",
+        "--sorted",
+        "--duplicates",
+        "last",
+    ])
+    .args(["--shards", "4", "--json", "-o"])
+    .arg(dir.path().join("dups"))
+    .arg(&dups);
+    let v: serde_json::Value = serde_json::from_str(&stdout_ok(cmd)).unwrap();
+    let set = v["path"].as_str().unwrap().to_owned();
+    assert_eq!(v["entries"], 30);
+    stele()
+        .args(["table", "get", &set, "k09", "k10"])
+        .assert()
+        .success()
+        .stdout("k09\tlast\nk10\t10\n");
+    stele()
+        .args(["table", "stats", &set, "--verify"])
+        .assert()
+        .success();
     // From standard input.
     stele()
         .args([
@@ -483,6 +526,21 @@ fn table_sets_build_in_one_pass_and_read_like_a_table() {
         .assert()
         .success()
         .stdout(predicate::str::ends_with("piped.sts\n"));
+}
+
+/// The entries of each shard of the set at `manifest`, from `stele table stats`.
+fn shard_entries(manifest: &str) -> Vec<u64> {
+    let mut cmd = stele();
+    cmd.args(["table", "stats", manifest]);
+    stdout_ok(cmd)
+        .lines()
+        .filter(|l| l.starts_with("shard "))
+        .map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            let at = words.iter().position(|w| *w == "entries").unwrap();
+            words[at - 1].parse().unwrap()
+        })
+        .collect()
 }
 
 /// The standard output of `cmd`, which must succeed.
