@@ -11,6 +11,17 @@ use stele_table::{
     prefix_successor,
 };
 
+/// Where [`DurableMap::get_and_origin`] found its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Origin {
+    /// The in-memory diff: put through [`DurableMap::put`] or [`DurableMap::remove`] since
+    /// the last save.
+    Memory,
+    /// A table file (or no source had the key).
+    Table,
+}
+
 /// One table of a stack.
 #[derive(Debug)]
 pub(crate) struct Layer {
@@ -279,6 +290,28 @@ impl DurableMap {
         self.get_below(key, self.layers.len())
     }
 
+    /// Like [`get`](Self::get), also saying where the answer came from: the in-memory diff
+    /// (a value put in this process, or in the map this one was cloned from, since the last
+    /// save) or a table file. A caller that checked every value before putting it can trust
+    /// those from memory without checking them again; bytes from a file it cannot.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().expect("a temporary folder");
+    /// use stele_durable::Origin;
+    /// let store = stele_durable::Store::open(dir.path())?;
+    /// let mut m = store.build_map([(b"a".to_vec(), b"1".to_vec())])?;
+    /// m.put(b"b", b"2")?;
+    /// assert_eq!(m.get_and_origin(b"a")?, (Some(&b"1"[..]), Origin::Table));
+    /// assert_eq!(m.get_and_origin(b"b")?, (Some(&b"2"[..]), Origin::Memory));
+    /// # Ok::<(), stele_durable::Error>(())
+    /// ```
+    pub fn get_and_origin(&self, key: &[u8]) -> Result<(Option<&[u8]>, Origin)> {
+        if let Some(v) = self.diff.get(key) {
+            return Ok((v.as_deref(), Origin::Memory));
+        }
+        Ok((self.get_below(key, self.layers.len())?, Origin::Table))
+    }
+
     /// The value of `key` in the layers below `top` (exclusive), ignoring the memory diff.
     fn get_below(&self, key: &[u8], top: usize) -> Result<Option<&[u8]>> {
         for layer in self.layers.iter().take(top).rev() {
@@ -293,6 +326,55 @@ impl DurableMap {
             }
         }
         Ok(None)
+    }
+
+    /// The entry with the smallest key `>= key`: `self.range(key..).next()`, without the
+    /// merge iterator's set-up. Each source (the memory diff, then the layers newest first)
+    /// is asked for its first key at or after `key`; the smallest wins, the newest source
+    /// on ties. Only when the winner is a removal does it fall back to the merge (which
+    /// skips the removed key and looks further).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().expect("a temporary folder");
+    /// let store = stele_durable::Store::open(dir.path())?;
+    /// let mut m = store.build_map([(b"b".to_vec(), b"2".to_vec()), (b"c".to_vec(), b"3".to_vec())])?;
+    /// m.remove(b"c")?;
+    /// m.put(b"d", b"4")?;
+    /// let (k, v) = m.ceiling(b"c")?.unwrap(); // "c" is removed: the next key
+    /// assert_eq!((&*k, v), (&b"d"[..], &b"4"[..]));
+    /// assert!(m.ceiling(b"e")?.is_none());
+    /// # Ok::<(), stele_durable::Error>(())
+    /// ```
+    pub fn ceiling(&self, key: &[u8]) -> Result<Option<(Key<'_>, &[u8])>> {
+        let from = (Bound::Included(key), Bound::Unbounded);
+        let mut best: Option<(Key<'_>, Option<&[u8]>)> = self
+            .diff
+            .range::<_, [u8]>(from)
+            .next()
+            .map(|(k, v)| (Key::from(k.as_slice()), v.as_deref()));
+        for layer in self.layers.iter().rev() {
+            let Some(entry) = layer.table.range(from).next() else {
+                continue;
+            };
+            let (k, v) = entry?;
+            // Strictly smaller only: on a tie the newer source (seen first) wins.
+            if best.as_ref().is_some_and(|(b, _)| *b <= k) {
+                continue;
+            }
+            let v = match layer.diff {
+                None => Some(v),
+                Some(_) => match decode_op(layer.id, &k, v)? {
+                    Op::Put(v) => Some(v),
+                    Op::Remove => None,
+                },
+            };
+            best = Some((k, v));
+        }
+        match best {
+            None => Ok(None),
+            Some((k, Some(v))) => Ok(Some((k, v))),
+            Some((_, None)) => self.range(key..).next().transpose(),
+        }
     }
 
     /// True if `key` is in the map.

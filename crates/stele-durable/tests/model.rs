@@ -91,6 +91,16 @@ fn check_map(map: &DurableMap, model: &Model, probes: &[Vec<u8>]) {
             model.range::<Vec<u8>, _>(..p.clone()).count() as u64,
             "rank {p:?}"
         );
+        assert_eq!(
+            map.ceiling(p)
+                .unwrap()
+                .map(|(k, v)| (k.to_vec(), v.to_vec())),
+            model
+                .range::<Vec<u8>, _>(p.clone()..)
+                .next()
+                .map(|(k, v)| (k.clone(), v.clone())),
+            "ceiling {p:?}"
+        );
         let want: Vec<_> = all
             .iter()
             .filter(|(k, _)| k.starts_with(p))

@@ -2,7 +2,7 @@
 """Table sets built four ways on one machine, side by side, from the same TSV of keys:
 
   one     `stele table build` in one process (one table; the baseline)
-  shards  `stele table build --shards N` (one pass sorting each key range, then the manifest)
+  shards  `stele table build --shards N` (one sort, its stream cut into N tables, then the manifest)
   dask    stele.dask.build_table_set on a distributed.LocalCluster of W worker processes
   spark   stele.spark.write_table_set on Spark local[W]
 

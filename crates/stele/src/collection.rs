@@ -4,7 +4,6 @@
 
 use crate::compress::{Header, parse_header};
 use crate::error::{Error, Result};
-use crate::internal::packs_name;
 use crate::pack::{self, PackedIter};
 use crate::state::State;
 use crate::stored::{self, DocBytes};
@@ -20,10 +19,18 @@ pub(crate) fn get<'a>(
     id: &[u8],
 ) -> Result<Option<DocBytes<'a>>> {
     if let Some(map) = state.collections.get(collection)
-        && let Some(stored) = map.get(id)?
+        && let (Some(stored), origin) = map.get_and_origin(id)?
     {
         if pack::is_removed(stored) {
             return Ok(None);
+        }
+        // A raw document put in this process was validated by `apply::put_doc` (user
+        // collections only); one read from a table file is checked when read.
+        if origin == stele_durable::Origin::Memory
+            && !crate::internal::is_internal(collection)
+            && let Some(doc) = stored::raw(stored)
+        {
+            return Ok(Some(DocBytes::Validated(doc)));
         }
         return stored::decode(state, collection, id, stored).map(Some);
     }
@@ -119,7 +126,7 @@ pub(crate) fn for_each_block_header(
     collection: &str,
     mut f: impl FnMut(&Header, usize),
 ) -> Result<()> {
-    let Some(packs) = state.collections.get(&packs_name(collection)) else {
+    let Some(packs) = state.packs(collection) else {
         return Ok(());
     };
     for entry in packs.iter() {
@@ -138,7 +145,7 @@ pub(crate) fn first_block_dictionary(
     state: &State,
     collection: &str,
 ) -> Result<Option<crate::compress::DictionaryId>> {
-    let Some(packs) = state.collections.get(&packs_name(collection)) else {
+    let Some(packs) = state.packs(collection) else {
         return Ok(None);
     };
     let Some(entry) = packs.iter().next() else {
@@ -176,7 +183,7 @@ impl<'a> Entries<'a> {
             .collections
             .get(collection)
             .map(|m| m.range((lo, hi)).peekable());
-        let packed = if state.collections.contains_key(&packs_name(collection)) {
+        let packed = if state.packs(collection).is_some() {
             Some(PackedIter::new(state, collection, lo)?.peekable())
         } else {
             None

@@ -98,6 +98,13 @@ pub(crate) fn packs_name(collection: &str) -> String {
     Internal::Packs(collection.to_owned()).name()
 }
 
+/// [`packs_name`] written into `out` (cleared first), reusing its capacity.
+pub(crate) fn packs_name_into(collection: &str, out: &mut String) {
+    out.clear();
+    out.push_str(PACKS_PREFIX);
+    out.push_str(collection);
+}
+
 /// Whether `name` can be a user collection inside an internal name (not empty, no `/`, not
 /// itself internal). Looser than [`check_collection_name`]: names the database wrote stay
 /// readable if that rule ever narrows.

@@ -43,6 +43,24 @@ pub(crate) struct IndexState {
 }
 
 impl State {
+    /// The map of `collection`'s packed blocks, if it has one. Looked up without building
+    /// its name (`_packs/<collection>`): this runs on every read of a document.
+    pub(crate) fn packs(&self, collection: &str) -> Option<&DurableMap> {
+        thread_local! {
+            static NAME: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+        }
+        NAME.with(|name| match name.try_borrow_mut() {
+            Ok(mut name) => {
+                crate::internal::packs_name_into(collection, &mut name);
+                self.collections.get(name.as_str())
+            }
+            // Not reentrant in practice; allocate rather than fail if it ever is.
+            Err(_) => self
+                .collections
+                .get(&crate::internal::packs_name(collection)),
+        })
+    }
+
     /// Every durable map: collections, then indexes.
     pub(crate) fn maps_mut(&mut self) -> impl Iterator<Item = &mut DurableMap> {
         self.collections

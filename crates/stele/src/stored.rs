@@ -42,6 +42,9 @@ pub(crate) fn raw(stored: &[u8]) -> Option<&[u8]> {
 #[derive(Debug, Clone)]
 pub(crate) enum DocBytes<'a> {
     Borrowed(&'a [u8]),
+    /// A document that passed `stele_doc::validate` when it was put into the in-memory
+    /// state, and has not changed since (see `apply::put_doc`).
+    Validated(&'a [u8]),
     Owned(Vec<u8>),
     /// Document `.1` of the block (checked to exist, and rebuilt if the block holds its
     /// stream form, by [`DocBytes::in_block`]).
@@ -53,7 +56,7 @@ impl Deref for DocBytes<'_> {
 
     fn deref(&self) -> &[u8] {
         match self {
-            DocBytes::Borrowed(b) => b,
+            DocBytes::Borrowed(b) | DocBytes::Validated(b) => b,
             DocBytes::Owned(v) => v,
             DocBytes::InBlock(block, i) => block.get(*i),
         }
@@ -87,6 +90,12 @@ impl DocBytes<'_> {
             let doc = stele_doc::Document::new(bytes)?;
             block.mark_checked(*i);
             return Ok(doc);
+        }
+        if let DocBytes::Validated(bytes) = self {
+            // SAFETY: `apply::put_doc` validated these bytes before putting them into the
+            // in-memory diff they are borrowed from, and values there are never changed in
+            // place (a put replaces the value).
+            return Ok(unsafe { stele_doc::Document::new_unchecked(*bytes) });
         }
         Ok(stele_doc::Document::new(&**self)?)
     }

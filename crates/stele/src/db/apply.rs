@@ -90,6 +90,16 @@ pub(super) fn put_doc(
     id: &[u8],
     value: &[u8],
 ) -> Result<()> {
+    // Invariant (relied on by `collection::get`): every raw document in a user
+    // collection's in-memory diff passed validation before it was put. Checked here, where
+    // commits, log replay at open, readers' refreshes and merges all pass, once per put
+    // instead of on every read of it.
+    if !is_internal(collection)
+        && let Some(doc) = crate::stored::raw(value)
+    {
+        stele_doc::validate(doc)
+            .map_err(|e| Error::corrupt_document(collection, id, e.to_string()))?;
+    }
     let existed = crate::collection::contains(state, collection, id)?;
     reindex(state, collection, id, Some(value))?;
     state
@@ -222,4 +232,44 @@ fn merge_collection(store: &Store, state: &mut State, collection: &str, into: &s
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    reason = "tests: a failed unwrap is a failed test"
+)]
+mod tests {
+    use super::*;
+    use crate::stored::DocBytes;
+
+    fn put(collection: &str, doc: &[u8]) -> LoggedOp {
+        LoggedOp::Put {
+            collection: collection.to_owned(),
+            id: b"x".to_vec(),
+            value: crate::stored::encode(doc),
+        }
+    }
+
+    /// The invariant `collection::get` trusts: a raw document reaches a user collection's
+    /// in-memory diff only once it validates, and is then read without a second check.
+    #[test]
+    fn raw_documents_are_validated_once_when_put() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut state = State::default();
+        let good = stele_doc::from_json(br#"{"a":1}"#).unwrap();
+        apply(&store, &mut state, &[put("c", &good)]).unwrap();
+        let read = crate::collection::get(&state, "c", b"x").unwrap().unwrap();
+        assert!(matches!(read, DocBytes::Validated(_)), "{read:?}");
+        assert_eq!(read.document().unwrap().as_bytes(), good.as_slice());
+        let mut bad = good.clone();
+        bad[0] ^= 0xFF;
+        assert!(stele_doc::validate(&bad).is_err());
+        let e = apply(&store, &mut state, &[put("c", &bad)]).unwrap_err();
+        assert!(e.to_string().contains("\"x\""), "{e}");
+        // The failed put left the document as it was.
+        let read = crate::collection::get(&state, "c", b"x").unwrap().unwrap();
+        assert_eq!(&*read, good.as_slice());
+    }
 }

@@ -17,9 +17,36 @@ struct Slot {
     referenced: bool,
 }
 
+/// Hashes a block number for the cache's map: a folded 64x64-bit multiply, which spreads
+/// consecutive numbers over both the high bits (hashbrown's tags) and the low bits (its
+/// buckets). The numbers come from the database, not from users, so no keyed (SipHash)
+/// hashing is needed, and this runs on every read of a packed document.
+#[derive(Debug, Default, Clone, Copy)]
+struct NumberHasher(u64);
+
+impl std::hash::Hasher for NumberHasher {
+    fn finish(&self) -> u64 {
+        let product = u128::from(self.0) * 0x9E37_79B9_7F4A_7C15_u128;
+        (product >> 64) as u64 ^ product as u64
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is used (the key is a u64); any other input still hashes.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+type Numbers = std::hash::BuildHasherDefault<NumberHasher>;
+
 #[derive(Debug, Default)]
 struct Clock {
-    slots: HashMap<u64, Slot>,
+    slots: HashMap<u64, Slot, Numbers>,
     /// Insertion order of the cached numbers (each cached number appears exactly once).
     ring: VecDeque<u64>,
     cached_bytes: usize,

@@ -39,6 +39,47 @@ pub(crate) struct DecodedBlock {
     body: Body,
     n: usize,
     checked: Box<[AtomicBool]>,
+    /// How to find an id without reading many of them (see [`IdHints`]).
+    hints: IdHints,
+}
+
+/// The ids of a block as numbers that order them: the 8 bytes of each id after the prefix
+/// all of them share, big-endian, zero-padded. A binary search over these touches one or
+/// two cache lines where one over the ids would touch a line per step; ids compare in
+/// full only where hints tie. Invariant: `a < b` implies `hint(a) <= hint(b)`, and every
+/// id lies between the first and the last, so shares their common prefix.
+#[derive(Debug, Default)]
+struct IdHints {
+    prefix_len: usize,
+    hints: Box<[u64]>,
+}
+
+impl IdHints {
+    fn new(ids: &[&[u8]]) -> Self {
+        let (Some(first), Some(last)) = (ids.first(), ids.last()) else {
+            return IdHints::default();
+        };
+        let prefix_len = first
+            .iter()
+            .zip(last.iter())
+            .take_while(|(a, b)| a == b)
+            .count();
+        IdHints {
+            prefix_len,
+            hints: ids.iter().map(|id| hint(id, prefix_len)).collect(),
+        }
+    }
+}
+
+/// The 8 bytes of `id` after its first `skip`, big-endian, zero-padded.
+fn hint(id: &[u8], skip: usize) -> u64 {
+    let rest = id.get(skip..).unwrap_or_default();
+    let mut bytes = [0u8; 8];
+    let n = rest.len().min(8);
+    if let (Some(dst), Some(src)) = (bytes.get_mut(..n), rest.get(..n)) {
+        dst.copy_from_slice(src);
+    }
+    u64::from_be_bytes(bytes)
 }
 
 impl DecodedBlock {
@@ -59,6 +100,7 @@ impl DecodedBlock {
         if ids.last() != Some(&last_id) {
             return Err("the last id of a packed block differs from its key".to_owned());
         }
+        let hints = IdHints::new(&ids);
         let body = if block.holds_streams(n) {
             let mut bytes = Vec::with_capacity(ids.iter().map(|i| i.len()).sum());
             let mut ends = Vec::with_capacity(n);
@@ -82,6 +124,7 @@ impl DecodedBlock {
             body,
             n,
             checked,
+            hints,
         })
     }
 
@@ -106,7 +149,23 @@ impl DecodedBlock {
 
     /// Position of `id`, or where it would go.
     pub(crate) fn find(&self, id: &[u8]) -> std::result::Result<usize, usize> {
+        let IdHints { prefix_len, hints } = &self.hints;
         let (mut lo, mut hi) = (0, self.n);
+        if hints.len() == self.n && self.n > 0 {
+            let shared = self.id(0).get(..*prefix_len).unwrap_or_default();
+            if !id.starts_with(shared) {
+                // Outside the block's range: ids sharing no prefix with all of it sort
+                // before the first or after the last.
+                return Err(if id < self.id(0) { 0 } else { self.n });
+            }
+            let h = hint(id, *prefix_len);
+            lo = hints.partition_point(|&x| x < h);
+            hi = lo
+                + hints
+                    .get(lo..)
+                    .unwrap_or_default()
+                    .partition_point(|&x| x == h);
+        }
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             match self.id(mid).cmp(id) {
@@ -231,7 +290,7 @@ impl DecodedBlock {
                     + docs.len() * std::mem::size_of::<OnceLock<Box<[u8]>>>()
             }
         };
-        body + self.checked.len()
+        body + self.checked.len() + self.hints.hints.len() * std::mem::size_of::<u64>()
     }
 }
 
@@ -250,6 +309,7 @@ pub(crate) fn lock_unpoisoned<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGua
 mod tests {
     use super::*;
     use crate::compress::{BlockPacker, Codec, Decoder, Dictionaries};
+    use proptest::strategy::Just;
 
     /// A stream block of 20 nested documents under ids `d00`..`d19`, document `bad` replaced
     /// by a stream that does not decode (packed as is: a packer trusts stream forms it is
@@ -281,6 +341,43 @@ mod tests {
             .decode_block(&out, &Dictionaries::new())
             .unwrap();
         (DecodedBlock::new(7, decoded, b"d19").unwrap(), docs)
+    }
+
+    /// A block of documents (each one byte) under `ids`.
+    fn keyed(ids: &[Vec<u8>]) -> DecodedBlock {
+        let mut bytes = Vec::new();
+        let mut ends = Vec::new();
+        for id in ids {
+            bytes.extend_from_slice(id);
+            ends.push(bytes.len());
+        }
+        for _ in ids {
+            bytes.push(0);
+            ends.push(bytes.len());
+        }
+        let last = ids.last().cloned().unwrap_or_default();
+        DecodedBlock::new(1, Block::from_parts(bytes, ends).unwrap(), &last).unwrap()
+    }
+
+    proptest::proptest! {
+        /// `find` (hints after the shared prefix, then full ids where hints tie) agrees
+        /// with a binary search over the ids, for ids that share long prefixes, differ
+        /// only in trailing zero bytes, or lie outside the block.
+        #[test]
+        fn find_agrees_with_a_binary_search(
+            stem in proptest::collection::vec(proptest::prop_oneof![Just(0u8), Just(b'a'), Just(255u8)], 0..10),
+            tails in proptest::collection::btree_set(proptest::collection::vec(proptest::prop_oneof![Just(0u8), Just(1u8), Just(b'z'), Just(255u8)], 0..12), 1..40),
+            probes in proptest::collection::vec(proptest::collection::vec(proptest::prop_oneof![Just(0u8), Just(1u8), Just(b'a'), Just(b'z'), Just(255u8)], 0..22), 1..40),
+        ) {
+            let ids: Vec<Vec<u8>> = tails.iter().map(|t| [stem.as_slice(), t].concat()).collect();
+            let b = keyed(&ids);
+            let mut all = probes.clone();
+            all.extend(ids.iter().cloned());
+            all.extend(probes.iter().map(|p| [stem.as_slice(), p].concat()));
+            for p in &all {
+                proptest::prop_assert_eq!(b.find(p), ids.binary_search(p), "probe {:?}", p);
+            }
+        }
     }
 
     #[test]

@@ -36,7 +36,7 @@ use crate::compress::{
     BlockPacker, Decoder, Dictionaries, DictionaryId, MAX_BLOCK_DOCS, block_is_full,
 };
 use crate::error::{Error, Result};
-use crate::internal::{MetaKey, packs_name};
+use crate::internal::MetaKey;
 use crate::state::State;
 use crate::stored::DocBytes;
 use std::ops::Bound;
@@ -123,13 +123,12 @@ pub(crate) fn lookup(
     id: &[u8],
     decoder: &mut Decoder,
 ) -> Result<Option<(Arc<DecodedBlock>, usize)>> {
-    let Some(packs) = state.collections.get(&packs_name(collection)) else {
+    let Some(packs) = state.packs(collection) else {
         return Ok(None);
     };
-    let Some(entry) = packs.range((Bound::Included(id), Bound::Unbounded)).next() else {
+    let Some((last_id, value)) = packs.ceiling(id)? else {
         return Ok(None);
     };
-    let (last_id, value) = entry?;
     let block = load_block(state, collection, &last_id, value, decoder)?;
     Ok(block.find(id).ok().map(|i| (block, i)))
 }
@@ -147,8 +146,7 @@ impl<'a> PackedIter<'a> {
     /// From the first packed id at or after `lo`.
     pub(crate) fn new(state: &'a State, collection: &'a str, lo: Bound<&[u8]>) -> Result<Self> {
         let blocks = state
-            .collections
-            .get(&packs_name(collection))
+            .packs(collection)
             .map(|p| p.range((lo, Bound::Unbounded)));
         let mut it = PackedIter {
             state,
@@ -426,7 +424,7 @@ pub(crate) fn pack_changes(
         }
         Ok(())
     };
-    if let Some(packs) = state.collections.get(&packs_name(collection)) {
+    if let Some(packs) = state.packs(collection) {
         let mut block_decoder = Decoder::new()?;
         for entry in packs.iter() {
             let (last_id, value) = entry?;

@@ -373,7 +373,9 @@ fn main() -> Result<()> {
         _ => {}
     }
     let args = parse_args()?;
-    let temp = tempfile::tempdir_in(args.work.clone().unwrap_or_else(std::env::temp_dir))?;
+    let work = args.work.clone().unwrap_or_else(std::env::temp_dir);
+    std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
+    let temp = tempfile::tempdir_in(&work)?;
     println!(
         "readers_bench: {} documents, batches of {}, {} s per run, medians of {} runs, {} cores",
         args.docs,
