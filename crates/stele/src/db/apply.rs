@@ -83,18 +83,21 @@ pub(super) fn reindex(
 }
 
 /// Puts stored value `value` as document `id` of `collection`, keeping indexes and the count.
+/// `valid`: the caller knows a raw document in `value` to be valid.
 pub(super) fn put_doc(
     store: &Store,
     state: &mut State,
     collection: &str,
     id: &[u8],
     value: &[u8],
+    valid: bool,
 ) -> Result<()> {
     // Invariant (relied on by `collection::get`): every raw document in a user
-    // collection's in-memory diff passed validation before it was put. Checked here, where
-    // commits, log replay at open, readers' refreshes and merges all pass, once per put
-    // instead of on every read of it.
-    if !is_internal(collection)
+    // collection's in-memory diff is valid: made or checked by a batch of this process,
+    // or checked here (log replay at open, readers' refreshes, merges of staged tables),
+    // once per put instead of on every read of it.
+    if !valid
+        && !is_internal(collection)
         && let Some(doc) = crate::stored::raw(value)
     {
         stele_doc::validate(doc)
@@ -113,10 +116,22 @@ pub(super) fn put_doc(
     Ok(())
 }
 
+/// Where the operations given to [`apply`] come from, which says whether their documents
+/// are known to be valid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ops {
+    /// A batch built in this process: its raw documents were converted by this crate's
+    /// writer or validated by `Batch::put_document`.
+    Batch,
+    /// Read back from a log file (replay at open, a reader's refresh): raw documents are
+    /// validated as they are put.
+    Log,
+}
+
 /// Applies the operations of one logged batch to `state`, in order: on replay at open and
 /// on commit alike, so a batch does the same before and after a crash. An error leaves
 /// `state` partly changed: a commit applies to a copy and drops it, an open fails.
-pub(crate) fn apply(store: &Store, state: &mut State, ops: &[LoggedOp]) -> Result<()> {
+pub(crate) fn apply(store: &Store, state: &mut State, ops: &[LoggedOp], from: Ops) -> Result<()> {
     for op in ops {
         match op {
             LoggedOp::Put {
@@ -129,7 +144,7 @@ pub(crate) fn apply(store: &Store, state: &mut State, ops: &[LoggedOp]) -> Resul
                 if collection == META {
                     note_meta(state, id, value)?;
                 }
-                put_doc(store, state, collection, id, value)?;
+                put_doc(store, state, collection, id, value, from == Ops::Batch)?;
             }
             LoggedOp::Delete { collection, id } => delete_doc(state, collection, id)?,
             LoggedOp::CreateIndex(def) => create_index(store, state, def)?,
@@ -228,7 +243,8 @@ fn merge_collection(store: &Store, state: &mut State, collection: &str, into: &s
     for entry in from.iter() {
         let (id, value) = entry?;
         if !crate::pack::is_removed(value) {
-            put_doc(store, state, into, &id, value)?;
+            // Read from the staged tables' files: checked.
+            put_doc(store, state, into, &id, value, false)?;
         }
     }
     Ok(())
@@ -259,14 +275,14 @@ mod tests {
         let store = Store::open(dir.path()).unwrap();
         let mut state = State::default();
         let good = stele_doc::from_json(br#"{"a":1}"#).unwrap();
-        apply(&store, &mut state, &[put("c", &good)]).unwrap();
+        apply(&store, &mut state, &[put("c", &good)], Ops::Log).unwrap();
         let read = crate::collection::get(&state, "c", b"x").unwrap().unwrap();
         assert!(matches!(read, DocBytes::Validated(_)), "{read:?}");
         assert_eq!(read.document().unwrap().as_bytes(), good.as_slice());
         let mut bad = good.clone();
         bad[0] ^= 0xFF;
         assert!(stele_doc::validate(&bad).is_err());
-        let e = apply(&store, &mut state, &[put("c", &bad)]).unwrap_err();
+        let e = apply(&store, &mut state, &[put("c", &bad)], Ops::Log).unwrap_err();
         assert!(e.to_string().contains("\"x\""), "{e}");
         // The failed put left the document as it was.
         let read = crate::collection::get(&state, "c", b"x").unwrap().unwrap();

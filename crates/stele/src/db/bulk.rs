@@ -14,7 +14,7 @@
 //! copied as they are, the documents its map holds are packed with them (writers wait
 //! meanwhile; readers do not).
 
-use super::apply::apply;
+use super::apply::{Ops, apply};
 use super::compaction::{pack_settings, packs_collection};
 use super::{Database, lock_poisoned};
 use crate::compress::{Compressor, NewDictionary};
@@ -100,6 +100,7 @@ impl Database {
                     id: MetaKey::dict(collection, dict.id()),
                     value: Arc::from(dict.bytes()),
                 }],
+                Ops::Batch,
             )?;
         }
         let pname = packs_name(collection);

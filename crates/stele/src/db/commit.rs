@@ -2,7 +2,7 @@
 //! pending log bytes, and one leader writes every pending record with one fsync (group
 //! commit), then publishes the state to snapshots.
 
-use super::apply::apply;
+use super::apply::{Ops, apply};
 use super::{Database, WAL_DIR, lock_poisoned};
 use crate::batch::Batch;
 use crate::error::{Error, Result};
@@ -85,7 +85,7 @@ impl Database {
         let seq = w.state.seq + 1;
         // Apply on a copy (O(collections)) so that a failure leaves the state untouched.
         let mut next = w.state.clone();
-        apply(&inner.store, &mut next, &ops)?;
+        apply(&inner.store, &mut next, &ops, Ops::Batch)?;
         let before = w.pending.len();
         wal::encode_batch(&mut w.pending, seq, &ops)?;
         w.logged_bytes += (w.pending.len() - before) as u64;

@@ -197,7 +197,7 @@ fn replay_segment(
                 reason: "a batch is missing before this segment's records",
             });
         }
-        apply(store, state, &batch.ops)?;
+        apply(store, state, &batch.ops, super::apply::Ops::Log)?;
         state.seq = batch.seq;
     }
     Ok(valid)

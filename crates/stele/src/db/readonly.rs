@@ -268,7 +268,7 @@ fn apply_batches(store: &Store, state: &mut State, batches: &[LoggedBatch]) -> R
         if batch.seq != state.seq + 1 {
             return Ok(false);
         }
-        super::apply::apply(store, state, &batch.ops)?;
+        super::apply::apply(store, state, &batch.ops, super::apply::Ops::Log)?;
         state.seq = batch.seq;
     }
     Ok(true)
