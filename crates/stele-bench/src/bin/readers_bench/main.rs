@@ -13,7 +13,8 @@
 //! `--batch` documents (new amounts for random ids), each durable when it returns. Reader
 //! processes (this binary again) each read random documents and 3 fields of each, starting
 //! a new snapshot every 1,000 gets (Stele `refresh()`, a new SQLite read transaction, a new
-//! LMDB read transaction). Then, for the visibility figure, a reader process is told after
+//! LMDB read transaction). One more run has one reader beside a writer that holds the
+//! database open and commits nothing: the get path alone. Then, for the visibility figure, a reader process is told after
 //! each of 200 acknowledged commits what the commit wrote, and refreshes until it sees it.
 //! `--quick`: 2,000 documents, 0.3 s per run (the CI smoke run).
 
@@ -34,7 +35,8 @@ struct Args {
     docs: u64,
     seconds: f64,
     batch: usize,
-    /// Runs of each reader count, interleaved (0, 1, 2, 0, 1, 2, ...); medians reported.
+    /// Runs of each reader count, interleaved (0, 1, 2, 1 beside an idle writer, 0, 1, ...);
+    /// medians reported.
     repeat: usize,
     visibility_rounds: usize,
     work: Option<PathBuf>,
@@ -241,11 +243,14 @@ fn cpu_seconds() -> f64 {
 
 /// One run: the writer for `seconds` beside `readers` reader processes. Returns commits/s,
 /// the readers' gets/s (summed) and the cores the writer used (CPU seconds per second).
+/// With `commits` false the writer holds the database open and commits nothing: the
+/// readers' gets alone.
 fn run(
     args: &Args,
     engine: &str,
     dir: &Path,
     readers: usize,
+    commits_on: bool,
     w: &mut dyn engines::Writer,
 ) -> Result<(f64, f64, f64)> {
     let mut children = Vec::new();
@@ -267,7 +272,10 @@ fn run(
     let cpu_start = cpu_seconds();
     let deadline = start + Duration::from_secs_f64(args.seconds);
     let mut commits = 0u64;
-    while Instant::now() < deadline {
+    if !commits_on {
+        std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
+    }
+    while commits_on && Instant::now() < deadline {
         let docs: Vec<(String, String)> = (0..args.batch)
             .map(|_| {
                 let i = rng.below(args.docs);
@@ -360,6 +368,8 @@ struct Row {
     engine: String,
     commits: [f64; 3],
     gets: [f64; 3],
+    /// Gets/s of one reader while the writer commits nothing.
+    gets_alone: f64,
     writer_cores: f64,
     refresh_us: (f64, f64),
     ack_us: (f64, f64),
@@ -394,6 +404,7 @@ fn main() -> Result<()> {
             engine: engine.clone(),
             commits: [0.0; 3],
             gets: [0.0; 3],
+            gets_alone: 0.0,
             writer_cores: 0.0,
             refresh_us: (0.0, 0.0),
             ack_us: (0.0, 0.0),
@@ -401,11 +412,14 @@ fn main() -> Result<()> {
         // Interleaved, so that the load other processes put on the disk and the cores
         // falls on every reader count alike.
         let mut runs: [Vec<(f64, f64, f64)>; 3] = Default::default();
+        let mut alone = Vec::new();
         for _ in 0..args.repeat {
             for (readers, got) in runs.iter_mut().enumerate() {
-                got.push(run(&args, engine, &dir, readers, &mut *w)?);
+                got.push(run(&args, engine, &dir, readers, true, &mut *w)?);
             }
+            alone.push(run(&args, engine, &dir, 1, false, &mut *w)?.1);
         }
+        row.gets_alone = median(alone);
         for (readers, got) in runs.into_iter().enumerate() {
             row.commits[readers] = median(got.iter().map(|r| r.0).collect());
             row.gets[readers] = median(got.iter().map(|r| r.1).collect());
@@ -424,12 +438,12 @@ fn main() -> Result<()> {
 
 fn print_rows(rows: &[Row]) {
     println!(
-        "| engine | writer cores, 0 readers | commits/s, 0 readers | 1 reader | 2 readers | writer with 1 / 2 readers | gets/s, 1 reader | 2 readers | refresh to visible p50 / p99 (us) | ack to visible p50 / p99 (us) |"
+        "| engine | writer cores, 0 readers | commits/s, 0 readers | 1 reader | 2 readers | writer with 1 / 2 readers | gets/s, 1 reader | 2 readers | 1 reader, writer idle | refresh to visible p50 / p99 (us) | ack to visible p50 / p99 (us) |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in rows {
         println!(
-            "| {} | {:.2} | {:.0} | {:.0} | {:.0} | {:.2} / {:.2} | {:.0} | {:.0} | {:.0} / {:.0} | {:.0} / {:.0} |",
+            "| {} | {:.2} | {:.0} | {:.0} | {:.0} | {:.2} / {:.2} | {:.0} | {:.0} | {:.0} | {:.0} / {:.0} | {:.0} / {:.0} |",
             r.engine,
             r.writer_cores,
             r.commits[0],
@@ -439,6 +453,7 @@ fn print_rows(rows: &[Row]) {
             r.commits[2] / r.commits[0],
             r.gets[1],
             r.gets[2],
+            r.gets_alone,
             r.refresh_us.0,
             r.refresh_us.1,
             r.ack_us.0,
@@ -450,10 +465,11 @@ fn print_rows(rows: &[Row]) {
         println!();
         for peer in rows.iter().filter(|r| r.engine != "stele") {
             println!(
-                "stele / {}: reader gets/s {:.2}x (1 reader), {:.2}x (2 readers); writer commits/s {:.2}x (0 readers)",
+                "stele / {}: reader gets/s {:.2}x (1 reader), {:.2}x (2 readers), {:.2}x (1 reader, writer idle); writer commits/s {:.2}x (0 readers)",
                 peer.engine,
                 s.gets[1] / peer.gets[1],
                 s.gets[2] / peer.gets[2],
+                s.gets_alone / peer.gets_alone,
                 s.commits[0] / peer.commits[0]
             );
         }
