@@ -258,7 +258,10 @@ pub(crate) fn last_dictionary(
             });
         }
     };
-    Ok(Some((id, value.to_vec())))
+    Ok(Some((
+        id,
+        crate::compress::dictionary_from_stored(value)?.into_owned(),
+    )))
 }
 
 /// Collects documents into blocks and writes them to a new packs map.
