@@ -225,7 +225,7 @@ impl Iterator for PackedIter<'_> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct PackSettings {
     /// Documents go into a block until its ids and documents hold at least this many bytes
-    /// and [`crate::compress::MIN_BLOCK_DOCS`] documents, or 4 times as many bytes
+    /// and [`crate::compress::MIN_BLOCK_DOCS`] documents, or 8 times as many bytes
     /// ([`block_is_full`]).
     pub(crate) block_bytes: usize,
     /// zstd level of blocks.
