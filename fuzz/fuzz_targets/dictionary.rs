@@ -1,12 +1,15 @@
 //! Untrusted bytes as a compression dictionary as the database stores it: a key of the
 //! meta collection (`dict/<collection>/<id, 10 digits>`; byte 0 is its length) and the
-//! dictionary's bytes (the rest). A key that parses names the same collection and id when
-//! written canonically; a dictionary that loads for decoding compresses a block that
-//! decodes back with it. Never a panic.
+//! dictionary as stored (the rest: compressed, or its bytes as they are). A key that parses
+//! names the same collection and id when written canonically; a stored value that loads
+//! stores again as a value that loads to the same dictionary; a dictionary that loads for
+//! decoding compresses a block that decodes back with it. Never a panic.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use stele::compress::{BlockPacker, Decoder, Dictionaries};
+use stele::compress::{
+    BlockPacker, Decoder, Dictionaries, dictionary_from_stored, dictionary_to_stored,
+};
 use stele::fuzzing::parse_dictionary_key;
 
 const DOCS: [&[u8]; 3] = [
@@ -34,6 +37,16 @@ fuzz_target!(|data: &[u8]| {
         }
         None => 1,
     };
+    let Ok(bytes) = dictionary_from_stored(bytes) else {
+        return;
+    };
+    let again = dictionary_to_stored(&bytes).expect("a dictionary stores");
+    assert_eq!(
+        dictionary_from_stored(&again).expect("a stored dictionary loads"),
+        bytes,
+        "a dictionary stored again loads as itself"
+    );
+    let bytes = &bytes[..];
     let mut dicts = Dictionaries::new();
     if dicts.insert(id, bytes).is_err() {
         return;

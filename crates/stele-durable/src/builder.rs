@@ -88,6 +88,7 @@ impl MapBuilder {
             diff: MemDiff::default(),
             len,
             binding: None,
+            table_block_bytes: None,
         })
     }
 }

@@ -80,6 +80,9 @@ pub struct DurableMap {
     pub(crate) diff: MemDiff,
     pub(crate) len: u64,
     pub(crate) binding: Option<Binding>,
+    /// Table block size of the tables this map writes (`save`, `compact`, `rebase`), if
+    /// not the store's ([`DurableMap::set_table_block_size`]).
+    pub(crate) table_block_bytes: Option<u32>,
 }
 
 fn bounds_are_empty(lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> bool {
@@ -131,6 +134,7 @@ impl Store {
             diff: MemDiff::default(),
             len: 0,
             binding: None,
+            table_block_bytes: None,
         }
     }
 
@@ -184,6 +188,7 @@ impl Store {
             diff: MemDiff::default(),
             len,
             binding: None,
+            table_block_bytes: None,
         })
     }
 
@@ -560,7 +565,7 @@ impl DurableMap {
         if let (Some(id), true) = (self.id(), self.diff.is_empty()) {
             return Ok(id);
         }
-        let opts = self.store.options().table.clone();
+        let opts = self.table_options();
         let guard = self.store.write_guard()?;
         let id = match self.id() {
             Some(parent) => {
@@ -609,7 +614,7 @@ impl DurableMap {
             return Ok(id);
         }
         let guard = self.store.write_guard()?;
-        let mut b = TableBuilder::new(self.store.dir(), self.store.options().table.clone())?;
+        let mut b = TableBuilder::new(self.store.dir(), self.table_options())?;
         // The merge reads every layer once, in order: through maps of their own advised for
         // sequential reads (read-ahead), leaving the shared maps' random-read advice alone.
         let sequential = self.with_sequential_layers()?;
@@ -664,6 +669,7 @@ impl DurableMap {
             diff: self.diff.clone(),
             len: self.len,
             binding: None,
+            table_block_bytes: self.table_block_bytes,
         })
     }
 
@@ -680,6 +686,7 @@ impl DurableMap {
             diff: MemDiff::default(),
             len,
             binding: None,
+            table_block_bytes: self.table_block_bytes,
         }
     }
 
@@ -707,7 +714,7 @@ impl DurableMap {
         if let Some(top) = above.last() {
             let len = top.diff.map_or_else(|| top.table.len(), |d| d.logical_len);
             let guard = self.store.write_guard()?;
-            let opts = self.store.options().table.clone();
+            let opts = self.table_options();
             let mut b =
                 TableBuilder::new(self.store.dir(), opts.diff(DiffInfo::new(base, len, false)))?;
             // The newest operation of every key the layers above mention.
@@ -749,6 +756,24 @@ impl DurableMap {
         }
         self.layers = layers;
         Ok(true)
+    }
+
+    /// Has the tables this map writes from now on (saved diffs, compacted bases, rebased
+    /// diffs; kept by its clones) use blocks of `block_size_bytes` instead of the store's (a
+    /// power of two, 16 B to 16 MiB; checked when a table is written). Suits maps of a few
+    /// values bigger than a block, such as compression dictionaries: each value spans whole
+    /// blocks, so the padding after it is under one block. Tables already written keep theirs.
+    pub fn set_table_block_size(&mut self, block_size_bytes: u32) {
+        self.table_block_bytes = Some(block_size_bytes);
+    }
+
+    /// The options of the tables this map writes.
+    fn table_options(&self) -> stele_table::TableOptions {
+        let opts = self.store.options().table.clone();
+        match self.table_block_bytes {
+            Some(bytes) => opts.block_size_bytes(bytes),
+            None => opts,
+        }
     }
 
     /// Saves, then points the root this map was opened from at the new top table, if the

@@ -25,10 +25,11 @@
 //! pins), it is not the newest persisted one (new ids continue after it, so ids are never
 //! reused), no pin holds it, and no value of the scan names it.
 
-use crate::compress::DictionaryId;
+use crate::compress::{DictionaryId, NewDictionary};
 use crate::error::Result;
-use crate::internal::Internal;
+use crate::internal::{Internal, META, MetaKey};
 use crate::state::State;
+use crate::wal::LoggedOp;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
@@ -83,6 +84,16 @@ impl Drop for Pin {
             }
         }
     }
+}
+
+/// The logged put that persists `dict` of `collection` in the meta collection, in its
+/// stored form (compressed when that is smaller: `crate::compress::dictionary_to_stored`).
+pub(crate) fn put_op(collection: &str, dict: &NewDictionary) -> Result<LoggedOp> {
+    Ok(LoggedOp::Put {
+        collection: META.to_owned(),
+        id: MetaKey::dict(collection, dict.id()),
+        value: Arc::from(crate::compress::dictionary_to_stored(dict.bytes())?),
+    })
 }
 
 /// The dictionary ids of `collection` that values of `state` name: its map's documents, its

@@ -49,6 +49,21 @@ const IMPORT_PREFIX: &str = "_import-";
 /// values are raw bytes, not documents.
 pub(crate) const META: &str = META_NAME;
 
+/// Table block size of the meta collection's tables: its values are a few dictionaries of
+/// a few KiB (compressed) and settings of one byte, so 4 KiB blocks padded each dictionary
+/// with 2 KiB on average, a third of it (16-byte blocks, as packs maps use: at most 15
+/// bytes of padding per value; a version 3 table).
+pub(crate) const META_TABLE_BLOCK_BYTES: u32 = 16;
+
+/// `map` set up to write its tables as collection `name`'s should: the meta collection
+/// with blocks of [`META_TABLE_BLOCK_BYTES`], any other with the store's.
+pub(crate) fn fit_map(name: &str, mut map: stele_durable::DurableMap) -> stele_durable::DurableMap {
+    if name == META {
+        map.set_table_block_size(META_TABLE_BLOCK_BYTES);
+    }
+    map
+}
+
 /// An internal collection.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Internal {

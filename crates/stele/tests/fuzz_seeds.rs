@@ -14,7 +14,9 @@
 
 use std::path::{Path, PathBuf};
 
-use stele::compress::{BlockPacker, Dictionaries, train_dictionary};
+use stele::compress::{
+    BlockPacker, Dictionaries, dictionary_from_stored, dictionary_to_stored, train_dictionary,
+};
 use stele::fuzzing::{
     SEED_DICTIONARY, index_keys, parse_dictionary_key, read_index_block, read_log_segment,
     read_packed_block, reencode_manifest, split_index_key, tail_log_segment, write_index_block,
@@ -174,6 +176,11 @@ fn dictionary_seeds() -> Vec<Vec<u8>> {
     vec![
         keyed(b"dict/orders/0000000001", &trained),
         keyed(b"dict/books/0000000007", SEED_DICTIONARY),
+        // As the database stores a trained dictionary: compressed.
+        keyed(
+            b"dict/orders/0000000002",
+            &dictionary_to_stored(&trained).unwrap(),
+        ),
     ]
 }
 
@@ -254,7 +261,7 @@ fn reads(target: &str, seed: &[u8]) -> bool {
         }
         "dictionary" => parse_dictionary_key(key).is_some_and(|(_, id)| {
             let mut dicts = Dictionaries::new();
-            dicts.insert(id, value).is_ok()
+            dictionary_from_stored(value).is_ok_and(|d| dicts.insert(id, &d).is_ok())
         }),
         "index_block" => read_index_block(seed).is_ok_and(|keys| !keys.is_empty()),
         "index_key" => {

@@ -422,7 +422,7 @@ fn removals_during_background_packing_stay_removed() {
     assert_matches(&db.snapshot(), &model);
 }
 
-/// Blocks hold at least 16 documents while they stay under 4 times the block size: big
+/// Blocks hold at least 32 documents while they stay under 8 times the block size: big
 /// documents share little with 2 or 3 neighbours. Small documents still fill blocks of the
 /// block size.
 #[test]
@@ -430,8 +430,8 @@ fn blocks_hold_a_dozen_and_more_big_documents() {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open_with(dir.path(), opts(8 * 1024, 0)).unwrap();
     let mut model = BTreeMap::new();
-    // 40 documents of about 2 KiB (hex that string compression cannot shrink): 4 fill
-    // 8 KiB, but a block takes up to 16 of them, within 32 KiB: 14 or 15.
+    // 40 documents of about 2.2 KiB (hex that string compression cannot shrink): 4 fill
+    // 8 KiB, but a block takes up to 32 of them, within 64 KiB: 29 or so, then the rest.
     let mut b = db.batch();
     for i in 0..40u32 {
         let text: String = (0..64u64)
@@ -450,10 +450,7 @@ fn blocks_hold_a_dozen_and_more_big_documents() {
     db.compact().unwrap();
     let snap = db.snapshot();
     let blocks = snap.stats("orders").packed_blocks;
-    assert!(
-        (3..=4).contains(&blocks),
-        "{blocks} blocks of 40 documents of 2 KiB"
-    );
+    assert_eq!(blocks, 2, "{blocks} blocks of 40 documents of 2 KiB");
     assert_matches(&snap, &model);
     // Small documents: 300 orders of about 150 bytes fill 8 KiB blocks of about 50 each.
     let dir = tempfile::tempdir().unwrap();

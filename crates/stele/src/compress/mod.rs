@@ -20,6 +20,7 @@ mod block;
 pub mod codec;
 mod compressor;
 mod context;
+mod dict_form;
 mod header;
 mod keyed;
 mod options;
@@ -33,6 +34,10 @@ pub use codec::{
     decode, encode_raw, parse_header, stored_dictionary,
 };
 pub use compressor::{CompressStats, Compressor, NewDictionary};
+pub use dict_form::{
+    MAX_STORED_DICTIONARY_BYTES, from_stored as dictionary_from_stored,
+    stored_len as dictionary_stored_len, to_stored as dictionary_to_stored,
+};
 pub use keyed::MAX_KEY_BYTES;
 pub use options::{CompressOptions, PARALLEL_COMPRESS_BYTES};
 pub use packer::BlockPacker;

@@ -25,7 +25,7 @@ pub(super) fn note_meta(state: &mut State, key: &[u8], value: &[u8]) -> Result<(
             .dicts
             .entry(collection)
             .or_default()
-            .insert(id, value)?;
+            .insert(id, &crate::compress::dictionary_from_stored(value)?)?;
     }
     Ok(())
 }
@@ -108,7 +108,7 @@ pub(super) fn put_doc(
     state
         .collections
         .entry(collection.to_owned())
-        .or_insert_with(|| store.new_map())
+        .or_insert_with(|| crate::internal::fit_map(collection, store.new_map()))
         .put(id, value)?;
     if !existed {
         *state.counts.entry(collection.to_owned()).or_default() += 1;

@@ -19,10 +19,9 @@ use super::compaction::{pack_settings, packs_collection};
 use super::{Database, lock_poisoned};
 use crate::compress::{Compressor, NewDictionary};
 use crate::error::Result;
-use crate::internal::{META, MetaKey, packs_name};
+use crate::internal::packs_name;
 use crate::pack::{Change, ChangeEntry, PackSettings, PackedIter, map_changes, pack_changes};
 use crate::state::State;
-use crate::wal::LoggedOp;
 use std::ops::Bound;
 use std::sync::{Arc, Mutex};
 use stele_durable::DurableMap;
@@ -95,11 +94,7 @@ impl Database {
             apply(
                 store,
                 &mut next,
-                &[LoggedOp::Put {
-                    collection: META.to_owned(),
-                    id: MetaKey::dict(collection, dict.id()),
-                    value: Arc::from(dict.bytes()),
-                }],
+                &[crate::dicts::put_op(collection, dict)?],
                 Ops::Batch,
             )?;
         }

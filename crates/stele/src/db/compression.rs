@@ -202,11 +202,7 @@ fn log_new_dictionaries(
             .map_err(lock_poisoned)?
             .take_new_dictionary()?;
         if let Some(dict) = dict {
-            dict_ops.push(LoggedOp::Put {
-                collection: META.to_owned(),
-                id: MetaKey::dict(&using.collection, dict.id()),
-                value: Arc::from(dict.bytes()),
-            });
+            dict_ops.push(crate::dicts::put_op(&using.collection, &dict)?);
             proposals.push((using.compressor, dict));
         }
     }

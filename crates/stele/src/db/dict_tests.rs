@@ -306,3 +306,37 @@ fn compressed_documents_in_memory_are_decoded_once() {
     db.commit(batch(&db, "a", 1, 2500..2501)).unwrap();
     assert_reads(&db, "a", 1, 2500..2501);
 }
+
+#[test]
+fn dictionaries_are_stored_compressed_and_read_back_after_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    first_dictionary(&db);
+    db.close().unwrap();
+    let db = open(dir.path());
+    let state = db.snapshot_state();
+    let meta = state.collections.get(crate::internal::META).unwrap();
+    let mut stored_total = 0;
+    for entry in meta.prefix(crate::internal::MetaKey::dicts_of("c").as_bytes()) {
+        let (_, stored) = entry.unwrap();
+        // A zstd frame (its magic), smaller than the dictionary it decodes to.
+        assert!(
+            stored.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]),
+            "{:?}",
+            &stored[..4]
+        );
+        let dict = crate::compress::dictionary_from_stored(stored).unwrap();
+        assert!(
+            stored.len() < dict.len(),
+            "{} >= {}",
+            stored.len(),
+            dict.len()
+        );
+        stored_total += stored.len() as u64;
+    }
+    assert!(stored_total > 0);
+    let (_, newest) = crate::pack::last_dictionary(&state, "c").unwrap().unwrap();
+    assert!(newest.starts_with(&[0x37, 0xa4, 0x30, 0xec]));
+    assert_eq!(db.snapshot().dictionary_bytes("c").unwrap(), stored_total);
+    assert_reads(&db, "a", 0, 0..3000);
+}

@@ -121,11 +121,7 @@ impl Database {
         compressor: &Mutex<Compressor>,
         dict: NewDictionary,
     ) -> Result<()> {
-        self.commit_ops(vec![LoggedOp::Put {
-            collection: META.to_owned(),
-            id: MetaKey::dict(collection, dict.id()),
-            value: Arc::from(dict.bytes()),
-        }])?;
+        self.commit_ops(vec![crate::dicts::put_op(collection, &dict)?])?;
         if let Ok(mut c) = compressor.lock() {
             // Refused only if a newer one was adopted meanwhile: drop this one.
             let _ = c.adopt(dict);

@@ -115,6 +115,7 @@ pub(super) fn state_reusing(
             Some(id) => open(*id)?,
             None => store.new_map(),
         };
+        let map = crate::internal::fit_map(name, map);
         state.collections.insert(name.clone(), map);
     }
     state.packing = Arc::new(crate::pack::packing::Packing::new(

@@ -98,11 +98,11 @@ impl DatabaseOptions {
     /// `docs/benchmarks.md` ("Block size") measures 16, 32 and 64 KiB side by side: each
     /// doubling makes collections of small documents 2-13 % smaller and doubles the cost of a
     /// read whose block is not cached (debian 20 -> 35 -> 61 us). A block of big documents
-    /// grows past this size until it holds 16 of them, up to 4 times the size
-    /// ([`crate::compress::block_is_full`]): github-webhooks' documents of 10 KB go 12 or 13
-    /// to a 128 KiB block instead of 3 to 32 KiB, which stores the collection 1.4x smaller
-    /// and makes an uncached read of one of them decode 4 times as much
-    /// (`docs/benchmarks.md`, "Dictionaries for blocks").
+    /// grows past this size until it holds 32 of them, up to 8 times the size
+    /// ([`crate::compress::block_is_full`]): github-webhooks' documents of 10 KB go 25 or 26
+    /// to a 256 KiB block instead of 3 to 32 KiB, which stores the collection about 1.6x
+    /// smaller and makes an uncached read of one of them decode 8 times as much
+    /// (`docs/benchmarks.md`, "Dictionaries for blocks"; `crate::compress::MIN_BLOCK_DOCS`).
     #[must_use]
     pub fn pack_block_bytes(mut self, bytes: usize) -> Self {
         self.pack_block_bytes = bytes;

@@ -132,3 +132,35 @@ proptest! {
         prop_assert!(decode_block(short).is_err());
     }
 }
+
+/// Raw sizes (as the packer counts them: each key and 2 bytes) of the blocks of `map`.
+fn block_sizes(map: &DurableMap) -> Vec<usize> {
+    map.range((
+        Bound::Included(&[BLOCK_KEY][..]),
+        Bound::Excluded(&[LOOSE_FROM][..]),
+    ))
+    .map(|e| {
+        let (_, v) = e.unwrap();
+        decode_block(v).unwrap().iter().map(|k| k.len() + 2).sum()
+    })
+    .collect()
+}
+
+#[test]
+fn blocks_hold_one_to_one_and_a_half_sizes_and_no_small_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    // Keys of 10 bytes: 12 raw bytes each as the packer counts them, blocks of 120.
+    let keys = |n: u32| (0..n).map(|i| Ok([&[0x40u8][..], format!("{i:09}").as_bytes()].concat()));
+    let sizes = |n: u32| block_sizes(&pack_in_blocks_of(&store, keys(n), 120).unwrap());
+    // 10 keys fill one block; 11 to 14 more keys go into it as a tail, 15 make a block.
+    assert_eq!(sizes(10), [120]);
+    assert_eq!(sizes(11), [132]);
+    assert_eq!(sizes(14), [168]);
+    assert_eq!(sizes(15), [120, 60]);
+    assert_eq!(sizes(34), [120, 120, 168]);
+    assert_eq!(sizes(35), [120, 120, 120, 60]);
+    // Fewer keys than a block: one block.
+    assert_eq!(sizes(3), [36]);
+    assert!(sizes(0).is_empty());
+}

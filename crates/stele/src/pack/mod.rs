@@ -225,7 +225,7 @@ impl Iterator for PackedIter<'_> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct PackSettings {
     /// Documents go into a block until its ids and documents hold at least this many bytes
-    /// and [`crate::compress::MIN_BLOCK_DOCS`] documents, or 4 times as many bytes
+    /// and [`crate::compress::MIN_BLOCK_DOCS`] documents, or 8 times as many bytes
     /// ([`block_is_full`]).
     pub(crate) block_bytes: usize,
     /// zstd level of blocks.
@@ -258,7 +258,10 @@ pub(crate) fn last_dictionary(
             });
         }
     };
-    Ok(Some((id, value.to_vec())))
+    Ok(Some((
+        id,
+        crate::compress::dictionary_from_stored(value)?.into_owned(),
+    )))
 }
 
 /// Collects documents into blocks and writes them to a new packs map.

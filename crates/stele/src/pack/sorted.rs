@@ -4,8 +4,8 @@
 //! then written in id order with block numbers handed out in that order.
 //!
 //! Memory: the block being filled, plus `2 * threads` filled blocks waiting for the
-//! compression round and their compressed values; about `3 * threads * 4 * block_bytes`
-//! at most (blocks stop at 4 times their size).
+//! compression round and their compressed values; about `3 * threads * 8 * block_bytes`
+//! at most (blocks stop at 8 times their size, `crate::compress::MAX_BLOCK_GROWTH`).
 
 use super::packing::Packing;
 use super::{PACKS_TABLE_BLOCK_BYTES, PackSettings};
