@@ -486,8 +486,18 @@ impl WalWriter {
         self.zeroed_to.unwrap_or(self.durable_bytes)
     }
 
-    /// Starts a new segment for records from `first_seq` on.
+    /// Starts a new segment for records from `first_seq` on. Nothing to do when this one is
+    /// that segment and still holds no record, with its zeroes ahead intact (its folder
+    /// entry was synced when it was opened): say a bulk import into a new database, whose
+    /// checkpoint logged nothing. Reopening it would zero and sync it, and sync its folder,
+    /// for the same file.
     pub(crate) fn rotate(&mut self, first_seq: u64) -> Result<()> {
+        let intact = self
+            .zeroed_to
+            .is_some_and(|z| z >= zeroes_ahead_for(0) && self.durable_bytes == 0);
+        if intact && self.path == segment_path(&self.dir, first_seq) {
+            return Ok(());
+        }
         let next = WalWriter::open(Arc::clone(&self.storage), &self.dir, first_seq, 0, 0, false)?;
         *self = next;
         Ok(())
@@ -546,6 +556,40 @@ mod tests {
         let (batches, valid, why) = read_segment(&torn);
         assert_eq!((batches.len(), valid), (1, first_len));
         assert!(why.is_some());
+    }
+
+    /// A checkpoint that logged nothing since the segment opened keeps it, without a sync;
+    /// after a record, or to a later first sequence number, it opens the next one.
+    #[test]
+    fn rotating_an_empty_segment_to_itself_keeps_it_without_syncing() {
+        use stele_testkit::faults::{Faults, FaultyStorage, Op};
+        let dir = tempfile::tempdir().unwrap();
+        let faults = Faults::new()
+            .kinds(&[Op::Sync, Op::SyncData, Op::SyncDir, Op::OpenLog])
+            .shared();
+        let storage = FaultyStorage::with_faults(&faults);
+        let mut w = WalWriter::open(Arc::clone(&storage), dir.path(), 1, 0, 0, false).unwrap();
+        let opened = faults.ops();
+        assert!(
+            opened >= 3,
+            "open, zero and sync the segment and its folder: {opened}"
+        );
+        w.rotate(1).unwrap();
+        assert_eq!(faults.ops(), opened, "nothing written or synced");
+        assert_eq!(w.file_bytes(), ZEROED_AHEAD_MIN_BYTES);
+        // A record in it: the next rotation starts a new segment.
+        let mut one = Vec::new();
+        encode_batch(&mut one, 1, &sample()).unwrap();
+        w.append(&one).unwrap();
+        let appended = faults.ops();
+        w.rotate(2).unwrap();
+        assert!(faults.ops() > appended);
+        assert!(segment_path(dir.path(), 2).exists());
+        // An empty segment rotated to a later sequence number: a new one too.
+        let rotated = faults.ops();
+        w.rotate(5).unwrap();
+        assert!(faults.ops() > rotated);
+        assert!(segment_path(dir.path(), 5).exists());
     }
 
     #[test]

@@ -321,3 +321,36 @@ fn a_small_import_at_rest_is_smaller_than_its_json() {
         assert_eq!(db.snapshot().count("c"), n);
     }
 }
+
+/// An import of fewer bytes than 8 blocks is packed without a dictionary (none trained)
+/// and reads back whole, after a close and a reopen too; one of more blocks trains one.
+#[test]
+fn a_small_import_lands_without_a_dictionary_and_a_bigger_one_with_one() {
+    for (docs, block_bytes, dictionary) in [
+        (100, 1024, false),
+        (120, 32 << 10, false),
+        (800, 1024, true),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = DatabaseOptions::default().pack_block_bytes(block_bytes);
+        let db = Database::open_with(dir.path(), opts.clone()).unwrap();
+        db.create_index("c", "by_city", &["city"]).unwrap();
+        let mut rng = docs as u64;
+        let mut model = Model::new();
+        let text = input(&mut rng, docs, 100_000, &mut model);
+        let context = format!("{docs} documents in blocks of {block_bytes} bytes");
+        assert!(
+            (text.len() < 8 * block_bytes) != dictionary,
+            "{context}: {} bytes of JSON",
+            text.len()
+        );
+        let imp = ImportOptions::new().id_field("id");
+        import_reader(&db, "c", "in", text.as_bytes(), None, &imp, |_| {}).unwrap();
+        assert_eq!(db.snapshot().dictionaries("c") > 0, dictionary, "{context}");
+        check(&db, "c", &model, &context);
+        db.close().unwrap();
+        let db = Database::open_with(dir.path(), opts).unwrap();
+        assert_eq!(db.snapshot().dictionaries("c") > 0, dictionary, "{context}");
+        check(&db, "c", &model, &format!("{context}, reopened"));
+    }
+}
