@@ -2,11 +2,20 @@
 //!
 //! Keyed by block number alone: every stored block carries a number unique within its
 //! database (see [`super::packing::Packing::allocate`]), so a number never names two different blocks
-//! in one cache. Eviction is CLOCK ([`super::clock`]).
+//! in one cache. Eviction is CLOCK (second chance): a hit only sets a flag, so lookups stay
+//! cheap under the lock; an insertion over budget walks the ring, sparing each recently hit
+//! block once.
 
-use super::clock::Clock;
 use super::decoded::DecodedBlock;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
+
+#[derive(Debug)]
+struct Slot {
+    block: Arc<DecodedBlock>,
+    charge_bytes: usize,
+    referenced: bool,
+}
 
 /// Hashes a block number for the cache's map: a folded 64x64-bit multiply, which spreads
 /// consecutive numbers over both the high bits (hashbrown's tags) and the low bits (its
@@ -36,8 +45,11 @@ impl std::hash::Hasher for NumberHasher {
 type Numbers = std::hash::BuildHasherDefault<NumberHasher>;
 
 #[derive(Debug, Default)]
-struct Counted {
-    blocks: Clock<u64, Arc<DecodedBlock>, Numbers>,
+struct Clock {
+    slots: HashMap<u64, Slot, Numbers>,
+    /// Insertion order of the cached numbers (each cached number appears exactly once).
+    ring: VecDeque<u64>,
+    cached_bytes: usize,
     hits: u64,
     misses: u64,
 }
@@ -46,7 +58,7 @@ struct Counted {
 #[derive(Debug)]
 pub(crate) struct BlockCache {
     budget_bytes: usize,
-    clock: Mutex<Counted>,
+    clock: Mutex<Clock>,
 }
 
 /// Counters of the database's cache of decoded blocks ([`crate::Database::block_cache_stats`]).
@@ -66,19 +78,21 @@ impl BlockCache {
     pub(crate) fn new(budget_bytes: usize) -> Self {
         BlockCache {
             budget_bytes,
-            clock: Mutex::new(Counted::default()),
+            clock: Mutex::new(Clock::default()),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Counted> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Clock> {
         super::decoded::lock_unpoisoned(&self.clock)
     }
 
     /// The decoded block `number`, if cached (and counts the lookup).
     pub(crate) fn get(&self, number: u64) -> Option<Arc<DecodedBlock>> {
         let mut c = self.lock();
-        match c.blocks.get(&number).map(Arc::clone) {
-            Some(block) => {
+        match c.slots.get_mut(&number) {
+            Some(slot) => {
+                slot.referenced = true;
+                let block = Arc::clone(&slot.block);
                 c.hits += 1;
                 Some(block)
             }
@@ -97,11 +111,20 @@ impl BlockCache {
             return;
         }
         let mut c = self.lock();
-        if c.blocks.peek(&number).is_some() {
+        if c.slots.contains_key(&number) {
             return;
         }
-        c.blocks
-            .insert(number, Arc::clone(block), charge_bytes, self.budget_bytes);
+        c.slots.insert(
+            number,
+            Slot {
+                block: Arc::clone(block),
+                charge_bytes,
+                referenced: false,
+            },
+        );
+        c.ring.push_back(number);
+        c.cached_bytes += charge_bytes;
+        self.evict_over_budget(&mut c);
     }
 
     /// Changes the charge of `block` by `delta_bytes` (its stream forms were rebuilt into
@@ -113,17 +136,45 @@ impl BlockCache {
             return;
         }
         let mut c = self.lock();
-        c.blocks
-            .recharge(&block.number(), delta_bytes, self.budget_bytes, |cached| {
-                std::ptr::eq(Arc::as_ptr(cached), block)
-            });
+        let Some(slot) = c.slots.get_mut(&block.number()) else {
+            return;
+        };
+        if !std::ptr::eq(Arc::as_ptr(&slot.block), block) {
+            return;
+        }
+        let old = slot.charge_bytes;
+        slot.charge_bytes = old.saturating_add_signed(delta_bytes);
+        let new = slot.charge_bytes;
+        c.cached_bytes = c.cached_bytes - old + new;
+        self.evict_over_budget(&mut c);
+    }
+
+    fn evict_over_budget(&self, c: &mut Clock) {
+        // Each pass over the ring clears every flag it spares, so this ends within two.
+        while c.cached_bytes > self.budget_bytes {
+            let Some(victim) = c.ring.pop_front() else {
+                break;
+            };
+            let spare = match c.slots.get_mut(&victim) {
+                Some(slot) if slot.referenced => {
+                    slot.referenced = false;
+                    true
+                }
+                _ => false,
+            };
+            if spare {
+                c.ring.push_back(victim);
+            } else if let Some(slot) = c.slots.remove(&victim) {
+                c.cached_bytes -= slot.charge_bytes;
+            }
+        }
     }
 
     pub(crate) fn stats(&self) -> BlockCacheStats {
         let c = self.lock();
         BlockCacheStats {
-            cached_bytes: c.blocks.cached_bytes() as u64,
-            blocks: c.blocks.len() as u64,
+            cached_bytes: c.cached_bytes as u64,
+            blocks: c.slots.len() as u64,
             hits: c.hits,
             misses: c.misses,
         }

@@ -27,7 +27,6 @@
 //! - A collection's packs map is replaced only together with its map, in one manifest.
 
 pub(crate) mod cache;
-pub(crate) mod clock;
 pub(crate) mod decoded;
 pub(crate) mod packing;
 pub(crate) mod recent;

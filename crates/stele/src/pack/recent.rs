@@ -12,24 +12,32 @@
 //! value it was decoded from, so that allocation cannot be freed and its address reused by
 //! another value while the entry exists, and a lookup compares the entry's value with the
 //! one it was given (`Arc::ptr_eq`, address and length). A value is immutable once in a map,
-//! so an entry stays right for as long as it lives. Eviction is CLOCK ([`super::clock`]).
+//! so an entry stays right for as long as it lives. Eviction is CLOCK, as in the block cache.
 
-use super::clock::Clock;
 use super::decoded::lock_unpoisoned;
-use std::collections::hash_map::RandomState;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 #[derive(Debug)]
 struct Entry {
     stored: Arc<[u8]>,
     doc: Arc<[u8]>,
+    referenced: bool,
+}
+
+#[derive(Debug, Default)]
+struct Clock {
+    entries: HashMap<usize, Entry>,
+    /// Insertion order of the cached addresses (each appears exactly once).
+    ring: VecDeque<usize>,
+    cached_bytes: usize,
 }
 
 /// Decoded documents of compressed in-memory values, up to a byte budget.
 #[derive(Debug)]
 pub(crate) struct RecentDocs {
     budget_bytes: usize,
-    clock: Mutex<Clock<usize, Entry, RandomState>>,
+    clock: Mutex<Clock>,
 }
 
 /// What an entry costs: both byte strings it keeps alive, and its bookkeeping.
@@ -52,9 +60,14 @@ impl RecentDocs {
     /// The document decoded from `stored`, if cached.
     pub(crate) fn get(&self, stored: &Arc<[u8]>) -> Option<Arc<[u8]>> {
         let mut c = lock_unpoisoned(&self.clock);
-        let entry = c.get(&address(stored))?;
-        // Never trusted without the identity check (address and length).
-        Arc::ptr_eq(&entry.stored, stored).then(|| Arc::clone(&entry.doc))
+        let entry = c.entries.get_mut(&address(stored))?;
+        if !Arc::ptr_eq(&entry.stored, stored) {
+            // Same address, other length: a value inside another one cannot be, but an
+            // entry is never trusted without the identity check.
+            return None;
+        }
+        entry.referenced = true;
+        Some(Arc::clone(&entry.doc))
     }
 
     /// Caches `doc`, a validated document decoded from `stored`.
@@ -65,23 +78,50 @@ impl RecentDocs {
         }
         let key = address(stored);
         let mut c = lock_unpoisoned(&self.clock);
-        match c.peek(&key) {
-            Some(old) if Arc::ptr_eq(&old.stored, stored) => return,
+        if let Some(old) = c.entries.get(&key) {
+            if Arc::ptr_eq(&old.stored, stored) {
+                return;
+            }
             // Unreachable while entries pin their values; replaced rather than trusted.
-            Some(_) => c.remove(&key),
-            None => {}
+            let old_bytes = charge(&old.stored, &old.doc);
+            c.cached_bytes -= old_bytes;
+            c.entries.remove(&key);
+            c.ring.retain(|&k| k != key);
         }
-        let entry = Entry {
-            stored: Arc::clone(stored),
-            doc: Arc::clone(doc),
-        };
-        c.insert(key, entry, charge_bytes, self.budget_bytes);
+        c.entries.insert(
+            key,
+            Entry {
+                stored: Arc::clone(stored),
+                doc: Arc::clone(doc),
+                referenced: false,
+            },
+        );
+        c.ring.push_back(key);
+        c.cached_bytes += charge_bytes;
+        // Each pass over the ring clears every flag it spares, so this ends within two.
+        while c.cached_bytes > self.budget_bytes {
+            let Some(victim) = c.ring.pop_front() else {
+                break;
+            };
+            let spare = match c.entries.get_mut(&victim) {
+                Some(e) if e.referenced => {
+                    e.referenced = false;
+                    true
+                }
+                _ => false,
+            };
+            if spare {
+                c.ring.push_back(victim);
+            } else if let Some(e) = c.entries.remove(&victim) {
+                c.cached_bytes -= charge(&e.stored, &e.doc);
+            }
+        }
     }
 
     /// Bytes held (documents, the values they came from, bookkeeping).
     #[cfg(test)]
     pub(crate) fn cached_bytes(&self) -> usize {
-        lock_unpoisoned(&self.clock).cached_bytes()
+        lock_unpoisoned(&self.clock).cached_bytes
     }
 }
 
