@@ -45,7 +45,7 @@ mod store;
 pub use builder::MapBuilder;
 pub use error::{Error, Result};
 pub use list::{DurableList, ListIter};
-pub use map::DurableMap;
+pub use map::{DurableMap, Origin};
 pub use merge::MapIter;
 pub use root::{Kind, ROOT_BYTES, ROOT_MAGIC, ROOT_VERSION, RootInfo};
 pub use stele_table::{Key, TableId};

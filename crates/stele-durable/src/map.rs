@@ -11,6 +11,17 @@ use stele_table::{
     prefix_successor,
 };
 
+/// Where [`DurableMap::get_and_origin`] found its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Origin {
+    /// The in-memory diff: put through [`DurableMap::put`] or [`DurableMap::remove`] since
+    /// the last save.
+    Memory,
+    /// A table file (or no source had the key).
+    Table,
+}
+
 /// One table of a stack.
 #[derive(Debug)]
 pub(crate) struct Layer {
@@ -284,33 +295,26 @@ impl DurableMap {
         self.get_below(key, self.layers.len())
     }
 
-    /// The in-memory diff's entry for `key`, if the key changed in memory since the last
-    /// save: `Some(Some(value))` for a put, `Some(None)` for a removal; `None` if the tables
-    /// answer ([`get_saved`](Self::get_saved)). The value is the shared allocation that was
-    /// put, so a caller that checked every value before putting it can trust these without
-    /// checking them again (bytes from a file it cannot), and can key work it does on a
-    /// value by that allocation.
+    /// Like [`get`](Self::get), also saying where the answer came from: the in-memory diff
+    /// (a value put in this process, or in the map this one was cloned from, since the last
+    /// save) or a table file. A caller that checked every value before putting it can trust
+    /// those from memory without checking them again; bytes from a file it cannot.
     ///
     /// ```
     /// # let dir = tempfile::tempdir().expect("a temporary folder");
+    /// use stele_durable::Origin;
     /// let store = stele_durable::Store::open(dir.path())?;
     /// let mut m = store.build_map([(b"a".to_vec(), b"1".to_vec())])?;
     /// m.put(b"b", b"2")?;
-    /// m.remove(b"a")?;
-    /// assert_eq!(m.memory_entry(b"b").map(|e| e.map(|v| v.to_vec())), Some(Some(b"2".to_vec())));
-    /// assert_eq!(m.memory_entry(b"a"), Some(None));
-    /// assert_eq!(m.get_saved(b"a")?, Some(&b"1"[..]));
-    /// assert_eq!(m.memory_entry(b"c"), None);
+    /// assert_eq!(m.get_and_origin(b"a")?, (Some(&b"1"[..]), Origin::Table));
+    /// assert_eq!(m.get_and_origin(b"b")?, (Some(&b"2"[..]), Origin::Memory));
     /// # Ok::<(), stele_durable::Error>(())
     /// ```
-    pub fn memory_entry(&self, key: &[u8]) -> Option<Option<&Arc<[u8]>>> {
-        self.diff.get(key).map(Option::as_ref)
-    }
-
-    /// The value of `key` in the saved tables alone, ignoring changes in memory (what
-    /// [`get`](Self::get) returns when [`memory_entry`](Self::memory_entry) is `None`).
-    pub fn get_saved(&self, key: &[u8]) -> Result<Option<&[u8]>> {
-        self.get_below(key, self.layers.len())
+    pub fn get_and_origin(&self, key: &[u8]) -> Result<(Option<&[u8]>, Origin)> {
+        if let Some(v) = self.diff.get(key) {
+            return Ok((v.as_deref(), Origin::Memory));
+        }
+        Ok((self.get_below(key, self.layers.len())?, Origin::Table))
     }
 
     /// The value of `key` in the layers below `top` (exclusive), ignoring the memory diff.

@@ -18,22 +18,21 @@ pub(crate) fn get<'a>(
     collection: &str,
     id: &[u8],
 ) -> Result<Option<DocBytes<'a>>> {
-    if let Some(map) = state.collections.get(collection) {
-        match map.memory_entry(id) {
-            Some(Some(stored)) if !crate::internal::is_internal(collection) => {
-                return stored::decode_recent(state, collection, id, stored);
-            }
-            // A removal in memory: the tables' version is gone; a packed one may remain.
-            Some(None) => {}
-            _ => {
-                if let Some(stored) = map.get(id)? {
-                    if pack::is_removed(stored) {
-                        return Ok(None);
-                    }
-                    return stored::decode(state, collection, id, stored).map(Some);
-                }
-            }
+    if let Some(map) = state.collections.get(collection)
+        && let (Some(stored), origin) = map.get_and_origin(id)?
+    {
+        if pack::is_removed(stored) {
+            return Ok(None);
         }
+        // A raw document put in this process was validated by `apply::put_doc` (user
+        // collections only); one read from a table file is checked when read.
+        if origin == stele_durable::Origin::Memory
+            && !crate::internal::is_internal(collection)
+            && let Some(doc) = stored::raw(stored)
+        {
+            return Ok(Some(DocBytes::Validated(doc)));
+        }
+        return stored::decode(state, collection, id, stored).map(Some);
     }
     stored::with_decoder(|decoder| {
         pack::lookup(state, collection, id, decoder)?

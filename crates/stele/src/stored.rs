@@ -45,9 +45,6 @@ pub(crate) enum DocBytes<'a> {
     /// A document that passed `stele_doc::validate` when it was put into the in-memory
     /// state, and has not changed since (see `apply::put_doc`).
     Validated(&'a [u8]),
-    /// A validated document decoded from a compressed in-memory value (shared with the
-    /// cache of such documents, [`crate::pack::recent`]).
-    Decoded(Arc<[u8]>),
     Owned(Vec<u8>),
     /// Document `.1` of the block (checked to exist, and rebuilt if the block holds its
     /// stream form, by [`DocBytes::in_block`]).
@@ -60,7 +57,6 @@ impl Deref for DocBytes<'_> {
     fn deref(&self) -> &[u8] {
         match self {
             DocBytes::Borrowed(b) | DocBytes::Validated(b) => b,
-            DocBytes::Decoded(d) => d,
             DocBytes::Owned(v) => v,
             DocBytes::InBlock(block, i) => block.get(*i),
         }
@@ -100,11 +96,6 @@ impl DocBytes<'_> {
             // in-memory diff they are borrowed from, and values there are never changed in
             // place (a put replaces the value).
             return Ok(unsafe { stele_doc::Document::new_unchecked(*bytes) });
-        }
-        if let DocBytes::Decoded(doc) = self {
-            // SAFETY: `decode_recent` validated these bytes before wrapping them (directly
-            // or when it cached them), and an `Arc<[u8]>` shared this way is never changed.
-            return Ok(unsafe { stele_doc::Document::new_unchecked(&**doc) });
         }
         Ok(stele_doc::Document::new(&**self)?)
     }
@@ -171,33 +162,6 @@ pub(crate) fn decode_with<'a>(
         .decode(stored, dicts)
         .map(|c| DocBytes::Owned(c.into_owned()))
         .map_err(|e| Error::corrupt_document(collection, id, e.to_string()))
-}
-
-/// The document of `stored`, the in-memory value of document `id` of user collection
-/// `collection` (not a removal mark: `None` then). A raw one was validated when put
-/// (`apply::put_doc`); a compressed one is decoded and validated once and then served from
-/// the cache of recent documents while it stays there.
-pub(crate) fn decode_recent<'a>(
-    state: &State,
-    collection: &str,
-    id: &[u8],
-    stored: &'a Arc<[u8]>,
-) -> Result<Option<DocBytes<'a>>> {
-    if crate::pack::is_removed(stored) {
-        return Ok(None);
-    }
-    if let Some(doc) = raw(stored) {
-        return Ok(Some(DocBytes::Validated(doc)));
-    }
-    let recent = &state.packing.recent;
-    if let Some(doc) = recent.get(stored) {
-        return Ok(Some(DocBytes::Decoded(doc)));
-    }
-    let doc: Arc<[u8]> = Arc::from(decode(state, collection, id, stored)?.into_owned());
-    stele_doc::validate(&doc)
-        .map_err(|e| Error::corrupt_document(collection, id, e.to_string()))?;
-    recent.insert(stored, &doc);
-    Ok(Some(DocBytes::Decoded(doc)))
 }
 
 /// Document `i` of `block` (a block of `collection`), rebuilt from its stream form on its

@@ -279,34 +279,6 @@ fn training_samples_are_spread_and_bounded() {
     assert_eq!(read(100, 1).len(), 1);
 }
 
-/// A compressed document in memory is decoded and validated on its first read, then read
-/// from the cache of recent documents; a new version (a new value) is decoded anew.
-#[test]
-fn compressed_documents_in_memory_are_decoded_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = open(dir.path());
-    first_dictionary(&db);
-    let state = db.snapshot_state();
-    let stored = state.collections["c"]
-        .memory_entry(b"a002500")
-        .flatten()
-        .cloned()
-        .unwrap();
-    assert!(crate::stored::raw(&stored).is_none(), "stored compressed");
-    let recent = &state.packing.recent;
-    assert!(recent.get(&stored).is_none());
-    assert_reads(&db, "a", 0, 2500..2501);
-    let cached = recent.get(&stored).expect("cached by the read");
-    assert_reads(&db, "a", 0, 2500..2501);
-    assert!(
-        Arc::ptr_eq(&recent.get(&stored).unwrap(), &cached),
-        "not decoded again"
-    );
-    // A new version is another value: read as itself.
-    db.commit(batch(&db, "a", 1, 2500..2501)).unwrap();
-    assert_reads(&db, "a", 1, 2500..2501);
-}
-
 #[test]
 fn dictionaries_are_stored_compressed_and_read_back_after_a_reopen() {
     let dir = tempfile::tempdir().unwrap();

@@ -29,7 +29,6 @@
 pub(crate) mod cache;
 pub(crate) mod decoded;
 pub(crate) mod packing;
-pub(crate) mod recent;
 pub(crate) mod sorted;
 
 use crate::bytes::Reader;

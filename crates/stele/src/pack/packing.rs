@@ -9,9 +9,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub(crate) struct Packing {
     next_block: AtomicU64,
     pub(crate) cache: BlockCache,
-    /// Documents decoded from compressed in-memory values: a quarter of the block cache's
-    /// budget, besides it.
-    pub(crate) recent: super::recent::RecentDocs,
 }
 
 impl Default for Packing {
@@ -26,7 +23,6 @@ impl Packing {
         Packing {
             next_block: AtomicU64::new(next_block.max(1)),
             cache: BlockCache::new(cache_bytes),
-            recent: super::recent::RecentDocs::new(cache_bytes / 4),
         }
     }
 
