@@ -224,15 +224,19 @@ pub fn build_set(args: &BuildArgs) -> Result<()> {
     std::fs::create_dir_all(&args.output)
         .with_context(|| format!("creating {}", args.output.display()))?;
     let started = std::time::Instant::now();
-    // Sorted standard input is cut by the share of the input read: spool it into a file
-    // first, to know its length.
+    // Sorted input is cut by the share of the input read: standard input, a pipe or
+    // anything else that is not a regular file is spooled into a file first, to know its
+    // length.
     let spooled;
     let input_args;
-    let args = if args.sorted && args.input.as_os_str() == "-" {
+    let regular_file =
+        args.input.as_os_str() != "-" && std::fs::metadata(&args.input).is_ok_and(|m| m.is_file());
+    let args = if args.sorted && !regular_file {
         let tmp = tempfile::NamedTempFile::new_in(&args.output)
             .with_context(|| format!("creating a temporary file in {}", args.output.display()))?;
-        std::io::copy(&mut std::io::stdin().lock(), &mut tmp.as_file())
-            .context("reading standard input")?;
+        let (mut input, _) = crate::table_cmd::open_input(&args.input)?;
+        std::io::copy(&mut input, &mut tmp.as_file())
+            .with_context(|| format!("reading {}", args.input.display()))?;
         spooled = tmp;
         input_args = BuildArgs {
             input: spooled.path().to_path_buf(),

@@ -182,7 +182,7 @@ fn with_hint(e: stele_table::Error, context: String) -> anyhow::Error {
     anyhow::Error::new(e).context(format!("{context}{hint}"))
 }
 
-fn open_input(path: &Path) -> Result<(Box<dyn Read>, Option<u64>)> {
+pub(crate) fn open_input(path: &Path) -> Result<(Box<dyn Read>, Option<u64>)> {
     if path.as_os_str() == "-" {
         return Ok((Box::new(std::io::stdin().lock()), None));
     }
@@ -191,9 +191,17 @@ fn open_input(path: &Path) -> Result<(Box<dyn Read>, Option<u64>)> {
     Ok((Box::new(file), len))
 }
 
-/// The progress bar of reading the input of `args` (a spinner for standard input).
+/// The progress bar of reading the input of `args`: a spinner for standard input or
+/// anything else that is not a regular file. The input is not opened here (a pipe opened
+/// and closed before it is read would lose what its writer sent, or block).
 pub(crate) fn progress_bar(args: &BuildArgs) -> Result<ProgressBar> {
-    let (_, len) = open_input(&args.input)?;
+    let len = if args.input.as_os_str() == "-" {
+        None
+    } else {
+        let meta = std::fs::metadata(&args.input)
+            .with_context(|| format!("opening {}", args.input.display()))?;
+        meta.is_file().then_some(meta.len())
+    };
     Ok(progress(len))
 }
 

@@ -476,6 +476,45 @@ fn table_sets_build_in_one_pass_and_read_like_a_table() {
         counts.iter().all(|&n| (900..=1100).contains(&n)),
         "{counts:?}"
     );
+    // Sorted input from a pipe is spooled first (its length is what it is cut by): the same
+    // shards as from the file.
+    #[cfg(unix)]
+    if std::process::Command::new("mkfifo")
+        .arg(dir.path().join("fifo"))
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        let fifo = dir.path().join("fifo");
+        let feeder = write_later(&fifo, std::fs::read(&sorted_input).unwrap());
+        let mut cmd = stele();
+        cmd.args([
+            "table", "build", "--format", "tsv", "--sorted", "--shards", "3",
+        ])
+        .arg("-o")
+        .arg(dir.path().join("piped-sorted"))
+        .arg(&fifo);
+        let piped = stdout_ok(cmd);
+        feeder.join().unwrap();
+        assert_eq!(shard_entries(piped.trim()), counts);
+        // One table from a pipe: read once, nothing lost to an earlier open.
+        let feeder = write_later(&fifo, std::fs::read(&input).unwrap());
+        let mut cmd = stele();
+        cmd.args([
+            "table",
+            "build",
+            "--format",
+            "tsv",
+            "--duplicates",
+            "last",
+            "--json",
+        ])
+        .arg("-o")
+        .arg(dir.path().join("piped-one"))
+        .arg(&fifo);
+        let v: serde_json::Value = serde_json::from_str(&stdout_ok(cmd)).unwrap();
+        feeder.join().unwrap();
+        assert_eq!(v["entries"], 3000);
+    }
     // Many copies of one key where a cut falls (the first quarter of the input bytes ends
     // among them) stay in one shard, the last kept.
     let mut text: String = (0..10).map(|i| format!("k{i:02}\t{i}\n")).collect();
@@ -526,6 +565,12 @@ fn table_sets_build_in_one_pass_and_read_like_a_table() {
         .assert()
         .success()
         .stdout(predicate::str::ends_with("piped.sts\n"));
+}
+
+/// Writes `bytes` to `path` (a pipe: blocks until a reader opens it) on a thread of its own.
+fn write_later(path: &std::path::Path, bytes: Vec<u8>) -> std::thread::JoinHandle<()> {
+    let path = path.to_path_buf();
+    std::thread::spawn(move || std::fs::write(path, bytes).unwrap())
 }
 
 /// The entries of each shard of the set at `manifest`, from `stele table stats`.
