@@ -428,33 +428,14 @@ fn table_sets_build_in_one_pass_and_read_like_a_table() {
     // A bad line fails the build; no manifest or shard is written.
     std::fs::write(&input, "a\t1\nno tab\n").unwrap();
     let bad = dir.path().join("bad");
-    stele()
-        .args(["table", "build", "--format", "tsv", "--shards", "2", "-o"])
-        .arg(&bad)
-        .arg(&input)
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("line 2: no tab"))
-        .stderr(predicate::str::contains("no manifest was written"));
+    set_build_fails(&bad, &input, "2", "line 2: no tab");
     assert!(!bad.join("set.sts").exists());
-    let left: Vec<_> = std::fs::read_dir(&bad).unwrap().collect();
-    assert!(left.is_empty(), "{left:?}");
     // A repeated key in the last range fails it after the first ranges' shards were
     // written: they go too.
     let mut text: String = (0..3000).map(|i| format!("k{i:05}\t{i}\n")).collect();
     text.push_str("k02999\tagain\n");
     std::fs::write(&input, &text).unwrap();
-    let dup = dir.path().join("dup");
-    stele()
-        .args(["table", "build", "--format", "tsv", "--shards", "3", "-o"])
-        .arg(&dup)
-        .arg(&input)
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("k02999"))
-        .stderr(predicate::str::contains("no manifest was written"));
-    let left: Vec<_> = std::fs::read_dir(&dup).unwrap().collect();
-    assert!(left.is_empty(), "{left:?}");
+    set_build_fails(&dir.path().join("dup"), &input, "3", "k02999");
     // Sorted input streams into the ranges' tables without a sorter: the same set.
     let sorted_input = dir.path().join("sorted.tsv");
     let text: String = (0..3000).map(|i| format!("k{i:05}\t{i}\n")).collect();
@@ -565,6 +546,23 @@ fn table_sets_build_in_one_pass_and_read_like_a_table() {
         .assert()
         .success()
         .stdout(predicate::str::ends_with("piped.sts\n"));
+}
+
+/// `stele table build --format tsv --shards N` of `input` into `out` fails with exit code
+/// 1, saying `message` and that no manifest was written, and leaves `out` empty.
+fn set_build_fails(out: &std::path::Path, input: &std::path::Path, shards: &str, message: &str) {
+    stele()
+        .args([
+            "table", "build", "--format", "tsv", "--shards", shards, "-o",
+        ])
+        .arg(out)
+        .arg(input)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(message))
+        .stderr(predicate::str::contains("no manifest was written"));
+    let left: Vec<_> = std::fs::read_dir(out).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 /// Writes `bytes` to `path` (a pipe: blocks until a reader opens it) on a thread of its own.

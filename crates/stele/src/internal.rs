@@ -81,7 +81,11 @@ impl Internal {
     pub(crate) fn name(&self) -> String {
         match self {
             Internal::Meta => META_NAME.to_owned(),
-            Internal::Packs(c) => format!("{PACKS_PREFIX}{c}"),
+            Internal::Packs(c) => {
+                let mut name = String::new();
+                packs_name_into(c, &mut name);
+                name
+            }
             Internal::Import { pid, n, target } => format!("{IMPORT_PREFIX}{pid}-{n}/{target}"),
         }
     }
