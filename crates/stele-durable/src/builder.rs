@@ -2,7 +2,7 @@
 
 use crate::error::{Result, check_item};
 use crate::map::{DurableMap, Layer};
-use crate::merge::MemDiff;
+use crate::memdiff::MemDiff;
 use crate::store::{Store, WriteGuard};
 use std::sync::Arc;
 use stele_table::TableBuilder;

@@ -38,6 +38,7 @@ mod builder;
 mod error;
 mod list;
 mod map;
+mod memdiff;
 mod merge;
 mod root;
 mod store;

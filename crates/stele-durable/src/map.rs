@@ -1,7 +1,8 @@
 //! Durable maps: a stack of sorted tables (a base and diffs) plus an in-memory diff.
 
 use crate::error::{Error, Result, check_item};
-use crate::merge::{MapIter, MemDiff, Merger, Op, Source, decode_op};
+use crate::memdiff::MemDiff;
+use crate::merge::{MapIter, Merger, Op, Source, decode_op};
 use crate::root::Kind;
 use crate::store::{MAX_LAYERS, Store};
 use std::ops::{Bound, RangeBounds};
@@ -354,7 +355,7 @@ impl DurableMap {
         let from = (Bound::Included(key), Bound::Unbounded);
         let mut best: Option<(Key<'_>, Option<&[u8]>)> = self
             .diff
-            .range::<_, [u8]>(from)
+            .range(from)
             .next()
             .map(|(k, v)| (Key::from(k.as_slice()), v.as_deref()));
         for layer in self.layers.iter().rev() {
@@ -392,7 +393,7 @@ impl DurableMap {
         check_item("key", key)?;
         check_item("value", value)?;
         let existed = self.contains(key)?;
-        self.diff.insert(key.to_vec(), Some(Arc::from(value)));
+        self.diff.insert(key, Some(Arc::from(value)));
         if !existed {
             self.len += 1;
         }
@@ -406,7 +407,7 @@ impl DurableMap {
         }
         let below = self.get_below(key, self.layers.len())?.is_some();
         if below {
-            self.diff.insert(key.to_vec(), None);
+            self.diff.insert(key, None);
         } else {
             // Only the memory diff had it: nothing to hide below.
             self.diff.remove(key);
@@ -420,7 +421,7 @@ impl DurableMap {
         if bounds_are_empty(lo, hi) {
             return sources;
         }
-        sources.push(Source::Memory(self.diff.range::<_, [u8]>((lo, hi))));
+        sources.push(Source::Memory(self.diff.range((lo, hi))));
         for layer in self.layers.iter().rev() {
             sources.push(Source::Table {
                 iter: Box::new(layer.table.range((lo, hi))),

@@ -4,7 +4,7 @@
 //! down, then the base. For each key the newest source wins; a removal hides the key.
 
 use crate::error::{Error, Result};
-use std::sync::Arc;
+use crate::memdiff::{DiffKey, DiffValue, MemRange};
 use stele_table::{DIFF_PUT, DIFF_REMOVE, Key, MmapBytes, TableId};
 
 /// What a layer says about a key.
@@ -26,11 +26,6 @@ pub(crate) fn decode_op<'a>(id: TableId, key: &[u8], value: &'a [u8]) -> Result<
         }),
     }
 }
-
-/// The in-memory diff of a map: `None` is a removal.
-pub(crate) type MemDiff = imbl::OrdMap<Vec<u8>, Option<Arc<[u8]>>>;
-pub(crate) type MemRange<'a> =
-    imbl::ordmap::RangedIter<'a, Vec<u8>, Option<Arc<[u8]>>, imbl::shared_ptr::DefaultSharedPtr>;
 
 /// One layer's entries within the bounds of the iteration.
 pub(crate) enum Source<'a> {
@@ -56,7 +51,7 @@ impl<'a> Source<'a> {
         }))
     }
 
-    fn mem_head((k, v): (&'a Vec<u8>, &'a Option<Arc<[u8]>>)) -> Head<'a> {
+    fn mem_head((k, v): (&'a DiffKey, &'a DiffValue)) -> Head<'a> {
         let op = v.as_deref().map_or(Op::Remove, Op::Put);
         (Key::from(k.as_slice()), op)
     }

@@ -151,20 +151,29 @@ fn reader_process(rest: &[String]) -> Result<()> {
     let mut line = String::new();
     std::io::stdin().lock().read_line(&mut line)?;
     let start = Instant::now();
+    let cpu_start = cpu_seconds();
     let deadline = start + Duration::from_secs_f64(seconds);
     let (mut gets, mut sum) = (0u64, 0i64);
+    let mut refreshing = Duration::ZERO;
     loop {
         if gets.is_multiple_of(GETS_PER_REFRESH) {
-            if Instant::now() >= deadline {
+            let now = Instant::now();
+            if now >= deadline {
                 break;
             }
             r.refresh()?;
+            refreshing += now.elapsed();
         }
         sum = sum.wrapping_add(r.get3(&id(rng.below(docs)))?);
         gets += 1;
     }
     std::hint::black_box(sum);
-    println!("gets {gets} seconds {}", start.elapsed().as_secs_f64());
+    println!(
+        "gets {gets} seconds {} refreshing {} cpu {}",
+        start.elapsed().as_secs_f64(),
+        refreshing.as_secs_f64(),
+        cpu_seconds() - cpu_start
+    );
     Ok(())
 }
 
@@ -241,8 +250,7 @@ fn cpu_seconds() -> f64 {
     secs(u.ru_utime) + secs(u.ru_stime)
 }
 
-/// One run: the writer for `seconds` beside `readers` reader processes. Returns commits/s,
-/// the readers' gets/s (summed) and the cores the writer used (CPU seconds per second).
+/// One run: the writer for `seconds` beside `readers` reader processes.
 /// With `commits` false the writer holds the database open and commits nothing: the
 /// readers' gets alone.
 fn run(
@@ -252,7 +260,7 @@ fn run(
     readers: usize,
     commits_on: bool,
     w: &mut dyn engines::Writer,
-) -> Result<(f64, f64, f64)> {
+) -> Result<RunResult> {
     let mut children = Vec::new();
     for _ in 0..readers {
         let a = vec![
@@ -288,18 +296,44 @@ fn run(
     let wall = start.elapsed().as_secs_f64();
     let commits_per_s = commits as f64 / wall;
     let writer_cores = (cpu_seconds() - cpu_start) / wall;
-    let mut gets_per_s = 0.0;
+    let (mut gets_per_s, mut gets_per_cpu_s, mut refresh_share) = (0.0, 0.0, 0.0);
     for (mut c, mut out) in children {
         let mut line = String::new();
         out.read_line(&mut line)?;
         let status = c.wait()?;
         let f: Vec<&str> = line.split_whitespace().collect();
-        let (Some(gets), Some(secs)) = (f.get(1), f.get(3)) else {
+        let (Some(gets), Some(secs), Some(refreshing), Some(cpu)) =
+            (f.get(1), f.get(3), f.get(5), f.get(7))
+        else {
             bail!("{engine}: a reader process failed ({status}): {line:?}");
         };
-        gets_per_s += gets.parse::<f64>()? / secs.parse::<f64>()?;
+        let (gets, secs) = (gets.parse::<f64>()?, secs.parse::<f64>()?);
+        gets_per_s += gets / secs;
+        gets_per_cpu_s += gets / cpu.parse::<f64>()? / readers as f64;
+        refresh_share += refreshing.parse::<f64>()? / secs / readers as f64;
     }
-    Ok((commits_per_s, gets_per_s, writer_cores))
+    Ok(RunResult {
+        commits_per_s,
+        gets_per_s,
+        gets_per_cpu_s,
+        writer_cores,
+        refresh_share,
+    })
+}
+
+/// What one run measured.
+#[derive(Debug, Clone, Copy)]
+struct RunResult {
+    commits_per_s: f64,
+    /// Summed over the readers.
+    gets_per_s: f64,
+    /// Gets per CPU second of a reader process (mean over the readers; 0 without): the cost
+    /// of a get, refreshes included, whatever share of the cores the reader got.
+    gets_per_cpu_s: f64,
+    /// The writer's CPU seconds per second.
+    writer_cores: f64,
+    /// The share of a reader's time spent in `refresh()` (mean over the readers; 0 without).
+    refresh_share: f64,
 }
 
 /// Commits one document at a time and has a reader process refresh until it sees each:
@@ -368,6 +402,12 @@ struct Row {
     engine: String,
     commits: [f64; 3],
     gets: [f64; 3],
+    /// Share of a reader's time in `refresh()`, by reader count (index 0 unused).
+    refresh_share: [f64; 3],
+    /// Gets per CPU second of one reader, by reader count (index 0 unused).
+    gets_per_cpu_s: [f64; 3],
+    /// The same beside a writer that commits nothing.
+    gets_per_cpu_s_alone: f64,
     /// Gets/s of one reader while the writer commits nothing.
     gets_alone: f64,
     writer_cores: f64,
@@ -404,6 +444,9 @@ fn main() -> Result<()> {
             engine: engine.clone(),
             commits: [0.0; 3],
             gets: [0.0; 3],
+            refresh_share: [0.0; 3],
+            gets_per_cpu_s: [0.0; 3],
+            gets_per_cpu_s_alone: 0.0,
             gets_alone: 0.0,
             writer_cores: 0.0,
             refresh_us: (0.0, 0.0),
@@ -411,20 +454,23 @@ fn main() -> Result<()> {
         };
         // Interleaved, so that the load other processes put on the disk and the cores
         // falls on every reader count alike.
-        let mut runs: [Vec<(f64, f64, f64)>; 3] = Default::default();
+        let mut runs: [Vec<RunResult>; 3] = Default::default();
         let mut alone = Vec::new();
         for _ in 0..args.repeat {
             for (readers, got) in runs.iter_mut().enumerate() {
                 got.push(run(&args, engine, &dir, readers, true, &mut *w)?);
             }
-            alone.push(run(&args, engine, &dir, 1, false, &mut *w)?.1);
+            alone.push(run(&args, engine, &dir, 1, false, &mut *w)?);
         }
-        row.gets_alone = median(alone);
+        row.gets_alone = median(alone.iter().map(|r| r.gets_per_s).collect());
+        row.gets_per_cpu_s_alone = median(alone.iter().map(|r| r.gets_per_cpu_s).collect());
         for (readers, got) in runs.into_iter().enumerate() {
-            row.commits[readers] = median(got.iter().map(|r| r.0).collect());
-            row.gets[readers] = median(got.iter().map(|r| r.1).collect());
+            row.commits[readers] = median(got.iter().map(|r| r.commits_per_s).collect());
+            row.gets[readers] = median(got.iter().map(|r| r.gets_per_s).collect());
+            row.refresh_share[readers] = median(got.iter().map(|r| r.refresh_share).collect());
+            row.gets_per_cpu_s[readers] = median(got.iter().map(|r| r.gets_per_cpu_s).collect());
             if readers == 0 {
-                row.writer_cores = median(got.iter().map(|r| r.2).collect());
+                row.writer_cores = median(got.iter().map(|r| r.writer_cores).collect());
             }
         }
         let (refresh, ack) = visibility(&args, engine, &dir, &mut *w)?;
@@ -458,6 +504,18 @@ fn print_rows(rows: &[Row]) {
             r.refresh_us.1,
             r.ack_us.0,
             r.ack_us.1
+        );
+    }
+    println!();
+    for r in rows {
+        println!(
+            "{}: a reader's time in refresh(): {:.1}% (1 reader), {:.1}% (2 readers); gets per CPU second of a reader: {:.0} (1 reader), {:.0} (2 readers), {:.0} (writer idle)",
+            r.engine,
+            100.0 * r.refresh_share[1],
+            100.0 * r.refresh_share[2],
+            r.gets_per_cpu_s[1],
+            r.gets_per_cpu_s[2],
+            r.gets_per_cpu_s_alone
         );
     }
     let stele = rows.iter().find(|r| r.engine == "stele");

@@ -1,0 +1,150 @@
+//! A map's in-memory diff: the entries put or removed since the last save, in key order for
+//! iteration and merging, and by hash for point lookups.
+//!
+//! Both halves are persistent (`imbl`): cloning the diff for a snapshot copies two root
+//! pointers, and a later put copies only the nodes on its paths. The ordered half alone
+//! answered gets in about 2 us on a diff of 100,000 keys (a B-tree of 3-4 levels, about six
+//! comparisons per node, each a cache miss on a large diff); the hash half answers in a
+//! few hundred ns (`examples/diff_get.rs`), at the cost of a second set of nodes (about 60
+//! bytes per entry, the values shared) and a second insert per put.
+//!
+//! Invariant: `ordered` and `index` hold the same pairs.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+/// A key of the in-memory diff: up to 24 bytes kept inline, so that the ordered half
+/// compares a probe with keys in the node's own memory rather than through a pointer per
+/// key. Ordered and hashed as the byte strings they hold.
+pub(crate) type DiffKey = smallvec::SmallVec<[u8; 24]>;
+
+/// A value of the diff: `None` is a removal.
+pub(crate) type DiffValue = Option<Arc<[u8]>>;
+
+pub(crate) type MemRange<'a> =
+    imbl::ordmap::RangedIter<'a, DiffKey, DiffValue, imbl::shared_ptr::DefaultSharedPtr>;
+
+/// The in-memory diff of a map (see the module documentation).
+#[derive(Clone, Default)]
+pub(crate) struct MemDiff {
+    ordered: imbl::OrdMap<DiffKey, DiffValue>,
+    index: imbl::HashMap<DiffKey, DiffValue>,
+}
+
+impl std::fmt::Debug for MemDiff {
+    /// The ordered half only: the index holds the same pairs.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.ordered.fmt(f)
+    }
+}
+
+impl MemDiff {
+    /// The operation for `key`, if the diff has one.
+    pub(crate) fn get(&self, key: &[u8]) -> Option<&DiffValue> {
+        let found = self.index.get(key);
+        debug_assert_eq!(
+            found,
+            self.ordered.get(key),
+            "the two halves disagree on {key:?}"
+        );
+        found
+    }
+
+    pub(crate) fn insert(&mut self, key: &[u8], value: DiffValue) {
+        let key = DiffKey::from_slice(key);
+        self.index.insert(key.clone(), value.clone());
+        self.ordered.insert(key, value);
+        debug_assert_eq!(self.index.len(), self.ordered.len());
+    }
+
+    pub(crate) fn remove(&mut self, key: &[u8]) {
+        self.index.remove(key);
+        self.ordered.remove(key);
+        debug_assert_eq!(self.index.len(), self.ordered.len());
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.ordered.len()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ordered.is_empty()
+    }
+
+    /// The entries in key order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&DiffKey, &DiffValue)> {
+        self.ordered.iter()
+    }
+
+    /// The entries whose keys lie in `bounds`, in key order (both ends).
+    pub(crate) fn range(&self, bounds: (Bound<&[u8]>, Bound<&[u8]>)) -> MemRange<'_> {
+        self.ordered.range::<_, [u8]>(bounds)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    /// Keys around the inline limit (24 bytes), sharing prefixes, so that inline and spilled
+    /// keys are compared with each other.
+    fn key() -> impl Strategy<Value = Vec<u8>> {
+        (
+            0usize..4,
+            proptest::collection::vec(prop_oneof![Just(b'a'), Just(b'b'), Just(0u8)], 0..4),
+        )
+            .prop_map(|(n, tail)| [vec![b'k'; [0, 22, 23, 24][n]], tail].concat())
+    }
+
+    proptest! {
+        /// Every get, the order and every range agree with a `BTreeMap` after any sequence of
+        /// puts, removal marks and removals, and a clone taken midway keeps its contents.
+        #[test]
+        fn agrees_with_a_btreemap(
+            ops in proptest::collection::vec((key(), 0u8..3, any::<u8>()), 1..80),
+            probes in proptest::collection::vec(key(), 1..20),
+        ) {
+            let mut diff = MemDiff::default();
+            let mut model: BTreeMap<Vec<u8>, DiffValue> = BTreeMap::new();
+            let mut frozen = None;
+            for (i, (k, op, byte)) in ops.iter().enumerate() {
+                match op {
+                    0 => {
+                        let v: DiffValue = Some(Arc::from(&[*byte][..]));
+                        diff.insert(k, v.clone());
+                        model.insert(k.clone(), v);
+                    }
+                    1 => {
+                        diff.insert(k, None);
+                        model.insert(k.clone(), None);
+                    }
+                    _ => {
+                        diff.remove(k);
+                        model.remove(k);
+                    }
+                }
+                if i == ops.len() / 2 {
+                    frozen = Some((diff.clone(), model.clone()));
+                }
+            }
+            for (diff, model) in [(diff, model)].into_iter().chain(frozen) {
+                prop_assert_eq!(diff.len(), model.len());
+                prop_assert_eq!(diff.is_empty(), model.is_empty());
+                for p in probes.iter().chain(model.keys()) {
+                    prop_assert_eq!(diff.get(p), model.get(p));
+                }
+                let all: Vec<_> = diff.iter().map(|(k, v)| (k.to_vec(), v.clone())).collect();
+                let want: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                prop_assert_eq!(all, want);
+                for p in &probes {
+                    let from = (Bound::Included(p.as_slice()), Bound::Unbounded);
+                    let got: Vec<Vec<u8>> = diff.range(from).map(|(k, _)| k.to_vec()).collect();
+                    let want: Vec<Vec<u8>> = model.range::<[u8], _>(from).map(|(k, _)| k.clone()).collect();
+                    prop_assert_eq!(got, want);
+                }
+            }
+        }
+    }
+}
