@@ -27,7 +27,7 @@ use stele_doc::DocumentWriter;
 
 use crate::document::{Decimals, PyDocument, document_bytes, python_to_bytes_with, python_to_json};
 use crate::errors::{Kind, db_err, new_err, type_err};
-use crate::handle::{Handle, Opened};
+use crate::handle::{Handle, Opened, same_process};
 
 /// How documents read from a database come back to Python.
 #[derive(Debug, Clone, Copy)]
@@ -341,6 +341,8 @@ impl PyDatabase {
         Ok(PySnapshot {
             snap: self.snap(py)?,
             opts: self.opts,
+            path: self.path.clone(),
+            pid: std::process::id(),
         })
     }
 
@@ -391,6 +393,21 @@ impl PyDatabase {
 pub(crate) struct PySnapshot {
     snap: Snapshot,
     opts: DocOptions,
+    /// The database's folder, for messages.
+    path: PathBuf,
+    /// The process that took the snapshot: the only one that may read through it (its
+    /// block cache's lock may have been held by another thread when a child was forked).
+    pid: u32,
+}
+
+impl PySnapshot {
+    /// The snapshot, in the process that took it.
+    fn snap(&self, py: Python<'_>) -> PyResult<&Snapshot> {
+        same_process(py, self.pid, || {
+            format!("a snapshot of database {}", self.path.display())
+        })?;
+        Ok(&self.snap)
+    }
 }
 
 #[pymethods]
@@ -399,23 +416,28 @@ impl PySnapshot {
     fn __getitem__(&self, py: Python<'_>, name: &str) -> PyResult<PyCollection> {
         stele::check_collection_name(name).map_err(|e| db_err(py, e))?;
         Ok(PyCollection {
-            reader: Reader::Frozen(self.snap.clone()),
+            reader: Reader::Frozen {
+                snap: self.snap(py)?.clone(),
+                path: self.path.clone(),
+                pid: self.pid,
+            },
             name: name.to_owned(),
             opts: self.opts,
         })
     }
 
-    fn __contains__(&self, name: &str) -> bool {
-        self.snap.collections().contains(&name)
+    fn __contains__(&self, py: Python<'_>, name: &str) -> PyResult<bool> {
+        Ok(self.snap(py)?.collections().contains(&name))
     }
 
     /// Names of the collections, sorted.
-    fn collections(&self) -> Vec<String> {
-        self.snap
+    fn collections(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        Ok(self
+            .snap(py)?
             .collections()
             .into_iter()
             .map(str::to_owned)
-            .collect()
+            .collect())
     }
 
     /// Sequence number of the last batch this snapshot contains (0 for none).
@@ -427,7 +449,7 @@ impl PySnapshot {
     /// {collection: {documents, layers, table_bytes, stored_bytes, unsaved_changes,
     /// packed_blocks, pack_bytes, index_bytes, dictionaries}}.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        all_stats(py, &self.snap)
+        all_stats(py, self.snap(py)?)
     }
 
     fn __repr__(&self) -> String {
@@ -440,8 +462,12 @@ impl PySnapshot {
 enum Reader {
     /// The database: a fresh snapshot per call; writes allowed.
     Live(Py<PyDatabase>),
-    /// One snapshot: read-only.
-    Frozen(Snapshot),
+    /// One snapshot: read-only; usable in process `pid` only (see [`PySnapshot`]).
+    Frozen {
+        snap: Snapshot,
+        path: PathBuf,
+        pid: u32,
+    },
 }
 
 /// The documents of one collection by id: a mapping of str to `Document`.
@@ -457,14 +483,19 @@ impl PyCollection {
     fn snapshot(&self, py: Python<'_>) -> PyResult<Snapshot> {
         match &self.reader {
             Reader::Live(db) => Ok(db.get().snap(py)?),
-            Reader::Frozen(snap) => Ok(snap.clone()),
+            Reader::Frozen { snap, path, pid } => {
+                same_process(py, *pid, || {
+                    format!("a snapshot of database {}", path.display())
+                })?;
+                Ok(snap.clone())
+            }
         }
     }
 
     fn writer(&self, py: Python<'_>) -> PyResult<Database> {
         match &self.reader {
             Reader::Live(db) => db.get().db(py),
-            Reader::Frozen(_) => Err(PyTypeError::new_err(format!(
+            Reader::Frozen { .. } => Err(PyTypeError::new_err(format!(
                 "collection {:?} of a snapshot is read-only",
                 self.name
             ))),
@@ -645,7 +676,7 @@ impl PyCollection {
     /// True for a collection of a snapshot.
     #[getter]
     fn read_only(&self) -> bool {
-        matches!(self.reader, Reader::Frozen(_))
+        matches!(self.reader, Reader::Frozen { .. })
     }
 
     /// Number of documents.
@@ -1190,6 +1221,7 @@ impl PyCollection {
             .map_err(|e| db_err(py, e))?;
         Ok(PyIdIter {
             snap,
+            pid: std::process::id(),
             name: self.name.clone(),
             opts: self.opts,
             yields,
@@ -1212,6 +1244,9 @@ enum Yields {
 #[derive(Debug)]
 pub(crate) struct PyIdIter {
     snap: Snapshot,
+    /// The process that made the iterator, the only one that may read through it (as
+    /// [`PySnapshot`]).
+    pid: u32,
     name: String,
     opts: DocOptions,
     yields: Yields,
@@ -1236,6 +1271,9 @@ impl PyIdIter {
         if self.yields == Yields::Ids {
             return Ok(Some(PyString::new(py, &id).into_any()));
         }
+        same_process(py, self.pid, || {
+            format!("an iterator over collection {:?}", self.name)
+        })?;
         let doc = self
             .snap
             .get(&self.name, &id)

@@ -38,23 +38,33 @@ impl Opened {
 
     /// The handle, in the process that opened it.
     pub(crate) fn checked(self, py: Python<'_>, path: &Path) -> PyResult<Handle> {
-        let now = std::process::id();
-        if now != self.pid {
-            return Err(new_err(
-                py,
-                Kind::Stele,
-                format!(
-                    "database {} was opened in process {} and is used in process {now} \
-                     (a fork): a handle is not shared across processes; open the database \
-                     in each worker process after the fork (stele.open(path, readonly=True) \
-                     in readers, one writer)",
-                    path.display(),
-                    self.pid
-                ),
-            ));
-        }
+        same_process(py, self.pid, || format!("database {}", path.display()))?;
         Ok(self.handle)
     }
+}
+
+/// `Ok` in process `pid`; in another (a child forked after `what` was made) the
+/// `SteleError` saying to open the database in each worker after the fork. `what` names the
+/// object ("database /path", "a snapshot of database /path").
+pub(crate) fn same_process(
+    py: Python<'_>,
+    pid: u32,
+    what: impl FnOnce() -> String,
+) -> PyResult<()> {
+    let now = std::process::id();
+    if now == pid {
+        return Ok(());
+    }
+    Err(new_err(
+        py,
+        Kind::Stele,
+        format!(
+            "{} belongs to process {pid} and is used in process {now} (a fork): a \
+             handle is not shared across processes; open the database in each worker \
+             process after the fork (stele.open(path, readonly=True) in readers, one writer)",
+            what()
+        ),
+    ))
 }
 
 impl Handle {

@@ -124,3 +124,37 @@ def test_a_forked_child_closing_the_writer_writes_nothing(tmp_path):
     with stele.open(path, readonly=True) as again:
         assert again["c"]["a"].to_python() == {"n": 1}
         assert again["c"]["b"].to_python() == {"n": 2}
+
+
+def _child_reads_parent_snapshot(snap, it, queue):
+    errors = []
+    for read in (lambda: snap["c"]["a"], lambda: snap.collections(), lambda: next(it)):
+        try:
+            read()
+            errors.append("no error")
+        except stele.SteleError as e:
+            errors.append(str(e))
+    queue.put(errors)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_snapshot_is_not_shared_across_fork(tmp_path):
+    # A snapshot (and an iterator, which holds one) reads through the database's block
+    # cache, whose lock another thread may have held when the child was forked.
+    with stele.open(tmp_path / "db") as db:
+        db["c"]["a"] = {"n": 1}
+        db["c"]["b"] = {"n": 2}
+        snap = db.snapshot()
+        it = iter(db["c"].values())
+        ctx = multiprocessing.get_context("fork")
+        queue = ctx.Queue()
+        child = ctx.Process(target=_child_reads_parent_snapshot, args=(snap, it, queue))
+        child.start()
+        errors = queue.get(timeout=30)
+        child.join()
+        assert len(errors) == 3
+        for message in errors:
+            assert "is used in process" in message and "after the fork" in message, message
+        # The parent's snapshot and iterator still work.
+        assert snap["c"]["a"].to_python() == {"n": 1}
+        assert next(it).to_python() == {"n": 1}

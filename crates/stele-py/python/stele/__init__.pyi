@@ -187,7 +187,8 @@ class Database:
     ) -> None:
         """Opens or creates the database; InUseError (with pid) if another process has it
         open for writing. readonly=True reads beside that writer (refresh() catches up).
-        A handle belongs to the process that opened it: open again after fork().
+        A handle (and its snapshots and iterators) belongs to the process that opened it:
+        open again after fork().
 
         trusted=True skips validating documents read: only for databases nothing but Stele wrote.
         """
