@@ -48,11 +48,25 @@ pub(crate) struct DecodedBlock {
 /// two cache lines where one over the ids would touch a line per step; ids compare in
 /// full only where hints tie. Invariant: `a < b` implies `hint(a) <= hint(b)`, and every
 /// id lies between the first and the last, so shares their common prefix.
+///
+/// A search first reads a summary, every `GROUP`-th hint, then one group of `GROUP` hints
+/// (one cache line): two or three lines whatever the block's length. The prefix's first
+/// bytes are kept here too, so that an id is checked against it without reading the block.
 #[derive(Debug, Default)]
 struct IdHints {
     prefix_len: usize,
+    /// The first `min(prefix_len, PREFIX_HEAD)` bytes of the shared prefix.
+    prefix_head: [u8; PREFIX_HEAD],
+    /// `hints[GROUP * g]` for every group `g`.
+    summary: Box<[u64]>,
     hints: Box<[u64]>,
 }
+
+/// Hints per group: one 64-byte cache line of them.
+const GROUP: usize = 8;
+/// Bytes of the shared prefix kept in [`IdHints`] (longer prefixes are checked against the
+/// block's first id).
+const PREFIX_HEAD: usize = 16;
 
 impl IdHints {
     fn new(ids: &[&[u8]]) -> Self {
@@ -64,10 +78,35 @@ impl IdHints {
             .zip(last.iter())
             .take_while(|(a, b)| a == b)
             .count();
+        let mut prefix_head = [0u8; PREFIX_HEAD];
+        let head = prefix_len.min(PREFIX_HEAD);
+        if let (Some(dst), Some(src)) = (prefix_head.get_mut(..head), first.get(..head)) {
+            dst.copy_from_slice(src);
+        }
+        let hints: Box<[u64]> = ids.iter().map(|id| hint(id, prefix_len)).collect();
         IdHints {
             prefix_len,
-            hints: ids.iter().map(|id| hint(id, prefix_len)).collect(),
+            prefix_head,
+            summary: hints.iter().step_by(GROUP).copied().collect(),
+            hints,
         }
+    }
+
+    /// The first position whose hint is at least `h`.
+    fn first_at_least(&self, h: u64) -> usize {
+        // Groups before `k` start below `h`, group `k` (if any) does not: the answer lies
+        // after the start of group `k - 1` and at most at the start of group `k`.
+        let k = self.summary.partition_point(|&x| x < h);
+        let Some(start) = k.checked_sub(1).map(|g| g * GROUP + 1) else {
+            return 0;
+        };
+        let end = (k * GROUP).min(self.hints.len());
+        start
+            + self
+                .hints
+                .get(start..end)
+                .unwrap_or_default()
+                .partition_point(|&x| x < h)
     }
 }
 
@@ -149,17 +188,25 @@ impl DecodedBlock {
 
     /// Position of `id`, or where it would go.
     pub(crate) fn find(&self, id: &[u8]) -> std::result::Result<usize, usize> {
-        let IdHints { prefix_len, hints } = &self.hints;
+        let IdHints {
+            prefix_len,
+            prefix_head,
+            hints,
+            ..
+        } = &self.hints;
         let (mut lo, mut hi) = (0, self.n);
         if hints.len() == self.n && self.n > 0 {
-            let shared = self.id(0).get(..*prefix_len).unwrap_or_default();
-            if !id.starts_with(shared) {
+            let in_prefix = match prefix_head.get(..*prefix_len) {
+                Some(head) => id.starts_with(head),
+                None => id.starts_with(self.id(0).get(..*prefix_len).unwrap_or_default()),
+            };
+            if !in_prefix {
                 // Outside the block's range: ids sharing no prefix with all of it sort
                 // before the first or after the last.
                 return Err(if id < self.id(0) { 0 } else { self.n });
             }
             let h = hint(id, *prefix_len);
-            lo = hints.partition_point(|&x| x < h);
+            lo = self.hints.first_at_least(h);
             hi = lo
                 + hints
                     .get(lo..)
@@ -290,7 +337,8 @@ impl DecodedBlock {
                     + docs.len() * std::mem::size_of::<OnceLock<Box<[u8]>>>()
             }
         };
-        body + self.checked.len() + self.hints.hints.len() * std::mem::size_of::<u64>()
+        body + self.checked.len()
+            + (self.hints.hints.len() + self.hints.summary.len()) * std::mem::size_of::<u64>()
     }
 }
 
@@ -366,7 +414,7 @@ mod tests {
         #[test]
         fn find_agrees_with_a_binary_search(
             stem in proptest::collection::vec(proptest::prop_oneof![Just(0u8), Just(b'a'), Just(255u8)], 0..10),
-            tails in proptest::collection::btree_set(proptest::collection::vec(proptest::prop_oneof![Just(0u8), Just(1u8), Just(b'z'), Just(255u8)], 0..12), 1..40),
+            tails in proptest::collection::btree_set(proptest::collection::vec(proptest::prop_oneof![Just(0u8), Just(1u8), Just(b'z'), Just(255u8)], 0..12), 1..120),
             probes in proptest::collection::vec(proptest::collection::vec(proptest::prop_oneof![Just(0u8), Just(1u8), Just(b'a'), Just(b'z'), Just(255u8)], 0..22), 1..40),
         ) {
             let ids: Vec<Vec<u8>> = tails.iter().map(|t| [stem.as_slice(), t].concat()).collect();
