@@ -357,7 +357,7 @@ impl DurableMap {
             .diff
             .range(from)
             .next()
-            .map(|(k, v)| (Key::from(k.as_slice()), v.as_deref()));
+            .map(|(k, v)| (Key::from(&k[..]), v.as_deref()));
         for layer in self.layers.iter().rev() {
             let Some(entry) = layer.table.range(from).next() else {
                 continue;

@@ -3,20 +3,25 @@
 //!
 //! Both halves are persistent (`imbl`): cloning the diff for a snapshot copies two root
 //! pointers, and a later put copies only the nodes on its paths. The ordered half alone
-//! answered gets in about 2 us on a diff of 100,000 keys (a B-tree of 3-4 levels, about six
-//! comparisons per node, each a cache miss on a large diff); the hash half answers in a
-//! few hundred ns (`examples/diff_get.rs`), at the cost of a second set of nodes (about 60
-//! bytes per entry, the values shared) and a second insert per put.
+//! answered gets in 1.7-2.4 us on a diff of 100,000 keys put in random order (a B-tree of
+//! 16-key nodes, five levels at that size, each comparison following a key's pointer: a
+//! cache miss on a large diff); the hash half answers in 0.7-1.3 us
+//! (`examples/diff_get.rs`, a loaded machine), at the cost of a second set of nodes (the
+//! keys and values shared) and a second insert per put. A put beside a snapshot costs
+//! 8-14 us with one half or two: copying a node touches the reference counts of all its
+//! keys and values, cache misses that dominate either way.
 //!
 //! Invariant: `ordered` and `index` hold the same pairs.
 
 use std::ops::Bound;
 use std::sync::Arc;
 
-/// A key of the in-memory diff: up to 24 bytes kept inline, so that the ordered half
-/// compares a probe with keys in the node's own memory rather than through a pointer per
-/// key. Ordered and hashed as the byte strings they hold.
-pub(crate) type DiffKey = smallvec::SmallVec<[u8; 24]>;
+/// A key of the in-memory diff, shared by both halves. Ordered and hashed as the byte
+/// string it holds. Shared rather than inline or owned: a put beside a snapshot copies the
+/// nodes on its path in both halves, each with every key and value in it, and copying a
+/// key must then cost a reference count, not an allocation (owned keys made such a put
+/// cost 9-13 us, inline ones up to 47 us where keys spill past the inline bytes).
+pub(crate) type DiffKey = Arc<[u8]>;
 
 /// A value of the diff: `None` is a removal.
 pub(crate) type DiffValue = Option<Arc<[u8]>>;
@@ -51,7 +56,7 @@ impl MemDiff {
     }
 
     pub(crate) fn insert(&mut self, key: &[u8], value: DiffValue) {
-        let key = DiffKey::from_slice(key);
+        let key = DiffKey::from(key);
         self.index.insert(key.clone(), value.clone());
         self.ordered.insert(key, value);
         debug_assert_eq!(self.index.len(), self.ordered.len());
@@ -88,8 +93,7 @@ mod tests {
     use proptest::prelude::*;
     use std::collections::BTreeMap;
 
-    /// Keys around the inline limit (24 bytes), sharing prefixes, so that inline and spilled
-    /// keys are compared with each other.
+    /// Keys of several lengths sharing prefixes, so that keys differ at any position.
     fn key() -> impl Strategy<Value = Vec<u8>> {
         (
             0usize..4,

@@ -53,7 +53,7 @@ impl<'a> Source<'a> {
 
     fn mem_head((k, v): (&'a DiffKey, &'a DiffValue)) -> Head<'a> {
         let op = v.as_deref().map_or(Op::Remove, Op::Put);
-        (Key::from(k.as_slice()), op)
+        (Key::from(&k[..]), op)
     }
 
     fn next_front(&mut self) -> Option<Result<Head<'a>>> {
