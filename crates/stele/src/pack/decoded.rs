@@ -108,6 +108,27 @@ impl IdHints {
                 .unwrap_or_default()
                 .partition_point(|&x| x < h)
     }
+
+    /// The end of the run of hints equal to `h` that starts at `lo` (`lo` itself if there is
+    /// none). Galloping from `lo`: a run is one hint long unless ids share the 8 bytes after
+    /// their prefix, and the probes stay in `lo`'s cache line until the run is longer, where
+    /// a binary search over everything after `lo` would first read the far end.
+    fn end_of_run(&self, lo: usize, h: u64) -> usize {
+        let rest = self.hints.get(lo..).unwrap_or_default();
+        let mut step = 1;
+        while rest.get(step - 1).is_some_and(|&x| x == h) {
+            step *= 2;
+        }
+        // Every hint before `step / 2` equals `h`; the one at `step - 1` does not, or is past
+        // the end.
+        let known = step / 2;
+        let upto = (step - 1).min(rest.len());
+        lo + known
+            + rest
+                .get(known..upto)
+                .unwrap_or_default()
+                .partition_point(|&x| x == h)
+    }
 }
 
 /// The 8 bytes of `id` after its first `skip`, big-endian, zero-padded.
@@ -207,11 +228,7 @@ impl DecodedBlock {
             }
             let h = hint(id, *prefix_len);
             lo = self.hints.first_at_least(h);
-            hi = lo
-                + hints
-                    .get(lo..)
-                    .unwrap_or_default()
-                    .partition_point(|&x| x == h);
+            hi = self.hints.end_of_run(lo, h);
         }
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
@@ -405,6 +422,33 @@ mod tests {
         }
         let last = ids.last().cloned().unwrap_or_default();
         DecodedBlock::new(1, Block::from_parts(bytes, ends).unwrap(), &last).unwrap()
+    }
+
+    #[test]
+    fn find_within_long_runs_of_equal_hints() {
+        // No shared prefix (first "a", last "z"), and runs of 1 to 40 ids whose first 8
+        // bytes are equal: their hints tie and the full ids decide.
+        for run in [1usize, 2, 3, 4, 5, 7, 8, 9, 16, 17, 40] {
+            let mut ids: Vec<Vec<u8>> = vec![b"a".to_vec()];
+            ids.extend((0..run).map(|k| format!("m1234567{k:03}").into_bytes()));
+            ids.push(b"m1234568".to_vec());
+            ids.push(b"z".to_vec());
+            let b = keyed(&ids);
+            let mut probes = ids.clone();
+            probes.extend(
+                [
+                    &b"m1234567"[..],
+                    b"m1234567999",
+                    b"m12345670",
+                    b"m1234566",
+                    b"n",
+                ]
+                .map(<[u8]>::to_vec),
+            );
+            for p in &probes {
+                assert_eq!(b.find(p), ids.binary_search(p), "run {run}, probe {p:?}");
+            }
+        }
     }
 
     proptest::proptest! {
