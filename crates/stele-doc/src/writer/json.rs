@@ -13,6 +13,11 @@ struct Parser<'a, S: Scan> {
     input: &'a [u8],
     pos: usize,
     scan: S,
+    /// The whole input is valid UTF-8 (checked once, with SIMD, before parsing): then every
+    /// string run is, since runs start and end at ASCII bytes (`"`, `\`, control bytes), which
+    /// never fall inside a multi-byte sequence. When false, each non-ASCII run is checked on its
+    /// own, so an invalid input gets the error (and position) it always got.
+    utf8_valid: bool,
 }
 
 // The methods the main loop calls per token are `inline(always)`: they must be compiled into
@@ -55,7 +60,7 @@ impl<'a, S: Scan> Parser<'a, S> {
         let mut run_start = start;
         let mut escaped = false;
         loop {
-            if non_ascii {
+            if non_ascii && !self.utf8_valid {
                 self.check_utf8(run_start, i)?;
             }
             match self.input.get(i) {
@@ -230,6 +235,7 @@ fn parse_with<S: Scan>(w: &mut DocumentWriter, input: &[u8], scan: S) -> Result<
         input,
         pos: 0,
         scan,
+        utf8_valid: S::WHOLE_INPUT_UTF8 && simdutf8::basic::from_utf8(input).is_ok(),
     };
     if input.starts_with(&[0xEF, 0xBB, 0xBF]) {
         return Err(p.err(0, "byte order mark before the JSON text: remove it"));

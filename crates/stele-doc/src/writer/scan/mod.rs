@@ -18,6 +18,11 @@ pub(crate) mod x86;
 /// What the parser asks of a scanner. Implementations are zero-sized tokens; the SIMD ones can
 /// only be made where the CPU has their instructions.
 pub(crate) trait Scan: Copy {
+    /// Whether the parser validates the whole input's UTF-8 once up front (with SIMD) instead of
+    /// each non-ASCII string run. False only for [`Portable`], the reference the others are
+    /// compared with, which keeps the converter's original per-run check.
+    const WHOLE_INPUT_UTF8: bool = true;
+
     /// Index of the first `"`, `\` or control byte (< 0x20) at or after `i` (or `input.len()`),
     /// and whether any byte from `i` up to it is non-ASCII (then the run needs a UTF-8 check).
     fn find_special(self, input: &[u8], i: usize) -> (usize, bool);
@@ -102,6 +107,8 @@ fn skip_ws_bytewise(input: &[u8], mut i: usize) -> usize {
 }
 
 impl Scan for Portable {
+    const WHOLE_INPUT_UTF8: bool = false;
+
     #[inline(always)]
     fn find_special(self, input: &[u8], i: usize) -> (usize, bool) {
         find_special(input, i)
