@@ -151,6 +151,13 @@ impl DocumentWriter {
 /// at the front. A kept entry takes the input position (`seq`) of the key's first occurrence.
 fn dedup_sorted(entries: &mut [Entry], policy: DuplicateKeys, names: &[u8]) -> Result<usize> {
     let n = entries.len();
+    // Nearly every object has no repeated key: one read-only pass, and no entry rewritten.
+    if !entries.windows(2).any(|w| match w {
+        [a, b] => a.key == b.key,
+        _ => false,
+    }) {
+        return Ok(n);
+    }
     let mut kept = 0;
     let mut i = 0;
     while i < n {

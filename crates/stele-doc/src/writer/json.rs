@@ -13,11 +13,12 @@ struct Parser<'a, S: Scan> {
     input: &'a [u8],
     pos: usize,
     scan: S,
-    /// The whole input is valid UTF-8 (checked once, with SIMD, before parsing): then every
+    /// Whether the whole input is valid UTF-8, checked once with SIMD at the first non-ASCII
+    /// string run (`None` before it: ASCII documents never pay for the check). When it is, every
     /// string run is, since runs start and end at ASCII bytes (`"`, `\`, control bytes), which
-    /// never fall inside a multi-byte sequence. When false, each non-ASCII run is checked on its
+    /// never fall inside a multi-byte sequence. When not, each non-ASCII run is checked on its
     /// own, so an invalid input gets the error (and position) it always got.
-    utf8_valid: bool,
+    utf8_valid: Option<bool>,
 }
 
 // The methods the main loop calls per token are `inline(always)`: they must be compiled into
@@ -36,6 +37,19 @@ impl<'a, S: Scan> Parser<'a, S> {
     #[inline(always)]
     fn skip_ws(&mut self) {
         self.pos = self.scan.skip_ws(self.input, self.pos);
+    }
+
+    /// Whether the whole input is valid UTF-8 (see `utf8_valid`); always false for scanners
+    /// that keep the per-run check.
+    #[inline(always)]
+    fn whole_input_utf8(&mut self) -> bool {
+        if !S::WHOLE_INPUT_UTF8 {
+            return false;
+        }
+        let input = self.input;
+        *self
+            .utf8_valid
+            .get_or_insert_with(|| simdutf8::basic::from_utf8(input).is_ok())
     }
 
     fn check_utf8(&self, start: usize, end: usize) -> Result<()> {
@@ -60,7 +74,7 @@ impl<'a, S: Scan> Parser<'a, S> {
         let mut run_start = start;
         let mut escaped = false;
         loop {
-            if non_ascii && !self.utf8_valid {
+            if non_ascii && !self.whole_input_utf8() {
                 self.check_utf8(run_start, i)?;
             }
             match self.input.get(i) {
@@ -235,7 +249,7 @@ fn parse_with<S: Scan>(w: &mut DocumentWriter, input: &[u8], scan: S) -> Result<
         input,
         pos: 0,
         scan,
-        utf8_valid: S::WHOLE_INPUT_UTF8 && simdutf8::basic::from_utf8(input).is_ok(),
+        utf8_valid: None,
     };
     if input.starts_with(&[0xEF, 0xBB, 0xBF]) {
         return Err(p.err(0, "byte order mark before the JSON text: remove it"));
