@@ -5,8 +5,8 @@
 //! surrogate escapes are rejected), no byte order mark, duplicate keys and depth per
 //! [`crate::WriteOptions`].
 
-use super::DocumentWriter;
 use super::scan::{Level, Portable, Scan};
+use super::{DocumentWriter, SHORT_STRING_BYTES};
 use crate::error::{Error, Result};
 
 struct Parser<'a, S: Scan> {
@@ -43,7 +43,7 @@ impl<'a, S: Scan> Parser<'a, S> {
     /// that keep the per-run check.
     #[inline(always)]
     fn whole_input_utf8(&mut self) -> bool {
-        if !S::WHOLE_INPUT_UTF8 {
+        if !S::FAST_PATHS {
             return false;
         }
         let input = self.input;
@@ -295,7 +295,12 @@ fn parse_into<S: Scan>(
                 }
             }
             b'"' => match p.string(buf)? {
-                Some((s, e)) => w.string_bytes(input.get(s..e).unwrap_or_default())?,
+                Some((s, e)) => match input.get(s..).and_then(|r| r.first_chunk()) {
+                    Some(window) if S::FAST_PATHS && e - s < SHORT_STRING_BYTES => {
+                        w.short_string(window, e - s)?;
+                    }
+                    _ => w.string_bytes(input.get(s..e).unwrap_or_default())?,
+                },
                 None => w.string_bytes(buf)?,
             },
             b't' => {
