@@ -334,7 +334,7 @@ def doc_plots() -> dict[str, str]:
         rows = data_rows(t)
         out[key] = render(Chart(
             title=f"JSON to document: {what}",
-            subtitle="MB/s of JSON input, higher is better; stele-bench doc at 03c7bd8, 2 vCPU, no target-cpu",
+            subtitle="MB/s of JSON input, higher is better; stele-bench doc at dee14a9, 2 vCPU, no target-cpu",
             axis="MB/s",
             categories=[short(r[t.col("input")]) for r in rows],
             series=series_of(t, rows, peers),

@@ -62,17 +62,21 @@ impl DocumentWriter {
             self.shape_ids.extend(input.iter().map(|e| e.key));
             let hash = self.sort_cache.hash(&self.shape_ids);
             match self.sort_cache.get(hash, &self.shape_ids) {
-                Some(order) => {
+                Some(order) if order.len() == input.len() => {
+                    // A permutation of `input` (the cache stores one per shape of this many
+                    // keys): written in place through a copy, without a push per entry.
                     self.sorted.clear();
-                    let picked = order.iter().filter_map(|&i| input.get(i as usize).copied());
-                    self.sorted.extend(picked);
-                    if let Some(dst) = self.entries.get_mut(start..)
-                        && dst.len() == self.sorted.len()
-                    {
-                        dst.copy_from_slice(&self.sorted);
+                    self.sorted.extend_from_slice(input);
+                    if let Some(dst) = self.entries.get_mut(start..) {
+                        for (slot, &i) in dst.iter_mut().zip(order) {
+                            if let Some(e) = self.sorted.get(i as usize) {
+                                *slot = *e;
+                            }
+                        }
                         cached = true;
                     }
                 }
+                Some(_) => {}
                 None => self.shape_hash = Some(hash),
             }
         }
@@ -147,6 +151,13 @@ impl DocumentWriter {
 /// at the front. A kept entry takes the input position (`seq`) of the key's first occurrence.
 fn dedup_sorted(entries: &mut [Entry], policy: DuplicateKeys, names: &[u8]) -> Result<usize> {
     let n = entries.len();
+    // Nearly every object has no repeated key: one read-only pass, and no entry rewritten.
+    if !entries.windows(2).any(|w| match w {
+        [a, b] => a.key == b.key,
+        _ => false,
+    }) {
+        return Ok(n);
+    }
     let mut kept = 0;
     let mut i = 0;
     while i < n {

@@ -5,14 +5,20 @@
 //! surrogate escapes are rejected), no byte order mark, duplicate keys and depth per
 //! [`crate::WriteOptions`].
 
-use super::DocumentWriter;
 use super::scan::{Level, Portable, Scan};
+use super::{DocumentWriter, SHORT_STRING_BYTES};
 use crate::error::{Error, Result};
 
 struct Parser<'a, S: Scan> {
     input: &'a [u8],
     pos: usize,
     scan: S,
+    /// Whether the whole input is valid UTF-8, checked once with SIMD at the first non-ASCII
+    /// string run (`None` before it: ASCII documents never pay for the check). When it is, every
+    /// string run is, since runs start and end at ASCII bytes (`"`, `\`, control bytes), which
+    /// never fall inside a multi-byte sequence. When not, each non-ASCII run is checked on its
+    /// own, so an invalid input gets the error (and position) it always got.
+    utf8_valid: Option<bool>,
 }
 
 // The methods the main loop calls per token are `inline(always)`: they must be compiled into
@@ -31,6 +37,19 @@ impl<'a, S: Scan> Parser<'a, S> {
     #[inline(always)]
     fn skip_ws(&mut self) {
         self.pos = self.scan.skip_ws(self.input, self.pos);
+    }
+
+    /// Whether the whole input is valid UTF-8 (see `utf8_valid`); always false for scanners
+    /// that keep the per-run check.
+    #[inline(always)]
+    fn whole_input_utf8(&mut self) -> bool {
+        if !S::FAST_PATHS {
+            return false;
+        }
+        let input = self.input;
+        *self
+            .utf8_valid
+            .get_or_insert_with(|| simdutf8::basic::from_utf8(input).is_ok())
     }
 
     fn check_utf8(&self, start: usize, end: usize) -> Result<()> {
@@ -55,7 +74,7 @@ impl<'a, S: Scan> Parser<'a, S> {
         let mut run_start = start;
         let mut escaped = false;
         loop {
-            if non_ascii {
+            if non_ascii && !self.whole_input_utf8() {
                 self.check_utf8(run_start, i)?;
             }
             match self.input.get(i) {
@@ -173,19 +192,14 @@ impl<'a, S: Scan> Parser<'a, S> {
 
     /// Parses `"key" :` at `self.pos` and hands the key to the writer.
     #[inline(always)]
-    fn key(&mut self, w: &mut DocumentWriter) -> Result<()> {
+    fn key(&mut self, w: &mut DocumentWriter, buf: &mut Vec<u8>) -> Result<()> {
         if self.peek() != Some(b'"') {
             return Err(self.err(self.pos, "expected a property name in double quotes"));
         }
-        let mut buf = std::mem::take(&mut w.unescaped);
-        let parsed = self.string(&mut buf);
-        let result = match parsed {
-            Ok(Some((s, e))) => w.key_bytes(self.input.get(s..e).unwrap_or_default()),
-            Ok(None) => w.key_bytes(&buf),
-            Err(e) => Err(e),
-        };
-        w.unescaped = buf;
-        result?;
+        match self.string(buf)? {
+            Some((s, e)) => w.key_bytes(self.input.get(s..e).unwrap_or_default())?,
+            None => w.key_bytes(buf)?,
+        }
         self.skip_ws();
         if self.peek() != Some(b':') {
             return Err(self.err(self.pos, "expected ':' after a property name"));
@@ -226,10 +240,27 @@ fn parse_avx2(w: &mut DocumentWriter, input: &[u8], scan: super::scan::x86::Avx2
 
 #[inline(always)]
 fn parse_with<S: Scan>(w: &mut DocumentWriter, input: &[u8], scan: S) -> Result<()> {
+    // The unescaping buffer is taken from the writer once per document (not once per string:
+    // moving it out and back per string was 8% of converting small documents).
+    let mut buf = std::mem::take(&mut w.unescaped);
+    let result = parse_into(w, input, scan, &mut buf);
+    w.unescaped = buf;
+    result
+}
+
+/// [`parse_with`] with the unescaping buffer `buf` held apart from the writer.
+#[inline(always)]
+fn parse_into<S: Scan>(
+    w: &mut DocumentWriter,
+    input: &[u8],
+    scan: S,
+    buf: &mut Vec<u8>,
+) -> Result<()> {
     let mut p = Parser {
         input,
         pos: 0,
         scan,
+        utf8_valid: None,
     };
     if input.starts_with(&[0xEF, 0xBB, 0xBF]) {
         return Err(p.err(0, "byte order mark before the JSON text: remove it"));
@@ -248,7 +279,7 @@ fn parse_with<S: Scan>(w: &mut DocumentWriter, input: &[u8], scan: S) -> Result<
                     p.pos += 1;
                     w.end_object()?;
                 } else {
-                    p.key(w)?;
+                    p.key(w, buf)?;
                     continue 'value;
                 }
             }
@@ -263,16 +294,15 @@ fn parse_with<S: Scan>(w: &mut DocumentWriter, input: &[u8], scan: S) -> Result<
                     continue 'value;
                 }
             }
-            b'"' => {
-                let mut buf = std::mem::take(&mut w.unescaped);
-                let result = match p.string(&mut buf) {
-                    Ok(Some((s, e))) => w.string_bytes(input.get(s..e).unwrap_or_default()),
-                    Ok(None) => w.string_bytes(&buf),
-                    Err(e) => Err(e),
-                };
-                w.unescaped = buf;
-                result?;
-            }
+            b'"' => match p.string(buf)? {
+                Some((s, e)) => match input.get(s..).and_then(|r| r.first_chunk()) {
+                    Some(window) if S::FAST_PATHS && e - s < SHORT_STRING_BYTES => {
+                        w.short_string(window, e - s)?;
+                    }
+                    _ => w.string_bytes(input.get(s..e).unwrap_or_default())?,
+                },
+                None => w.string_bytes(buf)?,
+            },
             b't' => {
                 p.literal(b"true")?;
                 w.bool(true)?;
@@ -310,7 +340,7 @@ fn parse_with<S: Scan>(w: &mut DocumentWriter, input: &[u8], scan: S) -> Result<
                 (true, Some(b',')) => {
                     p.pos += 1;
                     p.skip_ws();
-                    p.key(w)?;
+                    p.key(w, buf)?;
                     continue 'value;
                 }
                 (true, Some(b'}')) => {

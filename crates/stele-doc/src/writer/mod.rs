@@ -25,6 +25,10 @@ use crate::format::{
 use names::{Names, name_at, name_prefix};
 use number::Number;
 
+/// Strings shorter than this are never compressed, and the JSON converter writes them with
+/// [`DocumentWriter::short_string`].
+pub(crate) const SHORT_STRING_BYTES: usize = 16;
+
 /// A child waiting in an open container.
 #[derive(Debug, Clone, Copy)]
 struct Entry {
@@ -380,11 +384,32 @@ impl DocumentWriter {
         Ok(())
     }
 
+    /// Writes a string of fewer than [`SHORT_STRING_BYTES`] bytes: the first `len` bytes of
+    /// `window`. The same bytes as [`Self::string_bytes`] (so short a string is never
+    /// compressed), stored with one fixed-size copy cut to length instead of a `memcpy` call of
+    /// runtime length: most JSON strings are short (a name, a code, a number in quotes).
+    #[inline]
+    pub(crate) fn short_string(
+        &mut self,
+        window: &[u8; SHORT_STRING_BYTES],
+        len: usize,
+    ) -> Result<()> {
+        let pos = self.value_slot("a string")?;
+        debug_assert!(len < SHORT_STRING_BYTES);
+        // A length below 128 is its own one-byte varint.
+        self.out.push(len as u8);
+        let end = self.out.len() + len;
+        self.out.extend_from_slice(window);
+        self.out.truncate(end);
+        self.commit(Tag::String, pos);
+        Ok(())
+    }
+
     /// Appends a string payload, LZ4-compressed when long enough and worth it.
     #[inline]
     fn put_string(&mut self, s: &[u8]) -> Tag {
         if let Some(min) = self.opts.compress_min_bytes
-            && s.len() >= min.max(16)
+            && s.len() >= min.max(SHORT_STRING_BYTES)
             && self.put_compressed(s)
         {
             return Tag::StringLz4;

@@ -18,6 +18,12 @@ pub(crate) mod x86;
 /// What the parser asks of a scanner. Implementations are zero-sized tokens; the SIMD ones can
 /// only be made where the CPU has their instructions.
 pub(crate) trait Scan: Copy {
+    /// Whether the parser takes its shortcuts: one UTF-8 check of the whole input (with SIMD)
+    /// instead of one per non-ASCII string run, and short strings copied with one fixed-size
+    /// store. False only for [`Portable`], the reference the others are compared with (tests,
+    /// the `json_scanners` fuzz target), which keeps the converter's original code.
+    const FAST_PATHS: bool = true;
+
     /// Index of the first `"`, `\` or control byte (< 0x20) at or after `i` (or `input.len()`),
     /// and whether any byte from `i` up to it is non-ASCII (then the run needs a UTF-8 check).
     fn find_special(self, input: &[u8], i: usize) -> (usize, bool);
@@ -102,6 +108,8 @@ fn skip_ws_bytewise(input: &[u8], mut i: usize) -> usize {
 }
 
 impl Scan for Portable {
+    const FAST_PATHS: bool = false;
+
     #[inline(always)]
     fn find_special(self, input: &[u8], i: usize) -> (usize, bool) {
         find_special(input, i)
