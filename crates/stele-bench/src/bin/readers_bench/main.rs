@@ -14,7 +14,11 @@
 //! processes (this binary again) each read random documents and 3 fields of each, starting
 //! a new snapshot every 1,000 gets (Stele `refresh()`, a new SQLite read transaction, a new
 //! LMDB read transaction). One more run has one reader beside a writer that holds the
-//! database open and commits nothing: the get path alone. Then, for the visibility figure, a reader process is told after
+//! database open and commits nothing: the get path alone; and one more, one reader beside a
+//! writer held to 1,000 commits/s, so that every engine's reader sees the same stream of
+//! changes whatever its writer's top speed. Each reader also reports its share of time in
+//! `refresh()` and its gets per CPU second (the cost of a get, whatever share of the cores
+//! the reader got). Then, for the visibility figure, a reader process is told after
 //! each of 200 acknowledged commits what the commit wrote, and refreshes until it sees it.
 //! `--quick`: 2,000 documents, 0.3 s per run (the CI smoke run).
 
@@ -35,8 +39,8 @@ struct Args {
     docs: u64,
     seconds: f64,
     batch: usize,
-    /// Runs of each reader count, interleaved (0, 1, 2, 1 beside an idle writer, 0, 1, ...);
-    /// medians reported.
+    /// Runs of each reader count, interleaved (0, 1, 2, 1 beside an idle writer, 1 beside a
+    /// paced writer, 0, 1, ...); medians reported.
     repeat: usize,
     visibility_rounds: usize,
     work: Option<PathBuf>,
@@ -250,15 +254,29 @@ fn cpu_seconds() -> f64 {
     secs(u.ru_utime) + secs(u.ru_stime)
 }
 
-/// One run: the writer for `seconds` beside `readers` reader processes.
-/// With `commits` false the writer holds the database open and commits nothing: the
-/// readers' gets alone.
+/// How the writer works during a run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Pace {
+    /// Commits as fast as it can.
+    Full,
+    /// Commits at most this many times per second (sleeping between commits): every engine's
+    /// readers then see the same stream of changes, whatever its writer's top speed.
+    PerSecond(f64),
+    /// Holds the database open and commits nothing: the readers' gets alone.
+    Idle,
+}
+
+/// Commits per second of the paced runs: below every engine's top speed here (1,600-4,100
+/// commits/s in quiet runs), so that each writer keeps the pace.
+const PACED_COMMITS_PER_S: f64 = 1000.0;
+
+/// One run: the writer for `seconds`, at `pace`, beside `readers` reader processes.
 fn run(
     args: &Args,
     engine: &str,
     dir: &Path,
     readers: usize,
-    commits_on: bool,
+    pace: Pace,
     w: &mut dyn engines::Writer,
 ) -> Result<RunResult> {
     let mut children = Vec::new();
@@ -280,10 +298,10 @@ fn run(
     let cpu_start = cpu_seconds();
     let deadline = start + Duration::from_secs_f64(args.seconds);
     let mut commits = 0u64;
-    if !commits_on {
+    if pace == Pace::Idle {
         std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
     }
-    while commits_on && Instant::now() < deadline {
+    while pace != Pace::Idle && Instant::now() < deadline {
         let docs: Vec<(String, String)> = (0..args.batch)
             .map(|_| {
                 let i = rng.below(args.docs);
@@ -292,6 +310,10 @@ fn run(
             .collect();
         w.commit(&docs)?;
         commits += 1;
+        if let Pace::PerSecond(rate) = pace {
+            let due = start + Duration::from_secs_f64(commits as f64 / rate);
+            std::thread::sleep(due.saturating_duration_since(Instant::now()));
+        }
     }
     let wall = start.elapsed().as_secs_f64();
     let commits_per_s = commits as f64 / wall;
@@ -408,6 +430,10 @@ struct Row {
     gets_per_cpu_s: [f64; 3],
     /// The same beside a writer that commits nothing.
     gets_per_cpu_s_alone: f64,
+    /// Gets/s of one reader beside a writer held to `PACED_COMMITS_PER_S`, and the
+    /// commits/s it kept.
+    gets_paced: f64,
+    commits_paced: f64,
     /// Gets/s of one reader while the writer commits nothing.
     gets_alone: f64,
     writer_cores: f64,
@@ -447,6 +473,8 @@ fn main() -> Result<()> {
             refresh_share: [0.0; 3],
             gets_per_cpu_s: [0.0; 3],
             gets_per_cpu_s_alone: 0.0,
+            gets_paced: 0.0,
+            commits_paced: 0.0,
             gets_alone: 0.0,
             writer_cores: 0.0,
             refresh_us: (0.0, 0.0),
@@ -455,15 +483,19 @@ fn main() -> Result<()> {
         // Interleaved, so that the load other processes put on the disk and the cores
         // falls on every reader count alike.
         let mut runs: [Vec<RunResult>; 3] = Default::default();
-        let mut alone = Vec::new();
+        let (mut alone, mut paced) = (Vec::new(), Vec::new());
         for _ in 0..args.repeat {
             for (readers, got) in runs.iter_mut().enumerate() {
-                got.push(run(&args, engine, &dir, readers, true, &mut *w)?);
+                got.push(run(&args, engine, &dir, readers, Pace::Full, &mut *w)?);
             }
-            alone.push(run(&args, engine, &dir, 1, false, &mut *w)?);
+            alone.push(run(&args, engine, &dir, 1, Pace::Idle, &mut *w)?);
+            let rate = Pace::PerSecond(PACED_COMMITS_PER_S);
+            paced.push(run(&args, engine, &dir, 1, rate, &mut *w)?);
         }
         row.gets_alone = median(alone.iter().map(|r| r.gets_per_s).collect());
         row.gets_per_cpu_s_alone = median(alone.iter().map(|r| r.gets_per_cpu_s).collect());
+        row.gets_paced = median(paced.iter().map(|r| r.gets_per_s).collect());
+        row.commits_paced = median(paced.iter().map(|r| r.commits_per_s).collect());
         for (readers, got) in runs.into_iter().enumerate() {
             row.commits[readers] = median(got.iter().map(|r| r.commits_per_s).collect());
             row.gets[readers] = median(got.iter().map(|r| r.gets_per_s).collect());
@@ -517,17 +549,22 @@ fn print_rows(rows: &[Row]) {
             r.gets_per_cpu_s[2],
             r.gets_per_cpu_s_alone
         );
+        println!(
+            "{}: 1 reader beside a writer held to {:.0} commits/s (it kept {:.0}): {:.0} gets/s",
+            r.engine, PACED_COMMITS_PER_S, r.commits_paced, r.gets_paced
+        );
     }
     let stele = rows.iter().find(|r| r.engine == "stele");
     if let Some(s) = stele {
         println!();
         for peer in rows.iter().filter(|r| r.engine != "stele") {
             println!(
-                "stele / {}: reader gets/s {:.2}x (1 reader), {:.2}x (2 readers), {:.2}x (1 reader, writer idle); writer commits/s {:.2}x (0 readers)",
+                "stele / {}: reader gets/s {:.2}x (1 reader), {:.2}x (2 readers), {:.2}x (1 reader, writer idle), {:.2}x (1 reader, writers paced alike); writer commits/s {:.2}x (0 readers)",
                 peer.engine,
                 s.gets[1] / peer.gets[1],
                 s.gets[2] / peer.gets[2],
                 s.gets_alone / peer.gets_alone,
+                s.gets_paced / peer.gets_paced,
                 s.commits[0] / peer.commits[0]
             );
         }
