@@ -24,13 +24,15 @@ pub(crate) fn get<'a>(
         if pack::is_removed(stored) {
             return Ok(None);
         }
-        // A raw document put in this process was validated by `apply::put_doc` (user
-        // collections only); one read from a table file is checked when read.
-        if origin == stele_durable::Origin::Memory
-            && !crate::internal::is_internal(collection)
-            && let Some(doc) = stored::raw(stored)
-        {
-            return Ok(Some(DocBytes::Validated(doc)));
+        // A document in the in-memory diff was validated when put, raw or decoded
+        // (`apply::put_doc`, user collections only); one read from a table file is
+        // checked when read.
+        if origin == stele_durable::Origin::Memory && !crate::internal::is_internal(collection) {
+            return Ok(Some(match stored::decode(state, collection, id, stored)? {
+                DocBytes::Borrowed(doc) => DocBytes::Validated(doc),
+                DocBytes::Owned(doc) => DocBytes::ValidatedOwned(doc),
+                other => other,
+            }));
         }
         return stored::decode(state, collection, id, stored).map(Some);
     }

@@ -46,6 +46,11 @@ pub(crate) enum DocBytes<'a> {
     /// state, and has not changed since (see `apply::put_doc`).
     Validated(&'a [u8]),
     Owned(Vec<u8>),
+    /// A document decoded from a compressed value of the in-memory state, which decoded to
+    /// a document that passed `stele_doc::validate` when it was put (see `apply::put_doc`):
+    /// the value never changes in place, nor does a dictionary while a value names it, and
+    /// decoding the same bytes with the same dictionary gives the same document.
+    ValidatedOwned(Vec<u8>),
     /// Document `.1` of the block (checked to exist, and rebuilt if the block holds its
     /// stream form, by [`DocBytes::in_block`]).
     InBlock(Arc<DecodedBlock>, usize),
@@ -57,7 +62,7 @@ impl Deref for DocBytes<'_> {
     fn deref(&self) -> &[u8] {
         match self {
             DocBytes::Borrowed(b) | DocBytes::Validated(b) => b,
-            DocBytes::Owned(v) => v,
+            DocBytes::Owned(v) | DocBytes::ValidatedOwned(v) => v,
             DocBytes::InBlock(block, i) => block.get(*i),
         }
     }
@@ -97,12 +102,18 @@ impl DocBytes<'_> {
             // place (a put replaces the value).
             return Ok(unsafe { stele_doc::Document::new_unchecked(*bytes) });
         }
+        if let DocBytes::ValidatedOwned(bytes) = self {
+            // SAFETY: `apply::put_doc` validated the document this value decodes to before
+            // putting the value into the in-memory diff; the value has not changed since,
+            // nor has the dictionary it names, so decoding gave the same bytes again.
+            return Ok(unsafe { stele_doc::Document::new_unchecked(bytes.as_slice()) });
+        }
         Ok(stele_doc::Document::new(&**self)?)
     }
 
     pub(crate) fn into_owned(self) -> Vec<u8> {
         match self {
-            DocBytes::Owned(v) => v,
+            DocBytes::Owned(v) | DocBytes::ValidatedOwned(v) => v,
             other => other.to_vec(),
         }
     }

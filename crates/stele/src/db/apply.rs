@@ -83,7 +83,7 @@ pub(super) fn reindex(
 }
 
 /// Puts stored value `value` as document `id` of `collection`, keeping indexes and the count.
-/// `valid`: the caller knows a raw document in `value` to be valid.
+/// `valid`: the caller knows the document in `value` (raw, or once decoded) to be valid.
 pub(super) fn put_doc(
     store: &Store,
     state: &mut State,
@@ -92,14 +92,21 @@ pub(super) fn put_doc(
     value: &[u8],
     valid: bool,
 ) -> Result<()> {
-    // Invariant (relied on by `collection::get`): every raw document in a user
-    // collection's in-memory diff is valid: made or checked by a batch of this process,
-    // or checked here (log replay at open, readers' refreshes, merges of staged tables),
-    // once per put instead of on every read of it.
-    if !valid
-        && !is_internal(collection)
-        && let Some(doc) = crate::stored::raw(value)
-    {
+    // Invariant (relied on by `collection::get`): every value in a user collection's
+    // in-memory diff is a valid document, raw or once decoded: made or checked by a batch
+    // of this process (compressed there from valid documents), or checked here (log replay
+    // at open, readers' refreshes, merges of staged tables), once per put instead of on
+    // every read of it. A compressed value is decoded here once for the check: a reader
+    // beside a busy writer reads each rewritten document several times before it changes.
+    if !valid && !is_internal(collection) {
+        let decoded;
+        let doc = match crate::stored::raw(value) {
+            Some(doc) => doc,
+            None => {
+                decoded = crate::stored::decode(state, collection, id, value)?;
+                &*decoded
+            }
+        };
         stele_doc::validate(doc)
             .map_err(|e| Error::corrupt_document(collection, id, e.to_string()))?;
     }
@@ -285,6 +292,44 @@ mod tests {
         let e = apply(&store, &mut state, &[put("c", &bad)], Ops::Log).unwrap_err();
         assert!(e.to_string().contains("\"x\""), "{e}");
         // The failed put left the document as it was.
+        let read = crate::collection::get(&state, "c", b"x").unwrap().unwrap();
+        assert_eq!(&*read, good.as_slice());
+    }
+
+    /// The same for a compressed value: decoded and checked once when put, then read
+    /// without a second check; one that decodes to an invalid document is refused.
+    #[test]
+    fn compressed_documents_are_validated_once_when_put() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut state = State::default();
+        // Short strings (long ones are compressed inside the document already), repeated.
+        let items = vec![r#""a short string""#; 300].join(",");
+        let json = format!(r#"{{"a":[{items}],"b":[1,2,3]}}"#);
+        let good = stele_doc::from_json(json.as_bytes()).unwrap();
+        let mut compressor =
+            crate::compress::Compressor::new(crate::compress::CompressOptions::default()).unwrap();
+        let compressed = |doc: &[u8], compressor: &mut crate::compress::Compressor| {
+            let value = compressor.compress(doc).unwrap();
+            assert!(crate::stored::raw(&value).is_none(), "stored compressed");
+            LoggedOp::Put {
+                collection: "c".to_owned(),
+                id: b"x".to_vec(),
+                value: Arc::from(value),
+            }
+        };
+        let op = compressed(&good, &mut compressor);
+        apply(&store, &mut state, &[op], Ops::Log).unwrap();
+        let read = crate::collection::get(&state, "c", b"x").unwrap().unwrap();
+        assert!(matches!(read, DocBytes::ValidatedOwned(_)), "{read:?}");
+        assert_eq!(read.document().unwrap().as_bytes(), good.as_slice());
+        let mut bad = good.clone();
+        let last = bad.len() - 1;
+        bad[last] ^= 0xFF;
+        assert!(stele_doc::validate(&bad).is_err());
+        let op = compressed(&bad, &mut compressor);
+        let e = apply(&store, &mut state, &[op], Ops::Log).unwrap_err();
+        assert!(e.to_string().contains("\"x\""), "{e}");
         let read = crate::collection::get(&state, "c", b"x").unwrap().unwrap();
         assert_eq!(&*read, good.as_slice());
     }
