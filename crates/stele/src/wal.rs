@@ -462,9 +462,16 @@ impl WalWriter {
             .map_or(0, |z| z.saturating_sub(self.durable_bytes))
     }
 
-    /// Gives back the zeroes written ahead (a clean close): cuts the segment to its records
-    /// and syncs it. A crash before the sync leaves records then zeroes, or a part of
-    /// them, which opening reads as before. The next append zeroes ahead again.
+    /// Gives back the zeroes written ahead (a clean close): cuts the segment to its records.
+    /// The next append zeroes ahead again.
+    ///
+    /// The cut is not synced: it changes no record, only how many zeroes follow them, and
+    /// every length between the records and the old end reads the same (records, then
+    /// zeroes or nothing: opening stops at the first zero header). A crash before the file
+    /// system writes the new length back only leaves some zeroes at rest until the next
+    /// clean close; the records were synced when they were appended (`durable_bytes`), and
+    /// a later append's `fdatasync` makes the length durable with its data. Syncing here
+    /// cost every close one `fsync`.
     pub(crate) fn give_back_zeroes(&mut self) -> Result<()> {
         let Some(zeroed_to) = self.zeroed_to else {
             return Ok(());
@@ -474,7 +481,6 @@ impl WalWriter {
         }
         self.file
             .set_len(self.durable_bytes)
-            .and_then(|()| self.file.sync())
             .map_err(|e| Error::io("giving back the log's zeroes", &self.path, e))?;
         self.zeroed_to = Some(self.durable_bytes);
         Ok(())
