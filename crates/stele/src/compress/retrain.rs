@@ -76,6 +76,9 @@ pub struct BlockTraining {
     /// The dictionary in use when prepared (its id and bytes), or none.
     current: Option<(DictionaryId, Arc<[u8]>)>,
     params: Option<CoverParams>,
+    /// Dictionary sizes to train, as divisors of the usual size ([`SIZE_DIVISORS`], or
+    /// one of them: [`BlockTraining::one_size`]).
+    divisors: Vec<usize>,
     target: PackTarget,
     level: i32,
     dictionary_bytes: usize,
@@ -171,6 +174,7 @@ impl Compressor {
             held_out,
             current: self.current.as_ref().map(|c| (c.id, Arc::clone(&c.bytes))),
             params: self.cover_params,
+            divisors: SIZE_DIVISORS.to_vec(),
             target,
             level: self.opts.level,
             dictionary_bytes: self.opts.dictionary_bytes,
@@ -258,11 +262,23 @@ impl BlockTraining {
         self
     }
 
+    /// Trains one dictionary, of 1/`divisor` of the usual size, instead of the three sizes
+    /// (the usual one, a half and a quarter of it) that a compaction tries: for a bulk
+    /// import, where each training is a fixed cost of the import (most of the CPU of one of
+    /// half a MB). The one dictionary is still judged against the current setup (none, for
+    /// a new collection) and kept only if it beats it.
+    #[must_use]
+    pub fn one_size(mut self, divisor: usize) -> Self {
+        self.divisors = vec![divisor.max(1)];
+        self
+    }
+
     /// Trains the candidate dictionaries and scores them and the current one (see
     /// [`Compressor::train_for_blocks`]); `Some` if one wins. Costs tens to hundreds of
-    /// milliseconds (three trainings on up to 8 MiB of samples, the first one searching
-    /// the trainer's parameters unless they are chosen, the others on all cores; four
-    /// packings of the held-out documents).
+    /// milliseconds (three trainings on up to 8 MiB of samples, or one with
+    /// [`Self::one_size`], the first one searching the trainer's parameters unless they are
+    /// chosen, the others on all cores; a packing of the held-out documents with each
+    /// dictionary and one with the current setup, that one beside the trainings).
     pub fn run(self) -> Result<Option<BlockTrained>> {
         let target = self.target;
         let train_refs: Vec<&[u8]> = self.train.iter().map(Vec::as_slice).collect();
@@ -276,11 +292,11 @@ impl BlockTraining {
             let stored = dict.map(super::dict_form::stored_len).transpose()?;
             Ok(packed as f64 * scale + stored.unwrap_or(0) as f64)
         };
-        let current_cost = cost(self.current.as_ref().map(|(_, b)| &b[..]))?;
         let full_size = self
             .dictionary_bytes
             .min(train_bytes / self.dictionary_sample_ratio.max(1));
-        let mut sizes: Vec<usize> = SIZE_DIVISORS
+        let mut sizes: Vec<usize> = self
+            .divisors
             .iter()
             .map(|d| (full_size / d).max(MIN_DICTIONARY_BYTES))
             .collect();
@@ -295,27 +311,37 @@ impl BlockTraining {
         // Without chosen parameters the sizes search them, one after the other, until one
         // trains; the other sizes reuse them (or the chosen ones), each on its own core:
         // the same dictionaries as one after the other, in about half the time on two.
-        let mut best: Candidate = None;
-        let mut params = self.params;
-        let mut rest = &sizes[..];
-        while params.is_none()
-            && let Some((&size, tail)) = rest.split_first()
-        {
-            rest = tail;
-            best = train_and_cost(size, None)?;
-            params = best.as_ref().map(|(_, _, p)| *p);
-        }
-        let others: Vec<Result<Candidate>> = rest
-            .par_iter()
-            .map(|&size| train_and_cost(size, params))
-            .collect();
-        for candidate in others {
-            if let Some((c, bytes, p)) = candidate?
-                && best.as_ref().is_none_or(|(b, _, _)| c < *b)
+        let trainings = || -> Result<Candidate> {
+            let mut best: Candidate = None;
+            let mut params = self.params;
+            let mut rest = &sizes[..];
+            while params.is_none()
+                && let Some((&size, tail)) = rest.split_first()
             {
-                best = Some((c, bytes, p));
+                rest = tail;
+                best = train_and_cost(size, None)?;
+                params = best.as_ref().map(|(_, _, p)| *p);
             }
-        }
+            let others: Vec<Result<Candidate>> = rest
+                .par_iter()
+                .map(|&size| train_and_cost(size, params))
+                .collect();
+            for candidate in others {
+                if let Some((c, bytes, p)) = candidate?
+                    && best.as_ref().is_none_or(|(b, _, _)| c < *b)
+                {
+                    best = Some((c, bytes, p));
+                }
+            }
+            Ok(best)
+        };
+        // The current setup's cost beside the trainings (it needs none of them): with one
+        // size to train, the other core packs the held-out documents meanwhile.
+        let (current_cost, best) = rayon::join(
+            || cost(self.current.as_ref().map(|(_, b)| &b[..])),
+            trainings,
+        );
+        let (current_cost, best) = (current_cost?, best?);
         let Some((best_cost, bytes, params)) = best else {
             return Ok(None);
         };

@@ -18,6 +18,33 @@ use std::sync::{Arc, Condvar, Mutex, RwLock, mpsc};
 use stele_durable::{DurableMap, Store, StoreOptions};
 use stele_table::TableId;
 
+/// Creates the database folder `dir` and its log and tables folders, those that are missing.
+/// Each new folder's parent is synced (a log segment or a table is durable only if its
+/// folder is), but `dir` once for both of its new folders, where creating each one by one
+/// synced it twice: a new folder's entry is durable once its parent is synced after the
+/// folder was made, whichever other entries that sync also covers. A crash before the sync
+/// may lose either folder, or both; nothing was written in them yet, and the next open
+/// makes what is missing.
+fn create_folders(storage: &dyn stele_table::Storage, dir: &Path) -> Result<()> {
+    stele_table::create_dir_all(storage, dir).map_err(|e| Error::io("creating folder", dir, e))?;
+    let mut made = false;
+    for sub in [WAL_DIR, TABLES_DIR] {
+        let path = dir.join(sub);
+        match storage.create_dir(&path) {
+            Ok(()) => made = true,
+            // Made by an earlier open (or another process meanwhile, which syncs it).
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && path.is_dir() => {}
+            Err(e) => return Err(Error::io("creating folder", &path, e)),
+        }
+    }
+    if made {
+        storage
+            .sync_dir(dir)
+            .map_err(|e| Error::io("syncing folder", dir, e))?;
+    }
+    Ok(())
+}
+
 /// Takes the folder lock, or names the process that holds it.
 pub(super) fn take_lock(dir: &Path) -> Result<File> {
     let path = dir.join(LOCK_FILE);
@@ -251,9 +278,7 @@ impl Database {
     pub fn open_with(dir: impl AsRef<Path>, opts: DatabaseOptions) -> Result<Database> {
         let dir = dir.as_ref().to_path_buf();
         let wal_dir = dir.join(WAL_DIR);
-        // Each new folder's parent is synced: a log segment is durable only if its folder is.
-        stele_table::create_dir_all(&*opts.storage, &wal_dir)
-            .map_err(|e| Error::io("creating folder", &wal_dir, e))?;
+        create_folders(&*opts.storage, &dir)?;
         let lock = take_lock(&dir)?;
         let store = Store::open_with(
             dir.join(TABLES_DIR),

@@ -1,0 +1,109 @@
+//! The syncs of opening a new database, importing into it and closing it, counted through
+//! the storage seam: the folder of a new database is synced once for its log and tables
+//! folders (not once each), the log segment and its folder only by the first commit (an
+//! import logs nothing), and a clean close cuts the log's zeroes without a sync. Each sync
+//! left is needed for durability (`docs/notes/store.md`, "Import time: one dictionary
+//! size").
+#![allow(
+    clippy::unwrap_used,
+    reason = "tests: a failed unwrap is a failed test"
+)]
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use stele::import::{ImportOptions, import_reader};
+use stele::{Database, DatabaseOptions};
+use stele_testkit::faults::{Faults, FaultyStorage, Op};
+
+type Syncs = Arc<Mutex<Vec<(Op, PathBuf)>>>;
+
+/// Options whose storage records every sync (file or folder) and its path.
+fn counted() -> (DatabaseOptions, Syncs) {
+    let syncs: Syncs = Arc::default();
+    let seen = Arc::clone(&syncs);
+    let faults = Faults::new()
+        .kinds(&[Op::Sync, Op::SyncData, Op::SyncDir])
+        .on_op(move |op, path| {
+            // The hook sees every operation; the kinds only choose those counted.
+            if matches!(op, Op::Sync | Op::SyncData | Op::SyncDir) {
+                seen.lock().unwrap().push((op, path.to_path_buf()));
+            }
+        })
+        .shared();
+    let opts = DatabaseOptions::default().storage(FaultyStorage::with_faults(&faults));
+    (opts, syncs)
+}
+
+/// The syncs in `syncs` of files or folders under `dir`.
+fn under(syncs: &Syncs, dir: &Path) -> Vec<(Op, PathBuf)> {
+    let syncs = syncs.lock().unwrap();
+    syncs
+        .iter()
+        .filter(|(_, p)| p.starts_with(dir))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn an_import_into_a_new_database_syncs_each_folder_and_file_as_needed_once() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("db");
+    let (opts, syncs) = counted();
+    let db = Database::open_with(&dir, opts).unwrap();
+    let text: String = (0..300)
+        .map(|i| format!("{{\"id\":\"k{i:04}\",\"city\":\"Oslo\",\"n\":{i}}}\n"))
+        .collect();
+    let import = ImportOptions::new().id_field("id");
+    import_reader(&db, "c", "in", text.as_bytes(), None, &import, |_| {}).unwrap();
+    db.close().unwrap();
+    let syncs = syncs.lock().unwrap();
+    let count = |op: Op, path: &Path| syncs.iter().filter(|(o, p)| *o == op && p == path).count();
+    // The database folder: once when made (its log and tables folders), once for the
+    // manifest's rename; its parent once for the new folder itself.
+    assert_eq!(count(Op::SyncDir, &dir), 2, "{syncs:?}");
+    assert_eq!(count(Op::SyncDir, work.path()), 1, "{syncs:?}");
+    // The log and its folder: never (nothing was logged), not even when the close cuts
+    // the zeroes opening wrote ahead.
+    assert!(
+        !syncs.iter().any(|(_, p)| p.starts_with(dir.join("wal"))),
+        "{syncs:?}"
+    );
+    drop(syncs);
+    // The database folder holds what a close leaves: no log zeroes.
+    let log_bytes: u64 = std::fs::read_dir(dir.join("wal"))
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    assert_eq!(log_bytes, 0);
+    let db = Database::open(&dir).unwrap();
+    assert_eq!(db.snapshot().count("c"), 300);
+}
+
+/// The first commit syncs the log's folder (the new segment's entry) after its records,
+/// once; later commits sync their records alone. (That a commit survives a power cut
+/// before or after that sync is `power_loss`'s to show.)
+#[test]
+fn the_first_commit_syncs_the_log_folder_once() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("db");
+    let wal = dir.join("wal");
+    let (opts, syncs) = counted();
+    let db = Database::open_with(&dir, opts).unwrap();
+    assert!(under(&syncs, &wal).is_empty());
+    for i in 0..3 {
+        let mut b = db.batch();
+        b.put_json("c", &format!("k{i}"), br#"{"n":1}"#).unwrap();
+        db.commit(b).unwrap();
+        let log = under(&syncs, &wal);
+        let folder = log
+            .iter()
+            .filter(|(o, p)| *o == Op::SyncDir && *p == wal)
+            .count();
+        let files = log.iter().filter(|(o, _)| *o != Op::SyncDir).count();
+        assert_eq!((folder, files), (1, i + 1), "{log:?}");
+    }
+    db.close().unwrap();
+    let db = Database::open(&dir).unwrap();
+    assert_eq!(db.snapshot().count("c"), 3);
+}
