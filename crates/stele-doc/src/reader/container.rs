@@ -193,7 +193,7 @@ impl<'a> Object<'a> {
     }
 
     /// Value of the `i`-th property in sorted order.
-    #[inline]
+    #[inline(always)]
     pub fn value_at(&self, i: usize) -> Option<Value<'a>> {
         let s = &self.shape;
         if i >= s.len {
@@ -208,26 +208,34 @@ impl<'a> Object<'a> {
         Value::decode(self.doc, tag, s.pos.checked_sub(offset)?)
     }
 
-    /// Whether the property at sorted index `index` has key id `key_id` and the name `key`: a
-    /// cached path's check that a slot remembered from another document still holds its key.
-    /// Key ids are offsets into this document's names area, so the name is compared too.
+    /// Whether the property at the remembered sorted index has the remembered key id and the
+    /// name `slot.entry`: a cached path's check that a slot remembered from another document
+    /// still holds its key. Key ids are offsets into this document's names area, so the name is
+    /// compared too (as one masked 16-byte word when it is short, the common case).
     #[inline(always)]
-    pub(crate) fn check_slot(&self, index: usize, key_id: usize, key: &[u8]) -> bool {
-        index < self.shape.len
-            && self.key_id(index) == key_id
-            && match self.doc.names.get(key_id) {
-                // Names under 128 bytes: a one-byte length, then the bytes.
-                Some(&len) if len < 0x80 && key.len() < 0x80 => {
-                    usize::from(len) == key.len()
-                        && self
-                            .doc
-                            .names
-                            .get(key_id + 1..key_id + 1 + key.len())
-                            .is_some_and(|name| cmp_name(name, key).is_eq())
-                }
-                Some(_) => cmp_name(name_at(self.doc.names, key_id), key).is_eq(),
-                None => false,
+    pub(crate) fn slot_holds(&self, slot: &super::path::SlotKey) -> bool {
+        let (index, key_id) = (slot.index, slot.key_id);
+        if index >= self.shape.len || self.key_id(index) != key_id {
+            return false;
+        }
+        let names = self.doc.names;
+        let entry_len = slot.entry.len();
+        if entry_len <= 16 {
+            // The 16 bytes from the entry's start, when the names area has them; else the 16
+            // bytes that end where the entry ends (the last names of a small area).
+            if let Some(word) = names.get(key_id..).and_then(|r| r.first_chunk::<16>()) {
+                let mask = u128::MAX >> (8 * (16 - entry_len));
+                return u128::from_le_bytes(*word) & mask == slot.entry_word;
             }
+            if let Some(word) = key_id
+                .checked_add(entry_len)
+                .and_then(|end| names.get(end.checked_sub(16)?..end))
+                .and_then(|r| r.first_chunk::<16>())
+            {
+                return u128::from_le_bytes(*word) >> (8 * (16 - entry_len)) == slot.entry_word;
+            }
+        }
+        names.get(key_id..key_id.saturating_add(entry_len)) == Some(&slot.entry[..])
     }
 
     /// Sorted index of property `key`, by binary search.

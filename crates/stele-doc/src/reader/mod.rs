@@ -173,6 +173,7 @@ impl<B: AsRef<[u8]>> Document<B> {
     /// `bytes` must be a document that [`crate::validate`] accepts. Reading an invalid document
     /// through this path never reads out of bounds, but may produce `str` values that are not
     /// UTF-8, which is undefined behaviour.
+    #[inline]
     pub unsafe fn new_unchecked(bytes: B) -> Self {
         // The first values of an object sit at the start (they are written in input order);
         // its header, names and the trailer at the end. Asking for the start now overlaps its

@@ -142,8 +142,10 @@ impl Path {
 
 /// A [`Path`] that remembers where each key was found in the last document and tries that slot
 /// first: for documents of the same shape a lookup checks the remembered slot (the same key id
-/// at the same sorted index, then the name's bytes) instead of a binary search (the blittable
-/// series' property cache). On a miss it searches and remembers the new slot.
+/// at the same sorted index, then the name's bytes, compared as one or two words) and reads the
+/// value in place, instead of a binary search (the blittable series' property cache). On a miss
+/// it searches and remembers the new slot. A hit never returns another key's value: the name at
+/// the slot is compared in full every time.
 ///
 /// ```
 /// use stele_doc::{CachedPath, Document, from_json};
@@ -158,17 +160,62 @@ impl Path {
 #[derive(Debug, Clone)]
 pub struct CachedPath {
     path: Path,
-    /// Per step: where its key matched last time (unused for index steps).
-    hints: Vec<Hint>,
+    /// The steps in the form the hit check reads, with their remembered slots.
+    steps: Box<[Step]>,
 }
 
-/// Where a key sat in the last object it was found in.
-#[derive(Debug, Clone, Copy, Default)]
-struct Hint {
-    /// Sorted index of the property.
-    index: usize,
-    /// Its key id (offset of the name in the names area); `usize::MAX` before the first hit.
-    key_id: usize,
+#[derive(Debug, Clone)]
+enum Step {
+    Key(KeyStep),
+    Index(usize),
+}
+
+/// A key step: the key as the names area stores it, and where it matched last.
+#[derive(Debug, Clone)]
+struct KeyStep {
+    key: Box<str>,
+    /// Where the key sat last time, and its name entry (see [`SlotKey`]).
+    slot: SlotKey,
+}
+
+/// What a remembered slot must hold for a hit: the key id at the sorted index, and the name
+/// entry (varint length, then the bytes) at that key id.
+#[derive(Debug, Clone)]
+pub(crate) struct SlotKey {
+    /// Sorted index of the property last time.
+    pub(crate) index: usize,
+    /// Its key id (offset of the name in the names area); `usize::MAX` before the first hit,
+    /// which no object holds (ids are offsets into an area shorter than that).
+    pub(crate) key_id: usize,
+    /// The name entry as stored: varint byte length, then the UTF-8 bytes.
+    pub(crate) entry: Box<[u8]>,
+    /// The entry as a little-endian word (zero above its length) when it has at most 16 bytes
+    /// (names up to 15 bytes, most keys), else 0: compared with one masked 16-byte load.
+    pub(crate) entry_word: u128,
+}
+
+impl SlotKey {
+    fn new(key: &str) -> SlotKey {
+        let mut entry = Vec::with_capacity(key.len() + 2);
+        crate::format::put_varint(&mut entry, key.len() as u64);
+        entry.extend_from_slice(key.as_bytes());
+        let entry_word = match entry.len() {
+            0..=16 => {
+                let mut word = [0u8; 16];
+                word.get_mut(..entry.len())
+                    .unwrap_or_default()
+                    .copy_from_slice(&entry);
+                u128::from_le_bytes(word)
+            }
+            _ => 0,
+        };
+        SlotKey {
+            index: 0,
+            key_id: usize::MAX,
+            entry: entry.into_boxed_slice(),
+            entry_word,
+        }
+    }
 }
 
 impl CachedPath {
@@ -179,14 +226,18 @@ impl CachedPath {
 
     /// Wraps a parsed path.
     pub fn from_path(path: Path) -> CachedPath {
-        let hints = vec![
-            Hint {
-                index: 0,
-                key_id: usize::MAX,
-            };
-            path.segments.len()
-        ];
-        CachedPath { path, hints }
+        let steps = path
+            .segments
+            .iter()
+            .map(|seg| match seg {
+                PathSegment::Key(k) => Step::Key(KeyStep {
+                    key: k.as_str().into(),
+                    slot: SlotKey::new(k),
+                }),
+                PathSegment::Index(i) => Step::Index(*i),
+            })
+            .collect();
+        CachedPath { path, steps }
     }
 
     /// The path.
@@ -202,28 +253,39 @@ impl CachedPath {
     /// Follows the path from `root`, checking the remembered slots first.
     #[inline]
     pub fn get<'a>(&mut self, root: Value<'a>) -> Option<Value<'a>> {
+        // One key (a top-level field, the common case): no loop.
+        if let [Step::Key(step)] = &mut *self.steps {
+            return step.get(root);
+        }
         let mut v = root;
-        for (seg, hint) in self.path.segments.iter().zip(self.hints.iter_mut()) {
-            v = match seg {
-                PathSegment::Key(k) => {
-                    let Value::Object(o) = v else { return None };
-                    let i = match o.check_slot(hint.index, hint.key_id, k.as_bytes()) {
-                        true => hint.index,
-                        false => {
-                            let i = o.find(k)?;
-                            *hint = Hint {
-                                index: i,
-                                key_id: o.key_id(i),
-                            };
-                            i
-                        }
-                    };
-                    o.value_at(i)?
-                }
-                PathSegment::Index(i) => v.index(*i)?,
+        for step in self.steps.iter_mut() {
+            v = match step {
+                Step::Key(step) => step.get(v)?,
+                Step::Index(i) => v.index(*i)?,
             };
         }
         Some(v)
+    }
+}
+
+impl KeyStep {
+    #[inline(always)]
+    fn get<'a>(&mut self, v: Value<'a>) -> Option<Value<'a>> {
+        let Value::Object(o) = v else { return None };
+        if o.slot_holds(&self.slot) {
+            return o.value_at(self.slot.index);
+        }
+        self.miss(o)
+    }
+
+    /// The slow path, out of line so the hit path stays small: a binary search, and the slot
+    /// remembered for the next document.
+    #[inline(never)]
+    fn miss<'a>(&mut self, o: super::container::Object<'a>) -> Option<Value<'a>> {
+        let i = o.find(&self.key)?;
+        self.slot.index = i;
+        self.slot.key_id = o.key_id(i);
+        o.value_at(i)
     }
 }
 
