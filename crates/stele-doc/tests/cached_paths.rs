@@ -69,17 +69,24 @@ fn path() -> impl Strategy<Value = String> {
     .prop_map(|steps| steps.concat())
 }
 
+/// Each path read on each document (twice: the second read is a hit on the same document) by
+/// the three ways of a cached path, each with its own remembered slots, against `Path::get`.
 fn check_sequence(docs: &[Vec<u8>], paths: &[String]) {
-    let mut cached: Vec<CachedPath> = paths.iter().map(|p| CachedPath::new(p).unwrap()).collect();
+    let new = || -> Vec<CachedPath> { paths.iter().map(|p| CachedPath::new(p).unwrap()).collect() };
+    let (mut by_get, mut by_read, mut by_read_doc) = (new(), new(), new());
     let plain: Vec<Path> = paths.iter().map(|p| Path::parse(p).unwrap()).collect();
     for (i, bytes) in docs.iter().enumerate() {
         let doc = Document::new(bytes.as_slice()).unwrap();
-        // Twice per document: the second read of each path is a hit on this very document.
         for _ in 0..2 {
-            for (c, p) in cached.iter_mut().zip(&plain) {
+            for (j, p) in plain.iter().enumerate() {
                 let want = p.get(doc.root()).map(|v| v.to_json());
-                let got = c.get(doc.root()).map(|v| v.to_json());
-                assert_eq!(got, want, "document {i}, path {}", p.as_str());
+                let get = by_get[j].get(doc.root()).map(|v| v.to_json());
+                let read = by_read[j].read(doc.root(), |v| v.to_json());
+                let read_doc = by_read_doc[j].read_doc(&doc, |v| v.to_json());
+                let at = format!("document {i}, path {}", p.as_str());
+                assert_eq!(get, want, "get: {at}");
+                assert_eq!(read, want, "read: {at}");
+                assert_eq!(read_doc, want, "read_doc: {at}");
             }
         }
     }
@@ -167,5 +174,6 @@ fn a_slot_whose_key_id_names_another_key_is_a_miss() {
         assert_eq!(p.get(doc.root()).unwrap().as_str().as_deref(), Some("y1"));
         let doc = Document::new(d[1].as_slice()).unwrap();
         assert!(p.get(doc.root()).is_none(), "{key} found in {second}");
+        check_sequence(&d, &[format!("[\"{key}\"]")]);
     }
 }

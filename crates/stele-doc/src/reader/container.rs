@@ -45,6 +45,57 @@ fn read_prefix(bytes: &[u8], pos: usize) -> Option<(u8, usize, u8)> {
     Some((flags, usize::try_from(len).ok()?, 1 + used as u8))
 }
 
+/// A container header's prefix, decoded: what an object's and an array's shape share. Plain
+/// fields (no enum), so a document's layout stays in registers.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Head {
+    pos: usize,
+    len: usize,
+    flags: u8,
+    prefix: u8,
+}
+
+impl Head {
+    /// No container (an empty placeholder).
+    pub(crate) const NONE: Head = Head {
+        pos: 0,
+        len: 0,
+        flags: 0,
+        prefix: 0,
+    };
+
+    #[inline]
+    pub(crate) fn read(bytes: &[u8], pos: usize) -> Option<Head> {
+        let (flags, len, prefix) = read_prefix(bytes, pos)?;
+        Some(Head {
+            pos,
+            len,
+            flags,
+            prefix,
+        })
+    }
+
+    #[inline]
+    pub(crate) fn object(self) -> ObjShape {
+        ObjShape {
+            pos: self.pos,
+            len: self.len,
+            flags: self.flags,
+            prefix: self.prefix,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn array(self) -> ArrShape {
+        ArrShape {
+            pos: self.pos,
+            len: self.len,
+            flags: self.flags,
+            prefix: self.prefix,
+        }
+    }
+}
+
 /// How an object's input order is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum InputOrder {
@@ -195,6 +246,12 @@ impl<'a> Object<'a> {
     /// Value of the `i`-th property in sorted order.
     #[inline(always)]
     pub fn value_at(&self, i: usize) -> Option<Value<'a>> {
+        self.value_at_with(i, |v| v)
+    }
+
+    /// Value of the `i`-th property in sorted order, handed to `f` (see [`Value::decode_with`]).
+    #[inline(always)]
+    pub(crate) fn value_at_with<R>(&self, i: usize, f: impl FnOnce(Value<'a>) -> R) -> Option<R> {
         let s = &self.shape;
         if i >= s.len {
             return None;
@@ -205,7 +262,7 @@ impl<'a> Object<'a> {
             s.offsets_at() + i * s.offset_width(),
             s.offset_width(),
         )? as usize;
-        Value::decode(self.doc, tag, s.pos.checked_sub(offset)?)
+        Value::decode_with(self.doc, tag, s.pos.checked_sub(offset)?, f)
     }
 
     /// Whether the property at the remembered sorted index has the remembered key id and the
