@@ -272,9 +272,13 @@ impl<'a> Object<'a> {
     #[inline(always)]
     pub(crate) fn slot_holds(&self, slot: &super::path::SlotKey) -> bool {
         let (index, key_id) = (slot.index, slot.key_id);
-        if index >= self.shape.len || self.key_id(index) != key_id {
-            return false;
-        }
+        index < self.shape.len && self.key_id(index) == key_id && self.names_hold(slot)
+    }
+
+    /// Whether the name with id `slot.key_id` is `slot.entry` in this document.
+    #[inline(always)]
+    fn names_hold(&self, slot: &super::path::SlotKey) -> bool {
+        let key_id = slot.key_id;
         let names = self.doc.names;
         let entry_len = slot.entry.len();
         if entry_len <= 16 {
@@ -293,6 +297,25 @@ impl<'a> Object<'a> {
             }
         }
         names.get(key_id..key_id.saturating_add(entry_len)) == Some(&slot.entry[..])
+    }
+
+    /// The sorted index of the property with the remembered key id, if that id names the
+    /// remembered key in this document: a cached path's second try when the key moved to another
+    /// index but kept its id (documents whose first keys are the same and later ones vary). Key
+    /// ids of one object are distinct, so the id alone finds the property: a scan of the key ids,
+    /// no name compared but the one.
+    #[inline]
+    pub(crate) fn find_slot_id(&self, slot: &super::path::SlotKey) -> Option<usize> {
+        if !self.names_hold(slot) {
+            return None;
+        }
+        let s = &self.shape;
+        if s.key_width() == 1 {
+            let ids = self.doc.bytes.get(s.keys_at()..s.keys_at() + s.len)?;
+            let id = u8::try_from(slot.key_id).ok()?;
+            return ids.iter().position(|&b| b == id);
+        }
+        (0..s.len).find(|&i| self.key_id(i) == slot.key_id)
     }
 
     /// Sorted index of property `key`, by binary search.

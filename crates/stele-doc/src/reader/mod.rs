@@ -81,20 +81,31 @@ impl Layout {
                 }
             })
             .ok_or_else(|| Error::invalid(names_end, "root position out of bounds"))?;
+        Ok(Layout::with_root(
+            bytes, root_tag, root_pos, names_pos, names_end,
+        ))
+    }
+
+    /// The layout from the trailer's positions, the root container's header decoded.
+    #[inline(always)]
+    fn with_root(
+        bytes: &[u8],
+        root_tag: Tag,
+        root_pos: usize,
+        names_pos: usize,
+        names_end: usize,
+    ) -> Layout {
         // Names are compared next to the root header; ask for them while it is read.
         prefetch(bytes.get(names_pos.saturating_sub(1)..).unwrap_or_default());
-        let root_shape = RootShape::read(bytes, root_tag, root_pos);
-        Ok(Layout {
-            root_shape,
+        Layout {
+            root_shape: RootShape::read(bytes, root_tag, root_pos),
             root_tag,
             root_pos,
             names_pos,
             names_end,
-        })
+        }
     }
-}
 
-impl Layout {
     /// The trailer of bytes promised valid ([`Document::new_unchecked`]): the same positions as
     /// [`Layout::read`] without the checks that only reject invalid documents (header byte,
     /// reserved bits, position order) and without building errors. Every read stays bounds
@@ -109,22 +120,15 @@ impl Layout {
         let names_end = len.checked_sub(2 + 2 * w)?;
         let root_pos = get_uint(bytes, names_end, w)? as usize;
         let names_pos = get_uint(bytes, names_end + w, w)? as usize;
-        // Names are compared next to the root header; ask for them while it is read.
-        prefetch(bytes.get(names_pos.saturating_sub(1)..).unwrap_or_default());
-        let root_shape = RootShape::read(bytes, root_tag, root_pos);
-        Some(Layout {
-            root_shape,
-            root_tag,
-            root_pos,
-            names_pos,
-            names_end,
-        })
+        Some(Layout::with_root(
+            bytes, root_tag, root_pos, names_pos, names_end,
+        ))
     }
 }
 
 /// Asks the CPU to start loading the parts of a document that opening it reads first (its
 /// trailer, where the root header and names usually sit too, and its start), without waiting.
-/// For loops over many documents out of cache: hint document `i + 2` while reading document `i`,
+/// For loops over many documents out of cache: hint document `i + 4` while reading document `i`,
 /// so its cache misses overlap the work on this one. A hint only: no effect on other CPUs, never
 /// faults, any bytes are fine.
 #[inline]

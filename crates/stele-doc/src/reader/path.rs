@@ -333,11 +333,14 @@ impl KeyStep {
         self.miss(o).map(f)
     }
 
-    /// The slow path, out of line so the hit path stays small: a binary search, and the slot
-    /// remembered for the next document.
+    /// The slow path, out of line so the hit path stays small: the remembered key id at another
+    /// index, else a binary search; the slot is remembered for the next document.
     #[inline(never)]
     fn miss<'a>(&mut self, o: Object<'a>) -> Option<Value<'a>> {
-        let i = o.find(&self.key)?;
+        let i = match o.find_slot_id(&self.slot) {
+            Some(i) => i,
+            None => o.find(&self.key)?,
+        };
         self.slot.index = i;
         self.slot.key_id = o.key_id(i);
         o.value_at(i)
