@@ -285,8 +285,7 @@ impl<'a> Object<'a> {
             // The 16 bytes from the entry's start, when the names area has them; else the 16
             // bytes that end where the entry ends (the last names of a small area).
             if let Some(word) = names.get(key_id..).and_then(|r| r.first_chunk::<16>()) {
-                let mask = u128::MAX >> (8 * (16 - entry_len));
-                return u128::from_le_bytes(*word) & mask == slot.entry_word;
+                return u128::from_le_bytes(*word) & slot.entry_mask == slot.entry_word;
             }
             if let Some(word) = key_id
                 .checked_add(entry_len)

@@ -194,6 +194,8 @@ pub(crate) struct SlotKey {
     /// The entry as a little-endian word (zero above its length) when it has at most 16 bytes
     /// (names up to 15 bytes, most keys), else 0: compared with one masked 16-byte load.
     pub(crate) entry_word: u128,
+    /// The low `entry.len()` bytes set (for entries up to 16 bytes): the mask of that load.
+    pub(crate) entry_mask: u128,
 }
 
 impl SlotKey {
@@ -211,11 +213,16 @@ impl SlotKey {
             }
             _ => 0,
         };
+        let entry_mask = match entry.len() {
+            len @ 1..=16 => u128::MAX >> (8 * (16 - len)),
+            _ => 0,
+        };
         SlotKey {
             index: 0,
             key_id: usize::MAX,
             entry: entry.into_boxed_slice(),
             entry_word,
+            entry_mask,
         }
     }
 }
