@@ -68,10 +68,8 @@ fn main() {
         let passes = rounds * 10;
         for _ in 0..passes {
             for (i, d) in docs.iter().enumerate() {
-                if prefetch_ahead > 0 {
-                    if let Some(next) = docs.get(i + prefetch_ahead) {
-                        stele_doc::prefetch_document(next);
-                    }
+                if let Some(next) = docs.get(i + prefetch_ahead).filter(|_| prefetch_ahead > 0) {
+                    stele_doc::prefetch_document(next);
                 }
                 // SAFETY: just written by DocumentWriter.
                 let doc = unsafe { Document::new_unchecked(d.as_slice()) };
