@@ -177,3 +177,47 @@ fn a_slot_whose_key_id_names_another_key_is_a_miss() {
         check_sequence(&d, &[format!("[\"{key}\"]")]);
     }
 }
+
+/// The trusted open (`new_unchecked`) finds the same root and names as the validated one, for
+/// every trailer width a test can build (1, 2 and 4 bytes) and lengths on both sides of the
+/// 18 bytes its one-load trailer read needs.
+#[test]
+fn trusted_open_reads_what_validated_open_reads() {
+    let mut texts: Vec<String> = [
+        "{}",
+        "[]",
+        "1",
+        "\"s\"",
+        "null",
+        r#"{"a":1}"#,
+        r#"{"a":"bc"}"#,
+        r#"{"a":"bcdefgh"}"#,
+        r#"{"ab":[1,2,{"c":null}]}"#,
+        "[1,2,3,4,5,6,7,8,9,10]",
+    ]
+    .iter()
+    .map(|t| (*t).to_owned())
+    .collect();
+    for n in [200, 300, 70_000] {
+        texts.push(format!(r#"{{"k":"{}","z":[1,"x"]}}"#, "v".repeat(n)));
+        texts.push(format!(r#"["{}",{{"k":2}}]"#, "w".repeat(n)));
+    }
+    for text in &texts {
+        let bytes = stele_doc::from_json(text.as_bytes()).unwrap();
+        let checked = Document::new(bytes.as_slice()).unwrap();
+        // SAFETY: just written by the converter and validated above.
+        let trusted = unsafe { Document::new_unchecked(bytes.as_slice()) };
+        assert_eq!(
+            trusted.to_json(),
+            checked.to_json(),
+            "{}",
+            &text[..text.len().min(40)]
+        );
+        assert_eq!(trusted.names_bytes(), checked.names_bytes());
+        assert_eq!(
+            trusted.root_object().map(|o| o.len()),
+            checked.root_object().map(|o| o.len())
+        );
+        assert_eq!(trusted.to_json(), *text);
+    }
+}
