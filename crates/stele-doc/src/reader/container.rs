@@ -96,6 +96,43 @@ impl Head {
     }
 }
 
+/// Where a remembered property's key id, offset and tag sit relative to its object's header,
+/// with their widths as masks: the same in every object with the same count and flags (hence
+/// the same header layout), so a cached path's hit reads them with fixed 8-byte loads and no
+/// dispatch on the widths.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SlotPlace {
+    /// Property count of the object this was computed for; `usize::MAX` for none yet (no
+    /// object has that many).
+    len: usize,
+    flags: u8,
+    key_rel: usize,
+    offset_rel: usize,
+    tag_rel: usize,
+    key_mask: u64,
+    offset_mask: u64,
+    /// Bytes from the header that the reads above need (each 8-byte load whole).
+    end_rel: usize,
+}
+
+impl SlotPlace {
+    pub(crate) const NONE: SlotPlace = SlotPlace {
+        len: usize::MAX,
+        flags: 0,
+        key_rel: 0,
+        offset_rel: 0,
+        tag_rel: 0,
+        key_mask: 0,
+        offset_mask: 0,
+        end_rel: 0,
+    };
+}
+
+/// The low `width` bytes of a word (`width` 1, 2, 4 or 8).
+fn width_mask(width: usize) -> u64 {
+    u64::MAX >> (64 - 8 * width.clamp(1, 8))
+}
+
 /// How an object's input order is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum InputOrder {
@@ -296,6 +333,62 @@ impl<'a> Object<'a> {
             }
         }
         names.get(key_id..key_id.saturating_add(entry_len)) == Some(&slot.entry[..])
+    }
+
+    /// A cached path's hit: when this object has the count and flags the remembered place was
+    /// computed for, the key id at the place is the remembered one and that id names the key,
+    /// the value there handed to `f` (`Ok`); otherwise `f` back (`Err`) for the slower checks.
+    #[inline(always)]
+    pub(crate) fn read_place<R, F: FnOnce(Value<'a>) -> R>(
+        &self,
+        slot: &super::path::SlotKey,
+        f: F,
+    ) -> Result<Option<R>, F> {
+        let (s, p) = (&self.shape, &slot.place);
+        if s.len != p.len || s.flags != p.flags {
+            return Err(f);
+        }
+        // One bounds check for the three reads; the ones below only re-slice inside `head`.
+        let Some(head) = s
+            .pos
+            .checked_add(p.end_rel)
+            .and_then(|end| self.doc.bytes.get(s.pos..end))
+        else {
+            return Err(f);
+        };
+        let word = |rel: usize| {
+            head.get(rel..)
+                .and_then(|r| r.first_chunk::<8>())
+                .map_or(u64::MAX, |w| u64::from_le_bytes(*w))
+        };
+        let key_id = word(p.key_rel) & p.key_mask;
+        if key_id != slot.key_id as u64 || !self.names_hold(slot) {
+            return Err(f);
+        }
+        let offset = (word(p.offset_rel) & p.offset_mask) as usize;
+        let tag = head.get(p.tag_rel).and_then(|&t| Tag::from_u8(t));
+        Ok(match (tag, s.pos.checked_sub(offset)) {
+            (Some(tag), Some(at)) => Value::decode_with(self.doc, tag, at, f),
+            _ => None,
+        })
+    }
+
+    /// Where property `i`'s parts sit in this object's header (see [`SlotPlace`]).
+    pub(crate) fn place_of(&self, i: usize) -> SlotPlace {
+        let s = &self.shape;
+        let key_rel = s.keys_at() - s.pos + i * s.key_width();
+        let offset_rel = s.offsets_at() - s.pos + i * s.offset_width();
+        let tag_rel = s.tags_at() - s.pos + i;
+        SlotPlace {
+            len: s.len,
+            flags: s.flags,
+            key_rel,
+            offset_rel,
+            tag_rel,
+            key_mask: width_mask(s.key_width()),
+            offset_mask: width_mask(s.offset_width()),
+            end_rel: (key_rel.max(offset_rel) + 8).max(tag_rel + 1),
+        }
     }
 
     /// The sorted index of the property with the remembered key id, if that id names the

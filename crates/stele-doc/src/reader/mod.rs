@@ -118,33 +118,10 @@ impl Layout {
         let w = width_bytes(flags);
         let root_tag = Tag::from_u8(tag)?;
         let names_end = len.checked_sub(2 + 2 * w)?;
-        // Documents of 18 bytes and more: the 16 bytes before the last two end with both
-        // positions (root_pos, then names_pos, `w` bytes each); one load and two shifts instead
-        // of two width-dispatched loads.
-        let (root_pos, names_pos) = match len
-            .checked_sub(18)
-            .and_then(|at| bytes.get(at..))
-            .and_then(|t| t.first_chunk::<16>())
-        {
-            Some(word) => {
-                let word = u128::from_le_bytes(*word);
-                let mask = u64::MAX >> (64 - 8 * w);
-                (
-                    (word >> (128 - 16 * w)) as u64 & mask,
-                    (word >> (128 - 8 * w)) as u64 & mask,
-                )
-            }
-            None => (
-                get_uint(bytes, names_end, w)?,
-                get_uint(bytes, names_end + w, w)?,
-            ),
-        };
+        let root_pos = get_uint(bytes, names_end, w)? as usize;
+        let names_pos = get_uint(bytes, names_end + w, w)? as usize;
         Some(Layout::with_root(
-            bytes,
-            root_tag,
-            root_pos as usize,
-            names_pos as usize,
-            names_end,
+            bytes, root_tag, root_pos, names_pos, names_end,
         ))
     }
 }

@@ -2,7 +2,7 @@
 //! makes the same path on many documents of one shape nearly free.
 
 use super::Document;
-use super::container::Object;
+use super::container::{Object, SlotPlace};
 use super::value::Value;
 use crate::error::{Error, Result};
 
@@ -196,6 +196,8 @@ pub(crate) struct SlotKey {
     pub(crate) entry_word: u128,
     /// The low `entry.len()` bytes set (for entries up to 16 bytes): the mask of that load.
     pub(crate) entry_mask: u128,
+    /// Where the slot's parts sit in its object's header, for the fixed-width hit check.
+    pub(crate) place: SlotPlace,
 }
 
 impl SlotKey {
@@ -223,6 +225,7 @@ impl SlotKey {
             entry: entry.into_boxed_slice(),
             entry_word,
             entry_mask,
+            place: SlotPlace::NONE,
         }
     }
 }
@@ -334,14 +337,18 @@ impl KeyStep {
 
     #[inline(always)]
     fn read_in<'a, R>(&mut self, o: Object<'a>, f: impl FnOnce(Value<'a>) -> R) -> Option<R> {
-        if o.slot_holds(&self.slot) {
-            return o.value_at_with(self.slot.index, f);
+        match o.read_place(&self.slot, f) {
+            Ok(read) => read,
+            // An object of another count or widths with the key at the same index and id (a
+            // collection whose later keys vary): the full check, still in line.
+            Err(f) if o.slot_holds(&self.slot) => o.value_at_with(self.slot.index, f),
+            Err(f) => self.miss(o).map(f),
         }
-        self.miss(o).map(f)
     }
 
     /// The slow path, out of line so the hit path stays small: the remembered key id at another
-    /// index, else a binary search; the slot is remembered for the next document.
+    /// index, else a binary search; the slot and its place are remembered for the next
+    /// document.
     #[inline(never)]
     fn miss<'a>(&mut self, o: Object<'a>) -> Option<Value<'a>> {
         let i = match o.find_slot_id(&self.slot) {
@@ -350,6 +357,7 @@ impl KeyStep {
         };
         self.slot.index = i;
         self.slot.key_id = o.key_id(i);
+        self.slot.place = o.place_of(i);
         o.value_at(i)
     }
 }
