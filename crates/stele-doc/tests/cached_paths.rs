@@ -192,8 +192,7 @@ fn a_slot_whose_key_id_names_another_key_is_a_miss() {
 }
 
 /// The trusted open (`new_unchecked`) finds the same root and names as the validated one, for
-/// every trailer width a test can build (1, 2 and 4 bytes) and lengths on both sides of the
-/// 18 bytes its one-load trailer read needs.
+/// every trailer width a test can build (1, 2 and 4 bytes), short and long documents.
 #[test]
 fn trusted_open_reads_what_validated_open_reads() {
     let mut texts: Vec<String> = [
