@@ -54,23 +54,57 @@ fn main() {
             .split(',')
             .map(|p| CachedPath::new(p).unwrap())
             .collect();
+        // PLAIN_GET=1: `doc.get(key)`; GET_VALUE=1: `CachedPath::get`; else `CachedPath::read`.
         let plain_get = std::env::var_os("PLAIN_GET").is_some();
-        for _ in 0..rounds * 10 {
-            for d in &docs {
+        let get_value = std::env::var_os("GET_VALUE").is_some();
+        // OPEN=1: open and root only (the per-document floor).
+        let open_only = std::env::var_os("OPEN").is_some();
+        // PREFETCH=N: hint document i+N's trailer and start while document i is read.
+        let prefetch_ahead: usize = std::env::var("PREFETCH")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        let read_started = std::time::Instant::now();
+        let passes = rounds * 10;
+        for _ in 0..passes {
+            for (i, d) in docs.iter().enumerate() {
+                if let Some(next) = docs.get(i + prefetch_ahead).filter(|_| prefetch_ahead > 0) {
+                    stele_doc::prefetch_document(next);
+                }
                 // SAFETY: just written by DocumentWriter.
                 let doc = unsafe { Document::new_unchecked(d.as_slice()) };
-                if plain_get {
+                if open_only {
+                    total += std::hint::black_box(doc.root_object()).map_or(0, |o| o.len());
+                } else if plain_get {
                     for p in &paths {
                         let key = p.path_text();
-                        total += doc.get(key).map_or(0, |v| v.type_name().len());
+                        total += doc.get(key).map_or(0, |v| digest(&v));
                     }
                 } else {
                     for p in &mut paths {
-                        total += p.get(doc.root()).map_or(0, |v| v.type_name().len());
+                        total += if get_value {
+                            p.get(doc.root()).map_or(0, |v| digest(&v))
+                        } else {
+                            p.read_doc(&doc, |v| digest(&v)).unwrap_or(0)
+                        };
                     }
                 }
             }
         }
+        eprintln!(
+            "read: {:.1} ns per document",
+            read_started.elapsed().as_secs_f64() * 1e9 / (passes * docs.len()) as f64
+        );
     }
     println!("{total}");
+}
+
+/// What a reader does with a value (as `stele-bench doc` part 2): a string's length, a number.
+#[inline]
+fn digest(v: &stele_doc::Value<'_>) -> usize {
+    match v {
+        stele_doc::Value::String(s) => s.len(),
+        stele_doc::Value::Int(i) => *i as usize,
+        other => other.as_f64().map_or(1, |f| f as usize),
+    }
 }

@@ -209,12 +209,20 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, mut value: u64) {
 /// so that every value has exactly one encoding: the rule of `stele_table::varint`, which the
 /// other crates share. This crate depends on no other Stele crate, so it keeps this copy; its
 /// tests check it against the shared one.
-#[inline]
+// Always inlined: the one-byte form (lengths and counts under 128, nearly all) is a load and a
+// compare; longer forms take the out-of-line loop.
+#[inline(always)]
 pub(crate) fn get_varint(bytes: &[u8], pos: usize) -> Option<(u64, usize)> {
     let first = *bytes.get(pos)?;
     if first < 0x80 {
         return Some((u64::from(first), 1));
     }
+    get_varint_long(bytes, pos)
+}
+
+/// [`get_varint`] for values of two bytes and more.
+#[inline(never)]
+fn get_varint_long(bytes: &[u8], pos: usize) -> Option<(u64, usize)> {
     let mut value = 0u64;
     let mut shift = 0u32;
     let mut used = 0usize;

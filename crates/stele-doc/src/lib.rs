@@ -43,7 +43,7 @@ pub use inspect::{Layout as DocLayout, inspect};
 pub use output::JsonOptions;
 pub use reader::{
     Array, ArrayIter, CachedPath, Document, Object, ObjectIter, Path, PathSegment, ScaledDecimal,
-    Str, Value,
+    Str, Value, prefetch_document,
 };
 pub use validate::validate;
 pub use writer::{

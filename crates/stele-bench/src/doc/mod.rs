@@ -39,6 +39,10 @@ pub struct Args {
     /// Seconds of measured runs per measurement (after warm-up), split over 5 runs.
     #[arg(long, default_value_t = 0.5)]
     min_time: f64,
+    /// Only the collections whose name contains one of these (comma-separated); default: all.
+    /// For quick before/after runs of one part on a few collections.
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
 }
 
 /// What every part needs.
@@ -115,13 +119,21 @@ fn load(args: &Args, dir: &std::path::Path) -> Result<Ctx> {
             let name = data::short_name(&path, &corpus_dir, "");
             corpus.push(data::load_file(&path, name)?);
         }
+        let wanted =
+            |name: &str| args.only.is_empty() || args.only.iter().any(|o| name.contains(o));
         for path in data::find_files(&coll_dir, ".jsonl.zst")? {
             let name = data::short_name(&path, &coll_dir, ".jsonl.zst");
+            if !wanted(&name) {
+                continue;
+            }
             eprintln!("loading {name}");
             collections.push(data::load_jsonl_zst(&path, name, None)?);
         }
         for path in data::find_files(&corpus_dir, ".ndjson")? {
             let name = format!("json-corpus/{}", data::short_name(&path, &corpus_dir, ""));
+            if !wanted(&name) {
+                continue;
+            }
             collections.push(data::load_jsonl(&path, name, None)?);
         }
     }

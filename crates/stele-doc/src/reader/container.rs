@@ -45,6 +45,94 @@ fn read_prefix(bytes: &[u8], pos: usize) -> Option<(u8, usize, u8)> {
     Some((flags, usize::try_from(len).ok()?, 1 + used as u8))
 }
 
+/// A container header's prefix, decoded: what an object's and an array's shape share. Plain
+/// fields (no enum), so a document's layout stays in registers.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Head {
+    pos: usize,
+    len: usize,
+    flags: u8,
+    prefix: u8,
+}
+
+impl Head {
+    /// No container (an empty placeholder).
+    pub(crate) const NONE: Head = Head {
+        pos: 0,
+        len: 0,
+        flags: 0,
+        prefix: 0,
+    };
+
+    #[inline]
+    pub(crate) fn read(bytes: &[u8], pos: usize) -> Option<Head> {
+        let (flags, len, prefix) = read_prefix(bytes, pos)?;
+        Some(Head {
+            pos,
+            len,
+            flags,
+            prefix,
+        })
+    }
+
+    #[inline]
+    pub(crate) fn object(self) -> ObjShape {
+        ObjShape {
+            pos: self.pos,
+            len: self.len,
+            flags: self.flags,
+            prefix: self.prefix,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn array(self) -> ArrShape {
+        ArrShape {
+            pos: self.pos,
+            len: self.len,
+            flags: self.flags,
+            prefix: self.prefix,
+        }
+    }
+}
+
+/// Where a remembered property's key id, offset and tag sit relative to its object's header,
+/// with their widths as masks: the same in every object with the same count and flags (hence
+/// the same header layout), so a cached path's hit reads them with fixed 8-byte loads and no
+/// dispatch on the widths.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SlotPlace {
+    /// Property count of the object this was computed for; `usize::MAX` for none yet (no
+    /// object has that many).
+    len: usize,
+    flags: u8,
+    key_rel: usize,
+    offset_rel: usize,
+    tag_rel: usize,
+    key_mask: u64,
+    offset_mask: u64,
+    /// Bytes from the header that the reads above need (each 8-byte load whole).
+    end_rel: usize,
+}
+
+impl SlotPlace {
+    pub(crate) const NONE: SlotPlace = SlotPlace {
+        len: usize::MAX,
+        flags: 0,
+        key_rel: 0,
+        offset_rel: 0,
+        tag_rel: 0,
+        key_mask: 0,
+        offset_mask: 0,
+        end_rel: 0,
+    };
+}
+
+/// The low `width` bytes of a word (`width` 1, 2, 4 or 8).
+fn width_mask(width: usize) -> u64 {
+    u64::MAX >> (64 - 8 * width.clamp(1, 8))
+}
+
 /// How an object's input order is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum InputOrder {
@@ -193,8 +281,14 @@ impl<'a> Object<'a> {
     }
 
     /// Value of the `i`-th property in sorted order.
-    #[inline]
+    #[inline(always)]
     pub fn value_at(&self, i: usize) -> Option<Value<'a>> {
+        self.value_at_with(i, |v| v)
+    }
+
+    /// Value of the `i`-th property in sorted order, handed to `f` (see [`Value::decode_with`]).
+    #[inline(always)]
+    pub(crate) fn value_at_with<R>(&self, i: usize, f: impl FnOnce(Value<'a>) -> R) -> Option<R> {
         let s = &self.shape;
         if i >= s.len {
             return None;
@@ -205,29 +299,115 @@ impl<'a> Object<'a> {
             s.offsets_at() + i * s.offset_width(),
             s.offset_width(),
         )? as usize;
-        Value::decode(self.doc, tag, s.pos.checked_sub(offset)?)
+        Value::decode_with(self.doc, tag, s.pos.checked_sub(offset)?, f)
     }
 
-    /// Whether the property at sorted index `index` has key id `key_id` and the name `key`: a
-    /// cached path's check that a slot remembered from another document still holds its key.
-    /// Key ids are offsets into this document's names area, so the name is compared too.
+    /// Whether the property at the remembered sorted index has the remembered key id and the
+    /// name `slot.entry`: a cached path's check that a slot remembered from another document
+    /// still holds its key. Key ids are offsets into this document's names area, so the name is
+    /// compared too (as one masked 16-byte word when it is short, the common case).
     #[inline(always)]
-    pub(crate) fn check_slot(&self, index: usize, key_id: usize, key: &[u8]) -> bool {
-        index < self.shape.len
-            && self.key_id(index) == key_id
-            && match self.doc.names.get(key_id) {
-                // Names under 128 bytes: a one-byte length, then the bytes.
-                Some(&len) if len < 0x80 && key.len() < 0x80 => {
-                    usize::from(len) == key.len()
-                        && self
-                            .doc
-                            .names
-                            .get(key_id + 1..key_id + 1 + key.len())
-                            .is_some_and(|name| cmp_name(name, key).is_eq())
-                }
-                Some(_) => cmp_name(name_at(self.doc.names, key_id), key).is_eq(),
-                None => false,
+    pub(crate) fn slot_holds(&self, slot: &super::path::SlotKey) -> bool {
+        let (index, key_id) = (slot.index, slot.key_id);
+        index < self.shape.len && self.key_id(index) == key_id && self.names_hold(slot)
+    }
+
+    /// Whether the name with id `slot.key_id` is `slot.entry` in this document.
+    #[inline(always)]
+    fn names_hold(&self, slot: &super::path::SlotKey) -> bool {
+        let key_id = slot.key_id;
+        let names = self.doc.names;
+        let entry_len = slot.entry.len();
+        if entry_len <= 16 {
+            // The 16 bytes from the entry's start, when the names area has them; else the 16
+            // bytes that end where the entry ends (the last names of a small area).
+            if let Some(word) = names.get(key_id..).and_then(|r| r.first_chunk::<16>()) {
+                return u128::from_le_bytes(*word) & slot.entry_mask == slot.entry_word;
             }
+            if let Some(word) = key_id
+                .checked_add(entry_len)
+                .and_then(|end| names.get(end.checked_sub(16)?..end))
+                .and_then(|r| r.first_chunk::<16>())
+            {
+                return u128::from_le_bytes(*word) >> (8 * (16 - entry_len)) == slot.entry_word;
+            }
+        }
+        names.get(key_id..key_id.saturating_add(entry_len)) == Some(&slot.entry[..])
+    }
+
+    /// A cached path's hit: when this object has the count and flags the remembered place was
+    /// computed for, the key id at the place is the remembered one and that id names the key,
+    /// the value there handed to `f` (`Ok`); otherwise `f` back (`Err`) for the slower checks.
+    #[inline(always)]
+    pub(crate) fn read_place<R, F: FnOnce(Value<'a>) -> R>(
+        &self,
+        slot: &super::path::SlotKey,
+        f: F,
+    ) -> Result<Option<R>, F> {
+        let (s, p) = (&self.shape, &slot.place);
+        if s.len != p.len || s.flags != p.flags {
+            return Err(f);
+        }
+        // One bounds check for the three reads; the ones below only re-slice inside `head`.
+        let Some(head) = s
+            .pos
+            .checked_add(p.end_rel)
+            .and_then(|end| self.doc.bytes.get(s.pos..end))
+        else {
+            return Err(f);
+        };
+        let word = |rel: usize| {
+            head.get(rel..)
+                .and_then(|r| r.first_chunk::<8>())
+                .map_or(u64::MAX, |w| u64::from_le_bytes(*w))
+        };
+        let key_id = word(p.key_rel) & p.key_mask;
+        if key_id != slot.key_id as u64 || !self.names_hold(slot) {
+            return Err(f);
+        }
+        let offset = (word(p.offset_rel) & p.offset_mask) as usize;
+        let tag = head.get(p.tag_rel).and_then(|&t| Tag::from_u8(t));
+        Ok(match (tag, s.pos.checked_sub(offset)) {
+            (Some(tag), Some(at)) => Value::decode_with(self.doc, tag, at, f),
+            _ => None,
+        })
+    }
+
+    /// Where property `i`'s parts sit in this object's header (see [`SlotPlace`]).
+    pub(crate) fn place_of(&self, i: usize) -> SlotPlace {
+        let s = &self.shape;
+        let key_rel = s.keys_at() - s.pos + i * s.key_width();
+        let offset_rel = s.offsets_at() - s.pos + i * s.offset_width();
+        let tag_rel = s.tags_at() - s.pos + i;
+        SlotPlace {
+            len: s.len,
+            flags: s.flags,
+            key_rel,
+            offset_rel,
+            tag_rel,
+            key_mask: width_mask(s.key_width()),
+            offset_mask: width_mask(s.offset_width()),
+            end_rel: (key_rel.max(offset_rel) + 8).max(tag_rel + 1),
+        }
+    }
+
+    /// The sorted index of the property with the remembered key id, if that id names the
+    /// remembered key in this document: a cached path's second try when the key moved to another
+    /// index but kept its id (documents whose first keys are the same and later ones vary). Key
+    /// ids of one object are distinct, so the id alone finds the property: a scan of the key ids,
+    /// no name compared but the one.
+    #[inline]
+    pub(crate) fn find_slot_id(&self, slot: &super::path::SlotKey) -> Option<usize> {
+        if !self.names_hold(slot) {
+            return None;
+        }
+        let s = &self.shape;
+        if s.key_width() == 1 {
+            let ids = self.doc.bytes.get(s.keys_at()..s.keys_at() + s.len)?;
+            let id = u8::try_from(slot.key_id).ok()?;
+            return ids.iter().position(|&b| b == id);
+        }
+        (0..s.len).find(|&i| self.key_id(i) == slot.key_id)
     }
 
     /// Sorted index of property `key`, by binary search.

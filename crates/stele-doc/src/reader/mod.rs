@@ -11,7 +11,7 @@ mod container;
 mod path;
 mod value;
 
-use container::{ArrShape, ObjShape};
+use container::Head;
 pub use container::{Array, ArrayIter, Object, ObjectIter};
 pub use path::{CachedPath, Path, PathSegment};
 pub use value::{ScaledDecimal, Str, Value};
@@ -81,25 +81,64 @@ impl Layout {
                 }
             })
             .ok_or_else(|| Error::invalid(names_end, "root position out of bounds"))?;
+        Ok(Layout::with_root(
+            bytes, root_tag, root_pos, names_pos, names_end,
+        ))
+    }
+
+    /// The layout from the trailer's positions, the root container's header decoded.
+    #[inline(always)]
+    fn with_root(
+        bytes: &[u8],
+        root_tag: Tag,
+        root_pos: usize,
+        names_pos: usize,
+        names_end: usize,
+    ) -> Layout {
         // Names are compared next to the root header; ask for them while it is read.
         prefetch(bytes.get(names_pos.saturating_sub(1)..).unwrap_or_default());
-        let root_shape = match root_tag {
-            Tag::Object => {
-                ObjShape::read(bytes, root_pos).map_or(RootShape::Other, RootShape::Object)
-            }
-            Tag::Array => {
-                ArrShape::read(bytes, root_pos).map_or(RootShape::Other, RootShape::Array)
-            }
-            _ => RootShape::Other,
-        };
-        Ok(Layout {
-            root_shape,
+        Layout {
+            root_shape: RootShape::read(bytes, root_tag, root_pos),
             root_tag,
             root_pos,
             names_pos,
             names_end,
-        })
+        }
     }
+
+    /// The trailer of bytes promised valid ([`Document::new_unchecked`]): the same positions as
+    /// [`Layout::read`] without the checks that only reject invalid documents (header byte,
+    /// reserved bits, position order) and without building errors. Every read stays bounds
+    /// checked: a broken promise gives `None` or wrong positions, never an access outside
+    /// `bytes`.
+    #[inline(always)]
+    fn read_trusted(bytes: &[u8]) -> Option<Layout> {
+        let len = bytes.len();
+        let [tag, flags] = *bytes.get(len.checked_sub(2)?..)?.first_chunk::<2>()?;
+        let w = width_bytes(flags);
+        let root_tag = Tag::from_u8(tag)?;
+        let names_end = len.checked_sub(2 + 2 * w)?;
+        let root_pos = get_uint(bytes, names_end, w)? as usize;
+        let names_pos = get_uint(bytes, names_end + w, w)? as usize;
+        Some(Layout::with_root(
+            bytes, root_tag, root_pos, names_pos, names_end,
+        ))
+    }
+}
+
+/// Asks the CPU to start loading the parts of a document that opening it reads first (its
+/// trailer, where the root header and names usually sit too, and its start), without waiting.
+/// For loops over many documents out of cache: hint document `i + 4` while reading document `i`,
+/// so its cache misses overlap the work on this one. A hint only: no effect on other CPUs, never
+/// faults, any bytes are fine.
+#[inline]
+pub fn prefetch_document(bytes: &[u8]) {
+    prefetch(bytes);
+    prefetch(
+        bytes
+            .get(bytes.len().saturating_sub(2)..)
+            .unwrap_or_default(),
+    );
 }
 
 /// Hints the CPU to load the first cache line of `bytes` (no effect on other CPUs).
@@ -119,11 +158,40 @@ fn prefetch(bytes: &[u8]) {
     let _ = bytes;
 }
 
+/// The root container's header. A struct, not an enum of shapes: an enum with data was built
+/// in memory and read back whole on every open (a store-forwarding stall, profiled).
 #[derive(Debug, Clone, Copy)]
-enum RootShape {
-    Object(ObjShape),
-    Array(ArrShape),
+struct RootShape {
+    kind: RootKind,
+    head: Head,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RootKind {
+    Object,
+    Array,
+    /// Not a container, or (bytes promised valid but not) a header that does not decode.
     Other,
+}
+
+impl RootShape {
+    const OTHER: RootShape = RootShape {
+        kind: RootKind::Other,
+        head: Head::NONE,
+    };
+
+    #[inline(always)]
+    fn read(bytes: &[u8], root_tag: Tag, root_pos: usize) -> RootShape {
+        let kind = match root_tag {
+            Tag::Object => RootKind::Object,
+            Tag::Array => RootKind::Array,
+            _ => return RootShape::OTHER,
+        };
+        match Head::read(bytes, root_pos) {
+            Some(head) => RootShape { kind, head },
+            None => RootShape::OTHER,
+        }
+    }
 }
 
 /// The borrowed view every accessor carries: the document bytes and its names area.
@@ -173,13 +241,14 @@ impl<B: AsRef<[u8]>> Document<B> {
     /// `bytes` must be a document that [`crate::validate`] accepts. Reading an invalid document
     /// through this path never reads out of bounds, but may produce `str` values that are not
     /// UTF-8, which is undefined behaviour.
+    #[inline]
     pub unsafe fn new_unchecked(bytes: B) -> Self {
         // The first values of an object sit at the start (they are written in input order);
         // its header, names and the trailer at the end. Asking for the start now overlaps its
         // cache miss with the trailer's, instead of one after the other.
         prefetch(bytes.as_ref());
-        let layout = Layout::read(bytes.as_ref()).unwrap_or(Layout {
-            root_shape: RootShape::Other,
+        let layout = Layout::read_trusted(bytes.as_ref()).unwrap_or(Layout {
+            root_shape: RootShape::OTHER,
             root_tag: Tag::Null,
             root_pos: 0,
             names_pos: 1,
@@ -211,19 +280,34 @@ impl<B: AsRef<[u8]>> Document<B> {
 
     /// Size in bytes of the names area (each distinct property name once).
     pub fn names_bytes(&self) -> usize {
-        self.layout.names_end - self.layout.names_pos
+        self.layout.names_end.saturating_sub(self.layout.names_pos)
     }
 
     /// The root value.
     #[inline]
     pub fn root(&self) -> Value<'_> {
-        match self.layout.root_shape {
-            RootShape::Object(shape) => Value::Object(Object::from_shape(self.doc_ref(), shape)),
-            RootShape::Array(shape) => Value::Array(Array::from_shape(self.doc_ref(), shape)),
-            RootShape::Other => {
+        let shape = self.layout.root_shape;
+        match shape.kind {
+            RootKind::Object => {
+                Value::Object(Object::from_shape(self.doc_ref(), shape.head.object()))
+            }
+            RootKind::Array => Value::Array(Array::from_shape(self.doc_ref(), shape.head.array())),
+            RootKind::Other => {
                 Value::decode(self.doc_ref(), self.layout.root_tag, self.layout.root_pos)
                     .unwrap_or(Value::Null)
             }
+        }
+    }
+
+    /// The root as an object; `None` if the root is another type. Cheaper than matching
+    /// [`Document::root`]: the object's header was decoded on open, and no whole [`Value`] is
+    /// built.
+    #[inline(always)]
+    pub fn root_object(&self) -> Option<Object<'_>> {
+        let shape = self.layout.root_shape;
+        match shape.kind {
+            RootKind::Object => Some(Object::from_shape(self.doc_ref(), shape.head.object())),
+            _ => None,
         }
     }
 

@@ -1,6 +1,8 @@
 //! Paths into documents (`address.city`, `tags[2]`, `a["dotted.key"]`) and a lookup cache that
 //! makes the same path on many documents of one shape nearly free.
 
+use super::Document;
+use super::container::{Object, SlotPlace};
 use super::value::Value;
 use crate::error::{Error, Result};
 
@@ -142,8 +144,10 @@ impl Path {
 
 /// A [`Path`] that remembers where each key was found in the last document and tries that slot
 /// first: for documents of the same shape a lookup checks the remembered slot (the same key id
-/// at the same sorted index, then the name's bytes) instead of a binary search (the blittable
-/// series' property cache). On a miss it searches and remembers the new slot.
+/// at the same sorted index, then the name's bytes, compared as one or two words) and reads the
+/// value in place, instead of a binary search (the blittable series' property cache). On a miss
+/// it searches and remembers the new slot. A hit never returns another key's value: the name at
+/// the slot is compared in full every time.
 ///
 /// ```
 /// use stele_doc::{CachedPath, Document, from_json};
@@ -158,17 +162,72 @@ impl Path {
 #[derive(Debug, Clone)]
 pub struct CachedPath {
     path: Path,
-    /// Per step: where its key matched last time (unused for index steps).
-    hints: Vec<Hint>,
+    /// The steps in the form the hit check reads, with their remembered slots.
+    steps: Box<[Step]>,
 }
 
-/// Where a key sat in the last object it was found in.
-#[derive(Debug, Clone, Copy, Default)]
-struct Hint {
-    /// Sorted index of the property.
-    index: usize,
-    /// Its key id (offset of the name in the names area); `usize::MAX` before the first hit.
-    key_id: usize,
+#[derive(Debug, Clone)]
+enum Step {
+    Key(KeyStep),
+    Index(usize),
+}
+
+/// A key step: the key as the names area stores it, and where it matched last.
+#[derive(Debug, Clone)]
+struct KeyStep {
+    key: Box<str>,
+    /// Where the key sat last time, and its name entry (see [`SlotKey`]).
+    slot: SlotKey,
+}
+
+/// What a remembered slot must hold for a hit: the key id at the sorted index, and the name
+/// entry (varint length, then the bytes) at that key id.
+#[derive(Debug, Clone)]
+pub(crate) struct SlotKey {
+    /// Sorted index of the property last time.
+    pub(crate) index: usize,
+    /// Its key id (offset of the name in the names area); `usize::MAX` before the first hit,
+    /// which no object holds (ids are offsets into an area shorter than that).
+    pub(crate) key_id: usize,
+    /// The name entry as stored: varint byte length, then the UTF-8 bytes.
+    pub(crate) entry: Box<[u8]>,
+    /// The entry as a little-endian word (zero above its length) when it has at most 16 bytes
+    /// (names up to 15 bytes, most keys), else 0: compared with one masked 16-byte load.
+    pub(crate) entry_word: u128,
+    /// The low `entry.len()` bytes set (for entries up to 16 bytes): the mask of that load.
+    pub(crate) entry_mask: u128,
+    /// Where the slot's parts sit in its object's header, for the fixed-width hit check.
+    pub(crate) place: SlotPlace,
+}
+
+impl SlotKey {
+    fn new(key: &str) -> SlotKey {
+        let mut entry = Vec::with_capacity(key.len() + 2);
+        crate::format::put_varint(&mut entry, key.len() as u64);
+        entry.extend_from_slice(key.as_bytes());
+        let entry_word = match entry.len() {
+            0..=16 => {
+                let mut word = [0u8; 16];
+                word.get_mut(..entry.len())
+                    .unwrap_or_default()
+                    .copy_from_slice(&entry);
+                u128::from_le_bytes(word)
+            }
+            _ => 0,
+        };
+        let entry_mask = match entry.len() {
+            len @ 1..=16 => u128::MAX >> (8 * (16 - len)),
+            _ => 0,
+        };
+        SlotKey {
+            index: 0,
+            key_id: usize::MAX,
+            entry: entry.into_boxed_slice(),
+            entry_word,
+            entry_mask,
+            place: SlotPlace::NONE,
+        }
+    }
 }
 
 impl CachedPath {
@@ -179,14 +238,18 @@ impl CachedPath {
 
     /// Wraps a parsed path.
     pub fn from_path(path: Path) -> CachedPath {
-        let hints = vec![
-            Hint {
-                index: 0,
-                key_id: usize::MAX,
-            };
-            path.segments.len()
-        ];
-        CachedPath { path, hints }
+        let steps = path
+            .segments
+            .iter()
+            .map(|seg| match seg {
+                PathSegment::Key(k) => Step::Key(KeyStep {
+                    key: k.as_str().into(),
+                    slot: SlotKey::new(k),
+                }),
+                PathSegment::Index(i) => Step::Index(*i),
+            })
+            .collect();
+        CachedPath { path, steps }
     }
 
     /// The path.
@@ -202,28 +265,100 @@ impl CachedPath {
     /// Follows the path from `root`, checking the remembered slots first.
     #[inline]
     pub fn get<'a>(&mut self, root: Value<'a>) -> Option<Value<'a>> {
+        self.read(root, |v| v)
+    }
+
+    /// Follows the path from `root` like [`CachedPath::get`] and hands the value to `f`.
+    ///
+    /// The fast way to read a value: `f` runs inside the read, once per value type, so the
+    /// value never goes through memory as a whole `Value` (which `get` returns, 64 bytes).
+    ///
+    /// ```
+    /// use stele_doc::{CachedPath, Document, Value, from_json};
+    /// let mut name = CachedPath::new("name")?;
+    /// let bytes = from_json(br#"{"name":"Ada","born":1815}"#)?;
+    /// let doc = Document::new(&bytes)?;
+    /// let len = name.read(doc.root(), |v| match v {
+    ///     Value::String(s) => s.len(),
+    ///     _ => 0,
+    /// });
+    /// assert_eq!(len, Some(3));
+    /// # Ok::<(), stele_doc::Error>(())
+    /// ```
+    #[inline]
+    pub fn read<'a, R>(&mut self, root: Value<'a>, f: impl FnOnce(Value<'a>) -> R) -> Option<R> {
+        let Some((last, init)) = self.steps.split_last_mut() else {
+            // The empty path names the root.
+            return Some(f(root));
+        };
         let mut v = root;
-        for (seg, hint) in self.path.segments.iter().zip(self.hints.iter_mut()) {
-            v = match seg {
-                PathSegment::Key(k) => {
-                    let Value::Object(o) = v else { return None };
-                    let i = match o.check_slot(hint.index, hint.key_id, k.as_bytes()) {
-                        true => hint.index,
-                        false => {
-                            let i = o.find(k)?;
-                            *hint = Hint {
-                                index: i,
-                                key_id: o.key_id(i),
-                            };
-                            i
-                        }
-                    };
-                    o.value_at(i)?
-                }
-                PathSegment::Index(i) => v.index(*i)?,
+        for step in init {
+            v = match step {
+                Step::Key(step) => step.read(v, |v| v)?,
+                Step::Index(i) => v.index(*i)?,
             };
         }
-        Some(v)
+        match last {
+            Step::Key(step) => step.read(v, f),
+            Step::Index(i) => v.index(*i).map(f),
+        }
+    }
+
+    /// [`CachedPath::read`] from a document's root: the fastest way to read a field of many
+    /// documents (the root object's header was decoded on open; no root [`Value`] is built).
+    ///
+    /// ```
+    /// use stele_doc::{CachedPath, Document, Value, from_json};
+    /// let mut born = CachedPath::new("born")?;
+    /// let bytes = from_json(br#"{"name":"Ada","born":1815}"#)?;
+    /// let doc = Document::new(&bytes)?;
+    /// assert_eq!(born.read_doc(&doc, |v| v.as_i64()), Some(Some(1815)));
+    /// # Ok::<(), stele_doc::Error>(())
+    /// ```
+    #[inline]
+    pub fn read_doc<'a, B: AsRef<[u8]>, R>(
+        &mut self,
+        doc: &'a Document<B>,
+        f: impl FnOnce(Value<'a>) -> R,
+    ) -> Option<R> {
+        match (&mut *self.steps, doc.root_object()) {
+            ([Step::Key(step)], Some(o)) => step.read_in(o, f),
+            _ => self.read(doc.root(), f),
+        }
+    }
+}
+
+impl KeyStep {
+    #[inline(always)]
+    fn read<'a, R>(&mut self, v: Value<'a>, f: impl FnOnce(Value<'a>) -> R) -> Option<R> {
+        let Value::Object(o) = v else { return None };
+        self.read_in(o, f)
+    }
+
+    #[inline(always)]
+    fn read_in<'a, R>(&mut self, o: Object<'a>, f: impl FnOnce(Value<'a>) -> R) -> Option<R> {
+        match o.read_place(&self.slot, f) {
+            Ok(read) => read,
+            // An object of another count or widths with the key at the same index and id (a
+            // collection whose later keys vary): the full check, still in line.
+            Err(f) if o.slot_holds(&self.slot) => o.value_at_with(self.slot.index, f),
+            Err(f) => self.miss(o).map(f),
+        }
+    }
+
+    /// The slow path, out of line so the hit path stays small: the remembered key id at another
+    /// index, else a binary search; the slot and its place are remembered for the next
+    /// document.
+    #[inline(never)]
+    fn miss<'a>(&mut self, o: Object<'a>) -> Option<Value<'a>> {
+        let i = match o.find_slot_id(&self.slot) {
+            Some(i) => i,
+            None => o.find(&self.key)?,
+        };
+        self.slot.index = i;
+        self.slot.key_id = o.key_id(i);
+        self.slot.place = o.place_of(i);
+        o.value_at(i)
     }
 }
 
