@@ -2,7 +2,8 @@
 //! gets of random present keys, timed, then 100,000 updates of random present keys with a
 //! snapshot (a clone) taken every 200, for three shapes of key (12-byte counters like
 //! `user00012345`, 24-character hex object ids, 36-character UUID-like strings). Prints
-//! ns per get and per update. The reader of a live database answers most gets from this diff.
+//! ns per get and per update, for a writable store (the diff in key order) and a read-only
+//! one (also indexed by hash). The reader of a live database answers most gets from this diff.
 //!
 //! ```text
 //! cargo run --release -p stele-durable --example diff_get -- /tmp/diff-get
@@ -49,8 +50,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             )
         }),
     ];
-    let store = Store::open(&dir)?;
-    for (name, key) in shapes {
+    // A writable store's maps keep their diff in key order only; a read-only store's (a
+    // reader's, which only its refreshes write) also index it by hash.
+    drop(Store::open(&dir)?);
+    let stores = [
+        ("writable", Store::open(&dir)?),
+        ("read-only", Store::open_read_only(&dir)?),
+    ];
+    for ((name, key), (kind, store)) in shapes
+        .iter()
+        .flat_map(|shape| stores.iter().map(move |store| (shape, store)))
+    {
         // Put in random order (as a live writer's updates arrive), so that neither the
         // keys' nor the values' allocations follow key order.
         let mut put_order: Vec<u64> = (0..keys).collect();
@@ -88,7 +98,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         drop(snapshot);
         let put_ns = start.elapsed().as_nanos() as f64 / keys as f64;
         println!(
-            "{name}: {ns:.0} ns per get from a diff of {keys} keys; {put_ns:.0} ns per update beside snapshots"
+            "{name}, {kind} store: {ns:.0} ns per get from a diff of {keys} keys; {put_ns:.0} ns per update beside snapshots"
         );
     }
     Ok(())

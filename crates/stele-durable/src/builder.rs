@@ -78,6 +78,7 @@ impl MapBuilder {
         let table = store.open_table(id, None)?;
         drop(guard);
         let len = table.len();
+        let indexed = store.is_read_only();
         Ok(DurableMap {
             store,
             layers: vec![Arc::new(Layer {
@@ -85,7 +86,7 @@ impl MapBuilder {
                 table,
                 diff: None,
             })],
-            diff: MemDiff::default(),
+            diff: MemDiff::new(indexed),
             len,
             binding: None,
             table_block_bytes: None,

@@ -143,7 +143,7 @@ impl Store {
         DurableMap {
             store: self.clone(),
             layers: Vec::new(),
-            diff: MemDiff::default(),
+            diff: MemDiff::new(self.is_read_only()),
             len: 0,
             binding: None,
             table_block_bytes: None,
@@ -197,7 +197,7 @@ impl Store {
         Ok(DurableMap {
             store: self.clone(),
             layers,
-            diff: MemDiff::default(),
+            diff: MemDiff::new(self.is_read_only()),
             len,
             binding: None,
             table_block_bytes: None,
@@ -608,7 +608,7 @@ impl DurableMap {
         let mut layers = self.layers.clone();
         layers.push(Arc::new(Layer { id, table, diff }));
         self.layers = layers;
-        self.diff = MemDiff::default();
+        self.diff = MemDiff::new(self.store.is_read_only());
         Ok(id)
     }
 
@@ -642,7 +642,7 @@ impl DurableMap {
             table,
             diff: None,
         })];
-        self.diff = MemDiff::default();
+        self.diff = MemDiff::new(self.store.is_read_only());
         Ok(id)
     }
 
@@ -688,7 +688,7 @@ impl DurableMap {
         DurableMap {
             store: self.store.clone(),
             layers: self.layers.clone(),
-            diff: MemDiff::default(),
+            diff: MemDiff::new(self.store.is_read_only()),
             len,
             binding: None,
             table_block_bytes: self.table_block_bytes,

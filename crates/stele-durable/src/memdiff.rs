@@ -1,17 +1,22 @@
 //! A map's in-memory diff: the entries put or removed since the last save, in key order for
-//! iteration and merging, and by hash for point lookups.
+//! iteration and merging, and, in a read-only store's maps, by hash for point lookups.
 //!
 //! Both halves are persistent (`imbl`): cloning the diff for a snapshot copies two root
-//! pointers, and a later put copies only the nodes on its paths. The ordered half alone
-//! answered gets in 1.7-2.4 us on a diff of 100,000 keys put in random order (a B-tree of
-//! 16-key nodes, five levels at that size, each comparison following a key's pointer: a
-//! cache miss on a large diff); the hash half answers in 0.7-1.3 us
-//! (`examples/diff_get.rs`, a loaded machine), at the cost of a second set of nodes (the
-//! keys and values shared) and a second insert per put. A put beside a snapshot costs
-//! 8-14 us with one half or two: copying a node touches the reference counts of all its
-//! keys and values, cache misses that dominate either way.
+//! pointers, and a later put copies only the nodes on its paths. On a diff of 100,000 keys
+//! put in random order, the ordered half answers a get in 740-820 ns (a B-tree of 16-key
+//! nodes, five levels at that size, each comparison following a key's pointer: a cache
+//! miss on a large diff), the hash half in 390-500 ns; an update beside a snapshot costs
+//! 2.3-2.5 us with the ordered half, 4.0-4.6 us with both (`examples/diff_get.rs`, quiet
+//! machine): copying a node touches the reference counts of all its keys and values.
 //!
-//! Invariant: `ordered` and `index` hold the same pairs.
+//! Only read-only stores keep the hash half. A reader of a live database (`stele`'s
+//! `ReadOnlyDatabase`) finds most of its gets in a diff that only its refreshes write, and
+//! gets dominate: there it doubled the gets per second beside a busy writer. A writer's
+//! puts come in batches whose keys land together in the ordered half but anywhere in the
+//! hash half: with both, ingest into a store of 171,000 documents ran at half the rate
+//! (`store_bench --only geonames`: 247,000-274,000 documents/s against 528,000-535,000).
+//!
+//! Invariant: `index`, where there is one, holds the same pairs as `ordered`.
 
 use std::ops::Bound;
 use std::sync::Arc;
@@ -33,7 +38,7 @@ pub(crate) type MemRange<'a> =
 #[derive(Clone, Default)]
 pub(crate) struct MemDiff {
     ordered: imbl::OrdMap<DiffKey, DiffValue>,
-    index: imbl::HashMap<DiffKey, DiffValue>,
+    index: Option<imbl::HashMap<DiffKey, DiffValue>>,
 }
 
 impl std::fmt::Debug for MemDiff {
@@ -44,9 +49,20 @@ impl std::fmt::Debug for MemDiff {
 }
 
 impl MemDiff {
+    /// An empty diff; `indexed`: with the hash half (see the module documentation).
+    pub(crate) fn new(indexed: bool) -> MemDiff {
+        MemDiff {
+            ordered: imbl::OrdMap::default(),
+            index: indexed.then(imbl::HashMap::default),
+        }
+    }
+
     /// The operation for `key`, if the diff has one.
     pub(crate) fn get(&self, key: &[u8]) -> Option<&DiffValue> {
-        let found = self.index.get(key);
+        let Some(index) = &self.index else {
+            return self.ordered.get(key);
+        };
+        let found = index.get(key);
         debug_assert_eq!(
             found,
             self.ordered.get(key),
@@ -57,15 +73,27 @@ impl MemDiff {
 
     pub(crate) fn insert(&mut self, key: &[u8], value: DiffValue) {
         let key = DiffKey::from(key);
-        self.index.insert(key.clone(), value.clone());
+        if let Some(index) = &mut self.index {
+            index.insert(key.clone(), value.clone());
+        }
         self.ordered.insert(key, value);
-        debug_assert_eq!(self.index.len(), self.ordered.len());
+        debug_assert!(
+            self.index
+                .as_ref()
+                .is_none_or(|i| i.len() == self.ordered.len())
+        );
     }
 
     pub(crate) fn remove(&mut self, key: &[u8]) {
-        self.index.remove(key);
+        if let Some(index) = &mut self.index {
+            index.remove(key);
+        }
         self.ordered.remove(key);
-        debug_assert_eq!(self.index.len(), self.ordered.len());
+        debug_assert!(
+            self.index
+                .as_ref()
+                .is_none_or(|i| i.len() == self.ordered.len())
+        );
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -102,6 +130,25 @@ mod tests {
             .prop_map(|(n, tail)| [vec![b'k'; [0, 22, 23, 24][n]], tail].concat())
     }
 
+    /// A read-only store's maps index their diff by hash, a writable store's do not, and a
+    /// diff keeps its kind when a save clears it.
+    #[test]
+    fn only_read_only_stores_index_their_diffs() {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let writable = crate::Store::open(dir.path()).expect("a store");
+        let read_only = crate::Store::open_read_only(dir.path()).expect("a read-only store");
+        let mut m = writable.new_map();
+        m.put(b"a", b"1").expect("a put");
+        assert!(m.diff.index.is_none());
+        m.save().expect("a save");
+        assert!(m.diff.index.is_none());
+        let mut r = read_only.new_map();
+        r.put(b"a", b"1").expect("a put");
+        assert_eq!(r.diff.index.as_ref().map(imbl::HashMap::len), Some(1));
+        let opened = read_only.open_map(m.id().expect("saved")).expect("opened");
+        assert!(opened.diff.index.is_some());
+    }
+
     proptest! {
         /// Every get, the order and every range agree with a `BTreeMap` after any sequence of
         /// puts, removal marks and removals, and a clone taken midway keeps its contents.
@@ -109,8 +156,9 @@ mod tests {
         fn agrees_with_a_btreemap(
             ops in proptest::collection::vec((key(), 0u8..3, any::<u8>()), 1..80),
             probes in proptest::collection::vec(key(), 1..20),
+            indexed in any::<bool>(),
         ) {
-            let mut diff = MemDiff::default();
+            let mut diff = MemDiff::new(indexed);
             let mut model: BTreeMap<Vec<u8>, DiffValue> = BTreeMap::new();
             let mut frozen = None;
             for (i, (k, op, byte)) in ops.iter().enumerate() {
