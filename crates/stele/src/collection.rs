@@ -24,17 +24,18 @@ pub(crate) fn get<'a>(
         if pack::is_removed(stored) {
             return Ok(None);
         }
+        let doc = stored::decode(state, collection, id, stored)?;
         // A document in the in-memory diff was validated when put, raw or decoded
         // (`apply::put_doc`, user collections only); one read from a table file is
         // checked when read.
-        if origin == stele_durable::Origin::Memory && !crate::internal::is_internal(collection) {
-            return Ok(Some(match stored::decode(state, collection, id, stored)? {
-                DocBytes::Borrowed(doc) => DocBytes::Validated(doc),
-                DocBytes::Owned(doc) => DocBytes::ValidatedOwned(doc),
-                other => other,
-            }));
+        if origin != stele_durable::Origin::Memory || crate::internal::is_internal(collection) {
+            return Ok(Some(doc));
         }
-        return stored::decode(state, collection, id, stored).map(Some);
+        return Ok(Some(match doc {
+            DocBytes::Borrowed(doc) => DocBytes::Validated(doc),
+            DocBytes::Owned(doc) => DocBytes::ValidatedOwned(doc),
+            other => other,
+        }));
     }
     stored::with_decoder(|decoder| {
         pack::lookup(state, collection, id, decoder)?

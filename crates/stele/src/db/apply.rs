@@ -43,8 +43,8 @@ pub(super) fn doc_keys(
     Ok(defs.iter().map(|d| d.keys(&doc, id)).collect())
 }
 
-/// Moves the index entries of document `id` from its visible version to its new stored
-/// value (`None`: removed).
+/// Moves the index entries of document `id` from its visible version to its new version,
+/// the document `new` (decoded from its stored value; `None`: removed).
 pub(super) fn reindex(
     state: &mut State,
     collection: &str,
@@ -59,12 +59,8 @@ pub(super) fn reindex(
         return Ok(());
     }
     let old = crate::collection::get(state, collection, id)?.map(|d| d.into_owned());
-    let new = match new {
-        Some(stored) => Some(crate::stored::decode(state, collection, id, stored)?.into_owned()),
-        None => None,
-    };
     let old_keys = doc_keys(&defs, old.as_deref(), id)?;
-    let new_keys = doc_keys(&defs, new.as_deref(), id)?;
+    let new_keys = doc_keys(&defs, new, id)?;
     for ((def, old), new) in defs.iter().zip(old_keys).zip(new_keys) {
         let Some(ix) = state
             .indexes
@@ -98,20 +94,18 @@ pub(super) fn put_doc(
     // at open, readers' refreshes, merges of staged tables), once per put instead of on
     // every read of it. A compressed value is decoded here once for the check: a reader
     // beside a busy writer reads each rewritten document several times before it changes.
-    if !valid && !is_internal(collection) {
-        let decoded;
-        let doc = match crate::stored::raw(value) {
-            Some(doc) => doc,
-            None => {
-                decoded = crate::stored::decode(state, collection, id, value)?;
-                &*decoded
-            }
-        };
-        stele_doc::validate(doc)
-            .map_err(|e| Error::corrupt_document(collection, id, e.to_string()))?;
-    }
     let existed = crate::collection::contains(state, collection, id)?;
-    reindex(state, collection, id, Some(value))?;
+    let check = !valid && !is_internal(collection);
+    let indexed = state.indexes_of(collection).next().is_some();
+    // The document, decoded once for both the check and the indexes (a raw one borrowed).
+    if check || indexed {
+        let doc = crate::stored::decode(state, collection, id, value)?;
+        if check {
+            stele_doc::validate(&doc)
+                .map_err(|e| Error::corrupt_document(collection, id, e.to_string()))?;
+        }
+        reindex(state, collection, id, Some(&doc))?;
+    }
     state
         .collections
         .entry(collection.to_owned())
@@ -130,8 +124,8 @@ pub(crate) enum Ops {
     /// A batch built in this process: its raw documents were converted by this crate's
     /// writer or validated by `Batch::put_document`.
     Batch,
-    /// Read back from a log file (replay at open, a reader's refresh): raw documents are
-    /// validated as they are put.
+    /// Read back from a log file (replay at open, a reader's refresh): documents are
+    /// validated as they are put (compressed ones once decoded).
     Log,
 }
 
