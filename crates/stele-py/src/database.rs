@@ -339,10 +339,12 @@ impl PyDatabase {
     /// last commit; later writes do not change it. Cheap (nothing is copied).
     fn snapshot(&self, py: Python<'_>) -> PyResult<PySnapshot> {
         Ok(PySnapshot {
-            snap: self.snap(py)?,
+            taken: Taken {
+                snap: self.snap(py)?,
+                path: self.path.clone(),
+                pid: std::process::id(),
+            },
             opts: self.opts,
-            path: self.path.clone(),
-            pid: std::process::id(),
         })
     }
 
@@ -391,16 +393,21 @@ impl PyDatabase {
 #[pyclass(module = "stele", name = "Snapshot", frozen)]
 #[derive(Debug)]
 pub(crate) struct PySnapshot {
-    snap: Snapshot,
+    taken: Taken,
     opts: DocOptions,
+}
+
+/// A snapshot and the process that took it: the only one that may read through it (its
+/// block cache's lock may have been held by another thread when a child was forked).
+#[derive(Debug, Clone)]
+struct Taken {
+    snap: Snapshot,
     /// The database's folder, for messages.
     path: PathBuf,
-    /// The process that took the snapshot: the only one that may read through it (its
-    /// block cache's lock may have been held by another thread when a child was forked).
     pid: u32,
 }
 
-impl PySnapshot {
+impl Taken {
     /// The snapshot, in the process that took it.
     fn snap(&self, py: Python<'_>) -> PyResult<&Snapshot> {
         same_process(py, self.pid, || {
@@ -416,23 +423,20 @@ impl PySnapshot {
     fn __getitem__(&self, py: Python<'_>, name: &str) -> PyResult<PyCollection> {
         stele::check_collection_name(name).map_err(|e| db_err(py, e))?;
         Ok(PyCollection {
-            reader: Reader::Frozen {
-                snap: self.snap(py)?.clone(),
-                path: self.path.clone(),
-                pid: self.pid,
-            },
+            reader: Reader::Frozen(self.taken.clone()),
             name: name.to_owned(),
             opts: self.opts,
         })
     }
 
     fn __contains__(&self, py: Python<'_>, name: &str) -> PyResult<bool> {
-        Ok(self.snap(py)?.collections().contains(&name))
+        Ok(self.taken.snap(py)?.collections().contains(&name))
     }
 
     /// Names of the collections, sorted.
     fn collections(&self, py: Python<'_>) -> PyResult<Vec<String>> {
         Ok(self
+            .taken
             .snap(py)?
             .collections()
             .into_iter()
@@ -443,17 +447,17 @@ impl PySnapshot {
     /// Sequence number of the last batch this snapshot contains (0 for none).
     #[getter]
     fn seq(&self) -> u64 {
-        self.snap.seq()
+        self.taken.snap.seq()
     }
 
     /// {collection: {documents, layers, table_bytes, stored_bytes, unsaved_changes,
     /// packed_blocks, pack_bytes, index_bytes, dictionaries}}.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        all_stats(py, self.snap(py)?)
+        all_stats(py, self.taken.snap(py)?)
     }
 
     fn __repr__(&self) -> String {
-        format!("<stele.Snapshot seq={}>", self.snap.seq())
+        format!("<stele.Snapshot seq={}>", self.taken.snap.seq())
     }
 }
 
@@ -462,12 +466,8 @@ impl PySnapshot {
 enum Reader {
     /// The database: a fresh snapshot per call; writes allowed.
     Live(Py<PyDatabase>),
-    /// One snapshot: read-only; usable in process `pid` only (see [`PySnapshot`]).
-    Frozen {
-        snap: Snapshot,
-        path: PathBuf,
-        pid: u32,
-    },
+    /// One snapshot: read-only, in the process that took it.
+    Frozen(Taken),
 }
 
 /// The documents of one collection by id: a mapping of str to `Document`.
@@ -483,19 +483,14 @@ impl PyCollection {
     fn snapshot(&self, py: Python<'_>) -> PyResult<Snapshot> {
         match &self.reader {
             Reader::Live(db) => Ok(db.get().snap(py)?),
-            Reader::Frozen { snap, path, pid } => {
-                same_process(py, *pid, || {
-                    format!("a snapshot of database {}", path.display())
-                })?;
-                Ok(snap.clone())
-            }
+            Reader::Frozen(taken) => Ok(taken.snap(py)?.clone()),
         }
     }
 
     fn writer(&self, py: Python<'_>) -> PyResult<Database> {
         match &self.reader {
             Reader::Live(db) => db.get().db(py),
-            Reader::Frozen { .. } => Err(PyTypeError::new_err(format!(
+            Reader::Frozen(_) => Err(PyTypeError::new_err(format!(
                 "collection {:?} of a snapshot is read-only",
                 self.name
             ))),
@@ -676,7 +671,7 @@ impl PyCollection {
     /// True for a collection of a snapshot.
     #[getter]
     fn read_only(&self) -> bool {
-        matches!(self.reader, Reader::Frozen { .. })
+        matches!(self.reader, Reader::Frozen(_))
     }
 
     /// Number of documents.
