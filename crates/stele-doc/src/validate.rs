@@ -38,7 +38,12 @@ pub(crate) fn validate_layout(bytes: &[u8]) -> Result<Layout> {
         bytes,
         body_end: layout.names_pos,
         names_pos: layout.names_pos,
-        name_starts: Vec::new(),
+        // Sized once for the common case (a name takes at least 2 bytes: its length and a
+        // byte), instead of growing step by step: a reader validates every document it
+        // takes from a busy writer's log.
+        name_starts: Vec::with_capacity(
+            (layout.names_end.saturating_sub(layout.names_pos) / 2).min(256),
+        ),
         scratch: Vec::new(),
     };
     v.names(layout.names_end)?;
@@ -198,9 +203,9 @@ impl<'a> Validator<'a> {
         if !tag.is_container() {
             return self.scalar(tag, pos).map(|_| ());
         }
-        let mut stack: Vec<Frame<'a>> = Vec::new();
+        let mut stack: Vec<Frame<'a>> = Vec::with_capacity(8);
         // Extents of checked children of every open container; each frame owns a suffix.
-        let mut extents: Vec<Extent> = Vec::new();
+        let mut extents: Vec<Extent> = Vec::with_capacity(32);
         stack.push(self.open(tag == Tag::Object, pos, 0)?);
         while let Some(frame) = stack.last_mut() {
             if frame.next < frame.n {
@@ -356,13 +361,31 @@ impl<'a> Validator<'a> {
     /// that the children do not overlap. Returns the container's extent.
     fn close(&self, frame: &Frame<'a>, extents: &mut Vec<Extent>) -> Result<Extent> {
         if frame.wp > 0 {
-            let mut seen = vec![false; frame.n];
+            // Which positions the order names so far: bits on the stack for objects of up
+            // to 256 properties (no allocation per object), a vector past that.
+            let mut bits = [0u64; 4];
+            let mut seen = if frame.n > 256 {
+                vec![false; frame.n]
+            } else {
+                Vec::new()
+            };
             for i in 0..frame.n {
                 let at = frame.order_at + i * frame.wp;
                 let k = get_uint(self.bytes, at, frame.wp).unwrap_or(u64::MAX) as usize;
-                match seen.get_mut(k) {
-                    Some(s) if !*s => *s = true,
-                    _ => return Err(Error::invalid(at, "property order is not a permutation")),
+                let fresh = if k >= frame.n {
+                    false
+                } else if frame.n > 256 {
+                    seen.get_mut(k).is_some_and(|s| !std::mem::replace(s, true))
+                } else {
+                    bits.get_mut(k / 64).is_some_and(|word| {
+                        let bit = 1u64 << (k % 64);
+                        let fresh = *word & bit == 0;
+                        *word |= bit;
+                        fresh
+                    })
+                };
+                if !fresh {
+                    return Err(Error::invalid(at, "property order is not a permutation"));
                 }
             }
         }
@@ -399,4 +422,82 @@ struct Frame<'a> {
     previous_name: Option<&'a [u8]>,
     /// Where this container's children start in the shared extents stack.
     extents_from: usize,
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "tests: a failed unwrap is a failed test"
+)]
+mod tests {
+    use super::*;
+
+    /// A document whose root object of `n` properties stores its input order, where the
+    /// order's entries sit and their width.
+    fn object_with_order(n: usize) -> Option<(Vec<u8>, usize, usize)> {
+        // Names first used ascending inside "x", then the root's own in descending order:
+        // neither sorted nor by key id, so the root stores its input order.
+        let names: Vec<String> = (0..n - 1).map(|i| format!("\"k{i:03}\":{i}")).collect();
+        let mut root = names.clone();
+        root.reverse();
+        let json = format!("{{\"x\":{{{}}},{}}}", names.join(","), root.join(","));
+        let doc = crate::from_json(json.as_bytes()).unwrap();
+        let layout = Layout::read(&doc).unwrap();
+        let v = Validator {
+            bytes: &doc,
+            body_end: layout.names_pos,
+            names_pos: layout.names_pos,
+            name_starts: Vec::new(),
+            scratch: Vec::new(),
+        };
+        let frame = v.open(true, layout.root_pos, 0).unwrap();
+        let (at, wp) = (frame.order_at, frame.wp);
+        (wp > 0).then_some((doc, at, wp))
+    }
+
+    /// The order of an object must name each position once, on both sides of the size
+    /// where the check stops keeping its marks on the stack: a repeated position and one
+    /// past the end are refused.
+    #[test]
+    fn an_order_that_is_not_a_permutation_is_refused() {
+        let mut tried = Vec::new();
+        for n in [2, 3, 9, 63, 64, 65, 255, 256, 257, 300] {
+            let Some((doc, at, wp)) = object_with_order(n) else {
+                continue;
+            };
+            tried.push(n);
+            validate(&doc).unwrap();
+            let entry = |doc: &[u8], i: usize| get_uint(doc, at + i * wp, wp).unwrap();
+            let set = |doc: &mut Vec<u8>, i: usize, value: u64| {
+                let mut bytes = Vec::new();
+                crate::format::put_uint(&mut bytes, value, wp);
+                doc[at + i * wp..at + (i + 1) * wp].copy_from_slice(&bytes);
+            };
+            for i in [0, n / 2, n - 1] {
+                let mut repeated = doc.clone();
+                let other = entry(&doc, (i + 1) % n);
+                set(&mut repeated, i, other);
+                let e = validate(&repeated).unwrap_err().to_string();
+                assert!(
+                    e.contains("not a permutation"),
+                    "{n} properties, entry {i}: {e}"
+                );
+                if wp > 1 || n < 255 {
+                    let mut past = doc.clone();
+                    set(&mut past, i, n as u64);
+                    let e = validate(&past).unwrap_err().to_string();
+                    assert!(
+                        e.contains("not a permutation"),
+                        "{n} properties, entry {i}: {e}"
+                    );
+                }
+            }
+        }
+        // Both sides of 256 were tried.
+        assert!(
+            tried.contains(&64) && tried.contains(&256) && tried.contains(&257),
+            "{tried:?}"
+        );
+    }
 }
