@@ -145,6 +145,12 @@ impl DatabaseOptions {
     /// database (default 64 MiB). A read of a packed document whose block is cached costs
     /// a lookup; one whose block is not decodes the block and caches it. 0 caches nothing
     /// (every read of a packed document decodes its block).
+    ///
+    /// A read-only database ([`Database::open_read_only_with`]) also keeps up to this many
+    /// bytes of the compressed documents its refreshes read from the log decoded, so that
+    /// reading them again costs no decompression: counted from each load of its state from
+    /// a checkpoint (the writer's every `checkpoint_bytes` of log), and on top of the
+    /// block cache. Past it, such documents stay compressed and each read decodes them.
     #[must_use]
     pub fn block_cache_bytes(mut self, bytes: usize) -> Self {
         self.block_cache_bytes = bytes;

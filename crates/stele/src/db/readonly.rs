@@ -345,6 +345,8 @@ fn load_once(
         // A reader allocates no block numbers: only the cache matters, and it stays valid.
         state.packing = Arc::clone(&p.packing);
     }
+    // The diff starts empty at the manifest: the log's documents may be kept decoded again.
+    state.packing.allow_decoded(opts.block_cache_bytes);
     load_dictionaries(&mut state)?;
     let segment = replay(store, &mut state, &wal_dir, &manifest)?;
     Ok(View {
