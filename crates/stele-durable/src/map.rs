@@ -291,7 +291,7 @@ impl DurableMap {
     /// The value of `key`, borrowed from the file or the diff.
     pub fn get(&self, key: &[u8]) -> Result<Option<&[u8]>> {
         if let Some(v) = self.diff.get(key) {
-            return Ok(v.as_deref());
+            return Ok(v);
         }
         self.get_below(key, self.layers.len())
     }
@@ -313,7 +313,7 @@ impl DurableMap {
     /// ```
     pub fn get_and_origin(&self, key: &[u8]) -> Result<(Option<&[u8]>, Origin)> {
         if let Some(v) = self.diff.get(key) {
-            return Ok((v.as_deref(), Origin::Memory));
+            return Ok((v, Origin::Memory));
         }
         Ok((self.get_below(key, self.layers.len())?, Origin::Table))
     }
@@ -357,7 +357,7 @@ impl DurableMap {
             .diff
             .range(from)
             .next()
-            .map(|(k, v)| (Key::from(&k[..]), v.as_deref()));
+            .map(|e| (Key::from(e.key()), e.value()));
         for layer in self.layers.iter().rev() {
             let Some(entry) = layer.table.range(from).next() else {
                 continue;
@@ -393,7 +393,7 @@ impl DurableMap {
         check_item("key", key)?;
         check_item("value", value)?;
         let existed = self.contains(key)?;
-        self.diff.insert(key, Some(Arc::from(value)));
+        self.diff.insert(key, Some(value));
         if !existed {
             self.len += 1;
         }
@@ -577,24 +577,24 @@ impl DurableMap {
                 let diff = DiffInfo::new(parent, self.len, false);
                 let mut b = TableBuilder::new(self.store.dir(), opts.diff(diff))?;
                 let mut buf = Vec::new();
-                for (k, v) in self.diff.iter() {
+                for e in self.diff.iter() {
                     buf.clear();
-                    match v {
+                    match e.value() {
                         Some(v) => {
                             buf.push(stele_table::DIFF_PUT);
                             buf.extend_from_slice(v);
                         }
                         None => buf.push(stele_table::DIFF_REMOVE),
                     }
-                    b.add(k, &buf)?;
+                    b.add(e.key(), &buf)?;
                 }
                 b.finish()?.id
             }
             None => {
                 let mut b = TableBuilder::new(self.store.dir(), opts)?;
-                for (k, v) in self.diff.iter() {
-                    if let Some(v) = v {
-                        b.add(k, v)?;
+                for e in self.diff.iter() {
+                    if let Some(v) = e.value() {
+                        b.add(e.key(), v)?;
                     }
                 }
                 self.store.finish_base(b)?

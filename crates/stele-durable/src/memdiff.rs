@@ -18,32 +18,119 @@
 //!
 //! Invariant: `index`, where there is one, holds the same pairs as `ordered`.
 
+use std::borrow::Borrow;
+use std::hash::{Hash, Hasher};
 use std::ops::Bound;
 use std::sync::Arc;
 
-/// A key of the in-memory diff, shared by both halves. Ordered and hashed as the byte
-/// string it holds. Shared rather than inline or owned: a put beside a snapshot copies the
-/// nodes on its path in both halves, each with every key and value in it, and copying a
-/// key must then cost a reference count, not an allocation (measured under load: with
-/// owned keys such a put cost 9-13 us, with inline ones up to 47 us where keys spilled
-/// past the inline bytes).
-pub(crate) type DiffKey = Arc<[u8]>;
+/// One entry of the diff, its key and its operation in one shared allocation:
+/// `[op: u8, 1 put / 0 removal][key length: u64 LE][key][value]`. Shared rather than
+/// inline or owned: a put beside a snapshot copies the nodes on its path in both halves,
+/// each with every entry in it, and copying an entry must then cost one reference count,
+/// not an allocation (measured under load: with owned keys such a put cost 9-13 us, with
+/// inline ones up to 47 us where keys spilled past the inline bytes). One allocation for
+/// key and value, not two: a copied node touches half the reference counts, a dropped one
+/// half the frees, and a get reads the value next to the key it compared.
+///
+/// Compared, ordered and hashed as its key alone (as the `[u8]` it borrows as), so the
+/// halves find an entry by key bytes and an insert replaces the entry of an equal key.
+#[derive(Clone)]
+pub(crate) struct Entry(Arc<[u8]>);
 
-/// A value of the diff: `None` is a removal.
-pub(crate) type DiffValue = Option<Arc<[u8]>>;
+/// Bytes before an entry's key.
+const ENTRY_HEAD: usize = 9;
 
-pub(crate) type MemRange<'a> =
-    imbl::ordmap::RangedIter<'a, DiffKey, DiffValue, imbl::shared_ptr::DefaultSharedPtr>;
+impl Entry {
+    fn new(key: &[u8], value: Option<&[u8]>) -> Entry {
+        let head = [u8::from(value.is_some())];
+        let len = (key.len() as u64).to_le_bytes();
+        let value = value.unwrap_or_default();
+        // One allocation: the iterator's length is exact.
+        let bytes: Arc<[u8]> = head
+            .iter()
+            .chain(&len)
+            .chain(key)
+            .chain(value)
+            .copied()
+            .collect();
+        let entry = Entry(bytes);
+        debug_assert!(entry.key() == key && entry.value().is_none_or(|v| v == value));
+        entry
+    }
+
+    fn key_len(&self) -> usize {
+        let mut len = [0u8; 8];
+        if let Some(b) = self.0.get(1..ENTRY_HEAD) {
+            len.copy_from_slice(b);
+        }
+        usize::try_from(u64::from_le_bytes(len)).unwrap_or(usize::MAX)
+    }
+
+    /// The key.
+    pub(crate) fn key(&self) -> &[u8] {
+        self.0
+            .get(ENTRY_HEAD..ENTRY_HEAD.saturating_add(self.key_len()))
+            .unwrap_or_default()
+    }
+
+    /// The value put, or `None` for a removal.
+    pub(crate) fn value(&self) -> Option<&[u8]> {
+        (self.0.first() == Some(&1))
+            .then(|| self.0.get(ENTRY_HEAD.saturating_add(self.key_len())..))
+            .flatten()
+    }
+}
+
+impl Borrow<[u8]> for Entry {
+    fn borrow(&self) -> &[u8] {
+        self.key()
+    }
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for Entry {}
+
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Entry {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key().cmp(other.key())
+    }
+}
+
+impl Hash for Entry {
+    /// As the key's bytes hash (the `Borrow` contract: lookups hash a `[u8]`).
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.key().hash(state);
+    }
+}
+
+impl std::fmt::Debug for Entry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?} => {:?}", self.key(), self.value())
+    }
+}
+
+pub(crate) type MemRange<'a> = imbl::ordset::RangedIter<'a, Entry, imbl::shared_ptr::DefaultSharedPtr>;
 
 /// The in-memory diff of a map (see the module documentation).
 #[derive(Clone)]
 pub(crate) struct MemDiff {
-    ordered: imbl::OrdMap<DiffKey, DiffValue>,
-    index: Option<imbl::HashMap<DiffKey, DiffValue>>,
+    ordered: imbl::OrdSet<Entry>,
+    index: Option<imbl::HashMap<Entry, ()>>,
 }
 
 impl std::fmt::Debug for MemDiff {
-    /// The ordered half only: the index holds the same pairs.
+    /// The ordered half only: the index holds the same entries.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.ordered.fmt(f)
     }
@@ -53,31 +140,32 @@ impl MemDiff {
     /// An empty diff; `indexed`: with the hash half (see the module documentation).
     pub(crate) fn new(indexed: bool) -> MemDiff {
         MemDiff {
-            ordered: imbl::OrdMap::default(),
+            ordered: imbl::OrdSet::default(),
             index: indexed.then(imbl::HashMap::default),
         }
     }
 
-    /// The operation for `key`, if the diff has one.
-    pub(crate) fn get(&self, key: &[u8]) -> Option<&DiffValue> {
+    /// The operation for `key`, if the diff has one: `Some(None)` is a removal.
+    pub(crate) fn get(&self, key: &[u8]) -> Option<Option<&[u8]>> {
         let Some(index) = &self.index else {
-            return self.ordered.get(key);
+            return self.ordered.get(key).map(Entry::value);
         };
-        let found = index.get(key);
+        let found = index.get_key_value(key).map(|(e, ())| e.value());
         debug_assert_eq!(
             found,
-            self.ordered.get(key),
+            self.ordered.get(key).map(Entry::value),
             "the two halves disagree on {key:?}"
         );
         found
     }
 
-    pub(crate) fn insert(&mut self, key: &[u8], value: DiffValue) {
-        let key = DiffKey::from(key);
+    /// Puts `value` for `key` (`None`: a removal mark).
+    pub(crate) fn insert(&mut self, key: &[u8], value: Option<&[u8]>) {
+        let entry = Entry::new(key, value);
         if let Some(index) = &mut self.index {
-            index.insert(key.clone(), value.clone());
+            index.insert(entry.clone(), ());
         }
-        self.ordered.insert(key, value);
+        self.ordered.insert(entry);
         debug_assert!(
             self.index
                 .as_ref()
@@ -106,7 +194,7 @@ impl MemDiff {
     }
 
     /// The entries in key order.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (&DiffKey, &DiffValue)> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Entry> {
         self.ordered.iter()
     }
 
@@ -160,14 +248,13 @@ mod tests {
             indexed in any::<bool>(),
         ) {
             let mut diff = MemDiff::new(indexed);
-            let mut model: BTreeMap<Vec<u8>, DiffValue> = BTreeMap::new();
+            let mut model: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
             let mut frozen = None;
             for (i, (k, op, byte)) in ops.iter().enumerate() {
                 match op {
                     0 => {
-                        let v: DiffValue = Some(Arc::from(&[*byte][..]));
-                        diff.insert(k, v.clone());
-                        model.insert(k.clone(), v);
+                        diff.insert(k, Some(&[*byte][..]));
+                        model.insert(k.clone(), Some(vec![*byte]));
                     }
                     1 => {
                         diff.insert(k, None);
@@ -186,14 +273,14 @@ mod tests {
                 prop_assert_eq!(diff.len(), model.len());
                 prop_assert_eq!(diff.is_empty(), model.is_empty());
                 for p in probes.iter().chain(model.keys()) {
-                    prop_assert_eq!(diff.get(p), model.get(p));
+                    prop_assert_eq!(diff.get(p), model.get(p).map(Option::as_deref));
                 }
-                let all: Vec<_> = diff.iter().map(|(k, v)| (k.to_vec(), v.clone())).collect();
+                let all: Vec<_> = diff.iter().map(|e| (e.key().to_vec(), e.value().map(<[u8]>::to_vec))).collect();
                 let want: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
                 prop_assert_eq!(all, want);
                 for p in &probes {
                     let from = (Bound::Included(p.as_slice()), Bound::Unbounded);
-                    let got: Vec<Vec<u8>> = diff.range(from).map(|(k, _)| k.to_vec()).collect();
+                    let got: Vec<Vec<u8>> = diff.range(from).map(|e| e.key().to_vec()).collect();
                     let want: Vec<Vec<u8>> = model.range::<[u8], _>(from).map(|(k, _)| k.clone()).collect();
                     prop_assert_eq!(got, want);
                 }

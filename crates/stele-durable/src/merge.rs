@@ -4,7 +4,7 @@
 //! down, then the base. For each key the newest source wins; a removal hides the key.
 
 use crate::error::{Error, Result};
-use crate::memdiff::{DiffKey, DiffValue, MemRange};
+use crate::memdiff::{Entry, MemRange};
 use stele_table::{DIFF_PUT, DIFF_REMOVE, Key, MmapBytes, TableId};
 
 /// What a layer says about a key.
@@ -51,9 +51,9 @@ impl<'a> Source<'a> {
         }))
     }
 
-    fn mem_head((k, v): (&'a DiffKey, &'a DiffValue)) -> Head<'a> {
-        let op = v.as_deref().map_or(Op::Remove, Op::Put);
-        (Key::from(&k[..]), op)
+    fn mem_head(e: &'a Entry) -> Head<'a> {
+        let op = e.value().map_or(Op::Remove, Op::Put);
+        (Key::from(e.key()), op)
     }
 
     fn next_front(&mut self) -> Option<Result<Head<'a>>> {
