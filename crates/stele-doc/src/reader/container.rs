@@ -128,6 +128,21 @@ impl SlotPlace {
     };
 }
 
+impl SlotPlace {
+    /// Bytes from the object's header that a read at this place needs.
+    pub(crate) fn end_rel(&self) -> usize {
+        self.end_rel
+    }
+}
+
+/// The 8 bytes of `head` from `rel`, little-endian; all ones when fewer are left.
+#[inline(always)]
+fn head_word(head: &[u8], rel: usize) -> u64 {
+    head.get(rel..)
+        .and_then(|r| r.first_chunk::<8>())
+        .map_or(u64::MAX, |w| u64::from_le_bytes(*w))
+}
+
 /// The low `width` bytes of a word (`width` 1, 2, 4 or 8).
 fn width_mask(width: usize) -> u64 {
     u64::MAX >> (64 - 8 * width.clamp(1, 8))
@@ -349,28 +364,61 @@ impl<'a> Object<'a> {
             return Err(f);
         }
         // One bounds check for the three reads; the ones below only re-slice inside `head`.
-        let Some(head) = s
-            .pos
-            .checked_add(p.end_rel)
-            .and_then(|end| self.doc.bytes.get(s.pos..end))
-        else {
+        let Some(head) = self.head_bytes(p.end_rel) else {
             return Err(f);
         };
-        let word = |rel: usize| {
-            head.get(rel..)
-                .and_then(|r| r.first_chunk::<8>())
-                .map_or(u64::MAX, |w| u64::from_le_bytes(*w))
-        };
-        let key_id = word(p.key_rel) & p.key_mask;
+        let key_id = head_word(head, p.key_rel) & p.key_mask;
         if key_id != slot.key_id as u64 || !self.names_hold(slot) {
             return Err(f);
         }
-        let offset = (word(p.offset_rel) & p.offset_mask) as usize;
-        let tag = head.get(p.tag_rel).and_then(|&t| Tag::from_u8(t));
-        Ok(match (tag, s.pos.checked_sub(offset)) {
-            (Some(tag), Some(at)) => Value::decode_with(self.doc, tag, at, f),
-            _ => None,
-        })
+        Ok(self.read_placed(head, p, f))
+    }
+
+    /// The first `len` bytes from this object's header (`None` past the document's end): the
+    /// one bounds check of fixed-place reads.
+    #[inline(always)]
+    pub(crate) fn head_bytes(&self, len: usize) -> Option<&'a [u8]> {
+        let pos = self.shape.pos;
+        self.doc.bytes.get(pos..pos.checked_add(len)?)
+    }
+
+    /// The value whose offset and tag sit at place `p` of `head` (from [`Object::head_bytes`]
+    /// with at least `p.end_rel` bytes), handed to `f`. The caller has checked that this object
+    /// has the count and flags `p` was computed for and which key sits there; a place that does
+    /// not fit gives `None` or another value of this document, never a read outside it.
+    #[inline(always)]
+    pub(crate) fn read_placed<R>(
+        &self,
+        head: &[u8],
+        p: &SlotPlace,
+        f: impl FnOnce(Value<'a>) -> R,
+    ) -> Option<R> {
+        let offset = (head_word(head, p.offset_rel) & p.offset_mask) as usize;
+        let tag = Tag::from_u8(*head.get(p.tag_rel)?)?;
+        Value::decode_with(self.doc, tag, self.shape.pos.checked_sub(offset)?, f)
+    }
+
+    /// The property count and flags byte: with them equal, two objects' headers have the same
+    /// layout (widths, where each part starts).
+    #[inline(always)]
+    pub(crate) fn len_and_flags(&self) -> (usize, u8) {
+        (self.shape.len, self.shape.flags)
+    }
+
+    /// The key ids in sorted order, as stored.
+    #[inline(always)]
+    pub(crate) fn key_id_bytes(&self) -> &'a [u8] {
+        let s = &self.shape;
+        self.doc
+            .bytes
+            .get(s.keys_at()..s.offsets_at())
+            .unwrap_or_default()
+    }
+
+    /// The document's names area.
+    #[inline(always)]
+    pub(crate) fn names(&self) -> &'a [u8] {
+        self.doc.names
     }
 
     /// Where property `i`'s parts sit in this object's header (see [`SlotPlace`]).

@@ -129,6 +129,24 @@ impl Path {
         &self.segments
     }
 
+    /// The path split after its first step when that step is a key: the one-key path and the
+    /// rest (`None` when nothing follows). `None` for the empty path and paths that start with
+    /// an index.
+    pub(crate) fn split_first_key(&self) -> Option<(Path, Option<Path>)> {
+        let (first, rest) = self.segments.split_first()?;
+        let PathSegment::Key(_) = first else {
+            return None;
+        };
+        let part = |segments: &[PathSegment]| Path {
+            text: self.text.clone(),
+            segments: segments.to_vec(),
+        };
+        Some((
+            part(std::slice::from_ref(first)),
+            (!rest.is_empty()).then(|| part(rest)),
+        ))
+    }
+
     /// Follows the path from `root`.
     pub fn get<'a>(&self, root: Value<'a>) -> Option<Value<'a>> {
         let mut v = root;
@@ -324,6 +342,15 @@ impl CachedPath {
         match (&mut *self.steps, doc.root_object()) {
             ([Step::Key(step)], Some(o)) => step.read_in(o, f),
             _ => self.read(doc.root(), f),
+        }
+    }
+
+    /// The remembered slot of a path that is one key: after a read that found the key, where
+    /// it was (sorted index, key id, name entry). `None` for other paths.
+    pub(crate) fn key_slot(&self) -> Option<&SlotKey> {
+        match &*self.steps {
+            [Step::Key(step)] => Some(&step.slot),
+            _ => None,
         }
     }
 }
