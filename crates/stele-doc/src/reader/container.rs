@@ -449,13 +449,20 @@ impl<'a> Object<'a> {
         if !self.names_hold(slot) {
             return None;
         }
+        self.find_key_id(slot.key_id)
+    }
+
+    /// The sorted index of the property with key id `key_id` (ids of one object are distinct):
+    /// a scan of the key ids, bytes compared when they are one byte wide (most objects).
+    #[inline]
+    pub(crate) fn find_key_id(&self, key_id: usize) -> Option<usize> {
         let s = &self.shape;
         if s.key_width() == 1 {
             let ids = self.doc.bytes.get(s.keys_at()..s.keys_at() + s.len)?;
-            let id = u8::try_from(slot.key_id).ok()?;
+            let id = u8::try_from(key_id).ok()?;
             return ids.iter().position(|&b| b == id);
         }
-        (0..s.len).find(|&i| self.key_id(i) == slot.key_id)
+        (0..s.len).find(|&i| self.key_id(i) == key_id)
     }
 
     /// Sorted index of property `key`, by binary search.

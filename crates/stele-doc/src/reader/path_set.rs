@@ -46,20 +46,39 @@ pub struct PathSet {
     paths: Box<[Path]>,
     fields: Box<[Field]>,
     shape: Shape,
+    /// Documents in a row that did not have the remembered shape.
+    misses: u8,
+    /// Documents still to read path by path, without comparing or learning shapes.
+    skip: u8,
 }
+
+/// After this many documents in a row without the remembered shape (a collection whose root
+/// keys vary from one document to the next), the set reads [`SKIP_DOCUMENTS`] documents path by
+/// path, as separate [`CachedPath`]s would, instead of comparing and learning shapes that do
+/// not repeat; then it tries again.
+const MISS_RUN: u8 = 4;
+const SKIP_DOCUMENTS: u8 = 64;
 
 #[derive(Debug, Clone)]
 enum Field {
-    /// A path whose first step is a key: that key as a one-key cached path (read when the shape
-    /// differs), the steps after it, and where the key sits in the remembered shape (`None`:
-    /// absent there).
-    Keyed {
-        first: CachedPath,
-        rest: Option<CachedPath>,
-        place: Option<SlotPlace>,
-    },
+    /// A path whose first step is a key.
+    Keyed(KeyedField),
     /// The empty path, or one that starts with an index: read on its own every time.
     Other(CachedPath),
+}
+
+/// A path whose first step is a key, and where that key sat in the remembered shape.
+#[derive(Debug, Clone)]
+struct KeyedField {
+    /// The first key as a one-key cached path: read when the names differ from the
+    /// remembered ones.
+    first: CachedPath,
+    /// The steps after the first key.
+    rest: Option<CachedPath>,
+    /// The key's id in the remembered document (the offset of its name in the names area).
+    key_id: usize,
+    /// Its sorted index there, and where its parts sit in the root header; `None`: absent.
+    at: Option<(usize, SlotPlace)>,
 }
 
 /// The root object shape remembered from the last document read in full.
@@ -67,17 +86,32 @@ enum Field {
 struct Shape {
     /// Whether the fields below describe a document (and the set has keyed paths).
     known: bool,
+    /// Whether a keyed path's key was absent from that document.
+    absent: bool,
     len: usize,
     flags: u8,
     key_ids: Vec<u8>,
     /// The names area's bytes from its start: up to the end of the last name a keyed path
-    /// found, or the whole area when some key was absent. A document with the same key ids
-    /// whose names area starts with these bytes names each key the paths found the same way
-    /// (its entry lies inside them); with the whole area, every root key (each root key id
-    /// points into it), so the root has the same keys and an absent one is absent again.
+    /// found, or the whole area when some key was absent. A document whose names area starts
+    /// with these bytes names each key the paths found with the same id (its entry lies inside
+    /// them); with the whole area, every root key of a document with the same key ids is named
+    /// as before (each root key id points into it), so the root has the same keys and an absent
+    /// one is absent again.
     names: Vec<u8>,
     /// Bytes of the root header the fixed-place reads need (the largest place's end).
     head_len: usize,
+}
+
+/// How a document's root compares with the remembered shape.
+enum Likeness<'a> {
+    /// The same header layout, key ids and names: every key at its remembered place (the
+    /// root header's first bytes, as many as the places need).
+    Same(&'a [u8]),
+    /// The same names (so the same key ids for the keys the paths use, all found last time),
+    /// another header: each key found by its id.
+    SameNames,
+    /// Anything else.
+    Other,
 }
 
 impl PathSet {
@@ -95,11 +129,12 @@ impl PathSet {
         let fields = paths
             .iter()
             .map(|p| match p.split_first_key() {
-                Some((first, rest)) => Field::Keyed {
+                Some((first, rest)) => Field::Keyed(KeyedField {
                     first: CachedPath::from_path(first),
                     rest: rest.map(CachedPath::from_path),
-                    place: None,
-                },
+                    key_id: usize::MAX,
+                    at: None,
+                }),
                 None => Field::Other(CachedPath::from_path(p.clone())),
             })
             .collect();
@@ -107,6 +142,8 @@ impl PathSet {
             paths: paths.into_boxed_slice(),
             fields,
             shape: Shape::default(),
+            misses: 0,
+            skip: 0,
         }
     }
 
@@ -135,33 +172,115 @@ impl PathSet {
         doc: &'a Document<B>,
         mut f: impl FnMut(usize, Value<'a>),
     ) {
-        if let Some(o) = doc.root_object()
-            && let Some(head) = self.shape.head_if_same(&o)
-        {
-            for (i, field) in self.fields.iter_mut().enumerate() {
-                match field {
-                    Field::Keyed {
-                        place: Some(place),
-                        rest,
-                        ..
-                    } => match rest {
-                        None => o.read_placed(head, place, |v| f(i, v)),
-                        Some(rest) => o.read_placed(head, place, |v| {
-                            rest.read(v, |v| f(i, v));
-                        }),
-                    },
-                    Field::Keyed { place: None, .. } => None,
-                    Field::Other(p) => p.read_doc(doc, |v| f(i, v)),
-                };
-            }
+        if self.skip > 0 {
+            self.skip -= 1;
+            self.read_each(doc, f);
             return;
         }
+        if let Some(o) = doc.root_object() {
+            match self.shape.compare(&o) {
+                Likeness::Same(head) => {
+                    self.misses = 0;
+                    for (i, field) in self.fields.iter_mut().enumerate() {
+                        // One call of `f` in line (it is inlined into each value type's
+                        // arm); longer paths out of line, so that it stays inlined.
+                        match field {
+                            Field::Keyed(KeyedField {
+                                rest: None,
+                                at: Some((_, place)),
+                                ..
+                            }) => {
+                                o.read_placed(head, place, |v| f(i, v));
+                            }
+                            Field::Keyed(KeyedField { at: None, .. }) => {}
+                            _ => field.read_longer(doc, &o, head, |v| f(i, v)),
+                        }
+                    }
+                    return;
+                }
+                Likeness::SameNames if self.find_by_key_ids(&o) => {
+                    self.missed();
+                    self.read_found(doc, &o, f);
+                    return;
+                }
+                _ => {}
+            }
+        }
+        self.missed();
         self.read_and_learn(doc, f);
     }
 
+    /// Counts a document without the remembered shape; after [`MISS_RUN`] in a row, reads the
+    /// next [`SKIP_DOCUMENTS`] path by path. The count restarts two short of the run, so that
+    /// after the skip one document is learned and the next compared before skipping again.
+    #[inline(always)]
+    fn missed(&mut self) {
+        self.misses += 1;
+        if self.misses >= MISS_RUN {
+            self.misses = MISS_RUN - 2;
+            self.skip = SKIP_DOCUMENTS;
+        }
+    }
+
+    /// Every path read with its own cached path; no shape compared or learned.
+    #[inline(never)]
+    fn read_each<'a, B: AsRef<[u8]>>(
+        &mut self,
+        doc: &'a Document<B>,
+        mut f: impl FnMut(usize, Value<'a>),
+    ) {
+        for (i, field) in self.fields.iter_mut().enumerate() {
+            field.read_alone(doc, |v| f(i, v));
+        }
+    }
+
+    /// Each keyed path's key found by its remembered id in `o` (whose names area names it the
+    /// same way), the index kept; `false` if some id is not a key of `o`.
+    #[inline]
+    fn find_by_key_ids(&mut self, o: &Object<'_>) -> bool {
+        for field in self.fields.iter_mut() {
+            if let Field::Keyed(k) = field {
+                let Some(i) = o.find_key_id(k.key_id) else {
+                    return false;
+                };
+                k.at = Some((i, SlotPlace::NONE));
+            }
+        }
+        true
+    }
+
+    /// The values at the indexes [`PathSet::find_by_key_ids`] found, and `o`'s header
+    /// remembered (the names are the same).
+    #[inline(never)]
+    fn read_found<'a, B: AsRef<[u8]>>(
+        &mut self,
+        doc: &'a Document<B>,
+        o: &Object<'a>,
+        mut f: impl FnMut(usize, Value<'a>),
+    ) {
+        for (i, field) in self.fields.iter_mut().enumerate() {
+            match field {
+                Field::Keyed(k) => {
+                    if let Some((index, place)) = &mut k.at {
+                        match &mut k.rest {
+                            None => o.value_at_with(*index, |v| f(i, v)),
+                            Some(rest) => o.value_at_with(*index, |v| {
+                                rest.read(v, |v| f(i, v));
+                            }),
+                        };
+                        *place = o.place_of(*index);
+                    }
+                }
+                Field::Other(p) => {
+                    p.read_doc(doc, |v| f(i, v));
+                }
+            }
+        }
+        self.shape.learn_header(o, &self.fields);
+    }
+
     /// Every path read with its own cached path, then the shape of `doc` remembered: the path
-    /// when the shape differs from the last one, out of line so the same-shape path stays
-    /// small.
+    /// when the names differ from the last ones, out of line so the others stay small.
     #[inline(never)]
     fn read_and_learn<'a, B: AsRef<[u8]>>(
         &mut self,
@@ -170,22 +289,14 @@ impl PathSet {
     ) {
         let root = doc.root_object();
         for (i, field) in self.fields.iter_mut().enumerate() {
-            match field {
-                Field::Keyed { first, rest, place } => {
-                    let found = first.read_doc(doc, |v| match rest {
-                        None => f(i, v),
-                        Some(rest) => {
-                            rest.read(v, |v| f(i, v));
-                        }
-                    });
-                    *place = match (found, root, first.key_slot()) {
-                        (Some(()), Some(o), Some(slot)) => Some(o.place_of(slot.index)),
-                        _ => None,
-                    };
-                }
-                Field::Other(p) => {
-                    p.read_doc(doc, |v| f(i, v));
-                }
+            let found = field.read_alone(doc, |v| f(i, v));
+            if let Field::Keyed(k) = field {
+                (k.key_id, k.at) = match (found, root, k.first.key_slot()) {
+                    (true, Some(o), Some(slot)) => {
+                        (slot.key_id, Some((slot.index, o.place_of(slot.index))))
+                    }
+                    _ => (usize::MAX, None),
+                };
             }
         }
         match root {
@@ -195,35 +306,115 @@ impl PathSet {
     }
 }
 
-impl Shape {
-    /// The root header's bytes the fixed-place reads need, when `o` has the remembered shape:
-    /// the same count and flags (so the same header layout), the same key ids in sorted order,
-    /// and the same names from the names area's start as far as [`Shape::names`] goes. Then
-    /// every keyed path's key sits at its remembered index, or is absent.
+impl Field {
+    /// A path of the same shape that goes on after its first key (or starts with an index).
+    #[inline(never)]
+    fn read_longer<'a, B: AsRef<[u8]>>(
+        &mut self,
+        doc: &'a Document<B>,
+        o: &Object<'a>,
+        head: &[u8],
+        f: impl FnOnce(Value<'a>),
+    ) {
+        match self {
+            Field::Keyed(KeyedField {
+                rest,
+                at: Some((_, place)),
+                ..
+            }) => {
+                o.read_placed(head, place, |v| match rest {
+                    Some(rest) => {
+                        rest.read(v, f);
+                    }
+                    None => f(v),
+                });
+            }
+            Field::Keyed(KeyedField { at: None, .. }) => {}
+            Field::Other(p) => {
+                p.read_doc(doc, f);
+            }
+        }
+    }
+
+    /// The path read on its own (its cached paths' slots); for a keyed path, whether the first
+    /// key was found.
     #[inline(always)]
-    fn head_if_same<'a>(&self, o: &Object<'a>) -> Option<&'a [u8]> {
-        if !self.known || o.len_and_flags() != (self.len, self.flags) {
-            return None;
+    fn read_alone<'a, B: AsRef<[u8]>>(
+        &mut self,
+        doc: &'a Document<B>,
+        f: impl FnOnce(Value<'a>),
+    ) -> bool {
+        match self {
+            // One call of `f` in line, as in `PathSet::read_doc`.
+            Field::Keyed(KeyedField {
+                first, rest: None, ..
+            }) => first.read_doc(doc, f).is_some(),
+            _ => self.read_alone_longer(doc, f),
         }
-        let names = o.names().get(..self.names.len())?;
-        if !same_bytes(o.key_id_bytes(), &self.key_ids) || !same_bytes(names, &self.names) {
-            return None;
+    }
+
+    /// [`Field::read_alone`] for a path that goes on after its first key or starts with an
+    /// index.
+    #[inline(never)]
+    fn read_alone_longer<'a, B: AsRef<[u8]>>(
+        &mut self,
+        doc: &'a Document<B>,
+        f: impl FnOnce(Value<'a>),
+    ) -> bool {
+        match self {
+            Field::Keyed(k) => {
+                let rest = &mut k.rest;
+                k.first
+                    .read_doc(doc, |v| match rest {
+                        None => f(v),
+                        Some(rest) => {
+                            rest.read(v, f);
+                        }
+                    })
+                    .is_some()
+            }
+            Field::Other(p) => p.read_doc(doc, f).is_some(),
         }
-        o.head_bytes(self.head_len)
+    }
+}
+
+impl Shape {
+    /// How `o` compares with the remembered shape: the same names from the names area's start
+    /// as far as [`Shape::names`] goes, then the same count and flags (so the same header
+    /// layout) and the same key ids in sorted order: every keyed path's key sits at its
+    /// remembered index, or is absent.
+    #[inline(always)]
+    fn compare<'a>(&self, o: &Object<'a>) -> Likeness<'a> {
+        let same_names = self.known
+            && o.names()
+                .get(..self.names.len())
+                .is_some_and(|names| same_bytes(names, &self.names));
+        if !same_names {
+            return Likeness::Other;
+        }
+        if o.len_and_flags() == (self.len, self.flags)
+            && same_bytes(o.key_id_bytes(), &self.key_ids)
+            && let Some(head) = o.head_bytes(self.head_len)
+        {
+            return Likeness::Same(head);
+        }
+        match self.absent {
+            false => Likeness::SameNames,
+            true => Likeness::Other,
+        }
     }
 
     /// Remembers `o`'s shape, the keyed fields' places having just been set from it.
     fn learn(&mut self, o: &Object<'_>, fields: &[Field]) {
-        let (mut names_end, mut head_len, mut keyed, mut absent) = (0, 0, false, false);
+        let (mut names_end, mut keyed, mut absent) = (0, false, false);
         for field in fields {
-            let Field::Keyed { first, place, .. } = field else {
+            let Field::Keyed(k) = field else {
                 continue;
             };
             keyed = true;
-            match (place, first.key_slot()) {
-                (Some(place), Some(slot)) => {
+            match (&k.at, k.first.key_slot()) {
+                (Some(_), Some(slot)) => {
                     names_end = names_end.max(slot.key_id.saturating_add(slot.entry.len()));
-                    head_len = head_len.max(place.end_rel());
                 }
                 _ => absent = true,
             }
@@ -238,12 +429,29 @@ impl Shape {
             self.known = false;
             return;
         };
+        self.names.clear();
+        self.names.extend_from_slice(names);
+        self.absent = absent;
+        self.learn_header(o, fields);
+    }
+
+    /// Remembers `o`'s root header (count, flags, key ids) and how much of it the keyed fields'
+    /// places need; the names stay.
+    fn learn_header(&mut self, o: &Object<'_>, fields: &[Field]) {
         (self.len, self.flags) = o.len_and_flags();
         self.key_ids.clear();
         self.key_ids.extend_from_slice(o.key_id_bytes());
-        self.names.clear();
-        self.names.extend_from_slice(names);
-        self.head_len = head_len;
+        self.head_len = fields
+            .iter()
+            .filter_map(|field| match field {
+                Field::Keyed(KeyedField {
+                    at: Some((_, place)),
+                    ..
+                }) => Some(place.end_rel()),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
         self.known = true;
     }
 }
