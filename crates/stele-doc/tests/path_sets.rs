@@ -33,7 +33,9 @@ fn value(k: usize, kind: u8, n: u32, shape: &[usize], depth: u32) -> J {
     let name = key(k);
     match kind % 6 {
         0 | 1 => J::String(format!("{name}={}", "x".repeat(n as usize % 40))),
-        2 => J::from(i64::from(n) * 1_000_003 * if n.is_multiple_of(2) { 1 } else { -1 } + k as i64),
+        2 => {
+            J::from(i64::from(n) * 1_000_003 * if n.is_multiple_of(2) { 1 } else { -1 } + k as i64)
+        }
         3 if depth > 0 => object(shape, shape, n, depth - 1),
         4 if depth > 0 => J::Array(vec![
             object(shape, shape, n + 1, depth - 1),

@@ -345,6 +345,17 @@ impl CachedPath {
         }
     }
 
+    /// For a path that is one key, the key's sorted index in `o` (the remembered slot checked
+    /// first, as [`CachedPath::read`] does, the slot remembered); `None` if absent or the path
+    /// is not one key. For callers that read the value with one decode of their own.
+    #[inline(always)]
+    pub(crate) fn key_index_in(&mut self, o: Object<'_>) -> Option<usize> {
+        match &mut *self.steps {
+            [Step::Key(step)] => step.index_in(o),
+            _ => None,
+        }
+    }
+
     /// The remembered slot of a path that is one key: after a read that found the key, where
     /// it was (sorted index, key id, name entry). `None` for other paths.
     pub(crate) fn key_slot(&self) -> Option<&SlotKey> {
@@ -378,6 +389,11 @@ impl KeyStep {
     /// document.
     #[inline(never)]
     fn miss<'a>(&mut self, o: Object<'a>) -> Option<Value<'a>> {
+        o.value_at(self.miss_index(o)?)
+    }
+
+    /// [`KeyStep::miss`] without the value: the key's sorted index, remembered.
+    fn miss_index(&mut self, o: Object<'_>) -> Option<usize> {
         let i = match o.find_slot_id(&self.slot) {
             Some(i) => i,
             None => o.find(&self.key)?,
@@ -385,7 +401,21 @@ impl KeyStep {
         self.slot.index = i;
         self.slot.key_id = o.key_id(i);
         self.slot.place = o.place_of(i);
-        o.value_at(i)
+        Some(i)
+    }
+
+    /// The key's sorted index in `o`: the remembered slot checked, else found and remembered.
+    #[inline(always)]
+    fn index_in(&mut self, o: Object<'_>) -> Option<usize> {
+        if o.slot_holds(&self.slot) {
+            return Some(self.slot.index);
+        }
+        self.miss_index_out_of_line(o)
+    }
+
+    #[inline(never)]
+    fn miss_index_out_of_line(&mut self, o: Object<'_>) -> Option<usize> {
+        self.miss_index(o)
     }
 }
 
