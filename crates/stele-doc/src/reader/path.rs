@@ -165,7 +165,8 @@ impl Path {
 /// at the same sorted index, then the name's bytes, compared as one or two words) and reads the
 /// value in place, instead of a binary search (the blittable series' property cache). On a miss
 /// it searches and remembers the new slot. A hit never returns another key's value: the name at
-/// the slot is compared in full every time.
+/// the slot is compared in full every time. To read several paths of each document, a
+/// [`crate::PathSet`] checks the root's shape once for all of them.
 ///
 /// ```
 /// use stele_doc::{CachedPath, Document, from_json};
