@@ -304,6 +304,12 @@ impl<'a> Object<'a> {
     /// Value of the `i`-th property in sorted order, handed to `f` (see [`Value::decode_with`]).
     #[inline(always)]
     pub(crate) fn value_at_with<R>(&self, i: usize, f: impl FnOnce(Value<'a>) -> R) -> Option<R> {
+        self.decode_at(self.value_pos(i)?, f)
+    }
+
+    /// The type and payload position of the `i`-th property's value in sorted order.
+    #[inline(always)]
+    pub(crate) fn value_pos(&self, i: usize) -> Option<(Tag, usize)> {
         let s = &self.shape;
         if i >= s.len {
             return None;
@@ -314,7 +320,18 @@ impl<'a> Object<'a> {
             s.offsets_at() + i * s.offset_width(),
             s.offset_width(),
         )? as usize;
-        Value::decode_with(self.doc, tag, s.pos.checked_sub(offset)?, f)
+        Some((tag, s.pos.checked_sub(offset)?))
+    }
+
+    /// The value of type `tag` at `pos` in this object's document (from
+    /// [`Object::value_pos`] or [`Object::placed_value`]), handed to `f`.
+    #[inline(always)]
+    pub(crate) fn decode_at<R>(
+        &self,
+        (tag, pos): (Tag, usize),
+        f: impl FnOnce(Value<'a>) -> R,
+    ) -> Option<R> {
+        Value::decode_with(self.doc, tag, pos, f)
     }
 
     /// Whether the property at the remembered sorted index has the remembered key id and the
@@ -359,19 +376,24 @@ impl<'a> Object<'a> {
         slot: &super::path::SlotKey,
         f: F,
     ) -> Result<Option<R>, F> {
+        match self.place_holds(slot) {
+            Some(head) => Ok(self.read_placed(head, &slot.place, f)),
+            None => Err(f),
+        }
+    }
+
+    /// [`Object::read_place`]'s check: the header's first bytes (as many as the place needs)
+    /// when this object has the place's count and flags and the remembered key there.
+    #[inline(always)]
+    pub(crate) fn place_holds(&self, slot: &super::path::SlotKey) -> Option<&'a [u8]> {
         let (s, p) = (&self.shape, &slot.place);
         if s.len != p.len || s.flags != p.flags {
-            return Err(f);
+            return None;
         }
-        // One bounds check for the three reads; the ones below only re-slice inside `head`.
-        let Some(head) = self.head_bytes(p.end_rel) else {
-            return Err(f);
-        };
+        // One bounds check for the three reads; the ones after only re-slice inside `head`.
+        let head = self.head_bytes(p.end_rel)?;
         let key_id = head_word(head, p.key_rel) & p.key_mask;
-        if key_id != slot.key_id as u64 || !self.names_hold(slot) {
-            return Err(f);
-        }
-        Ok(self.read_placed(head, p, f))
+        (key_id == slot.key_id as u64 && self.names_hold(slot)).then_some(head)
     }
 
     /// The first `len` bytes from this object's header (`None` past the document's end): the
@@ -393,9 +415,15 @@ impl<'a> Object<'a> {
         p: &SlotPlace,
         f: impl FnOnce(Value<'a>) -> R,
     ) -> Option<R> {
+        self.decode_at(self.placed_value(head, p)?, f)
+    }
+
+    /// The type and payload position of the value at place `p` (as [`Object::read_placed`]).
+    #[inline(always)]
+    pub(crate) fn placed_value(&self, head: &[u8], p: &SlotPlace) -> Option<(Tag, usize)> {
         let offset = (head_word(head, p.offset_rel) & p.offset_mask) as usize;
         let tag = Tag::from_u8(*head.get(p.tag_rel)?)?;
-        Value::decode_with(self.doc, tag, self.shape.pos.checked_sub(offset)?, f)
+        Some((tag, self.shape.pos.checked_sub(offset)?))
     }
 
     /// The property count and flags byte: with them equal, two objects' headers have the same
@@ -413,6 +441,22 @@ impl<'a> Object<'a> {
             .bytes
             .get(s.keys_at()..s.offsets_at())
             .unwrap_or_default()
+    }
+
+    /// Where the last of this object's key names ends in the names area (the largest key id's
+    /// entry end): the names area up to there names every key of the object.
+    pub(crate) fn names_end_of_keys(&self) -> usize {
+        let names = self.doc.names;
+        (0..self.shape.len)
+            .map(|i| {
+                let id = self.key_id(i);
+                match get_varint(names, id) {
+                    Some((len, used)) => (id + used).saturating_add(len as usize),
+                    None => usize::MAX,
+                }
+            })
+            .max()
+            .unwrap_or(0)
     }
 
     /// The document's names area.

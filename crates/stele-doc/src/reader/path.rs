@@ -5,6 +5,7 @@ use super::Document;
 use super::container::{Object, SlotPlace};
 use super::value::Value;
 use crate::error::{Error, Result};
+use crate::format::Tag;
 
 /// One step of a [`Path`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -346,13 +347,14 @@ impl CachedPath {
         }
     }
 
-    /// For a path that is one key, the key's sorted index in `o` (the remembered slot checked
-    /// first, as [`CachedPath::read`] does, the slot remembered); `None` if absent or the path
-    /// is not one key. For callers that read the value with one decode of their own.
+    /// For a path that is one key, where its value is in `o` (type and payload position; the
+    /// remembered slot checked first, as [`CachedPath::read`] does, the slot remembered);
+    /// `None` if absent or the path is not one key. For callers that decode the value once
+    /// themselves ([`Object::decode_at`]).
     #[inline(always)]
-    pub(crate) fn key_index_in(&mut self, o: Object<'_>) -> Option<usize> {
+    pub(crate) fn locate_in(&mut self, o: Object<'_>) -> Option<(Tag, usize)> {
         match &mut *self.steps {
-            [Step::Key(step)] => step.index_in(o),
+            [Step::Key(step)] => step.locate(o),
             _ => None,
         }
     }
@@ -405,13 +407,18 @@ impl KeyStep {
         Some(i)
     }
 
-    /// The key's sorted index in `o`: the remembered slot checked, else found and remembered.
+    /// Where the key's value is in `o` (type and payload position): the same checks as
+    /// [`KeyStep::read_in`] (the remembered place, the remembered slot, else found and
+    /// remembered), without decoding.
     #[inline(always)]
-    fn index_in(&mut self, o: Object<'_>) -> Option<usize> {
-        if o.slot_holds(&self.slot) {
-            return Some(self.slot.index);
+    fn locate(&mut self, o: Object<'_>) -> Option<(Tag, usize)> {
+        if let Some(head) = o.place_holds(&self.slot) {
+            return o.placed_value(head, &self.slot.place);
         }
-        self.miss_index_out_of_line(o)
+        if o.slot_holds(&self.slot) {
+            return o.value_pos(self.slot.index);
+        }
+        o.value_pos(self.miss_index_out_of_line(o)?)
     }
 
     #[inline(never)]

@@ -12,12 +12,22 @@ use crate::error::Result;
 ///
 /// Documents of one collection often have the same root shape: the same keys, so the same root
 /// header (count, widths, key ids) and the same names. A `PathSet` remembers the root shape of
-/// the last document it read in full and where each path's first key sat in it. On the next
-/// document it checks the shape once: the root header's count and flags, its key ids (compared
-/// as bytes), and the names area's bytes up to the last name the paths use (all of it when a
-/// key was absent: then every root key's name is compared, so the key is absent again). When they are equal every key sits where it sat,
-/// and each path is an offset and a tag read at a fixed place. Otherwise each path is read with
-/// its own [`CachedPath`] (which remembers its own slot) and the shape is learned again.
+/// the last document it learned and where each path's first key sat in it. On the next
+/// document it checks the shape once for all paths:
+///
+/// - the names area's bytes from its start, up to the end of the last name the paths use (when
+///   a key was absent, up to the end of the last root key's name, so that the root has the
+///   same keys and the key is absent again);
+/// - the root header's count and flags (so the same header layout) and its key ids, as bytes.
+///
+/// When all are equal, every key sits where it sat and each path is an offset and a tag read at
+/// a fixed place. When only the header differs, each key is found by its remembered id (a scan
+/// of the key ids) and the header is learned. Otherwise each path is read with its own
+/// [`CachedPath`] (which remembers its own slot) and the shape is learned again. After a few
+/// documents in a row without the remembered shape (root keys that vary from document to
+/// document), the set reads the next ones path by path for a while, without comparing or
+/// learning, then tries again: on such collections it costs about what separate cached paths
+/// cost.
 ///
 /// Paths after their first key (`address.city`) continue with a [`CachedPath`] from the first
 /// key's value; a path that starts with an index, and the empty path, are read on their own.
@@ -92,11 +102,11 @@ struct Shape {
     flags: u8,
     key_ids: Vec<u8>,
     /// The names area's bytes from its start: up to the end of the last name a keyed path
-    /// found, or the whole area when some key was absent. A document whose names area starts
-    /// with these bytes names each key the paths found with the same id (its entry lies inside
-    /// them); with the whole area, every root key of a document with the same key ids is named
-    /// as before (each root key id points into it), so the root has the same keys and an absent
-    /// one is absent again.
+    /// found, or when some key was absent, of the last name of a root key. A document with the
+    /// same key ids whose names area starts with these bytes names each key the paths found
+    /// the same way (its entry lies inside them); in the second case every root key too (each
+    /// root key id's entry lies inside them), so the root has the same keys and an absent one
+    /// is absent again.
     names: Vec<u8>,
     /// Bytes of the root header the fixed-place reads need (the largest place's end).
     head_len: usize,
@@ -234,7 +244,7 @@ impl PathSet {
     ) {
         let root = doc.root_object();
         for (i, field) in self.fields.iter_mut().enumerate() {
-            // One decode with `f` in line per path: the index found first (the closure stays
+            // One decode with `f` in line per path: the value found first (the closure stays
             // inlined into each value type's arm, as in `read_doc`'s same-shape loop).
             match (field, root) {
                 (
@@ -243,8 +253,8 @@ impl PathSet {
                     }),
                     Some(o),
                 ) => {
-                    if let Some(index) = first.key_index_in(o) {
-                        o.value_at_with(index, |v| f(i, v));
+                    if let Some(at) = first.locate_in(o) {
+                        o.decode_at(at, |v| f(i, v));
                     }
                 }
                 (field, _) => {
@@ -459,11 +469,10 @@ impl Shape {
                 _ => absent = true,
             }
         }
-        let names = o.names();
-        let names = match absent {
-            true => Some(names),
-            false => names.get(..names_end),
-        };
+        if absent {
+            names_end = names_end.max(o.names_end_of_keys());
+        }
+        let names = o.names().get(..names_end);
         let (Some(names), true) = (names, keyed) else {
             // No keyed path (nothing to share), or a broken promise of trusted bytes.
             self.known = false;
