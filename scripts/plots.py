@@ -347,7 +347,7 @@ def doc_plots() -> dict[str, str]:
         axis="ns per document",
         categories=[short(r[t.col("collection")]) for r in rows],
         series=series_of(t, rows, [
-            ("Stele (cached paths)", "ours cached"),
+            ("Stele (path set)", "ours cached"),
             ("sonic-rs get", "sonic get"),
             ("sonic-rs get_many", "sonic many"),
             ("serde_json parse + get", "serde_json"),

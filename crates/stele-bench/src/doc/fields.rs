@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::hint::black_box;
 
 use anyhow::Result;
-use stele_doc::{CachedPath, Document};
+use stele_doc::{CachedPath, Document, PathSet};
 
 use super::data::{Collection, Docs};
 use super::peers::{digest_ours, digest_serde, digest_sonic};
@@ -30,9 +30,18 @@ fn pick_keys(c: &Collection) -> Vec<String> {
 /// (fields found, digest of their values).
 type Read = (u64, u64);
 
-/// Every path read on `doc` with `CachedPath::read_doc`, added to `r`.
+/// Every path of the set read on `doc`, added to `r`.
 #[inline(always)]
-fn read_fields(doc: &Document<&[u8]>, paths: &mut [CachedPath], r: &mut Read) {
+fn read_fields(doc: &Document<&[u8]>, set: &mut PathSet, r: &mut Read) {
+    set.read_doc(doc, |_, v| {
+        r.0 += 1;
+        r.1 = r.1.wrapping_add(digest_ours(&v));
+    });
+}
+
+/// Every path read on `doc` with its own `CachedPath::read_doc`, added to `r`.
+#[inline(always)]
+fn read_each(doc: &Document<&[u8]>, paths: &mut [CachedPath], r: &mut Read) {
     for p in paths.iter_mut() {
         if let Some(d) = p.read_doc(doc, |v| digest_ours(&v)) {
             r.0 += 1;
@@ -41,11 +50,22 @@ fn read_fields(doc: &Document<&[u8]>, paths: &mut [CachedPath], r: &mut Read) {
     }
 }
 
-fn ours_cached(docs: &Docs, paths: &mut [CachedPath]) -> Read {
+/// The 3 fields read with one `PathSet` (one shape check per document).
+fn ours_cached(docs: &Docs, set: &mut PathSet) -> Read {
     let mut r = (0, 0);
     for b in docs.iter() {
         // SAFETY: bytes written by `DocumentWriter` (trusted).
-        read_fields(&unsafe { Document::new_unchecked(b) }, paths, &mut r);
+        read_fields(&unsafe { Document::new_unchecked(b) }, set, &mut r);
+    }
+    r
+}
+
+/// The 3 fields read with a `CachedPath` each (a slot check per field).
+fn ours_cached_path(docs: &Docs, paths: &mut [CachedPath]) -> Read {
+    let mut r = (0, 0);
+    for b in docs.iter() {
+        // SAFETY: bytes written by `DocumentWriter` (trusted).
+        read_each(&unsafe { Document::new_unchecked(b) }, paths, &mut r);
     }
     r
 }
@@ -55,7 +75,7 @@ const PREFETCH_AHEAD: usize = 4;
 
 /// As [`ours_cached`], with `prefetch_document` on the document [`PREFETCH_AHEAD`] ahead: what
 /// a loop over many documents out of cache can do to overlap their cache misses.
-fn ours_prefetch(docs: &Docs, paths: &mut [CachedPath]) -> Read {
+fn ours_prefetch(docs: &Docs, set: &mut PathSet) -> Read {
     let mut r = (0, 0);
     let mut ahead = docs.iter().skip(PREFETCH_AHEAD);
     for b in docs.iter() {
@@ -63,12 +83,12 @@ fn ours_prefetch(docs: &Docs, paths: &mut [CachedPath]) -> Read {
             stele_doc::prefetch_document(next);
         }
         // SAFETY: bytes written by `DocumentWriter` (trusted).
-        read_fields(&unsafe { Document::new_unchecked(b) }, paths, &mut r);
+        read_fields(&unsafe { Document::new_unchecked(b) }, set, &mut r);
     }
     r
 }
 
-/// As [`ours_cached`], the value returned by `CachedPath::get` (a whole `Value`).
+/// As [`ours_cached_path`], the value returned by `CachedPath::get` (a whole `Value`).
 fn ours_cached_get(docs: &Docs, paths: &mut [CachedPath]) -> Read {
     let (mut found, mut sum) = (0u64, 0u64);
     for b in docs.iter() {
@@ -113,10 +133,10 @@ fn ours_get(docs: &Docs, keys: &[String]) -> Read {
     (found, sum)
 }
 
-fn ours_validated(docs: &Docs, paths: &mut [CachedPath]) -> Read {
+fn ours_validated(docs: &Docs, set: &mut PathSet) -> Read {
     let mut r = (0, 0);
     for b in docs.iter() {
-        read_fields(&Document::new(b).expect("valid document"), paths, &mut r);
+        read_fields(&Document::new(b).expect("valid document"), set, &mut r);
     }
     r
 }
@@ -169,13 +189,15 @@ pub fn field_reads(ctx: &Ctx) -> Result<()> {
         "Fields: the 3 most frequent top-level keys of each collection's first 1,000 documents. \
          Every reader fetches each field and reads its value (string length after unescaping and \
          decompression, number parsed as i64/u64/f64); the digests are compared across readers. \
-         ours cached = `Document::new_unchecked` (trusted bytes) + one `CachedPath` per field over \
-         pre-converted documents, the value read inside `CachedPath::read_doc` (a closure, so no \
+         ours cached = `Document::new_unchecked` (trusted bytes) + one `PathSet` of the 3 fields \
+         over pre-converted documents (one check of the root shape per document, then each field \
+         at its remembered place), each value read inside `PathSet::read_doc` (a closure, so no \
          `Value` goes through memory); ours prefetch = the same, with `prefetch_document` on the \
-         document 4 ahead; ours cached get = the same with `CachedPath::get` (the value \
-         returned); ours open = `Document::new_unchecked` + its root object's \
+         document 4 ahead; ours cached path = one `CachedPath` per field, read with \
+         `CachedPath::read_doc` (a slot check per field); ours cached get = the same with \
+         `CachedPath::get` (the value returned); ours open = `Document::new_unchecked` + its root object's \
          length, no field (the per-document floor); ours get = `doc.get(key)`; ours validated = `Document::new` (full validation) + \
-         `CachedPath`; sonic get = `sonic_rs::get_unchecked` once per field on the JSON text; \
+         the `PathSet`; sonic get = `sonic_rs::get_unchecked` once per field on the JSON text; \
          sonic many = `get_many_unchecked` with a 3-path `PointerTree` (one pass); serde_json = \
          `from_slice::<Value>` then `get` x3. Ratios are peer time / ours cached; \"best sonic\" \
          is the faster of the two sonic-rs ways.\n"
@@ -185,6 +207,7 @@ pub fn field_reads(ctx: &Ctx) -> Result<()> {
         "collection",
         "ours cached",
         "ours prefetch",
+        "ours cached path",
         "ours cached get",
         "ours open",
         "ours get",
@@ -212,6 +235,7 @@ pub fn field_reads(ctx: &Ctx) -> Result<()> {
             .iter()
             .map(|k| CachedPath::new(&key_path(k)))
             .collect::<Result<_, _>>()?;
+        let mut set = PathSet::from_paths(paths.iter().map(|p| p.path().clone()).collect());
         let mut tree = sonic_rs::PointerTree::new();
         for k in &keys {
             tree.add_path([k.as_str()]);
@@ -237,11 +261,12 @@ pub fn field_reads(ctx: &Ctx) -> Result<()> {
         ]);
         let reference = serde_parse(&json, &keys);
         for (name, got) in [
-            ("ours cached", ours_cached(&docs, &mut paths)),
-            ("ours prefetch", ours_prefetch(&docs, &mut paths)),
+            ("ours cached", ours_cached(&docs, &mut set)),
+            ("ours prefetch", ours_prefetch(&docs, &mut set)),
+            ("ours cached path", ours_cached_path(&docs, &mut paths)),
             ("ours cached get", ours_cached_get(&docs, &mut paths)),
             ("ours get", ours_get(&docs, &keys)),
-            ("ours validated", ours_validated(&docs, &mut paths)),
+            ("ours validated", ours_validated(&docs, &mut set)),
             ("sonic get", sonic_get(&json, &keys)),
             ("sonic many", sonic_many(&json, &tree)),
         ] {
@@ -253,16 +278,20 @@ pub fn field_reads(ctx: &Ctx) -> Result<()> {
             }
         }
         let ns = |secs: f64| secs * 1e9 / n;
-        let (mut p1, mut p2, mut p3, mut p4) = (paths.clone(), paths.clone(), paths.clone(), paths);
+        let (mut s1, mut s2, mut s3) = (set.clone(), set.clone(), set);
+        let (mut p1, mut p2) = (paths.clone(), paths);
         let t6 = timer.group(&mut [
             &mut || {
-                black_box(ours_cached(&docs, &mut p1));
+                black_box(ours_cached(&docs, &mut s1));
             },
             &mut || {
-                black_box(ours_prefetch(&docs, &mut p4));
+                black_box(ours_prefetch(&docs, &mut s2));
             },
             &mut || {
-                black_box(ours_cached_get(&docs, &mut p3));
+                black_box(ours_cached_path(&docs, &mut p1));
+            },
+            &mut || {
+                black_box(ours_cached_get(&docs, &mut p2));
             },
             &mut || {
                 black_box(ours_open(&docs));
@@ -271,7 +300,7 @@ pub fn field_reads(ctx: &Ctx) -> Result<()> {
                 black_box(ours_get(&docs, &keys));
             },
             &mut || {
-                black_box(ours_validated(&docs, &mut p2));
+                black_box(ours_validated(&docs, &mut s3));
             },
             &mut || {
                 black_box(sonic_get(&json, &keys));
@@ -283,8 +312,8 @@ pub fn field_reads(ctx: &Ctx) -> Result<()> {
                 black_box(serde_parse(&json, &keys));
             },
         ]);
-        let [a, pf, cg, o, b, v, g, m, s] = [
-            t6[0], t6[1], t6[2], t6[3], t6[4], t6[5], t6[6], t6[7], t6[8],
+        let [a, pf, cp, cg, o, b, v, g, m, s] = [
+            t6[0], t6[1], t6[2], t6[3], t6[4], t6[5], t6[6], t6[7], t6[8], t6[9],
         ]
         .map(ns);
         let best = g.min(m);
@@ -295,6 +324,7 @@ pub fn field_reads(ctx: &Ctx) -> Result<()> {
             c.name.clone(),
             f(a, 1),
             f(pf, 1),
+            f(cp, 1),
             f(cg, 1),
             f(o, 1),
             f(b, 1),
@@ -310,6 +340,7 @@ pub fn field_reads(ctx: &Ctx) -> Result<()> {
     kt.print();
     t.row(vec![
         "**geometric mean**".into(),
+        String::new(),
         String::new(),
         String::new(),
         String::new(),

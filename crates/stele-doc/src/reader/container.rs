@@ -128,6 +128,21 @@ impl SlotPlace {
     };
 }
 
+impl SlotPlace {
+    /// Bytes from the object's header that a read at this place needs.
+    pub(crate) fn end_rel(&self) -> usize {
+        self.end_rel
+    }
+}
+
+/// The 8 bytes of `head` from `rel`, little-endian; all ones when fewer are left.
+#[inline(always)]
+fn head_word(head: &[u8], rel: usize) -> u64 {
+    head.get(rel..)
+        .and_then(|r| r.first_chunk::<8>())
+        .map_or(u64::MAX, |w| u64::from_le_bytes(*w))
+}
+
 /// The low `width` bytes of a word (`width` 1, 2, 4 or 8).
 fn width_mask(width: usize) -> u64 {
     u64::MAX >> (64 - 8 * width.clamp(1, 8))
@@ -289,6 +304,12 @@ impl<'a> Object<'a> {
     /// Value of the `i`-th property in sorted order, handed to `f` (see [`Value::decode_with`]).
     #[inline(always)]
     pub(crate) fn value_at_with<R>(&self, i: usize, f: impl FnOnce(Value<'a>) -> R) -> Option<R> {
+        self.decode_at(self.value_pos(i)?, f)
+    }
+
+    /// The type and payload position of the `i`-th property's value in sorted order.
+    #[inline(always)]
+    pub(crate) fn value_pos(&self, i: usize) -> Option<(Tag, usize)> {
         let s = &self.shape;
         if i >= s.len {
             return None;
@@ -299,7 +320,18 @@ impl<'a> Object<'a> {
             s.offsets_at() + i * s.offset_width(),
             s.offset_width(),
         )? as usize;
-        Value::decode_with(self.doc, tag, s.pos.checked_sub(offset)?, f)
+        Some((tag, s.pos.checked_sub(offset)?))
+    }
+
+    /// The value of type `tag` at `pos` in this object's document (from
+    /// [`Object::value_pos`] or [`Object::placed_value`]), handed to `f`.
+    #[inline(always)]
+    pub(crate) fn decode_at<R>(
+        &self,
+        (tag, pos): (Tag, usize),
+        f: impl FnOnce(Value<'a>) -> R,
+    ) -> Option<R> {
+        Value::decode_with(self.doc, tag, pos, f)
     }
 
     /// Whether the property at the remembered sorted index has the remembered key id and the
@@ -344,33 +376,93 @@ impl<'a> Object<'a> {
         slot: &super::path::SlotKey,
         f: F,
     ) -> Result<Option<R>, F> {
+        match self.place_holds(slot) {
+            Some(head) => Ok(self.read_placed(head, &slot.place, f)),
+            None => Err(f),
+        }
+    }
+
+    /// [`Object::read_place`]'s check: the header's first bytes (as many as the place needs)
+    /// when this object has the place's count and flags and the remembered key there.
+    #[inline(always)]
+    pub(crate) fn place_holds(&self, slot: &super::path::SlotKey) -> Option<&'a [u8]> {
         let (s, p) = (&self.shape, &slot.place);
         if s.len != p.len || s.flags != p.flags {
-            return Err(f);
+            return None;
         }
-        // One bounds check for the three reads; the ones below only re-slice inside `head`.
-        let Some(head) = s
-            .pos
-            .checked_add(p.end_rel)
-            .and_then(|end| self.doc.bytes.get(s.pos..end))
-        else {
-            return Err(f);
-        };
-        let word = |rel: usize| {
-            head.get(rel..)
-                .and_then(|r| r.first_chunk::<8>())
-                .map_or(u64::MAX, |w| u64::from_le_bytes(*w))
-        };
-        let key_id = word(p.key_rel) & p.key_mask;
-        if key_id != slot.key_id as u64 || !self.names_hold(slot) {
-            return Err(f);
-        }
-        let offset = (word(p.offset_rel) & p.offset_mask) as usize;
-        let tag = head.get(p.tag_rel).and_then(|&t| Tag::from_u8(t));
-        Ok(match (tag, s.pos.checked_sub(offset)) {
-            (Some(tag), Some(at)) => Value::decode_with(self.doc, tag, at, f),
-            _ => None,
-        })
+        // One bounds check for the three reads; the ones after only re-slice inside `head`.
+        let head = self.head_bytes(p.end_rel)?;
+        let key_id = head_word(head, p.key_rel) & p.key_mask;
+        (key_id == slot.key_id as u64 && self.names_hold(slot)).then_some(head)
+    }
+
+    /// The first `len` bytes from this object's header (`None` past the document's end): the
+    /// one bounds check of fixed-place reads.
+    #[inline(always)]
+    pub(crate) fn head_bytes(&self, len: usize) -> Option<&'a [u8]> {
+        let pos = self.shape.pos;
+        self.doc.bytes.get(pos..pos.checked_add(len)?)
+    }
+
+    /// The value whose offset and tag sit at place `p` of `head` (from [`Object::head_bytes`]
+    /// with at least `p.end_rel` bytes), handed to `f`. The caller has checked that this object
+    /// has the count and flags `p` was computed for and which key sits there; a place that does
+    /// not fit gives `None` or another value of this document, never a read outside it.
+    #[inline(always)]
+    pub(crate) fn read_placed<R>(
+        &self,
+        head: &[u8],
+        p: &SlotPlace,
+        f: impl FnOnce(Value<'a>) -> R,
+    ) -> Option<R> {
+        self.decode_at(self.placed_value(head, p)?, f)
+    }
+
+    /// The type and payload position of the value at place `p` (as [`Object::read_placed`]).
+    #[inline(always)]
+    pub(crate) fn placed_value(&self, head: &[u8], p: &SlotPlace) -> Option<(Tag, usize)> {
+        let offset = (head_word(head, p.offset_rel) & p.offset_mask) as usize;
+        let tag = Tag::from_u8(*head.get(p.tag_rel)?)?;
+        Some((tag, self.shape.pos.checked_sub(offset)?))
+    }
+
+    /// The property count and flags byte: with them equal, two objects' headers have the same
+    /// layout (widths, where each part starts).
+    #[inline(always)]
+    pub(crate) fn len_and_flags(&self) -> (usize, u8) {
+        (self.shape.len, self.shape.flags)
+    }
+
+    /// The key ids in sorted order, as stored.
+    #[inline(always)]
+    pub(crate) fn key_id_bytes(&self) -> &'a [u8] {
+        let s = &self.shape;
+        self.doc
+            .bytes
+            .get(s.keys_at()..s.offsets_at())
+            .unwrap_or_default()
+    }
+
+    /// Where the last of this object's key names ends in the names area (the largest key id's
+    /// entry end): the names area up to there names every key of the object.
+    pub(crate) fn names_end_of_keys(&self) -> usize {
+        let names = self.doc.names;
+        (0..self.shape.len)
+            .map(|i| {
+                let id = self.key_id(i);
+                match get_varint(names, id) {
+                    Some((len, used)) => (id + used).saturating_add(len as usize),
+                    None => usize::MAX,
+                }
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The document's names area.
+    #[inline(always)]
+    pub(crate) fn names(&self) -> &'a [u8] {
+        self.doc.names
     }
 
     /// Where property `i`'s parts sit in this object's header (see [`SlotPlace`]).
@@ -401,13 +493,20 @@ impl<'a> Object<'a> {
         if !self.names_hold(slot) {
             return None;
         }
+        self.find_key_id(slot.key_id)
+    }
+
+    /// The sorted index of the property with key id `key_id` (ids of one object are distinct):
+    /// a scan of the key ids, bytes compared when they are one byte wide (most objects).
+    #[inline]
+    pub(crate) fn find_key_id(&self, key_id: usize) -> Option<usize> {
         let s = &self.shape;
         if s.key_width() == 1 {
             let ids = self.doc.bytes.get(s.keys_at()..s.keys_at() + s.len)?;
-            let id = u8::try_from(slot.key_id).ok()?;
+            let id = u8::try_from(key_id).ok()?;
             return ids.iter().position(|&b| b == id);
         }
-        (0..s.len).find(|&i| self.key_id(i) == slot.key_id)
+        (0..s.len).find(|&i| self.key_id(i) == key_id)
     }
 
     /// Sorted index of property `key`, by binary search.

@@ -9,11 +9,13 @@
 
 mod container;
 mod path;
+mod path_set;
 mod value;
 
 use container::Head;
 pub use container::{Array, ArrayIter, Object, ObjectIter};
 pub use path::{CachedPath, Path, PathSegment};
+pub use path_set::PathSet;
 pub use value::{ScaledDecimal, Str, Value};
 
 use crate::error::{Error, Result};

@@ -5,6 +5,7 @@ use super::Document;
 use super::container::{Object, SlotPlace};
 use super::value::Value;
 use crate::error::{Error, Result};
+use crate::format::Tag;
 
 /// One step of a [`Path`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,6 +130,24 @@ impl Path {
         &self.segments
     }
 
+    /// The path split after its first step when that step is a key: the one-key path and the
+    /// rest (`None` when nothing follows). `None` for the empty path and paths that start with
+    /// an index.
+    pub(crate) fn split_first_key(&self) -> Option<(Path, Option<Path>)> {
+        let (first, rest) = self.segments.split_first()?;
+        let PathSegment::Key(_) = first else {
+            return None;
+        };
+        let part = |segments: &[PathSegment]| Path {
+            text: self.text.clone(),
+            segments: segments.to_vec(),
+        };
+        Some((
+            part(std::slice::from_ref(first)),
+            (!rest.is_empty()).then(|| part(rest)),
+        ))
+    }
+
     /// Follows the path from `root`.
     pub fn get<'a>(&self, root: Value<'a>) -> Option<Value<'a>> {
         let mut v = root;
@@ -147,7 +166,8 @@ impl Path {
 /// at the same sorted index, then the name's bytes, compared as one or two words) and reads the
 /// value in place, instead of a binary search (the blittable series' property cache). On a miss
 /// it searches and remembers the new slot. A hit never returns another key's value: the name at
-/// the slot is compared in full every time.
+/// the slot is compared in full every time. To read several paths of each document, a
+/// [`crate::PathSet`] checks the root's shape once for all of them.
 ///
 /// ```
 /// use stele_doc::{CachedPath, Document, from_json};
@@ -326,6 +346,27 @@ impl CachedPath {
             _ => self.read(doc.root(), f),
         }
     }
+
+    /// For a path that is one key, where its value is in `o` (type and payload position; the
+    /// remembered slot checked first, as [`CachedPath::read`] does, the slot remembered);
+    /// `None` if absent or the path is not one key. For callers that decode the value once
+    /// themselves ([`Object::decode_at`]).
+    #[inline(always)]
+    pub(crate) fn locate_in(&mut self, o: Object<'_>) -> Option<(Tag, usize)> {
+        match &mut *self.steps {
+            [Step::Key(step)] => step.locate(o),
+            _ => None,
+        }
+    }
+
+    /// The remembered slot of a path that is one key: after a read that found the key, where
+    /// it was (sorted index, key id, name entry). `None` for other paths.
+    pub(crate) fn key_slot(&self) -> Option<&SlotKey> {
+        match &*self.steps {
+            [Step::Key(step)] => Some(&step.slot),
+            _ => None,
+        }
+    }
 }
 
 impl KeyStep {
@@ -351,6 +392,11 @@ impl KeyStep {
     /// document.
     #[inline(never)]
     fn miss<'a>(&mut self, o: Object<'a>) -> Option<Value<'a>> {
+        o.value_at(self.miss_index(o)?)
+    }
+
+    /// [`KeyStep::miss`] without the value: the key's sorted index, remembered.
+    fn miss_index(&mut self, o: Object<'_>) -> Option<usize> {
         let i = match o.find_slot_id(&self.slot) {
             Some(i) => i,
             None => o.find(&self.key)?,
@@ -358,7 +404,26 @@ impl KeyStep {
         self.slot.index = i;
         self.slot.key_id = o.key_id(i);
         self.slot.place = o.place_of(i);
-        o.value_at(i)
+        Some(i)
+    }
+
+    /// Where the key's value is in `o` (type and payload position): the same checks as
+    /// [`KeyStep::read_in`] (the remembered place, the remembered slot, else found and
+    /// remembered), without decoding.
+    #[inline(always)]
+    fn locate(&mut self, o: Object<'_>) -> Option<(Tag, usize)> {
+        if let Some(head) = o.place_holds(&self.slot) {
+            return o.placed_value(head, &self.slot.place);
+        }
+        if o.slot_holds(&self.slot) {
+            return o.value_pos(self.slot.index);
+        }
+        o.value_pos(self.miss_index_out_of_line(o)?)
+    }
+
+    #[inline(never)]
+    fn miss_index_out_of_line(&mut self, o: Object<'_>) -> Option<usize> {
+        self.miss_index(o)
     }
 }
 
