@@ -392,8 +392,19 @@ impl DurableMap {
     pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         check_item("key", key)?;
         check_item("value", value)?;
-        let existed = self.contains(key)?;
-        self.diff.insert(key, Some(value));
+        // One search of the diff for both the put and the count; the tables are read only
+        // for a key the diff did not have.
+        let existed = match self.diff.insert(key, Some(value)) {
+            Some(was_put) => was_put,
+            None => match self.get_below(key, self.layers.len()) {
+                Ok(below) => below.is_some(),
+                Err(e) => {
+                    // Leave the map as it was: the diff had no entry of `key`.
+                    self.diff.remove(key);
+                    return Err(e);
+                }
+            },
+        };
         if !existed {
             self.len += 1;
         }

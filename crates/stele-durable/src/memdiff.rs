@@ -164,17 +164,21 @@ impl MemDiff {
     }
 
     /// Puts `value` for `key` (`None`: a removal mark).
-    pub(crate) fn insert(&mut self, key: &[u8], value: Option<&[u8]>) {
+    /// Puts `value` for `key` (`None`: a removal mark). Returns the operation it replaced:
+    /// `Some(true)` a put, `Some(false)` a removal mark, `None` if the diff had no entry of
+    /// `key` (so a caller counting keys needs no lookup of its own first).
+    pub(crate) fn insert(&mut self, key: &[u8], value: Option<&[u8]>) -> Option<bool> {
         let entry = Entry::new(key, value);
         if let Some(index) = &mut self.index {
             index.insert(entry.clone(), ());
         }
-        self.ordered.insert(entry);
+        let previous = self.ordered.insert(entry);
         debug_assert!(
             self.index
                 .as_ref()
                 .is_none_or(|i| i.len() == self.ordered.len())
         );
+        previous.map(|e| e.value().is_some())
     }
 
     pub(crate) fn remove(&mut self, key: &[u8]) {
@@ -257,12 +261,14 @@ mod tests {
             for (i, (k, op, byte)) in ops.iter().enumerate() {
                 match op {
                     0 => {
-                        diff.insert(k, Some(&[*byte][..]));
-                        model.insert(k.clone(), Some(vec![*byte]));
+                        let was = diff.insert(k, Some(&[*byte][..]));
+                        let had = model.insert(k.clone(), Some(vec![*byte]));
+                        prop_assert_eq!(was, had.map(|v| v.is_some()));
                     }
                     1 => {
-                        diff.insert(k, None);
-                        model.insert(k.clone(), None);
+                        let was = diff.insert(k, None);
+                        let had = model.insert(k.clone(), None);
+                        prop_assert_eq!(was, had.map(|v| v.is_some()));
                     }
                     _ => {
                         diff.remove(k);
