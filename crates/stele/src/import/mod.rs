@@ -61,6 +61,7 @@ pub use documents::BulkImport;
 pub use options::{
     BadRecord, DEFAULT_IMPORT_BUDGET_BYTES, DEFAULT_IMPORT_PACK_LEVEL, IdSource, ImportError,
     ImportFormat, ImportOptions, ImportPhase, ImportProgress, ImportReport,
+    SMALL_IMPORT_PACK_LEVEL,
 };
 
 use crate::batch::check_id;
@@ -203,14 +204,13 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
             None if format == ImportFormat::Dir => Ids::FileStem,
             None => Ids::Counter(String::new()),
         };
+        let (level, small_level) = opts.pack_levels();
         let sink = match db.bulk_settings(collection)? {
             Some(settings) if opts.bulk => Sink::Bulk(Box::new(BulkWriter::new(
                 db,
                 collection,
-                PackSettings {
-                    level: opts.pack_level,
-                    ..settings
-                },
+                PackSettings { level, ..settings },
+                small_level,
                 opts.memory_budget_bytes,
             )?)),
             _ => Sink::Staged(Spool::new(db.dir())?),
