@@ -56,7 +56,8 @@ pub struct ImportOptions {
 pub const DEFAULT_IMPORT_PACK_LEVEL: i32 = 6;
 
 /// Default zstd level of the blocks of a bulk import too small to train a dictionary
-/// (under 1 MiB of documents: 32 blocks, `bulk::DICTIONARY_MIN_BLOCKS`). Such a collection
+/// (under 1 MiB of documents: 32 blocks, `bulk::DICTIONARY_MIN_BLOCKS`) but of more than
+/// one block (one block or less packs at [`DEFAULT_IMPORT_PACK_LEVEL`]: microseconds). Such a collection
 /// has no size target but "smaller than its JSON", which it meets by far (0.05-0.5x at
 /// either level), and compressing at level 6 was a third to a half of the CPU of an import
 /// of half a MB (palbum albums, books). On the import benchmark's 18 files under 1 MB
@@ -188,7 +189,7 @@ impl ImportOptions {
     }
 
     /// zstd level of the blocks a bulk import packs (1 to 22; default 6, and 3 for an import
-    /// of under 1 MiB of documents: [`SMALL_IMPORT_PACK_LEVEL`]). Compactions pack
+    /// of one block to 1 MiB of documents: [`SMALL_IMPORT_PACK_LEVEL`]). Compactions pack
     /// at [`crate::DatabaseOptions::pack_level`] (9 by default): on the shared collections
     /// level 6 stores 0-2 % more than 9 (1-8 % on some) and packs 1.3-1.5x as fast; level 3
     /// stores 5-20 % more (`docs/notes/store.md`, "Import lands compact").
