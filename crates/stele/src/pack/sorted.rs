@@ -312,8 +312,11 @@ mod tests {
     use super::*;
     use crate::pack::packing::Packing;
 
+    /// Keys and values, in order.
+    type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
     /// Map entries (key, value) of `map`.
-    fn entries(map: &DurableMap) -> Vec<(Vec<u8>, Vec<u8>)> {
+    fn entries(map: &DurableMap) -> Pairs {
         map.iter()
             .map(|e| {
                 let (k, v) = e.expect("an entry");
@@ -323,7 +326,7 @@ mod tests {
     }
 
     /// Packs `docs` into a new map of a new store in `dir`: its entries, documents, bytes.
-    fn pack(dir: &std::path::Path, docs: &[(Vec<u8>, Vec<u8>)]) -> (Vec<(Vec<u8>, Vec<u8>)>, u64) {
+    fn pack(dir: &std::path::Path, docs: &[(Vec<u8>, Vec<u8>)]) -> (Pairs, u64) {
         let store = Store::open(dir).expect("a store");
         let packing = Packing::new(0, 0);
         let settings = PackSettings {
@@ -346,7 +349,7 @@ mod tests {
     #[test]
     fn blocks_are_the_same_compressed_beside_the_caller_or_in_place() {
         let mut writer = stele_doc::DocumentWriter::with_options(crate::write_options());
-        let docs: Vec<(Vec<u8>, Vec<u8>)> = (0..5_000)
+        let docs: Pairs = (0..5_000)
             .map(|i| {
                 let json = format!(
                     "{{\"n\":{i},\"city\":\"{}\",\"note\":\"{}\"}}",
