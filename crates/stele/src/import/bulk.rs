@@ -128,6 +128,9 @@ pub(super) struct BulkWriter {
     /// The zstd level of an import of fewer bytes than [`DICTIONARY_MIN_BLOCKS`] blocks.
     small_level: i32,
     compressor: Arc<Mutex<Compressor>>,
+    /// Whether every document pushed was just written by a `DocumentWriter` of this
+    /// import ([`BulkWriter::converted`]).
+    converted: bool,
 }
 
 impl BulkWriter {
@@ -166,7 +169,21 @@ impl BulkWriter {
             settings,
             small_level,
             compressor,
+            converted: false,
         })
+    }
+
+    /// This writer, for documents that `DocumentWriter::from_json` wrote in this import,
+    /// each pushed as written.
+    ///
+    /// # Safety
+    ///
+    /// Every document later pushed must be one that `stele_doc::validate` accepts: packed
+    /// without validating it again when the sorter kept every document in memory.
+    #[must_use]
+    pub(super) unsafe fn converted(mut self) -> Self {
+        self.converted = true;
+        self
     }
 
     /// Adds document `doc` as `id` (a later document of the same id replaces it).
@@ -193,6 +210,7 @@ impl BulkWriter {
             mut settings,
             small_level,
             compressor,
+            converted,
         } = self;
         let spilled_bytes = sorter.spilled_bytes();
         let docs = sample.seen;
@@ -217,6 +235,14 @@ impl BulkWriter {
         };
         let mut packer =
             SortedPacker::new(&db.inner.store, &state.packing, settings, dict_for_blocks)?;
+        if converted && spilled_bytes == 0 {
+            // SAFETY: `converted` is set only by `BulkWriter::converted`, whose caller
+            // promised valid documents (each just written by a `DocumentWriter`); with
+            // nothing spilled the sorter hands back the bytes it was given, from memory.
+            // Spilled runs are read back from files without a checksum: those documents
+            // are validated again, as any packing does.
+            packer = unsafe { packer.trusting_documents() };
+        }
         let mut failed: Option<ImportError> = None;
         let mut packed = 0u64;
         let sorted = sorter.finish_each(&mut |id, doc| {

@@ -208,13 +208,18 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
         };
         let (level, small_level) = opts.pack_levels();
         let sink = match db.bulk_settings(collection)? {
-            Some(settings) if opts.bulk => Sink::Bulk(Box::new(BulkWriter::new(
-                db,
-                collection,
-                PackSettings { level, ..settings },
-                small_level,
-                opts.memory_budget_bytes,
-            )?)),
+            Some(settings) if opts.bulk => {
+                let writer = BulkWriter::new(
+                    db,
+                    collection,
+                    PackSettings { level, ..settings },
+                    small_level,
+                    opts.memory_budget_bytes,
+                )?;
+                // SAFETY: the importer pushes only documents `convert` just wrote with
+                // `DocumentWriter::from_json` (`Importer::hand_on`), as written.
+                Sink::Bulk(Box::new(unsafe { writer.converted() }))
+            }
             _ => Sink::Staged(Spool::new(db.dir())?),
         };
         Ok(Importer {

@@ -127,6 +127,24 @@ impl<'s> SortedPacker<'s> {
         })
     }
 
+    /// This packer, taking the documents pushed as valid (see
+    /// [`BlockPacker::trusting_documents`]).
+    ///
+    /// # Safety
+    ///
+    /// Every document later pushed must be one that `stele_doc::validate` accepts (for
+    /// example, one `DocumentWriter` just wrote in this process and kept in memory since).
+    #[must_use]
+    pub(crate) unsafe fn trusting_documents(mut self) -> Self {
+        self.packers = self
+            .packers
+            .into_iter()
+            // SAFETY: the caller's promise covers every document this packer's packers get.
+            .map(|p| p.map(|p| unsafe { p.trusting_documents() }))
+            .collect();
+        self
+    }
+
     /// Adds document `doc` as `id` (ids strictly ascending across calls).
     pub(crate) fn push(&mut self, id: &[u8], doc: &[u8]) -> Result<()> {
         self.filling.push(id, doc);
@@ -327,6 +345,15 @@ mod tests {
 
     /// Packs `docs` into a new map of a new store in `dir`: its entries, documents, bytes.
     fn pack(dir: &std::path::Path, docs: &[(Vec<u8>, Vec<u8>)]) -> (Pairs, u64) {
+        pack_with(dir, docs, false)
+    }
+
+    /// As [`pack`], the documents taken as valid if `trusted`.
+    fn pack_with(
+        dir: &std::path::Path,
+        docs: &[(Vec<u8>, Vec<u8>)],
+        trusted: bool,
+    ) -> (Pairs, u64) {
         let store = Store::open(dir).expect("a store");
         let packing = Packing::new(0, 0);
         let settings = PackSettings {
@@ -335,6 +362,10 @@ mod tests {
             streams: true,
         };
         let mut packer = SortedPacker::new(&store, &packing, settings, None).expect("a packer");
+        if trusted {
+            // SAFETY: the tests give documents `DocumentWriter::from_json` wrote.
+            packer = unsafe { packer.trusting_documents() };
+        }
         for (id, doc) in docs {
             packer.push(id, doc).expect("pushed");
         }
@@ -342,14 +373,24 @@ mod tests {
         (entries(&map), count)
     }
 
-    /// From a thread outside the pool each round is compressed while the next is filled;
-    /// from a thread of the pool each round in place. Either way block `i` of a round goes
-    /// to the same packer (whose stream trials depend on the blocks it packed), so the map
-    /// is the same, whatever the timing.
+    /// Documents taken as valid (an import's, just written) are packed into the same blocks
+    /// as documents validated first.
     #[test]
-    fn blocks_are_the_same_compressed_beside_the_caller_or_in_place() {
+    fn trusted_documents_pack_as_validated_ones() {
+        let docs = documents();
+        let (a, b) = (
+            tempfile::tempdir().expect("a folder"),
+            tempfile::tempdir().expect("a folder"),
+        );
+        let validated = pack_with(a.path(), &docs, false);
+        assert_eq!(validated, pack_with(b.path(), &docs, true));
+        assert_eq!(validated.1, 5_000);
+    }
+
+    /// 5,000 documents (ids `k000000`...), some with strings a stream form holds.
+    fn documents() -> Pairs {
         let mut writer = stele_doc::DocumentWriter::with_options(crate::write_options());
-        let docs: Pairs = (0..5_000)
+        (0..5_000)
             .map(|i| {
                 let json = format!(
                     "{{\"n\":{i},\"city\":\"{}\",\"note\":\"{}\"}}",
@@ -359,7 +400,16 @@ mod tests {
                 let doc = writer.from_json(json.as_bytes()).expect("a document");
                 (format!("k{i:06}").into_bytes(), doc)
             })
-            .collect();
+            .collect()
+    }
+
+    /// From a thread outside the pool each round is compressed while the next is filled;
+    /// from a thread of the pool each round in place. Either way block `i` of a round goes
+    /// to the same packer (whose stream trials depend on the blocks it packed), so the map
+    /// is the same, whatever the timing.
+    #[test]
+    fn blocks_are_the_same_compressed_beside_the_caller_or_in_place() {
+        let docs = documents();
         let (a, b) = (
             tempfile::tempdir().expect("a folder"),
             tempfile::tempdir().expect("a folder"),
