@@ -582,8 +582,19 @@ impl DurableMap {
             return Ok(id);
         }
         let opts = self.table_options();
-        let guard = self.store.write_guard()?;
+        // A new map with nothing to write is the empty map, which has no file
+        // (`Store::finish_base`): no table builder (a temporary file made, then removed)
+        // and no lock taken for it. Every new database's checkpoint saved one (an import's
+        // collection, whose documents are in its packs map).
+        let empty_base = self.id().is_none() && self.diff.iter().all(|(_, v)| v.is_none());
+        let guard = if empty_base {
+            self.store.check_writable()?;
+            None
+        } else {
+            Some(self.store.write_guard()?)
+        };
         let id = match self.id() {
+            None if empty_base => stele_table::empty_map_id(),
             Some(parent) => {
                 let diff = DiffInfo::new(parent, self.len, false);
                 let mut b = TableBuilder::new(self.store.dir(), opts.diff(diff))?;

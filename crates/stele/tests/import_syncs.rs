@@ -107,3 +107,40 @@ fn the_first_commit_syncs_the_log_folder_once() {
     let db = Database::open(&dir).unwrap();
     assert_eq!(db.snapshot().count("c"), 3);
 }
+
+/// An import into a new database creates the files it keeps and no others: the packs
+/// table (through one temporary file) and the manifest (through `MANIFEST.tmp`), besides
+/// what opening makes; the imported collection's own map is empty (its documents are in
+/// its packs) and gets no table, not even a temporary file made and removed.
+#[test]
+fn an_import_into_a_new_database_makes_no_temporary_file_for_an_empty_map() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("db");
+    let made: Syncs = Arc::default();
+    let seen = Arc::clone(&made);
+    let faults = Faults::new()
+        .kinds(&[Op::Create])
+        .on_op(move |op, path| {
+            if op == Op::Create {
+                seen.lock().unwrap().push((op, path.to_path_buf()));
+            }
+        })
+        .shared();
+    let opts = DatabaseOptions::default().storage(FaultyStorage::with_faults(&faults));
+    let db = Database::open_with(&dir, opts).unwrap();
+    let text: String = (0..300)
+        .map(|i| format!("{{\"id\":\"k{i:04}\",\"city\":\"Oslo\",\"n\":{i}}}\n"))
+        .collect();
+    let import = ImportOptions::new().id_field("id");
+    let before = made.lock().unwrap().len();
+    import_reader(&db, "c", "in", text.as_bytes(), None, &import, |_| {}).unwrap();
+    db.close().unwrap();
+    let made = made.lock().unwrap();
+    let tables: Vec<_> = made[before..]
+        .iter()
+        .filter(|(_, p)| p.starts_with(dir.join("tables")))
+        .collect();
+    assert_eq!(tables.len(), 1, "{made:?}");
+    let db = Database::open(&dir).unwrap();
+    assert_eq!(db.snapshot().count("c"), 300);
+}

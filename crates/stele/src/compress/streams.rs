@@ -73,6 +73,28 @@ pub(super) fn push_stream(value: &[u8], writer: &mut DocumentWriter, out: &mut V
     }
 }
 
+/// As [`push_stream`], without validating the document first (the stream form is still
+/// checked by rebuilding it): for documents this process just wrote.
+///
+/// # Safety
+///
+/// `value` must be a stream form or a document that `stele_doc::validate` accepts.
+pub(super) unsafe fn push_stream_trusted(
+    value: &[u8],
+    writer: &mut DocumentWriter,
+    out: &mut Vec<u8>,
+) {
+    if stream::is_stream(value) {
+        out.extend_from_slice(value);
+        return;
+    }
+    // SAFETY: not a stream form, so a valid document by the caller's contract.
+    let doc = unsafe { Document::new_unchecked(value) };
+    if !stream::encode(&doc, writer, out) {
+        out.extend_from_slice(value);
+    }
+}
+
 /// Which form a packer gives its blocks' documents; see the module documentation.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct FormChoice {

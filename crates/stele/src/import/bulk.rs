@@ -14,7 +14,8 @@
 //!    its own bytes, and training it took most of a small import's time.
 //! 3. **Pack.** The sorter hands the documents over in id order; they are cut into blocks
 //!    as compaction cuts them and compressed on every core with that dictionary, into a
-//!    new packs map (`crate::pack::sorted`).
+//!    new packs map (`crate::pack::sorted`); an import too small to train one packs at a
+//!    lower level ([`super::SMALL_IMPORT_PACK_LEVEL`]).
 //! 4. **Land.** One checkpoint switches the packs map in (`Database::land_import`): all
 //!    or nothing. A failure before it leaves tables no manifest names, removed by the
 //!    next checkpoint or open.
@@ -124,16 +125,23 @@ pub(super) struct BulkWriter {
     /// Bytes of the documents pushed (ids not counted).
     doc_bytes: u64,
     settings: PackSettings,
+    /// The zstd level of an import of fewer bytes than [`DICTIONARY_MIN_BLOCKS`] blocks.
+    small_level: i32,
     compressor: Arc<Mutex<Compressor>>,
+    /// Whether every document pushed was just written by a `DocumentWriter` of this
+    /// import ([`BulkWriter::converted`]).
+    converted: bool,
 }
 
 impl BulkWriter {
-    /// A writer for `collection` of `db`, packing with `settings`, holding at most about
+    /// A writer for `collection` of `db`, packing with `settings` (at `small_level` if the
+    /// import turns out too small to train a dictionary), holding at most about
     /// `budget_bytes` (the sorter gets most of it; see `ImportOptions::memory_budget_bytes`).
     pub(super) fn new(
         db: &Database,
         collection: &str,
         settings: PackSettings,
+        small_level: i32,
         budget_bytes: usize,
     ) -> IResult<Self> {
         let compressor = db.compressor_of(collection)?;
@@ -159,8 +167,23 @@ impl BulkWriter {
             sample: Sample::new(sample_docs, sample_bytes),
             doc_bytes: 0,
             settings,
+            small_level,
             compressor,
+            converted: false,
         })
+    }
+
+    /// This writer, for documents that `DocumentWriter::from_json` wrote in this import,
+    /// each pushed as written.
+    ///
+    /// # Safety
+    ///
+    /// Every document later pushed must be one that `stele_doc::validate` accepts: packed
+    /// without validating it again when the sorter kept every document in memory.
+    #[must_use]
+    pub(super) unsafe fn converted(mut self) -> Self {
+        self.converted = true;
+        self
     }
 
     /// Adds document `doc` as `id` (a later document of the same id replaces it).
@@ -184,13 +207,21 @@ impl BulkWriter {
             sorter,
             sample,
             doc_bytes,
-            settings,
+            mut settings,
+            small_level,
             compressor,
+            converted,
         } = self;
         let spilled_bytes = sorter.spilled_bytes();
         let docs = sample.seen;
         let small = doc_bytes < (settings.block_bytes * DICTIONARY_MIN_BLOCKS) as u64;
         let dictionary = if small {
+            // One block or less: the level's cost is microseconds, and such a collection
+            // (sessions: 1 document of 560 bytes of JSON, 1.33x it at rest with the
+            // table's and manifest's fixed bytes) is the one near its JSON's size.
+            if doc_bytes >= settings.block_bytes as u64 {
+                settings.level = small_level;
+            }
             None
         } else {
             train(&compressor, &sample.docs, settings, docs)?
@@ -204,6 +235,14 @@ impl BulkWriter {
         };
         let mut packer =
             SortedPacker::new(&db.inner.store, &state.packing, settings, dict_for_blocks)?;
+        if converted && spilled_bytes == 0 {
+            // SAFETY: `converted` is set only by `BulkWriter::converted`, whose caller
+            // promised valid documents (each just written by a `DocumentWriter`); with
+            // nothing spilled the sorter hands back the bytes it was given, from memory.
+            // Spilled runs are read back from files without a checksum: those documents
+            // are validated again, as any packing does.
+            packer = unsafe { packer.trusting_documents() };
+        }
         let mut failed: Option<ImportError> = None;
         let mut packed = 0u64;
         let sorted = sorter.finish_each(&mut |id, doc| {
@@ -344,6 +383,38 @@ mod tests {
             assert_eq!(stats.trainings > 0, trains, "{docs} documents: {stats:?}");
             assert_eq!(db.snapshot().count("c"), docs as u64);
         }
+    }
+
+    /// An import too small for a dictionary packs at `SMALL_IMPORT_PACK_LEVEL` unless a
+    /// level is asked for; a bigger one, or one of a block or less, at the default level.
+    #[test]
+    fn small_imports_pack_at_the_small_level_unless_one_is_asked_for() {
+        use crate::import::{DEFAULT_IMPORT_PACK_LEVEL, SMALL_IMPORT_PACK_LEVEL};
+        let packed = |docs: usize, level: Option<i32>| {
+            let dir = tempfile::tempdir().expect("a temporary folder");
+            let db = small_blocks(dir.path());
+            let mut opts = ImportOptions::new().id_field("id");
+            if let Some(level) = level {
+                opts = opts.pack_level(level);
+            }
+            let text = lines(docs);
+            import_reader(&db, "c", "in", text.as_bytes(), None, &opts, |_| {})
+                .expect("import")
+                .packed_bytes
+        };
+        // 900 documents: under DICTIONARY_MIN_BLOCKS blocks of 4 KiB.
+        let small = packed(900, None);
+        assert_eq!(small, packed(900, Some(SMALL_IMPORT_PACK_LEVEL)));
+        assert_ne!(small, packed(900, Some(DEFAULT_IMPORT_PACK_LEVEL)));
+        // 30 documents: one block.
+        assert_eq!(
+            packed(30, None),
+            packed(30, Some(DEFAULT_IMPORT_PACK_LEVEL))
+        );
+        assert_ne!(packed(30, None), packed(30, Some(SMALL_IMPORT_PACK_LEVEL)));
+        let big = packed(3_000, None);
+        assert_eq!(big, packed(3_000, Some(DEFAULT_IMPORT_PACK_LEVEL)));
+        assert_ne!(big, packed(3_000, Some(SMALL_IMPORT_PACK_LEVEL)));
     }
 
     /// One dictionary size, the usual one: a tenth of the training bytes here (the samples

@@ -52,11 +52,15 @@ impl BulkImport {
         let Some(settings) = db.bulk_settings(collection)?.filter(|_| opts.bulk) else {
             return Ok(None);
         };
-        let settings = PackSettings {
-            level: opts.pack_level,
-            ..settings
-        };
-        let writer = BulkWriter::new(db, collection, settings, opts.memory_budget_bytes)?;
+        let (level, small_level) = opts.pack_levels();
+        let settings = PackSettings { level, ..settings };
+        let writer = BulkWriter::new(
+            db,
+            collection,
+            settings,
+            small_level,
+            opts.memory_budget_bytes,
+        )?;
         Ok(Some(BulkImport {
             db: db.clone(),
             collection: collection.to_owned(),

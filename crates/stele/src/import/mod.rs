@@ -52,6 +52,7 @@
 //! default) uses the file name without `.json`. An id replaces a document with the same id.
 
 mod bulk;
+mod convert;
 mod documents;
 mod options;
 mod split;
@@ -61,24 +62,24 @@ pub use documents::BulkImport;
 pub use options::{
     BadRecord, DEFAULT_IMPORT_BUDGET_BYTES, DEFAULT_IMPORT_PACK_LEVEL, IdSource, ImportError,
     ImportFormat, ImportOptions, ImportPhase, ImportProgress, ImportReport,
+    SMALL_IMPORT_PACK_LEVEL,
 };
 
-use crate::batch::check_id;
 use crate::db::Database;
 use crate::error::Error;
 use crate::internal::{Internal, check_collection_name};
 use crate::pack::PackSettings;
 use crate::wal::LoggedOp;
 use bulk::BulkWriter;
+use convert::{Conversion, Converted};
 use options::IResult;
-use rayon::prelude::*;
 use split::{ArraySplitter, SplitError, sniff};
 use spool::{Counting, Origin, Spool};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use stele_doc::{CachedPath, Document, DocumentWriter, Value};
+use stele_doc::CachedPath;
 
 /// Imports the file or folder at `path` into `collection` of `db`, calling `progress` along
 /// the way. All or nothing: see the module documentation.
@@ -171,6 +172,8 @@ struct Importer<'a, P> {
     /// Taken when the write starts.
     sink: Option<Sink>,
     pending: Pending,
+    /// Records being converted on the pool while the next ones are read.
+    converting: Option<Conversion>,
     report: ImportReport,
     progress: ImportProgress,
     callback: P,
@@ -203,16 +206,20 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
             None if format == ImportFormat::Dir => Ids::FileStem,
             None => Ids::Counter(String::new()),
         };
+        let (level, small_level) = opts.pack_levels();
         let sink = match db.bulk_settings(collection)? {
-            Some(settings) if opts.bulk => Sink::Bulk(Box::new(BulkWriter::new(
-                db,
-                collection,
-                PackSettings {
-                    level: opts.pack_level,
-                    ..settings
-                },
-                opts.memory_budget_bytes,
-            )?)),
+            Some(settings) if opts.bulk => {
+                let writer = BulkWriter::new(
+                    db,
+                    collection,
+                    PackSettings { level, ..settings },
+                    small_level,
+                    opts.memory_budget_bytes,
+                )?;
+                // SAFETY: the importer pushes only documents `convert` just wrote with
+                // `DocumentWriter::from_json` (`Importer::hand_on`), as written.
+                Sink::Bulk(Box::new(unsafe { writer.converted() }))
+            }
             _ => Sink::Staged(Spool::new(db.dir())?),
         };
         Ok(Importer {
@@ -223,6 +230,7 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
             ids,
             sink: Some(sink),
             pending: Pending::new(opts.memory_budget_bytes),
+            converting: None,
             report: ImportReport::default(),
             progress: ImportProgress {
                 phase: ImportPhase::Reading,
@@ -246,22 +254,44 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
         Ok(())
     }
 
-    /// Converts the queued records on every core, then, in input order, hands the good
-    /// ones to the sink and handles the bad ones.
+    /// Sends the queued records to be converted on every core while the input is read on,
+    /// then hands on the records sent before ([`Importer::hand_on`]), once converted. A
+    /// caller on a thread of the pool converts them in place instead (waiting there for its
+    /// own pool could leave no thread to do the work).
     fn convert_pending(&mut self) -> IResult<()> {
-        let ends: Vec<usize> = self.pending.records.iter().map(|r| r.end).collect();
-        let texts = crate::bytes::split_at_ends(&self.pending.text, &ends);
-        let (write, ids) = (&self.opts.write, &self.ids);
-        let converted: Vec<_> = texts
-            .par_iter()
-            .zip(self.pending.records.par_iter())
-            .map_init(
-                || (DocumentWriter::with_options(write.clone()), ids.clone()),
-                |(writer, ids), (text, r)| convert(writer, ids, text, r.at, r.stem.as_deref()),
-            )
-            .collect();
+        if self.pending.records.is_empty() {
+            return Ok(());
+        }
+        let text = std::mem::take(&mut self.pending.text);
         let records = std::mem::take(&mut self.pending.records);
-        self.pending.clear();
+        if rayon::current_thread_index().is_some() {
+            let converted = convert::convert_all(&text, &records, &self.opts.write, &self.ids);
+            return self.hand_on(records, converted);
+        }
+        let next = Conversion::start(text, records, self.opts.write.clone(), self.ids.clone());
+        match self.converting.replace(next) {
+            Some(before) => {
+                let (records, converted) = before.wait()?;
+                self.hand_on(records, converted)
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Waits for the records being converted and hands them on.
+    fn finish_converting(&mut self) -> IResult<()> {
+        match self.converting.take() {
+            Some(conversion) => {
+                let (records, converted) = conversion.wait()?;
+                self.hand_on(records, converted)
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// In input order, hands the good records of `converted` to the sink and handles the
+    /// bad ones.
+    fn hand_on(&mut self, records: Vec<RawRecord>, converted: Vec<Converted>) -> IResult<()> {
         for (result, r) in converted.into_iter().zip(records) {
             match result {
                 Ok((id, doc)) => {
@@ -416,6 +446,7 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
 
     fn write(mut self) -> IResult<ImportReport> {
         self.convert_pending()?;
+        self.finish_converting()?;
         self.report_progress()?;
         self.progress.phase = ImportPhase::Writing;
         self.report.skipped = self.progress.skipped;
@@ -525,66 +556,6 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
 /// (`Internal::Import`).
 static STAGING_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// The id and the document of one record, or where and why it is bad.
-#[allow(
-    clippy::type_complexity,
-    reason = "private; the tuple is the bad record's fields"
-)]
-fn convert(
-    writer: &mut DocumentWriter,
-    ids: &mut Ids,
-    text: &[u8],
-    at: Origin,
-    stem: Option<&str>,
-) -> Result<(String, Vec<u8>), (u64, Option<u64>, String)> {
-    let doc = writer.from_json(text).map_err(|e| match e {
-        stele_doc::Error::Json {
-            line,
-            column,
-            reason,
-            ..
-        } => {
-            let (line, column) = (line as u64, column as u64);
-            let abs_col = if line == 1 {
-                at.column + column - 1
-            } else {
-                column
-            };
-            (
-                at.line + line - 1,
-                Some(abs_col),
-                format!("invalid JSON: {reason}"),
-            )
-        }
-        other => (at.line, None, other.to_string()),
-    })?;
-    let bad = |reason: String| (at.line, None, reason);
-    let id = match ids {
-        Ids::Counter(prefix) => format!("{prefix}{:010}", at.record),
-        Ids::FileStem => stem.unwrap_or_default().to_owned(),
-        Ids::Field(path, name) => {
-            let view = Document::new(doc.as_slice()).map_err(|e| bad(e.to_string()))?;
-            match path.get(view.root()) {
-                Some(Value::String(s)) => s.to_cow().into_owned(),
-                Some(v @ (Value::Int(_) | Value::UInt(_))) => v.to_json(),
-                Some(other) => {
-                    return Err(bad(format!(
-                        "id field {name:?} is a {}; ids must be strings or integers",
-                        other.type_name()
-                    )));
-                }
-                None => {
-                    return Err(bad(format!(
-                        "no id field {name:?} (every document needs one)"
-                    )));
-                }
-            }
-        }
-    };
-    check_id(&id).map_err(|e| bad(e.to_string()))?;
-    Ok((id, doc))
-}
-
 /// A record read but not converted yet: where its text ends in [`Pending::text`], where it
 /// starts in its source, the source (a file of a folder) and the file stem.
 struct RawRecord {
@@ -595,7 +566,8 @@ struct RawRecord {
 }
 
 /// Records waiting to be converted together on every core, within a share of the import's
-/// memory budget (their text, then their documents while they are handed on).
+/// memory budget (their text, then their documents while they are handed on). Two such
+/// shares at most: one being read, one being converted ([`Conversion`]).
 struct Pending {
     text: Vec<u8>,
     records: Vec<RawRecord>,
@@ -627,11 +599,6 @@ impl Pending {
 
     fn is_full(&self) -> bool {
         self.text.len() >= self.limit_bytes || self.records.len() >= 1 << 16
-    }
-
-    fn clear(&mut self) {
-        self.text.clear();
-        self.records.clear();
     }
 }
 

@@ -47,11 +47,24 @@ pub struct ImportOptions {
     pub(super) cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     pub(super) memory_budget_bytes: usize,
     pub(super) bulk: bool,
-    pub(super) pack_level: i32,
+    /// `None`: [`DEFAULT_IMPORT_PACK_LEVEL`], or [`SMALL_IMPORT_PACK_LEVEL`] for a small
+    /// import.
+    pub(super) pack_level: Option<i32>,
 }
 
 /// Default zstd level of the blocks a bulk import packs ([`ImportOptions::pack_level`]).
 pub const DEFAULT_IMPORT_PACK_LEVEL: i32 = 6;
+
+/// Default zstd level of the blocks of a bulk import too small to train a dictionary
+/// (under 1 MiB of documents: 32 blocks, `bulk::DICTIONARY_MIN_BLOCKS`) but of more than
+/// one block (one block or less packs at [`DEFAULT_IMPORT_PACK_LEVEL`]: microseconds). Such a collection
+/// has no size target but "smaller than its JSON", which it meets by far (0.05-0.5x at
+/// either level), and compressing at level 6 was a third to a half of the CPU of an import
+/// of half a MB (palbum albums, books). On the import benchmark's 18 files under 1 MB
+/// level 3 stores 0-14 % more than 6 (books 163,338 bytes against 156,266, accounts
+/// 29,974 against 26,294); a full compaction packs them at `DatabaseOptions::pack_level`
+/// (`docs/notes/store.md`, "Import time: small imports at level 3").
+pub const SMALL_IMPORT_PACK_LEVEL: i32 = 3;
 
 /// Default memory budget of an import ([`ImportOptions::memory_budget_bytes`]).
 pub const DEFAULT_IMPORT_BUDGET_BYTES: usize = 256 << 20;
@@ -68,12 +81,21 @@ impl Default for ImportOptions {
             cancel: None,
             memory_budget_bytes: DEFAULT_IMPORT_BUDGET_BYTES,
             bulk: true,
-            pack_level: DEFAULT_IMPORT_PACK_LEVEL,
+            pack_level: None,
         }
     }
 }
 
 impl ImportOptions {
+    /// The zstd level of an import's blocks (see [`ImportOptions::pack_level`]), and of a
+    /// small one's.
+    pub(super) fn pack_levels(&self) -> (i32, i32) {
+        (
+            self.pack_level.unwrap_or(DEFAULT_IMPORT_PACK_LEVEL),
+            self.pack_level.unwrap_or(SMALL_IMPORT_PACK_LEVEL),
+        )
+    }
+
     /// The default options.
     pub fn new() -> Self {
         Self::default()
@@ -166,13 +188,14 @@ impl ImportOptions {
         self
     }
 
-    /// zstd level of the blocks a bulk import packs (default 6; 1 to 22). Compactions pack
+    /// zstd level of the blocks a bulk import packs (1 to 22; default 6, and 3 for an import
+    /// of one block to 1 MiB of documents: [`SMALL_IMPORT_PACK_LEVEL`]). Compactions pack
     /// at [`crate::DatabaseOptions::pack_level`] (9 by default): on the shared collections
     /// level 6 stores 0-2 % more than 9 (1-8 % on some) and packs 1.3-1.5x as fast; level 3
     /// stores 5-20 % more (`docs/notes/store.md`, "Import lands compact").
     #[must_use]
     pub fn pack_level(mut self, level: i32) -> Self {
-        self.pack_level = level.clamp(1, 22);
+        self.pack_level = Some(level.clamp(1, 22));
         self
     }
 

@@ -1,0 +1,195 @@
+//! Converting records to documents on every core, a batch at a time, while the importer
+//! reads the next batch ([`Conversion`]).
+
+use super::options::{IResult, ImportError};
+use super::{Ids, RawRecord};
+use crate::batch::check_id;
+use crate::error::Error;
+use rayon::prelude::*;
+use std::sync::mpsc;
+use stele_doc::{Document, DocumentWriter, Value, WriteOptions};
+
+/// A converted record: its id and document, or where (line, column) and why it is bad.
+pub(super) type Converted = Result<(String, Vec<u8>), (u64, Option<u64>, String)>;
+
+/// What a conversion sends back: its records and their conversions (or the panic that
+/// stopped it).
+type Done = (Vec<RawRecord>, std::thread::Result<Vec<Converted>>);
+
+/// A batch of records being converted on the pool: the importer reads the next batch
+/// meanwhile, then [`Conversion::wait`]s for this one and hands it on in input order.
+pub(super) struct Conversion {
+    done: mpsc::Receiver<Done>,
+}
+
+impl Conversion {
+    /// Starts converting the records of `text` (each ending where its record says) with
+    /// `write` and ids from `ids`.
+    pub(super) fn start(
+        text: Vec<u8>,
+        records: Vec<RawRecord>,
+        write: WriteOptions,
+        ids: Ids,
+    ) -> Conversion {
+        let (sender, done) = mpsc::channel();
+        rayon::spawn(move || {
+            let converted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                convert_all(&text, &records, &write, &ids)
+            }));
+            // The receiver is gone only if the import already failed.
+            let _ = sender.send((records, converted));
+        });
+        Conversion { done }
+    }
+
+    /// The records and their conversions, once done.
+    pub(super) fn wait(self) -> IResult<(Vec<RawRecord>, Vec<Converted>)> {
+        let lost = || {
+            ImportError::from(Error::CommitFailed {
+                reason: "a thread converting the import's records stopped (it panicked)".into(),
+            })
+        };
+        let (records, converted) = self.done.recv().map_err(|_| lost())?;
+        Ok((records, converted.map_err(|_| lost())?))
+    }
+}
+
+/// Converts the records of `text` on every core, in order.
+pub(super) fn convert_all(
+    text: &[u8],
+    records: &[RawRecord],
+    write: &WriteOptions,
+    ids: &Ids,
+) -> Vec<Converted> {
+    let ends: Vec<usize> = records.iter().map(|r| r.end).collect();
+    let texts = crate::bytes::split_at_ends(text, &ends);
+    texts
+        .par_iter()
+        .zip(records.par_iter())
+        .map_init(
+            || (DocumentWriter::with_options(write.clone()), ids.clone()),
+            |(writer, ids), (text, r)| convert(writer, ids, text, r.at, r.stem.as_deref()),
+        )
+        .collect()
+}
+
+/// The id and the document of one record, or where and why it is bad.
+#[allow(
+    clippy::type_complexity,
+    reason = "private; the tuple is the bad record's fields"
+)]
+pub(super) fn convert(
+    writer: &mut DocumentWriter,
+    ids: &mut Ids,
+    text: &[u8],
+    at: super::spool::Origin,
+    stem: Option<&str>,
+) -> Result<(String, Vec<u8>), (u64, Option<u64>, String)> {
+    let doc = writer.from_json(text).map_err(|e| match e {
+        stele_doc::Error::Json {
+            line,
+            column,
+            reason,
+            ..
+        } => {
+            let (line, column) = (line as u64, column as u64);
+            let abs_col = if line == 1 {
+                at.column + column - 1
+            } else {
+                column
+            };
+            (
+                at.line + line - 1,
+                Some(abs_col),
+                format!("invalid JSON: {reason}"),
+            )
+        }
+        other => (at.line, None, other.to_string()),
+    })?;
+    let bad = |reason: String| (at.line, None, reason);
+    let id = match ids {
+        Ids::Counter(prefix) => format!("{prefix}{:010}", at.record),
+        Ids::FileStem => stem.unwrap_or_default().to_owned(),
+        Ids::Field(path, name) => {
+            let view = Document::new(doc.as_slice()).map_err(|e| bad(e.to_string()))?;
+            match path.get(view.root()) {
+                Some(Value::String(s)) => s.to_cow().into_owned(),
+                Some(v @ (Value::Int(_) | Value::UInt(_))) => v.to_json(),
+                Some(other) => {
+                    return Err(bad(format!(
+                        "id field {name:?} is a {}; ids must be strings or integers",
+                        other.type_name()
+                    )));
+                }
+                None => {
+                    return Err(bad(format!(
+                        "no id field {name:?} (every document needs one)"
+                    )));
+                }
+            }
+        }
+    };
+    check_id(&id).map_err(|e| bad(e.to_string()))?;
+    Ok((id, doc))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Database;
+    use crate::import::{ImportError, ImportOptions, import_reader};
+
+    /// 20,000 JSON lines (about 1 MB: four batches of 256 KiB) with bad records on lines
+    /// 5,000 and 15,000, in different batches.
+    fn input() -> String {
+        (1..=20_000)
+            .map(|line| match line {
+                5_000 | 15_000 => "{\"n\": oops}\n".to_owned(),
+                _ => format!("{{\"n\":{line},\"pad\":\"{}\"}}\n", "x".repeat(line % 40)),
+            })
+            .collect()
+    }
+
+    /// Whatever batch is being converted while the next is read, records are handed on in
+    /// input order: the first bad record stops the import (and nothing lands), skipped
+    /// ones are listed in order, and the counter ids follow the input; the same from a
+    /// thread of the pool, which converts in place.
+    #[test]
+    fn records_are_handed_on_in_input_order_while_the_next_batch_is_read() {
+        let run = |skip_bad: bool| {
+            let dir = tempfile::tempdir().expect("a folder");
+            let db = Database::open(dir.path()).expect("open");
+            let opts = ImportOptions::new()
+                .skip_bad(skip_bad)
+                .memory_budget_bytes(1 << 20);
+            let text = input();
+            let result = import_reader(&db, "c", "in", text.as_bytes(), None, &opts, |_| {});
+            let snap = db.snapshot();
+            let last = snap
+                .get("c", "0000020000")
+                .expect("a get")
+                .map(|d| d.to_json().expect("its JSON"));
+            let outcome = match result {
+                Ok(r) => Ok((
+                    r.documents,
+                    r.bad.iter().map(|b| b.line).collect::<Vec<_>>(),
+                )),
+                Err(ImportError::BadRecord(bad)) => Err(bad.line),
+                Err(e) => panic!("{e}"),
+            };
+            (outcome, snap.count("c"), last)
+        };
+        let stopped = run(false);
+        assert_eq!(stopped, (Err(5_000), 0, None));
+        let skipped = run(true);
+        assert_eq!(skipped.0, Ok((19_998, vec![5_000, 15_000])));
+        assert_eq!(skipped.1, 19_998);
+        let last = skipped.2.clone().expect("the last record");
+        assert!(last.starts_with("{\"n\":20000,"), "{last}");
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .expect("a pool");
+        assert_eq!(pool.install(|| run(false)), stopped);
+        assert_eq!(pool.install(|| run(true)), skipped);
+    }
+}
