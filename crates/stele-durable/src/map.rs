@@ -586,7 +586,7 @@ impl DurableMap {
         // (`Store::finish_base`): no table builder (a temporary file made, then removed)
         // and no lock taken for it. Every new database's checkpoint saved one (an import's
         // collection, whose documents are in its packs map).
-        let empty_base = self.id().is_none() && self.diff.iter().all(|(_, v)| v.is_none());
+        let empty_base = self.id().is_none() && self.diff.iter().all(|e| e.value().is_none());
         let guard = if empty_base {
             self.store.check_writable()?;
             None
