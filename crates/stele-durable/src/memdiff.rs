@@ -45,17 +45,25 @@ const ENTRY_HEAD: usize = 9;
 
 impl Entry {
     fn new(key: &[u8], value: Option<&[u8]>) -> Entry {
-        let head = [u8::from(value.is_some())];
-        let len = (key.len() as u64).to_le_bytes();
+        thread_local! {
+            static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        let op = u8::from(value.is_some());
         let value = value.unwrap_or_default();
-        // One allocation: the iterator's length is exact.
-        let bytes: Arc<[u8]> = head
-            .iter()
-            .chain(&len)
-            .chain(key)
-            .chain(value)
-            .copied()
-            .collect();
+        let fill = |buf: &mut Vec<u8>| {
+            buf.clear();
+            buf.push(op);
+            buf.extend_from_slice(&(key.len() as u64).to_le_bytes());
+            buf.extend_from_slice(key);
+            buf.extend_from_slice(value);
+            Arc::<[u8]>::from(buf.as_slice())
+        };
+        // Built in a reused buffer, then copied whole into its one allocation: collecting
+        // the bytes through an iterator copied them one by one, which made a writer's puts
+        // of 10 KB documents (github-webhooks) a third slower.
+        let bytes = SCRATCH
+            .with(|s| s.try_borrow_mut().map(|mut b| fill(&mut b)).ok())
+            .unwrap_or_else(|| fill(&mut Vec::new()));
         let entry = Entry(bytes);
         debug_assert!(entry.key() == key && entry.value().is_none_or(|v| v == value));
         entry
