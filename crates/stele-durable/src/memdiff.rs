@@ -19,7 +19,7 @@
 //! hash half: with both, ingest into a store of 171,000 documents ran at half the rate
 //! (`store_bench --only geonames`: 247,000-274,000 documents/s against 528,000-535,000).
 //!
-//! Invariant: `index`, where there is one, holds the same pairs as `ordered`.
+//! Invariant: `index`, where there is one, holds the same entries as `ordered`.
 
 use std::borrow::Borrow;
 use std::hash::{Hash, Hasher};
@@ -43,6 +43,9 @@ pub(crate) struct Entry(Arc<[u8]>);
 /// Bytes before an entry's key.
 const ENTRY_HEAD: usize = 9;
 
+/// Capacity of the buffer an entry is built in that a thread keeps between entries.
+const SCRATCH_KEPT_BYTES: usize = 64 << 10;
+
 impl Entry {
     fn new(key: &[u8], value: Option<&[u8]>) -> Entry {
         thread_local! {
@@ -56,11 +59,16 @@ impl Entry {
             buf.extend_from_slice(&(key.len() as u64).to_le_bytes());
             buf.extend_from_slice(key);
             buf.extend_from_slice(value);
-            Arc::<[u8]>::from(buf.as_slice())
+            let bytes = Arc::<[u8]>::from(buf.as_slice());
+            // A big document's buffer is not kept for the thread's lifetime.
+            if buf.capacity() > SCRATCH_KEPT_BYTES {
+                *buf = Vec::new();
+            }
+            bytes
         };
         // Built in a reused buffer, then copied whole into its one allocation: collecting
-        // the bytes through an iterator copied them one by one, which made a writer's puts
-        // of 10 KB documents (github-webhooks) a third slower.
+        // the bytes through an iterator copies them one by one, which a writer would pay on
+        // every put of a big document (github-webhooks' are 10 KB).
         let bytes = SCRATCH
             .with(|s| s.try_borrow_mut().map(|mut b| fill(&mut b)).ok())
             .unwrap_or_else(|| fill(&mut Vec::new()));
@@ -252,6 +260,22 @@ mod tests {
         assert_eq!(r.diff.index.as_ref().map(imbl::HashMap::len), Some(1));
         let opened = read_only.open_map(m.id().expect("saved")).expect("opened");
         assert!(opened.diff.index.is_some());
+    }
+
+    /// Entries of every size keep their key and value, big ones (past the buffer a thread
+    /// keeps) and small ones after them, and a removal mark has no value.
+    #[test]
+    fn entries_keep_their_key_and_value() {
+        let big = vec![7u8; SCRATCH_KEPT_BYTES + 1];
+        for (key, value) in [
+            (&b"k"[..], Some(&big[..])),
+            (b"", Some(&b"v"[..])),
+            (b"key", Some(&b""[..])),
+            (b"key", None),
+        ] {
+            let e = Entry::new(key, value);
+            assert_eq!((e.key(), e.value()), (key, value));
+        }
     }
 
     proptest! {
