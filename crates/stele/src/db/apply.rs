@@ -276,6 +276,22 @@ mod tests {
         }
     }
 
+    /// A put of `doc` as `id` into "c", compressed by `compressor` (checked to be stored
+    /// compressed, not raw).
+    fn compressed_put(
+        id: &[u8],
+        doc: &[u8],
+        compressor: &mut crate::compress::Compressor,
+    ) -> LoggedOp {
+        let value = compressor.compress(doc).unwrap();
+        assert!(crate::stored::raw(&value).is_none(), "stored compressed");
+        LoggedOp::Put {
+            collection: "c".to_owned(),
+            id: id.to_vec(),
+            value: Arc::from(value),
+        }
+    }
+
     /// The invariant `collection::get` trusts: a raw document reaches a user collection's
     /// in-memory diff only once it validates, and is then read without a second check.
     #[test]
@@ -311,16 +327,7 @@ mod tests {
         let good = stele_doc::from_json(json.as_bytes()).unwrap();
         let mut compressor =
             crate::compress::Compressor::new(crate::compress::CompressOptions::default()).unwrap();
-        let compressed = |doc: &[u8], compressor: &mut crate::compress::Compressor| {
-            let value = compressor.compress(doc).unwrap();
-            assert!(crate::stored::raw(&value).is_none(), "stored compressed");
-            LoggedOp::Put {
-                collection: "c".to_owned(),
-                id: b"x".to_vec(),
-                value: Arc::from(value),
-            }
-        };
-        let op = compressed(&good, &mut compressor);
+        let op = compressed_put(b"x", &good, &mut compressor);
         apply(&store, &mut state, &[op], Ops::Log).unwrap();
         let read = crate::collection::get(&state, "c", b"x").unwrap().unwrap();
         assert!(matches!(read, DocBytes::ValidatedOwned(_)), "{read:?}");
@@ -329,7 +336,7 @@ mod tests {
         let last = bad.len() - 1;
         bad[last] ^= 0xFF;
         assert!(stele_doc::validate(&bad).is_err());
-        let op = compressed(&bad, &mut compressor);
+        let op = compressed_put(b"x", &bad, &mut compressor);
         let e = apply(&store, &mut state, &[op], Ops::Log).unwrap_err();
         assert!(e.to_string().contains("\"x\""), "{e}");
         let read = crate::collection::get(&state, "c", b"x").unwrap().unwrap();
@@ -353,16 +360,11 @@ mod tests {
         let docs: Vec<Vec<u8>> = (0..3)
             .map(|i| stele_doc::from_json(json(i).as_bytes()).unwrap())
             .collect();
-        let op = |i: usize, compressor: &mut crate::compress::Compressor| {
-            let value = compressor.compress(&docs[i]).unwrap();
-            assert!(crate::stored::raw(&value).is_none(), "stored compressed");
-            LoggedOp::Put {
-                collection: "c".to_owned(),
-                id: format!("d{i}").into_bytes(),
-                value: Arc::from(value),
-            }
-        };
-        let ops: Vec<LoggedOp> = (0..3).map(|i| op(i, &mut compressor)).collect();
+        let ops: Vec<LoggedOp> = docs
+            .iter()
+            .enumerate()
+            .map(|(i, doc)| compressed_put(format!("d{i}").as_bytes(), doc, &mut compressor))
+            .collect();
         // Room for two of the three documents.
         let room = docs[0].len() + docs[1].len() + docs[2].len() / 2;
         for (allowance, kept) in [(0, 0), (room, 2)] {
