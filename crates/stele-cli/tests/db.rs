@@ -716,6 +716,25 @@ fn import_prints_what_landed_and_its_size_at_rest() {
     assert_eq!(json["collection_documents"], 1000);
     assert!(at_rest > 0 && at_rest * 5 < read, "{json}");
     assert!(json["folder_bytes"].as_u64().unwrap() > at_rest, "{json}");
+    // The folder as the close left it (not counting the log's zeroes it gave back).
+    fn bytes_under(dir: &std::path::Path) -> u64 {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                if e.file_type().unwrap().is_dir() {
+                    bytes_under(&e.path())
+                } else {
+                    e.metadata().unwrap().len()
+                }
+            })
+            .sum()
+    }
+    assert_eq!(
+        json["folder_bytes"].as_u64().unwrap(),
+        bytes_under(&db),
+        "{json}"
+    );
     // Below the smallest budget: a clear error, nothing imported.
     on("import", &db)
         .args(["other", SAMPLE, "--memory", "3"])

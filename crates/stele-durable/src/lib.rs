@@ -50,4 +50,4 @@ pub use map::{DurableMap, Origin};
 pub use merge::MapIter;
 pub use root::{Kind, ROOT_BYTES, ROOT_MAGIC, ROOT_VERSION, RootInfo};
 pub use stele_table::{Key, TableId};
-pub use store::{GcReport, MAX_LAYERS, Store, StoreOptions};
+pub use store::{GcReport, MAX_LAYERS, ROOTS_DIR, Store, StoreOptions};

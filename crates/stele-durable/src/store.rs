@@ -27,7 +27,10 @@ use stele_table::{Access, FsStorage, MmapBytes, Storage, Table, TableId, TableLi
 /// Longest stack of layers (base plus diffs) a collection may have.
 pub const MAX_LAYERS: usize = 4096;
 
-const ROOTS: &str = "roots";
+/// The folder of a store's named roots, inside the store's folder; [`Store::open`] makes it
+/// if it is missing (and syncs the store's folder for it).
+pub const ROOTS_DIR: &str = "roots";
+const ROOTS: &str = ROOTS_DIR;
 const ROOTS_LOCK: &str = ".lock";
 const GC_LOCK: &str = ".gc.lock";
 

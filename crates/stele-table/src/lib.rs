@@ -56,7 +56,8 @@ pub use merge::{MergeIter, Merged, merge};
 pub use set::{SET_EXTENSION, SET_MAGIC, SET_VERSION, SetIter, ShardInfo, TableSet};
 pub use sorter::{SortedSink, Sorter, SorterOptions};
 pub use storage::{
-    FsStorage, Storage, StorageFile, TABLE_EXTENSION, create_dir_all, remove_partials, replace_file,
+    FsStorage, Storage, StorageFile, TABLE_EXTENSION, create_dir_all, create_dir_all_unsynced,
+    remove_partials, replace_file,
 };
 /// The checksum used throughout the format: XXH3-64 with seed 0.
 pub fn checksum(bytes: &[u8]) -> u64 {

@@ -277,8 +277,20 @@ impl Storage for FsStorage {
 /// synced (as for a file), and a database's first commit is durable only if its `wal` folder
 /// survives a power cut too. Folders that exist cost one `stat` and no sync.
 pub fn create_dir_all(storage: &dyn Storage, dir: &Path) -> io::Result<()> {
+    for parent in create_dir_all_unsynced(storage, dir)? {
+        storage.sync_dir(&parent)?;
+    }
+    Ok(())
+}
+
+/// [`create_dir_all`] without the syncs: creates `dir` and its missing parents and returns
+/// the folders whose new entries are not durable yet, the deepest first (each new folder's
+/// parent). The caller syncs them before anything written in `dir` has to survive a power
+/// cut; until then a cut may lose any of the new folders, which held nothing durable.
+pub fn create_dir_all_unsynced(storage: &dyn Storage, dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut to_sync = Vec::new();
     if dir.is_dir() {
-        return Ok(());
+        return Ok(to_sync);
     }
     let mut missing = Vec::new();
     let mut at = dir;
@@ -300,9 +312,10 @@ pub fn create_dir_all(storage: &dyn Storage, dir: &Path) -> io::Result<()> {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
         };
-        storage.sync_dir(parent)?;
+        to_sync.push(parent.to_path_buf());
     }
-    Ok(())
+    to_sync.reverse();
+    Ok(to_sync)
 }
 
 /// Removes leftover `.partial` files (from a crash mid-write) in `dir`. Returns how many.

@@ -15,9 +15,34 @@ impl Database {
     /// Writes every collection's unsaved changes as diff tables, compacts collections
     /// with too many layers, records the tables in the manifest, starts a new log segment
     /// and removes files nothing needs any more. Waits for commits in flight.
+    ///
+    /// With nothing to write since the last checkpoint (no commit since, nothing compacted
+    /// on the side, no collection over the layer limit) it only removes files nothing needs
+    /// any more: the manifest on disk says everything already, and rewriting it would cost
+    /// two syncs for nothing (an import lands through a checkpoint of its own).
     pub fn checkpoint(&self) -> Result<()> {
         let mut w = self.quiet_writer()?;
+        if !self.checkpoint_needed(&w, true)? {
+            return self.collect_garbage(&manifest_of(&w.state));
+        }
         self.checkpoint_locked(&mut w, true)
+    }
+
+    /// Whether a checkpoint would change what is on disk: records in the log, compactions
+    /// finished on the side to swap in, log segments whose records the tables hold already
+    /// (a checkpoint whose segment removal failed), or with `deep` a map with more layers
+    /// than allowed. The writer's state changes only through the log and checkpoints, so
+    /// without any of these it is the state of the manifest on disk.
+    pub(super) fn checkpoint_needed(&self, w: &Writer, deep: bool) -> Result<bool> {
+        let ready = !self.inner.ready.lock().map_err(lock_poisoned)?.is_empty();
+        let too_deep = deep
+            && w.state
+                .map_refs()
+                .any(|(_, m)| m.layer_ids().len() > self.inner.opts.compact_layers);
+        Ok(w.logged_bytes > 0
+            || ready
+            || too_deep
+            || self.log_holds_segments_before(w.state.seq)?)
     }
 
     /// Merges every collection into a single table each (packing every document of a
@@ -92,6 +117,11 @@ impl Database {
         self.compact_deep_maps(&mut state, compact_deep)?;
         let manifest = manifest_of(&state);
         manifest.write(&*self.inner.opts.storage, &self.inner.dir)?;
+        // The manifest's write synced the database folder; a new database's other folders
+        // (its parent, `tables` for `roots`) before anything reports this checkpoint done.
+        self.inner
+            .unsynced
+            .sync(&*self.inner.opts.storage, Some(&self.inner.dir))?;
         // From here the tables hold everything; the log restarts after `seq`.
         w.state = state.clone();
         w.logged_bytes = 0;

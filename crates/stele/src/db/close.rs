@@ -10,7 +10,7 @@
 //! closes, whichever thread drops it.
 
 use super::compaction::packs_collection;
-use super::{Database, Inner, lock_poisoned};
+use super::{Database, Inner};
 use crate::error::{Error, Result};
 use crate::internal::is_internal;
 use crate::state::{MapRef, State};
@@ -124,8 +124,7 @@ impl Database {
                 reason: reason.clone(),
             });
         }
-        let ready = !self.inner.ready.lock().map_err(lock_poisoned)?.is_empty();
-        if w.logged_bytes > 0 || ready || self.log_holds_segments_before(w.state.seq)? {
+        if self.checkpoint_needed(&w, false)? {
             self.checkpoint_locked(&mut w, false)?;
         }
         self.give_back_log_zeroes()
@@ -133,7 +132,7 @@ impl Database {
 
     /// Whether the log folder holds a segment that starts at or before `seq` (records the
     /// tables hold already, say after a checkpoint whose segment removal failed).
-    fn log_holds_segments_before(&self, seq: u64) -> Result<bool> {
+    pub(super) fn log_holds_segments_before(&self, seq: u64) -> Result<bool> {
         let segments = wal::list_segments(&self.wal_dir())?;
         Ok(segments.iter().any(|(first, _)| *first <= seq))
     }

@@ -122,8 +122,13 @@ impl Database {
         let upto = w.next_ticket - 1;
         let published = w.state.clone();
         drop(w);
+        // A new database's folders are synced before its first records are written: a
+        // failure then leaves nothing in the log that the caller was told failed.
         let result = match inner.wal.lock() {
-            Ok(mut wal) => wal.append(&records),
+            Ok(mut wal) => inner
+                .unsynced
+                .sync(&*inner.opts.storage, None)
+                .and_then(|()| wal.append(&records)),
             Err(_) => Err(Error::CommitFailed {
                 reason: "a thread panicked while writing the log".into(),
             }),

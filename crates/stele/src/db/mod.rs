@@ -17,6 +17,7 @@ mod commit;
 mod compaction;
 mod compression;
 mod dictionaries;
+mod folders;
 mod idle;
 mod open;
 mod options;
@@ -54,6 +55,8 @@ pub(crate) struct Inner {
     _lock: File,
     writer: Mutex<commit::Writer>,
     wal: Mutex<WalWriter>,
+    /// Folders a new database made, synced by the first commit or checkpoint.
+    unsynced: folders::UnsyncedFolders,
     group_done: Condvar,
     visible: RwLock<Arc<State>>,
     /// Queue of the background compactor (if enabled), and the maps queued or running.

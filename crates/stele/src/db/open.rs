@@ -18,31 +18,34 @@ use std::sync::{Arc, Condvar, Mutex, RwLock, mpsc};
 use stele_durable::{DurableMap, Store, StoreOptions};
 use stele_table::TableId;
 
-/// Creates the database folder `dir` and its log and tables folders, those that are missing.
-/// Each new folder's parent is synced (a log segment or a table is durable only if its
-/// folder is), but `dir` once for both of its new folders, where creating each one by one
-/// synced it twice: a new folder's entry is durable once its parent is synced after the
-/// folder was made, whichever other entries that sync also covers. A crash before the sync
-/// may lose either folder, or both; nothing was written in them yet, and the next open
-/// makes what is missing.
-fn create_folders(storage: &dyn stele_table::Storage, dir: &Path) -> Result<()> {
-    stele_table::create_dir_all(storage, dir).map_err(|e| Error::io("creating folder", dir, e))?;
-    let mut made = false;
-    for sub in [WAL_DIR, TABLES_DIR] {
-        let path = dir.join(sub);
+/// Creates the database folder `dir`, its log and tables folders and the tables' roots
+/// folder, those that are missing, and returns the folders whose new entries are not synced
+/// yet, the deepest first (see `folders.rs`: the first durable act syncs them). A crash
+/// before then may lose any of them; nothing was written in them yet, and the next open
+/// makes what is missing. The roots folder's entry is never synced here: a database keeps
+/// nothing there but the store's lock file (its tables are named by the manifest, not by
+/// roots), and the store makes the folder again at open if a power cut lost it.
+fn create_folders(storage: &dyn stele_table::Storage, dir: &Path) -> Result<Vec<PathBuf>> {
+    let made = |e, path: &Path| Error::io("creating folder", path, e);
+    let parents = stele_table::create_dir_all_unsynced(storage, dir).map_err(|e| made(e, dir))?;
+    let mut to_sync = Vec::new();
+    let tables = dir.join(TABLES_DIR);
+    for (path, durable) in [
+        (dir.join(WAL_DIR), true),
+        (tables.clone(), true),
+        (tables.join(stele_durable::ROOTS_DIR), false),
+    ] {
         match storage.create_dir(&path) {
-            Ok(()) => made = true,
+            Ok(()) if durable && to_sync.is_empty() => to_sync.push(dir.to_path_buf()),
+            Ok(()) => {}
             // Made by an earlier open (or another process meanwhile, which syncs it).
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && path.is_dir() => {}
-            Err(e) => return Err(Error::io("creating folder", &path, e)),
+            Err(e) => return Err(made(e, &path)),
         }
     }
-    if made {
-        storage
-            .sync_dir(dir)
-            .map_err(|e| Error::io("syncing folder", dir, e))?;
-    }
-    Ok(())
+    // Deepest first: the database folder, then its new parents.
+    to_sync.extend(parents);
+    Ok(to_sync)
 }
 
 /// Takes the folder lock, or names the process that holds it.
@@ -278,7 +281,7 @@ impl Database {
     pub fn open_with(dir: impl AsRef<Path>, opts: DatabaseOptions) -> Result<Database> {
         let dir = dir.as_ref().to_path_buf();
         let wal_dir = dir.join(WAL_DIR);
-        create_folders(&*opts.storage, &dir)?;
+        let unsynced = create_folders(&*opts.storage, &dir)?;
         let lock = take_lock(&dir)?;
         let store = Store::open_with(
             dir.join(TABLES_DIR),
@@ -295,7 +298,7 @@ impl Database {
         wal::tail::remove_obsolete(&*opts.storage, &wal_dir, manifest.seq)?;
         let leftovers = import_leftovers(&state);
         let writer = Writer::recovered(state, replayed.logged_bytes);
-        let (db, queue) = Database::assemble(dir, opts, store, lock, writer, wal);
+        let (db, queue) = Database::assemble(dir, opts, store, lock, writer, wal, unsynced);
         if let Some(queue) = queue {
             db.start_compactor(queue)?;
         }
@@ -313,6 +316,7 @@ impl Database {
         lock: File,
         writer: Writer,
         wal: WalWriter,
+        unsynced: Vec<PathBuf>,
     ) -> (Database, Option<mpsc::Receiver<MapRef>>) {
         let visible = Arc::new(writer.state.clone());
         let opened_seq = visible.seq;
@@ -328,6 +332,7 @@ impl Database {
                 _lock: lock,
                 writer: Mutex::new(writer),
                 wal: Mutex::new(wal),
+                unsynced: super::folders::UnsyncedFolders::new(unsynced),
                 group_done: Condvar::new(),
                 visible: RwLock::new(visible),
                 compactor: background.then(|| Mutex::new(tx)),
