@@ -51,6 +51,18 @@ const MAX_SAMPLE_BYTES: usize = 2 << 20;
 /// the dictionary (`docs/notes/store.md`, "Import time: one dictionary size").
 pub(super) const DICTIONARY_MIN_BLOCKS: usize = 32;
 
+/// The dictionary of an import trains on at most 1/`SAMPLE_SHARE` of the import's document
+/// bytes (and at most [`MAX_SAMPLE_BYTES`]): training costs about what packing the sample
+/// costs, so an import of a few MB of big documents, whose 2 MiB sample was half of it,
+/// spent more on the dictionary than on its blocks. Measured on the import benchmark's two
+/// such files (2026-11-26, under load, best of 3): twitter tweets (4.09 MB of JSON, 966
+/// documents) trained in 30-60 ms instead of 90-98 ms and stored 530,123 bytes instead of
+/// 521,275 (+1.7 %, 0.95x zstd -3); github-webhooks (3.25 MB, 329 documents) in 21-26 ms
+/// instead of 49-56 and stored 71,122 bytes instead of 70,914 (+0.3 %). Imports of 8 MiB
+/// of documents or more, and those of small documents (whose sample holds
+/// `CompressOptions::sample_docs` documents first), train as before.
+const SAMPLE_SHARE: u64 = 4;
+
 /// Documents sampled for the dictionary: a reservoir of at most `max_docs` documents and
 /// about `max_bytes` bytes, each document of the input equally likely to be in it.
 #[derive(Debug)]
@@ -74,6 +86,18 @@ impl Sample {
             seen: 0,
             rng: 0x5eed_1e55_c0ff_ee00,
         }
+    }
+
+    /// Every k-th document of the sample, k the smallest that keeps them within about
+    /// `max_bytes` (a reservoir's documents are spread over the input, or in input order
+    /// when it kept them all: every k-th keeps them spread either way).
+    fn spread(&self, max_bytes: usize) -> Vec<&[u8]> {
+        let stride = self.bytes.div_ceil(max_bytes.max(1)).max(1);
+        self.docs
+            .iter()
+            .step_by(stride)
+            .map(Vec::as_slice)
+            .collect()
     }
 
     fn next_random(&mut self) -> u64 {
@@ -224,7 +248,8 @@ impl BulkWriter {
             }
             None
         } else {
-            train(&compressor, &sample.docs, settings, docs)?
+            let share = usize::try_from(doc_bytes / SAMPLE_SHARE).unwrap_or(usize::MAX);
+            train(&compressor, &sample.spread(share), settings, docs)?
         };
         drop(sample);
         let state = db.visible_state();
@@ -279,7 +304,7 @@ impl BulkWriter {
     }
 }
 
-/// A dictionary for the blocks trained on `samples` by `compressor`, of the usual size
+/// A dictionary for the blocks trained on `refs` by `compressor`, of the usual size
 /// only, if it beats the collection's current one (for `docs` documents in blocks as
 /// `settings` cuts them). A compaction trains three sizes (the usual one, a half and a
 /// quarter) and keeps the one that stores the held-out documents smallest; on the import
@@ -287,11 +312,10 @@ impl BulkWriter {
 /// did on 9 (one 0.5 % smaller), in 0.67-0.95x of the import's CPU.
 fn train(
     compressor: &Mutex<Compressor>,
-    samples: &[Vec<u8>],
+    refs: &[&[u8]],
     settings: PackSettings,
     docs: u64,
 ) -> Result<Option<NewDictionary>> {
-    let refs: Vec<&[u8]> = samples.iter().map(Vec::as_slice).collect();
     let target = PackTarget {
         block_bytes: settings.block_bytes,
         level: settings.level,
@@ -300,7 +324,7 @@ fn train(
     let training = compressor
         .lock()
         .map_err(|_| poisoned())?
-        .prepare_training_for_blocks(&refs, target)?;
+        .prepare_training_for_blocks(refs, target)?;
     let Some(trained) = training
         .map(|t| t.without_parameter_search().one_size(1).run())
         .transpose()?
@@ -353,6 +377,25 @@ mod tests {
             crate::DatabaseOptions::default().pack_block_bytes(4096),
         )
         .expect("open")
+    }
+
+    /// The training share of a sample: every k-th document, within the bytes asked for,
+    /// from the whole sample; all of it when it fits.
+    #[test]
+    fn a_spread_sample_keeps_every_kth_document_within_its_bytes() {
+        let mut sample = Sample::new(1000, 1 << 20);
+        for i in 0..100u8 {
+            sample.offer(&[i; 10]);
+        }
+        assert_eq!(sample.bytes, 1000);
+        let firsts = |docs: Vec<&[u8]>| docs.iter().map(|d| d[0]).collect::<Vec<u8>>();
+        let quarter = firsts(sample.spread(250));
+        assert_eq!(quarter, (0..100).step_by(4).collect::<Vec<u8>>());
+        let third = firsts(sample.spread(333));
+        assert_eq!(third.len(), 25, "stride 4: 250 bytes, not more than asked");
+        assert_eq!(firsts(sample.spread(1000)).len(), 100);
+        assert_eq!(firsts(sample.spread(usize::MAX)).len(), 100);
+        assert_eq!(firsts(sample.spread(0)), vec![0], "at least one document");
     }
 
     /// Fewer bytes than `DICTIONARY_MIN_BLOCKS` blocks: no training runs; more: one does.
@@ -424,15 +467,17 @@ mod tests {
         let dir = tempfile::tempdir().expect("a temporary folder");
         let db = small_blocks(dir.path());
         let opts = ImportOptions::new().id_field("id");
-        let text = lines(3_000);
+        // 6,000 documents of about 56 bytes each as stored: a quarter of them (SAMPLE_SHARE)
+        // is more than the sample, so all of it is trained on.
+        let text = lines(6_000);
         import_reader(&db, "c", "in", text.as_bytes(), None, &opts, |_| {}).expect("import");
         let state = db.visible_state();
         let (_, dict) = crate::pack::last_dictionary(&state, "c")
             .expect("the dictionary read")
             .expect("a dictionary");
-        // 1,024 documents sampled of about 56 bytes each as stored, 7/8 of them trained on:
-        // about 50 KiB, a usual size of about 5 KiB (zstd's trainer fills the size asked);
-        // the half size would be about 2.5 KiB.
+        // 1,024 documents sampled, 7/8 of them trained on: about 50 KiB, a usual size of
+        // about 5 KiB (zstd's trainer fills the size asked); the half size would be about
+        // 2.5 KiB.
         assert!(dict.len() > 4096, "{} bytes", dict.len());
     }
 }
