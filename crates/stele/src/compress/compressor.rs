@@ -7,7 +7,9 @@ use std::sync::{Arc, Weak};
 
 use zstd::bulk;
 
-use super::context::{context, document_context, encode_all, encode_block, encode_with};
+use super::context::{
+    block_context, context, document_context, encode_all, encode_block, encode_with,
+};
 use super::header::{Codec, DictionaryId, encode_raw};
 use super::options::{CompressOptions, PARALLEL_COMPRESS_BYTES};
 use super::trainer::{CoverParams, FIXED_COVER_PARAMS, Running, TrainJob, Trained};
@@ -348,7 +350,7 @@ impl Compressor {
             Some(c) => {
                 let cctx = match &mut c.block {
                     Some(b) => b,
-                    slot => slot.insert(context(level, Some(&c.bytes[..]))?),
+                    slot => slot.insert(block_context(level, Some(&c.bytes[..]))?),
                 };
                 (cctx, c.id)
             }

@@ -3,7 +3,7 @@
 //! block's frame ([`compress_joined`]).
 
 use zstd::bulk;
-use zstd::zstd_safe::{CParameter, FrameFormat, ParamSwitch};
+use zstd::zstd_safe::{CParameter, DictAttachPref, FrameFormat, ParamSwitch};
 
 use super::header::{Codec, DictionaryId, MAX_BLOCK_DOCS, encode_raw, put_varint};
 use crate::{Error, Result};
@@ -30,6 +30,24 @@ pub(super) fn context(level: i32, dict: Option<&[u8]>) -> Result<bulk::Compresso
         CParameter::ContentSizeFlag(false),
     ] {
         c.set_parameter(p).map_err(zstd_io("set frame parameter"))?;
+    }
+    Ok(c)
+}
+
+/// The context that compresses blocks: as [`context`], with a dictionary's tables copied
+/// into the context for each block rather than searched beside it. zstd's choice for
+/// inputs of about 32 KiB is to search them beside (its "attach" mode, cheaper to set up),
+/// whose match finder took 40 % of an import's CPU on geonames-cities (171,075 documents
+/// of 100 bytes in blocks of 32 KiB); copied, the import took 0.42-0.44 s of user CPU
+/// against 0.46-0.49 s in alternating runs, and stored 3,638,334 bytes against 3,639,870
+/// (2026-11-26, `docs/notes/store.md`). The copy (the dictionary's match tables, under a
+/// megabyte at the block levels) costs too much for one small document: documents
+/// compressed one by one keep [`context`].
+pub(super) fn block_context(level: i32, dict: Option<&[u8]>) -> Result<bulk::Compressor<'static>> {
+    let mut c = context(level, dict)?;
+    if dict.is_some() {
+        c.set_parameter(CParameter::ForceAttachDict(DictAttachPref::ForceCopy))
+            .map_err(zstd_io("set dictionary mode"))?;
     }
     Ok(c)
 }

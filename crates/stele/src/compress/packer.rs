@@ -3,7 +3,7 @@
 
 use zstd::bulk;
 
-use super::context::{compress_joined, context, encode_block};
+use super::context::{block_context, compress_joined, encode_block};
 use super::header::{Codec, DictionaryId, MAX_BLOCK_DOCS};
 use super::keyed::join;
 use super::streams::{
@@ -44,8 +44,8 @@ impl BlockPacker {
     /// Preparing a dictionary at a high level takes a few milliseconds: make one per run.
     pub fn new(level: i32, dictionary: Option<(DictionaryId, &[u8])>) -> Result<BlockPacker> {
         let (cctx, dict_id) = match dictionary {
-            Some((id, bytes)) => (context(level, Some(bytes))?, id),
-            None => (context(level, None)?, 0),
+            Some((id, bytes)) => (block_context(level, Some(bytes))?, id),
+            None => (block_context(level, None)?, 0),
         };
         Ok(BlockPacker {
             cctx,

@@ -14,7 +14,7 @@
 //! [`CompressOptions::sample_docs`]: super::CompressOptions::sample_docs
 
 use super::compressor::{Compressor, NewDictionary};
-use super::context::{context, zstd_io};
+use super::context::{block_context, context, zstd_io};
 use super::header::DictionaryId;
 use super::trainer::{
     CoverParams, FIXED_COVER_PARAMS, HELD_OUT_EVERY, MIN_DICTIONARY_BYTES, Trained,
@@ -287,7 +287,7 @@ impl BlockTraining {
         // What the collection would take: held-out blocks scaled up, plus the dictionary
         // as stored (compressed: `super::dict_form`).
         let cost = |dict: Option<&[u8]>| -> Result<f64> {
-            let mut cctx = context(target.level, dict)?;
+            let mut cctx = block_context(target.level, dict)?;
             let packed = packed_bytes(&mut cctx, &self.held_out, target.block_bytes)?;
             let stored = dict.map(super::dict_form::stored_len).transpose()?;
             Ok(packed as f64 * scale + stored.unwrap_or(0) as f64)
