@@ -277,10 +277,13 @@ impl Database {
     /// Steps, in this order: create the folders, take the folder lock, open the store, read
     /// the state the manifest records and its dictionaries, replay the log onto it, open the
     /// log writer where replay ended, assemble the database, start its compaction thread,
-    /// and last drop the import leftovers (the only batch opening logs).
+    /// drop the import leftovers (the only batch opening logs), and last remove the tables
+    /// no manifest names and the sort folders of killed imports (a new database has none).
     pub fn open_with(dir: impl AsRef<Path>, opts: DatabaseOptions) -> Result<Database> {
         let dir = dir.as_ref().to_path_buf();
         let wal_dir = dir.join(WAL_DIR);
+        // A new database (no tables folder yet) has no garbage to collect at open.
+        let new = !dir.join(TABLES_DIR).is_dir();
         let unsynced = create_folders(&*opts.storage, &dir)?;
         let lock = take_lock(&dir)?;
         let store = Store::open_with(
@@ -303,7 +306,9 @@ impl Database {
             db.start_compactor(queue)?;
         }
         db.drop_import_leftovers(leftovers)?;
-        db.collect_unnamed_tables()?;
+        if !new {
+            db.collect_unnamed_tables()?;
+        }
         Ok(db)
     }
 
