@@ -117,8 +117,9 @@ impl Database {
         self.compact_deep_maps(&mut state, compact_deep)?;
         let manifest = manifest_of(&state);
         manifest.write(&*self.inner.opts.storage, &self.inner.dir)?;
-        // The manifest's write synced the database folder; a new database's other folders
-        // (its parent, `tables` for `roots`) before anything reports this checkpoint done.
+        // The manifest's write synced the database folder after its `wal` and `tables`
+        // entries were made; a new database's new parents before anything reports this
+        // checkpoint done (`folders.rs`).
         self.inner
             .unsynced
             .sync(&*self.inner.opts.storage, Some(&self.inner.dir))?;
