@@ -174,10 +174,20 @@ fn an_import_into_a_new_database_makes_no_temporary_file_for_an_empty_map() {
 }
 
 /// A checkpoint with nothing new since the last one (here the import's own landing) syncs
-/// and writes nothing; after a commit it checkpoints as ever (the manifest and its folder).
+/// and writes nothing; after a commit it checkpoints as ever (the manifest and its folder);
+/// a new database's first checkpoint writes its first manifest, even with nothing in it.
 #[test]
 fn a_checkpoint_with_nothing_new_writes_nothing() {
     let work = tempfile::tempdir().unwrap();
+    let empty = work.path().join("empty");
+    let db = Database::open(&empty).unwrap();
+    assert!(!empty.join("MANIFEST").exists());
+    db.checkpoint().unwrap();
+    assert!(
+        empty.join("MANIFEST").is_file(),
+        "a new database's first manifest"
+    );
+    drop(db);
     let dir = work.path().join("db");
     let (opts, syncs) = counted();
     let db = Database::open_with(&dir, opts).unwrap();

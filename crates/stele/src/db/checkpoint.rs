@@ -19,10 +19,12 @@ impl Database {
     /// With nothing to write since the last checkpoint (no commit since, nothing compacted
     /// on the side, no collection over the layer limit) it only removes files nothing needs
     /// any more: the manifest on disk says everything already, and rewriting it would cost
-    /// two syncs for nothing (an import lands through a checkpoint of its own).
+    /// two syncs for nothing (an import lands through a checkpoint of its own). A database
+    /// that has none yet (new, nothing written) gets its first manifest.
     pub fn checkpoint(&self) -> Result<()> {
         let mut w = self.quiet_writer()?;
-        if !self.checkpoint_needed(&w, true)? {
+        let has_manifest = self.inner.dir.join(crate::manifest::FILE_NAME).is_file();
+        if has_manifest && !self.checkpoint_needed(&w, true)? {
             return self.collect_garbage(&manifest_of(&w.state));
         }
         self.checkpoint_locked(&mut w, true)
