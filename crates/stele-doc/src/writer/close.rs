@@ -1,7 +1,7 @@
 //! Closing a container: its children are sorted (objects), deduplicated per policy, and its
 //! header (key ids, offsets, tags, input order) is written after them, in the narrowest widths.
 
-use super::{DocumentWriter, DuplicateKeys, Entry, KeyOrder, name_at, sort_cache};
+use super::{DocumentWriter, DuplicateKeys, Entry, Frame, KeyOrder, name_at, sort_cache};
 use crate::error::{Error, Result};
 use crate::format::{
     ARR_UNIFORM, OBJ_HAS_ORDER, OBJ_ORDER_BY_ID, put_uint, put_varint, width_bytes, width_code_for,
@@ -44,19 +44,31 @@ impl DocumentWriter {
         }
     }
 
-    pub(super) fn write_object_header(
-        &mut self,
-        start: usize,
-        header_pos: usize,
-        ids_ascending: bool,
-    ) -> Result<()> {
+    pub(super) fn write_object_header(&mut self, frame: &Frame, header_pos: usize) -> Result<()> {
+        let (start, ids_ascending) = (frame.start, frame.ids_ascending);
         let n = self.entries.len() - start;
+        // The root object is the only one of its kind in its document: never cached.
+        let nested = self.frames.len() > 1;
+        // Every key matched the shape recorded for the first one (see `shapes`): the same key
+        // ids in the same order as an object sorted earlier without repeated keys.
+        let matched = n > 0 && frame.shape.len as usize == n && frame.hits as usize == n;
         // Objects of a shape seen before in this document: their sorted order is known.
         // `cached`: the order was applied; `self.shape_hash`: to remember it once sorted.
         let mut cached = false;
         self.shape_hash = None;
-        // The root object is the only one of its kind in its document: never cached.
-        if n >= sort_cache::MIN_KEYS && self.frames.len() > 1 {
+        if matched {
+            let input = self.entries.get(start..).unwrap_or_default();
+            self.sorted.clear();
+            self.sorted.extend_from_slice(input);
+            if let Some(dst) = self.entries.get_mut(start..) {
+                for (slot, i) in dst.iter_mut().zip(self.shapes.order(frame.shape)) {
+                    if let Some(e) = self.sorted.get(i as usize) {
+                        *slot = *e;
+                    }
+                }
+                cached = true;
+            }
+        } else if n >= sort_cache::MIN_KEYS && nested {
             self.shape_ids.clear();
             let input = self.entries.get(start..).unwrap_or_default();
             self.shape_ids.extend(input.iter().map(|e| e.key));
@@ -103,6 +115,13 @@ impl DocumentWriter {
         {
             let order = entries.iter().map(|e| e.seq);
             self.sort_cache.insert(hash, &self.shape_ids, order);
+        }
+        // Shapes are recorded from the second object of a first key on (see `Shapes`), in
+        // nested objects, while keys are not predicted from the previous document (then they
+        // are interned without hashing anyway): `first_seen` is set only then.
+        if frame.first_seen && !matched && kept == n {
+            self.shapes
+                .record(entries.iter().map(|e| (e.key, e.prefix, e.seq)));
         }
         self.entries.truncate(start + kept);
         let entries = self.entries.get(start..).unwrap_or_default();

@@ -65,6 +65,31 @@ pub(super) fn name_at(names: &[u8], id: u32) -> &[u8] {
     }
 }
 
+/// Whether the name with id `id` in `names`, whose prefix is `stored_prefix`, is `name`, whose
+/// prefix is `prefix`: one byte read for the length and, past 8 bytes, a compare of the rest.
+#[inline(always)]
+pub(super) fn is_name_at(
+    names: &[u8],
+    id: u32,
+    stored_prefix: u64,
+    name: &[u8],
+    prefix: u64,
+) -> bool {
+    if stored_prefix != prefix {
+        return false;
+    }
+    let at = id as usize;
+    match names.get(at) {
+        // A one-byte varint length; up to 8 bytes, the length and the zero-padded prefix are
+        // the whole name.
+        Some(&len) if len < 0x80 => {
+            len as usize == name.len()
+                && (name.len() <= 8 || names.get(at + 9..at + 1 + name.len()) == name.get(8..))
+        }
+        _ => name_at(names, id) == name,
+    }
+}
+
 /// The first 8 bytes of `name` as a big-endian integer, zero-padded: comparing these orders
 /// names bytewise except on ties (zero padding sorts like the end of a shorter name).
 #[inline]
@@ -133,6 +158,25 @@ impl Names {
         self.prev_interned.clear();
         self.prev_bytes.clear();
         self.predicting = false;
+    }
+
+    /// Whether keys are being predicted from the previous document.
+    #[inline(always)]
+    pub(super) fn predicting(&self) -> bool {
+        self.predicting
+    }
+
+    /// Records that `name` (prefix `prefix`) was interned as `id` by the caller, which found
+    /// it already in this document's names area while not predicting (so the index holds it
+    /// and would give the same id): what `intern` would have recorded, without the hash probe.
+    #[inline(always)]
+    pub(super) fn interned_known(&mut self, id: u32, name: &[u8], prefix: u64) {
+        debug_assert!(!self.predicting && name_at(&self.bytes, id) == name);
+        self.interned.push(NameSlot {
+            id,
+            len: name.len() as u32,
+            prefix,
+        });
     }
 
     /// The id of `name` (whose [`name_prefix`] is `prefix`) in this document's names area,
