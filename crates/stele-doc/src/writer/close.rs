@@ -95,15 +95,7 @@ impl DocumentWriter {
         let names = &self.names.bytes;
         let entries = self.entries.get_mut(start..).unwrap_or_default();
         if !cached && entries.len() > 1 {
-            entries.sort_unstable_by(|a, b| {
-                a.prefix.cmp(&b.prefix).then_with(|| {
-                    if a.key == b.key {
-                        a.seq.cmp(&b.seq)
-                    } else {
-                        name_at(names, a.key).cmp(name_at(names, b.key))
-                    }
-                })
-            });
+            sort_by_name(entries, names, &mut self.sort_keys, &mut self.sorted);
         }
         // A cached order has no repeated keys: deduplication would keep every entry.
         let kept = match cached {
@@ -155,14 +147,74 @@ impl DocumentWriter {
             // order[i] = sorted index of the i-th property in input order.
             self.order.clear();
             self.order.extend(0..entries.len() as u32);
-            self.order
-                .sort_unstable_by_key(|&i| entries.get(i as usize).map_or(0, |e| e.seq));
+            if kept == n {
+                // Input positions are 0..n: the inverse permutation, without sorting.
+                for (i, e) in entries.iter().enumerate() {
+                    if let Some(slot) = self.order.get_mut(e.seq as usize) {
+                        *slot = i as u32;
+                    }
+                }
+            } else {
+                self.order
+                    .sort_unstable_by_key(|&i| entries.get(i as usize).map_or(0, |e| e.seq));
+            }
             let wp = width_bytes(width_code_for(entries.len().saturating_sub(1) as u64));
             for &i in &self.order {
                 put_uint(&mut self.out, u64::from(i), wp);
             }
         }
         Ok(())
+    }
+}
+
+/// Sorts an object's entries by name, then input position (`seq`): by the 8-byte name prefix
+/// as integers (with the input position, as one 128-bit key per entry: a sort of plain integers
+/// instead of 32-byte entries through a comparison closure), then each run of entries whose
+/// prefixes tie by their whole names. Ties keep input order, so a run's entries of one key
+/// stay in `seq` order. `keys` and `scratch` are reused buffers.
+fn sort_by_name(
+    entries: &mut [Entry],
+    names: &[u8],
+    keys: &mut Vec<u128>,
+    scratch: &mut Vec<Entry>,
+) {
+    keys.clear();
+    keys.extend(
+        entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (u128::from(e.prefix) << 64) | i as u128),
+    );
+    keys.sort_unstable();
+    scratch.clear();
+    scratch.extend(
+        keys.iter()
+            .filter_map(|&k| entries.get(k as u64 as usize).copied()),
+    );
+    entries.copy_from_slice(scratch);
+    // Runs of equal prefixes (names sharing their first 8 bytes), in input order: sorted by
+    // the whole name, then input position.
+    let mut start = 0;
+    while start < entries.len() {
+        let Some(prefix) = entries.get(start).map(|e| e.prefix) else {
+            break;
+        };
+        let mut end = start + 1;
+        while entries.get(end).is_some_and(|e| e.prefix == prefix) {
+            end += 1;
+        }
+        if end - start > 1
+            && let Some(run) = entries.get_mut(start..end)
+        {
+            run.sort_unstable_by(|a, b| {
+                if a.key == b.key {
+                    a.seq.cmp(&b.seq)
+                } else {
+                    name_at(names, a.key).cmp(name_at(names, b.key))
+                }
+            });
+        }
+        start = end;
     }
 }
 
@@ -208,4 +260,64 @@ fn dedup_sorted(entries: &mut [Entry], policy: DuplicateKeys, names: &[u8]) -> R
         i = j;
     }
     Ok(kept)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests fail loudly")]
+
+    use super::*;
+    use crate::format::Tag;
+    use crate::writer::names::{Names, name_prefix};
+    use proptest::prelude::*;
+
+    /// Names tying on their first 8 bytes, zero bytes against a shorter name, a two-byte
+    /// length, the empty name.
+    const POOL: [&[u8]; 9] = [
+        b"in_reply_to_status_id",
+        b"in_reply_to_status_id_str",
+        b"in_reply_to_user_id",
+        b"ab",
+        b"ab\0",
+        b"ab\0\0\0\0\0\0\0",
+        b"",
+        b"z",
+        &[b'q'; 130],
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// The integer-key sort with tie runs gives the order of a comparison sort by (name,
+        /// input position), repeated keys included.
+        #[test]
+        fn sort_by_name_matches_a_comparison_sort(picks in prop::collection::vec(0..POOL.len(), 0..40)) {
+            let mut names = Names::new();
+            names.clear();
+            let mut entries: Vec<Entry> = picks
+                .iter()
+                .enumerate()
+                .map(|(i, &p)| {
+                    let prefix = name_prefix(POOL[p]);
+                    Entry {
+                        pos: i,
+                        key: names.intern(POOL[p], prefix).unwrap(),
+                        seq: i as u32,
+                        tag: Tag::Null,
+                        prefix,
+                    }
+                })
+                .collect();
+            let mut want = entries.clone();
+            want.sort_by(|a, b| {
+                name_at(&names.bytes, a.key)
+                    .cmp(name_at(&names.bytes, b.key))
+                    .then(a.seq.cmp(&b.seq))
+            });
+            sort_by_name(&mut entries, &names.bytes, &mut Vec::new(), &mut Vec::new());
+            let got: Vec<u32> = entries.iter().map(|e| e.seq).collect();
+            let want: Vec<u32> = want.iter().map(|e| e.seq).collect();
+            prop_assert_eq!(got, want);
+        }
+    }
 }
