@@ -568,7 +568,13 @@ impl DocumentWriter {
             });
         }
         let header_pos = self.out.len();
-        let tag = if is_object {
+        let tag = if frame.start == self.entries.len() {
+            // Empty (`{}` and `[]` are common): either kind's header is flags 0 (one-byte
+            // widths, no stored order, not uniform) and a count of 0, what the writers below
+            // would produce after all their steps.
+            self.out.extend_from_slice(&[0, 0]);
+            if is_object { Tag::Object } else { Tag::Array }
+        } else if is_object {
             self.write_object_header(&frame, header_pos)?;
             Tag::Object
         } else {
