@@ -14,13 +14,9 @@
 //! only from objects without repeated keys (their deduplication keeps every entry whatever the
 //! policy), so applying one needs no deduplication either.
 
-use hashbrown::HashTable;
-
 /// A recorded key sequence: `len` keys at `at` in [`Shapes`]' store.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Shape {
-    /// Id of its first key (what it is found by).
-    first: u32,
     at: u32,
     /// Number of keys; 0 for "no shape".
     pub(super) len: u32,
@@ -37,55 +33,70 @@ struct ShapeKey {
     prefix: u64,
 }
 
-/// The shapes of one document; cleared with each document.
+/// A slot of the direct-mapped table: the shape last recorded for the first key `first`, valid
+/// in the document of generation `generation` only.
+#[derive(Debug, Clone, Copy, Default)]
+struct Slot {
+    generation: u32,
+    first: u32,
+    shape: Shape,
+}
+
+/// Slots of the table: first keys whose hashes share a slot evict each other (a lost
+/// prediction, never a wrong one: the slot names its first key).
+const SLOTS: usize = 256;
+
+/// The shapes of one document.
 pub(super) struct Shapes {
-    table: HashTable<Shape>,
+    /// By a hash of the first key's id. Starting a document bumps `generation` instead of
+    /// clearing the 4 KiB (small documents would pay for it).
+    table: Box<[Slot; SLOTS]>,
+    generation: u32,
     keys: Vec<ShapeKey>,
-    /// First keys seen so far, as bits of a hash (a filter: a set bit may be another key's).
-    seen: [u64; 4],
 }
 
 #[inline(always)]
-fn id_hash(id: u32) -> u64 {
-    let full = u128::from(id) * 0x9E37_79B9_7F4A_7C15_u128;
-    (full as u64) ^ ((full >> 64) as u64)
+fn slot_of(first: u32) -> usize {
+    (first.wrapping_mul(0x9E37_79B9) >> 24) as usize % SLOTS
 }
 
 impl Shapes {
     pub(super) fn new() -> Shapes {
         Shapes {
-            table: HashTable::new(),
+            table: Box::new([Slot::default(); SLOTS]),
+            generation: 1,
             keys: Vec::new(),
-            seen: [0; 4],
         }
     }
 
+    /// Starts a document: forgets every shape.
     pub(super) fn clear(&mut self) {
-        if !self.table.is_empty() {
-            self.table.clear();
-        }
         self.keys.clear();
-        self.seen = [0; 4];
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            // Once in 4 billion documents: slots of generation 1 may be 4 billion old.
+            self.table.fill(Slot::default());
+            self.generation = 1;
+        }
     }
 
     /// The last recorded shape whose first key is `first`: `None` the first time an object
     /// starts with `first` (which is then remembered), a shape of length 0 when objects started
-    /// with it before (or, rarely, another first key with the same filter bit) but none was
-    /// recorded. Shapes are recorded from the second object of a first key on, and a first
-    /// key seen once costs a multiply and a bit: most objects of a document that repeats
-    /// nothing are neither looked up nor copied.
+    /// with it before but none was recorded. Shapes are recorded from the second object of a
+    /// first key on, so most objects of a document that repeats nothing are not copied.
     #[inline]
     pub(super) fn find_or_mark(&mut self, first: u32) -> Option<Shape> {
-        let hash = id_hash(first);
-        let bit = (hash >> 56) as usize;
-        let word = self.seen.get_mut(bit / 64)?;
-        let mask = 1u64 << (bit % 64);
-        if *word & mask == 0 {
-            *word |= mask;
-            return None;
+        let generation = self.generation;
+        let slot = self.table.get_mut(slot_of(first))?;
+        if slot.generation == generation && slot.first == first {
+            return Some(slot.shape);
         }
-        let found = self.table.find(hash, |s| s.first == first).copied();
-        Some(found.unwrap_or_default())
+        *slot = Slot {
+            generation,
+            first,
+            shape: Shape::default(),
+        };
+        None
     }
 
     /// Key id and name prefix of the key at input position `pos` of `shape`.
@@ -150,13 +161,13 @@ impl Shapes {
         let Some(first) = slots.first().map(|k| k.id) else {
             return;
         };
-        let shape = Shape { first, at, len };
-        let hash = id_hash(first);
-        match self.table.find_mut(hash, |s| s.first == first) {
-            Some(s) => *s = shape,
-            None => {
-                self.table.insert_unique(hash, shape, |s| id_hash(s.first));
-            }
+        let generation = self.generation;
+        if let Some(slot) = self.table.get_mut(slot_of(first)) {
+            *slot = Slot {
+                generation,
+                first,
+                shape: Shape { at, len },
+            };
         }
     }
 }
