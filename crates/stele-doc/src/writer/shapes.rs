@@ -171,3 +171,45 @@ impl Shapes {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record_one(shapes: &mut Shapes, first: u32) {
+        shapes.record([(first, 0, 0), (first + 1, 0, 1)].into_iter());
+    }
+
+    #[test]
+    fn shapes_are_forgotten_with_each_document_and_at_the_generation_wrap() {
+        let mut shapes = Shapes::new();
+        assert!(shapes.find_or_mark(7).is_none());
+        assert_eq!(shapes.find_or_mark(7).map(|s| s.len), Some(0));
+        record_one(&mut shapes, 7);
+        assert_eq!(shapes.find_or_mark(7).map(|s| s.len), Some(2));
+        shapes.clear();
+        assert!(shapes.find_or_mark(7).is_none());
+        // The generation counter wraps: a slot of generation 1 left from 4 billion documents
+        // ago must not be found.
+        shapes.generation = 1;
+        record_one(&mut shapes, 7);
+        shapes.generation = u32::MAX;
+        record_one(&mut shapes, 9);
+        shapes.clear();
+        assert_eq!(shapes.generation, 1);
+        assert!(shapes.find_or_mark(7).is_none());
+        assert!(shapes.find_or_mark(9).is_none());
+    }
+
+    #[test]
+    fn a_first_key_sharing_a_slot_evicts_the_other() {
+        let mut shapes = Shapes::new();
+        let a = 3u32;
+        let b = (4u32..).find(|&b| slot_of(b) == slot_of(a)).unwrap_or(0);
+        record_one(&mut shapes, a);
+        assert!(shapes.find_or_mark(b).is_none());
+        assert!(shapes.find_or_mark(a).is_none());
+        let shape = shapes.find_or_mark(a);
+        assert_eq!(shape.map(|s| s.len), Some(0));
+    }
+}
