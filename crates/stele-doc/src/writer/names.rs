@@ -35,8 +35,26 @@ impl NameSlot {
         self.prefix == prefix
             && self.len as usize == name.len()
             // Up to 8 bytes, the zero-padded prefix and the length are the whole name.
-            && (name.len() <= 8 || name_at(names, self.id).get(8..) == name.get(8..))
+            && (name.len() <= 8 || same_tail(name_at(names, self.id), name))
     }
+}
+
+/// Whether `stored` is `name`, both over 8 bytes long and known to share their first 8 (the
+/// prefix): for names of up to 16 bytes (most of the longer JSON keys: `created_at`,
+/// `screen_name`) one compare of their last 8 bytes as integers, which cover bytes 8 to the end;
+/// longer names compare as slices (a `memcmp` call).
+#[inline(always)]
+fn same_tail(stored: &[u8], name: &[u8]) -> bool {
+    if stored.len() != name.len() {
+        return false;
+    }
+    if name.len() <= 16 {
+        return match (stored.last_chunk::<8>(), name.last_chunk::<8>()) {
+            (Some(a), Some(b)) => u64::from_ne_bytes(*a) == u64::from_ne_bytes(*b),
+            _ => stored == name,
+        };
+    }
+    stored.get(8..) == name.get(8..)
 }
 
 /// Hash of a name for the writer's index. Names of up to 8 bytes are hashed from their prefix
@@ -84,7 +102,10 @@ pub(super) fn is_name_at(
         // the whole name.
         Some(&len) if len < 0x80 => {
             len as usize == name.len()
-                && (name.len() <= 8 || names.get(at + 9..at + 1 + name.len()) == name.get(8..))
+                && (name.len() <= 8
+                    || names
+                        .get(at + 1..at + 1 + name.len())
+                        .is_some_and(|stored| same_tail(stored, name)))
         }
         _ => name_at(names, id) == name,
     }
