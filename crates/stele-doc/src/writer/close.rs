@@ -95,7 +95,7 @@ impl DocumentWriter {
         let names = &self.names.bytes;
         let entries = self.entries.get_mut(start..).unwrap_or_default();
         if !cached && entries.len() > 1 {
-            sort_by_name(entries, names, &mut self.sort_keys, &mut self.sorted);
+            sort_by_name(entries, names);
         }
         // A cached order has no repeated keys: deduplication would keep every entry.
         let kept = match cached {
@@ -168,32 +168,12 @@ impl DocumentWriter {
 }
 
 /// Sorts an object's entries by name, then input position (`seq`): by the 8-byte name prefix
-/// as integers (with the input position, as one 128-bit key per entry: a sort of plain integers
-/// instead of 32-byte entries through a comparison closure), then each run of entries whose
-/// prefixes tie by their whole names. Ties keep input order, so a run's entries of one key
-/// stay in `seq` order. `keys` and `scratch` are reused buffers.
-fn sort_by_name(
-    entries: &mut [Entry],
-    names: &[u8],
-    keys: &mut Vec<u128>,
-    scratch: &mut Vec<Entry>,
-) {
-    keys.clear();
-    keys.extend(
-        entries
-            .iter()
-            .enumerate()
-            .map(|(i, e)| (u128::from(e.prefix) << 64) | i as u128),
-    );
-    keys.sort_unstable();
-    scratch.clear();
-    scratch.extend(
-        keys.iter()
-            .filter_map(|&k| entries.get(k as u64 as usize).copied()),
-    );
-    entries.copy_from_slice(scratch);
-    // Runs of equal prefixes (names sharing their first 8 bytes), in input order: sorted by
-    // the whole name, then input position.
+/// (a sort by an integer key, no comparison closure reading names), then each run of entries
+/// whose prefixes tie by their whole names and input positions.
+fn sort_by_name(entries: &mut [Entry], names: &[u8]) {
+    entries.sort_unstable_by_key(|e| e.prefix);
+    // Runs of equal prefixes (names sharing their first 8 bytes): sorted by the whole name,
+    // then input position (a total order: the unstable sort above leaves runs in any order).
     let mut start = 0;
     while start < entries.len() {
         let Some(prefix) = entries.get(start).map(|e| e.prefix) else {
@@ -314,7 +294,7 @@ mod tests {
                     .cmp(name_at(&names.bytes, b.key))
                     .then(a.seq.cmp(&b.seq))
             });
-            sort_by_name(&mut entries, &names.bytes, &mut Vec::new(), &mut Vec::new());
+            sort_by_name(&mut entries, &names.bytes);
             let got: Vec<u32> = entries.iter().map(|e| e.seq).collect();
             let want: Vec<u32> = want.iter().map(|e| e.seq).collect();
             prop_assert_eq!(got, want);

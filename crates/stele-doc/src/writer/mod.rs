@@ -100,8 +100,6 @@ pub struct DocumentWriter {
     shape_ids: Vec<u32>,
     shape_hash: Option<u64>,
     sorted: Vec<Entry>,
-    /// Sort keys of the object being closed (see `close::sort_by_name`).
-    sort_keys: Vec<u128>,
     entries: Vec<Entry>,
     frames: Vec<Frame>,
     /// Key id and name prefix of the next value in the current object.
@@ -150,7 +148,6 @@ impl DocumentWriter {
             shape_ids: Vec::new(),
             shape_hash: None,
             sorted: Vec::new(),
-            sort_keys: Vec::new(),
             entries: Vec::new(),
             frames: Vec::new(),
             pending_key: None,
