@@ -110,8 +110,8 @@ impl DocumentWriter {
         }
         // Shapes are recorded from the second object of a first key on (see `Shapes`), in
         // nested objects, while keys are not predicted from the previous document (then they
-        // are interned without hashing anyway): `first_seen` is set only then.
-        if frame.first_seen && !matched && kept == n {
+        // are interned without hashing anyway): `hits` is above 0 only then.
+        if frame.hits > 0 && !matched && kept == n {
             self.shapes
                 .record(entries.iter().map(|e| (e.key, e.prefix, e.seq)));
         }

@@ -60,12 +60,12 @@ struct Frame {
     /// Key id of the last property, for `ids_ascending`.
     last_key: Option<u32>,
     /// The shape recorded earlier in this document for this object's first key (length 0:
-    /// none), and how many of the keys so far matched it at their position.
+    /// none), and how many of the keys so far matched it at their position. `hits` is 0 when
+    /// no object with the same first key came before in this document (or while keys are
+    /// predicted from the previous document); otherwise it counts the first key, and the
+    /// object's shape is recorded when it closes, unless it matched.
     shape: shapes::Shape,
     hits: u32,
-    /// Whether an object with the same first key came before in this document (then this
-    /// one's shape is recorded when it closes, unless it matched).
-    first_seen: bool,
 }
 
 /// Writes one document at a time from a stream of events; reuse it for many documents to reuse
@@ -264,7 +264,6 @@ impl DocumentWriter {
                         {
                             f.shape = shape;
                             f.hits = 1;
-                            f.first_seen = true;
                         }
                         id
                     }
@@ -519,7 +518,6 @@ impl DocumentWriter {
             last_key: None,
             shape: shapes::Shape::default(),
             hits: 0,
-            first_seen: false,
         });
         Ok(())
     }
