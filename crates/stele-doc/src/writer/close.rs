@@ -1,7 +1,7 @@
 //! Closing a container: its children are sorted (objects), deduplicated per policy, and its
 //! header (key ids, offsets, tags, input order) is written after them, in the narrowest widths.
 
-use super::{DocumentWriter, DuplicateKeys, Entry, KeyOrder, name_at, sort_cache};
+use super::{DocumentWriter, DuplicateKeys, Entry, Frame, KeyOrder, name_at, sort_cache};
 use crate::error::{Error, Result};
 use crate::format::{
     ARR_UNIFORM, OBJ_HAS_ORDER, OBJ_ORDER_BY_ID, put_uint, put_varint, width_bytes, width_code_for,
@@ -44,19 +44,31 @@ impl DocumentWriter {
         }
     }
 
-    pub(super) fn write_object_header(
-        &mut self,
-        start: usize,
-        header_pos: usize,
-        ids_ascending: bool,
-    ) -> Result<()> {
+    pub(super) fn write_object_header(&mut self, frame: &Frame, header_pos: usize) -> Result<()> {
+        let (start, ids_ascending) = (frame.start, frame.ids_ascending);
         let n = self.entries.len() - start;
+        // The root object is the only one of its kind in its document: never cached.
+        let nested = self.frames.len() > 1;
+        // Every key matched the shape recorded for the first one (see `shapes`): the same key
+        // ids in the same order as an object sorted earlier without repeated keys.
+        let matched = n > 0 && frame.shape.len as usize == n && frame.hits as usize == n;
         // Objects of a shape seen before in this document: their sorted order is known.
         // `cached`: the order was applied; `self.shape_hash`: to remember it once sorted.
         let mut cached = false;
         self.shape_hash = None;
-        // The root object is the only one of its kind in its document: never cached.
-        if n >= sort_cache::MIN_KEYS && self.frames.len() > 1 {
+        if matched {
+            let input = self.entries.get(start..).unwrap_or_default();
+            self.sorted.clear();
+            self.sorted.extend_from_slice(input);
+            if let Some(dst) = self.entries.get_mut(start..) {
+                for (slot, i) in dst.iter_mut().zip(self.shapes.order(frame.shape)) {
+                    if let Some(e) = self.sorted.get(i as usize) {
+                        *slot = *e;
+                    }
+                }
+                cached = true;
+            }
+        } else if n >= sort_cache::MIN_KEYS && nested {
             self.shape_ids.clear();
             let input = self.entries.get(start..).unwrap_or_default();
             self.shape_ids.extend(input.iter().map(|e| e.key));
@@ -83,15 +95,7 @@ impl DocumentWriter {
         let names = &self.names.bytes;
         let entries = self.entries.get_mut(start..).unwrap_or_default();
         if !cached && entries.len() > 1 {
-            entries.sort_unstable_by(|a, b| {
-                a.prefix.cmp(&b.prefix).then_with(|| {
-                    if a.key == b.key {
-                        a.seq.cmp(&b.seq)
-                    } else {
-                        name_at(names, a.key).cmp(name_at(names, b.key))
-                    }
-                })
-            });
+            sort_by_name(entries, names);
         }
         // A cached order has no repeated keys: deduplication would keep every entry.
         let kept = match cached {
@@ -103,6 +107,13 @@ impl DocumentWriter {
         {
             let order = entries.iter().map(|e| e.seq);
             self.sort_cache.insert(hash, &self.shape_ids, order);
+        }
+        // Shapes are recorded from the second object of a first key on (see `Shapes`), in
+        // nested objects, while keys are not predicted from the previous document (then they
+        // are interned without hashing anyway): `hits` is above 0 only then.
+        if frame.hits > 0 && !matched && kept == n {
+            self.shapes
+                .record(entries.iter().map(|e| (e.key, e.prefix, e.seq)));
         }
         self.entries.truncate(start + kept);
         let entries = self.entries.get(start..).unwrap_or_default();
@@ -136,14 +147,54 @@ impl DocumentWriter {
             // order[i] = sorted index of the i-th property in input order.
             self.order.clear();
             self.order.extend(0..entries.len() as u32);
-            self.order
-                .sort_unstable_by_key(|&i| entries.get(i as usize).map_or(0, |e| e.seq));
+            if kept == n {
+                // Input positions are 0..n: the inverse permutation, without sorting.
+                for (i, e) in entries.iter().enumerate() {
+                    if let Some(slot) = self.order.get_mut(e.seq as usize) {
+                        *slot = i as u32;
+                    }
+                }
+            } else {
+                self.order
+                    .sort_unstable_by_key(|&i| entries.get(i as usize).map_or(0, |e| e.seq));
+            }
             let wp = width_bytes(width_code_for(entries.len().saturating_sub(1) as u64));
             for &i in &self.order {
                 put_uint(&mut self.out, u64::from(i), wp);
             }
         }
         Ok(())
+    }
+}
+
+/// Sorts an object's entries by name, then input position (`seq`): by the 8-byte name prefix
+/// (a sort by an integer key, no comparison closure reading names), then each run of entries
+/// whose prefixes tie by their whole names and input positions.
+fn sort_by_name(entries: &mut [Entry], names: &[u8]) {
+    entries.sort_unstable_by_key(|e| e.prefix);
+    // Runs of equal prefixes (names sharing their first 8 bytes): sorted by the whole name,
+    // then input position (a total order: the unstable sort above leaves runs in any order).
+    let mut start = 0;
+    while start < entries.len() {
+        let Some(prefix) = entries.get(start).map(|e| e.prefix) else {
+            break;
+        };
+        let mut end = start + 1;
+        while entries.get(end).is_some_and(|e| e.prefix == prefix) {
+            end += 1;
+        }
+        if end - start > 1
+            && let Some(run) = entries.get_mut(start..end)
+        {
+            run.sort_unstable_by(|a, b| {
+                if a.key == b.key {
+                    a.seq.cmp(&b.seq)
+                } else {
+                    name_at(names, a.key).cmp(name_at(names, b.key))
+                }
+            });
+        }
+        start = end;
     }
 }
 
@@ -189,4 +240,64 @@ fn dedup_sorted(entries: &mut [Entry], policy: DuplicateKeys, names: &[u8]) -> R
         i = j;
     }
     Ok(kept)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests fail loudly")]
+
+    use super::*;
+    use crate::format::Tag;
+    use crate::writer::names::{Names, name_prefix};
+    use proptest::prelude::*;
+
+    /// Names tying on their first 8 bytes, zero bytes against a shorter name, a two-byte
+    /// length, the empty name.
+    const POOL: [&[u8]; 9] = [
+        b"in_reply_to_status_id",
+        b"in_reply_to_status_id_str",
+        b"in_reply_to_user_id",
+        b"ab",
+        b"ab\0",
+        b"ab\0\0\0\0\0\0\0",
+        b"",
+        b"z",
+        &[b'q'; 130],
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// The integer-key sort with tie runs gives the order of a comparison sort by (name,
+        /// input position), repeated keys included.
+        #[test]
+        fn sort_by_name_matches_a_comparison_sort(picks in prop::collection::vec(0..POOL.len(), 0..40)) {
+            let mut names = Names::new();
+            names.clear();
+            let mut entries: Vec<Entry> = picks
+                .iter()
+                .enumerate()
+                .map(|(i, &p)| {
+                    let prefix = name_prefix(POOL[p]);
+                    Entry {
+                        pos: i,
+                        key: names.intern(POOL[p], prefix).unwrap(),
+                        seq: i as u32,
+                        tag: Tag::Null,
+                        prefix,
+                    }
+                })
+                .collect();
+            let mut want = entries.clone();
+            want.sort_by(|a, b| {
+                name_at(&names.bytes, a.key)
+                    .cmp(name_at(&names.bytes, b.key))
+                    .then(a.seq.cmp(&b.seq))
+            });
+            sort_by_name(&mut entries, &names.bytes);
+            let got: Vec<u32> = entries.iter().map(|e| e.seq).collect();
+            let want: Vec<u32> = want.iter().map(|e| e.seq).collect();
+            prop_assert_eq!(got, want);
+        }
+    }
 }

@@ -12,6 +12,7 @@ mod names;
 pub(crate) mod number;
 mod options;
 pub(crate) mod scan;
+mod shapes;
 mod sort_cache;
 
 pub use options::{
@@ -22,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::format::{
     HEADER_BYTE, Tag, put_uint, put_varint, varint_len, width_bytes, width_code_for,
 };
-use names::{Names, name_at, name_prefix};
+use names::{Names, is_name_at, name_at, name_prefix};
 use number::Number;
 
 /// Strings shorter than this are never compressed, and the JSON converter writes them with
@@ -58,6 +59,13 @@ struct Frame {
     ids_ascending: bool,
     /// Key id of the last property, for `ids_ascending`.
     last_key: Option<u32>,
+    /// The shape recorded earlier in this document for this object's first key (length 0:
+    /// none), and how many of the keys so far matched it at their position. `hits` is 0 when
+    /// no object with the same first key came before in this document (or while keys are
+    /// predicted from the previous document); otherwise it counts the first key, and the
+    /// object's shape is recorded when it closes, unless it matched.
+    shape: shapes::Shape,
+    hits: u32,
 }
 
 /// Writes one document at a time from a stream of events; reuse it for many documents to reuse
@@ -85,6 +93,10 @@ pub struct DocumentWriter {
     names: Names,
     /// Sorted orders of this document's objects by shape, and the scratch that looks them up.
     sort_cache: sort_cache::SortCache,
+    /// Key sequences of this document's objects by first key; unused with the portable
+    /// scanner (the reference converter of the tests keeps the plain interning).
+    shapes: shapes::Shapes,
+    shapes_on: bool,
     shape_ids: Vec<u32>,
     shape_hash: Option<u64>,
     sorted: Vec<Entry>,
@@ -125,11 +137,14 @@ impl DocumentWriter {
 
     /// A writer with the given options.
     pub fn with_options(opts: WriteOptions) -> Self {
+        let shapes_on = !opts.portable_scanner;
         DocumentWriter {
             opts,
             out: vec![HEADER_BYTE],
             names: Names::new(),
             sort_cache: sort_cache::SortCache::new(),
+            shapes: shapes::Shapes::new(),
+            shapes_on,
             shape_ids: Vec::new(),
             shape_hash: None,
             sorted: Vec::new(),
@@ -155,6 +170,7 @@ impl DocumentWriter {
         self.out.push(HEADER_BYTE);
         self.names.clear();
         self.sort_cache.clear();
+        self.shapes.clear();
         self.entries.clear();
         self.frames.clear();
         self.pending_key = None;
@@ -223,10 +239,36 @@ impl DocumentWriter {
     /// Sets the key of the next value from raw UTF-8 (the caller checked it).
     #[inline]
     pub(crate) fn key_bytes(&mut self, name: &[u8]) -> Result<()> {
-        match self.frames.last() {
+        let nested = self.frames.len() > 1;
+        match self.frames.last_mut() {
             Some(f) if f.is_object && self.pending_key.is_none() => {
                 let prefix = name_prefix(name);
-                self.pending_key = Some((self.names.intern(name, prefix)?, prefix));
+                // The key at this position of the shape recorded for the object's first key:
+                // if it is this name, its id is known without hashing.
+                let id = match self.shapes.key(f.shape, f.next_seq) {
+                    Some((id, stored))
+                        if is_name_at(&self.names.bytes, id, stored, name, prefix) =>
+                    {
+                        f.hits += 1;
+                        self.names.interned_known(id, name, prefix);
+                        id
+                    }
+                    _ => {
+                        let id = self.names.intern(name, prefix)?;
+                        // Root objects have no twin in their document.
+                        if f.next_seq == 0
+                            && self.shapes_on
+                            && !self.names.predicting()
+                            && nested
+                            && let Some(shape) = self.shapes.find_or_mark(id)
+                        {
+                            f.shape = shape;
+                            f.hits = 1;
+                        }
+                        id
+                    }
+                };
+                self.pending_key = Some((id, prefix));
                 Ok(())
             }
             Some(f) if f.is_object => Err(Error::Builder {
@@ -474,6 +516,8 @@ impl DocumentWriter {
             parent_key,
             ids_ascending: true,
             last_key: None,
+            shape: shapes::Shape::default(),
+            hits: 0,
         });
         Ok(())
     }
@@ -519,8 +563,14 @@ impl DocumentWriter {
             });
         }
         let header_pos = self.out.len();
-        let tag = if is_object {
-            self.write_object_header(frame.start, header_pos, frame.ids_ascending)?;
+        let tag = if frame.start == self.entries.len() {
+            // Empty (`{}` and `[]` are common): either kind's header is flags 0 (one-byte
+            // widths, no stored order, not uniform) and a count of 0, what the writers below
+            // would produce after all their steps.
+            self.out.extend_from_slice(&[0, 0]);
+            if is_object { Tag::Object } else { Tag::Array }
+        } else if is_object {
+            self.write_object_header(&frame, header_pos)?;
             Tag::Object
         } else {
             self.write_array_header(frame.start, header_pos);

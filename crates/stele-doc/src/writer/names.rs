@@ -35,8 +35,26 @@ impl NameSlot {
         self.prefix == prefix
             && self.len as usize == name.len()
             // Up to 8 bytes, the zero-padded prefix and the length are the whole name.
-            && (name.len() <= 8 || name_at(names, self.id).get(8..) == name.get(8..))
+            && (name.len() <= 8 || same_tail(name_at(names, self.id), name))
     }
+}
+
+/// Whether `stored` is `name`, both over 8 bytes long and known to share their first 8 (the
+/// prefix): for names of up to 16 bytes (most of the longer JSON keys: `created_at`,
+/// `screen_name`) one compare of their last 8 bytes as integers, which cover bytes 8 to the end;
+/// longer names compare as slices (a `memcmp` call).
+#[inline(always)]
+fn same_tail(stored: &[u8], name: &[u8]) -> bool {
+    if stored.len() != name.len() {
+        return false;
+    }
+    if name.len() <= 16 {
+        return match (stored.last_chunk::<8>(), name.last_chunk::<8>()) {
+            (Some(a), Some(b)) => u64::from_ne_bytes(*a) == u64::from_ne_bytes(*b),
+            _ => stored == name,
+        };
+    }
+    stored.get(8..) == name.get(8..)
 }
 
 /// Hash of a name for the writer's index. Names of up to 8 bytes are hashed from their prefix
@@ -62,6 +80,34 @@ pub(super) fn name_at(names: &[u8], id: u32) -> &[u8] {
             .get(id + used..id + used + len as usize)
             .unwrap_or_default(),
         None => &[],
+    }
+}
+
+/// Whether the name with id `id` in `names`, whose prefix is `stored_prefix`, is `name`, whose
+/// prefix is `prefix`: one byte read for the length and, past 8 bytes, a compare of the rest.
+#[inline(always)]
+pub(super) fn is_name_at(
+    names: &[u8],
+    id: u32,
+    stored_prefix: u64,
+    name: &[u8],
+    prefix: u64,
+) -> bool {
+    if stored_prefix != prefix {
+        return false;
+    }
+    let at = id as usize;
+    match names.get(at) {
+        // A one-byte varint length; up to 8 bytes, the length and the zero-padded prefix are
+        // the whole name.
+        Some(&len) if len < 0x80 => {
+            len as usize == name.len()
+                && (name.len() <= 8
+                    || names
+                        .get(at + 1..at + 1 + name.len())
+                        .is_some_and(|stored| same_tail(stored, name)))
+        }
+        _ => name_at(names, id) == name,
     }
 }
 
@@ -133,6 +179,25 @@ impl Names {
         self.prev_interned.clear();
         self.prev_bytes.clear();
         self.predicting = false;
+    }
+
+    /// Whether keys are being predicted from the previous document.
+    #[inline(always)]
+    pub(super) fn predicting(&self) -> bool {
+        self.predicting
+    }
+
+    /// Records that `name` (prefix `prefix`) was interned as `id` by the caller, which found
+    /// it already in this document's names area while not predicting (so the index holds it
+    /// and would give the same id): what `intern` would have recorded, without the hash probe.
+    #[inline(always)]
+    pub(super) fn interned_known(&mut self, id: u32, name: &[u8], prefix: u64) {
+        debug_assert!(!self.predicting && name_at(&self.bytes, id) == name);
+        self.interned.push(NameSlot {
+            id,
+            len: name.len() as u32,
+            prefix,
+        });
     }
 
     /// The id of `name` (whose [`name_prefix`] is `prefix`) in this document's names area,
