@@ -143,10 +143,41 @@ pub(crate) type MemRange<'a> =
     imbl::ordset::RangedIter<'a, Entry, imbl::shared_ptr::DefaultSharedPtr>;
 
 /// The in-memory diff of a map (see the module documentation).
-#[derive(Clone)]
 pub(crate) struct MemDiff {
     ordered: imbl::OrdSet<Entry>,
     index: Option<imbl::HashMap<Entry, ()>>,
+    /// While changes are recorded to be taken back (`DurableMap::start_undo`).
+    undo: Option<Box<Journal>>,
+}
+
+impl Clone for MemDiff {
+    /// The entries only: a copy (a snapshot) does not record the original's changes.
+    fn clone(&self) -> Self {
+        MemDiff {
+            ordered: self.ordered.clone(),
+            index: self.index.clone(),
+            undo: None,
+        }
+    }
+}
+
+/// What takes back the changes made to a diff since its recording started.
+#[derive(Debug)]
+pub(crate) struct Journal {
+    /// The map's length then (the diff does not count it; the map gives it).
+    pub(crate) len: u64,
+    /// One step per change, oldest first; taken back newest first.
+    steps: Vec<Undo>,
+}
+
+/// How to take back one change: the entries are shared with the halves, so recording
+/// costs a reference count, not a copy.
+#[derive(Debug)]
+enum Undo {
+    /// The change replaced or removed this entry: put it back.
+    PutBack(Entry),
+    /// The change added an entry of this key where there was none: remove it.
+    Remove(Entry),
 }
 
 impl std::fmt::Debug for MemDiff {
@@ -162,6 +193,7 @@ impl MemDiff {
         MemDiff {
             ordered: imbl::OrdSet::default(),
             index: indexed.then(imbl::HashMap::default),
+            undo: None,
         }
     }
 
@@ -179,12 +211,32 @@ impl MemDiff {
         found
     }
 
-    /// Puts `value` for `key` (`None`: a removal mark).
     /// Puts `value` for `key` (`None`: a removal mark). Returns the operation it replaced:
     /// `Some(true)` a put, `Some(false)` a removal mark, `None` if the diff had no entry of
     /// `key` (so a caller counting keys needs no lookup of its own first).
     pub(crate) fn insert(&mut self, key: &[u8], value: Option<&[u8]>) -> Option<bool> {
         let entry = Entry::new(key, value);
+        let added = self.undo.is_some().then(|| entry.clone());
+        let previous = self.put_entry(entry);
+        let was = previous.as_ref().map(|e| e.value().is_some());
+        if let Some(journal) = &mut self.undo {
+            journal.steps.extend(match previous {
+                Some(e) => Some(Undo::PutBack(e)),
+                None => added.map(Undo::Remove),
+            });
+        }
+        was
+    }
+
+    pub(crate) fn remove(&mut self, key: &[u8]) {
+        let removed = self.take_entry(key);
+        if let (Some(journal), Some(e)) = (&mut self.undo, removed) {
+            journal.steps.push(Undo::PutBack(e));
+        }
+    }
+
+    /// Puts `entry` in both halves; returns the entry of its key it replaced.
+    fn put_entry(&mut self, entry: Entry) -> Option<Entry> {
         if let Some(index) = &mut self.index {
             index.insert(entry.clone(), ());
         }
@@ -194,19 +246,52 @@ impl MemDiff {
                 .as_ref()
                 .is_none_or(|i| i.len() == self.ordered.len())
         );
-        previous.map(|e| e.value().is_some())
+        previous
     }
 
-    pub(crate) fn remove(&mut self, key: &[u8]) {
+    /// Removes the entry of `key` from both halves and returns it.
+    fn take_entry(&mut self, key: &[u8]) -> Option<Entry> {
         if let Some(index) = &mut self.index {
             index.remove(key);
         }
-        self.ordered.remove(key);
+        let removed = self.ordered.remove(key);
         debug_assert!(
             self.index
                 .as_ref()
                 .is_none_or(|i| i.len() == self.ordered.len())
         );
+        removed
+    }
+
+    /// Starts recording changes so that [`undo`](Self::undo) can take them back (a
+    /// recording already under way starts over); `len`: the map's length now.
+    pub(crate) fn start_undo(&mut self, len: u64) {
+        self.undo = Some(Box::new(Journal {
+            len,
+            steps: Vec::new(),
+        }));
+    }
+
+    /// Stops recording, keeping the changes.
+    pub(crate) fn end_undo(&mut self) {
+        self.undo = None;
+    }
+
+    /// Takes back every change made since the recording started and stops recording;
+    /// returns the journal's map length, or `None` (nothing changed) if none was under way.
+    pub(crate) fn undo(&mut self) -> Option<u64> {
+        let journal = self.undo.take()?;
+        for step in journal.steps.into_iter().rev() {
+            match step {
+                Undo::PutBack(e) => {
+                    self.put_entry(e);
+                }
+                Undo::Remove(e) => {
+                    self.take_entry(e.key());
+                }
+            }
+        }
+        Some(journal.len)
     }
 
     pub(crate) fn len(&self) -> usize {
