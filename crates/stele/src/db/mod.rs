@@ -18,6 +18,7 @@ mod compaction;
 mod compression;
 mod dictionaries;
 mod idle;
+mod in_place;
 mod open;
 mod options;
 mod readonly;
