@@ -10,7 +10,10 @@ use std::collections::BTreeMap;
 use stele::{Database, Snapshot};
 
 /// Every document of "c" as JSON, by id, and the count.
-fn contents(snap: &Snapshot) -> (BTreeMap<String, String>, u64) {
+type Contents = (BTreeMap<String, String>, u64);
+
+/// What `snap` holds of "c".
+fn contents(snap: &Snapshot) -> Contents {
     let docs = snap
         .iter("c")
         .map(|r| {
@@ -28,7 +31,7 @@ fn commit_round(db: &Database, round: u64) {
         for k in 0..8 {
             let i = (round * 7 + c * 13 + k * 5) % 40;
             let id = format!("d{i:02}");
-            if (round + k) % 5 == 0 {
+            if (round + k).is_multiple_of(5) {
                 b.delete("c", &id).unwrap();
             } else {
                 let json = format!(r#"{{"round":{round},"c":{c},"k":{k}}}"#);
@@ -51,7 +54,7 @@ fn snapshots_keep_their_view_across_refreshes_in_place() {
     commit_round(&db, 0);
     let reader = Database::open_read_only(dir.path()).unwrap();
     let mut snap = reader.snapshot();
-    let mut kept: Vec<(Snapshot, (BTreeMap<String, String>, u64))> = Vec::new();
+    let mut kept: Vec<(Snapshot, Contents)> = Vec::new();
     for round in 1..40u64 {
         commit_round(&db, round);
         match round % 3 {
@@ -79,7 +82,7 @@ fn snapshots_keep_their_view_across_refreshes_in_place() {
         assert_eq!(contents(&snap), contents(&db.snapshot()), "round {round}");
         // Snapshots taken from the same state as `snap` share it: they must not see the
         // next refresh either.
-        if round % 4 == 0 {
+        if round.is_multiple_of(4) {
             let taken = reader.snapshot();
             let was = contents(&taken);
             kept.push((taken, was));
