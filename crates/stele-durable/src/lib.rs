@@ -42,6 +42,7 @@ mod memdiff;
 mod merge;
 mod root;
 mod store;
+mod undo;
 
 pub use builder::MapBuilder;
 pub use error::{Error, Result};

@@ -3,13 +3,15 @@
 //! compacted, then updated by WARM commits of 1,000 random documents (default 200: the
 //! log then holds most ids, as after a few seconds of `readers_bench`); then ROUNDS rounds
 //! (default 300) of COMMITS commits (default 12) of 10 updated documents by the writer, each followed
-//! by a reader's `refresh()` and a new snapshot (the previous one held meanwhile, as a
-//! reader serving gets does) and 1,000 random gets + 3 fields from it. Prints the reader's
+//! by a reader's `refresh()` and a new snapshot (MODE `hold`, the default: the previous one
+//! held meanwhile, as a reader that other threads still read from does; `replace`:
+//! `refresh_snapshot`, which lets go of it first, so the refresh applies in place) and
+//! 1,000 random gets + 3 fields from it. Prints the reader's
 //! CPU time per document applied by `refresh()` and per get. One process, the writer and
 //! the reader in turn, so the figures are the reader's own work whatever the machine's load.
 //!
 //! ```text
-//! cargo run --release -p stele --example refresh_cost -- /tmp/refresh-cost [ROUNDS] [COMMITS] [WARM]
+//! cargo run --release -p stele --example refresh_cost -- /tmp/refresh-cost [ROUNDS] [COMMITS] [WARM] [MODE]
 //! ```
 
 use std::time::Instant;
@@ -42,23 +44,36 @@ fn doc_json(i: u64, amount: i64) -> String {
     )
 }
 
-/// CPU time of the calling thread in nanoseconds (Linux: the first field of
-/// `/proc/thread-self/schedstat`).
+/// CPU time of the calling thread in nanoseconds (`CLOCK_THREAD_CPUTIME_ID`, exact to the
+/// call; `/proc/thread-self/schedstat`, read before, is brought up to date only when the
+/// thread is switched out or at a tick, so it missed the most recent run of work).
 fn thread_cpu_ns() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_THREAD_CPUTIME_ID is a clock every
+    // Linux has.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    u64::try_from(ts.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(ts.tv_nsec).unwrap_or(0)
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let dir = args.next().ok_or(
-        "usage: refresh_cost <empty folder> [rounds] [commits per refresh] [warm-up commits]",
+        "usage: refresh_cost <empty folder> [rounds] [commits per refresh] [warm-up commits] [hold|replace]",
     )?;
     let rounds: u64 = args.next().map_or(Ok(300), |r| r.parse())?;
     let commits: u64 = args.next().map_or(Ok(12), |r| r.parse())?;
     let warm_batches: u64 = args.next().map_or(Ok(200), |r| r.parse())?;
+    let replace = match args.next().as_deref() {
+        None | Some("hold") => false,
+        Some("replace") => true,
+        Some(other) => return Err(format!("mode {other:?}: hold or replace").into()),
+    };
     let docs: u64 = 100_000;
     let mut rng = 7u64;
     let db = stele::Database::open(&dir)?;
@@ -95,11 +110,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             applied += 10;
         }
         let t = thread_cpu_ns();
-        reader.refresh()?;
-        let new = reader.snapshot();
-        refresh_ns += thread_cpu_ns() - t;
-        std::hint::black_box(&snap);
-        snap = new;
+        if replace {
+            reader.refresh_snapshot(&mut snap)?;
+            refresh_ns += thread_cpu_ns() - t;
+        } else {
+            reader.refresh()?;
+            let new = reader.snapshot();
+            refresh_ns += thread_cpu_ns() - t;
+            std::hint::black_box(&snap);
+            snap = new;
+        }
         let t = thread_cpu_ns();
         for _ in 0..1000 {
             let doc = snap
@@ -115,7 +135,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     std::hint::black_box(sum);
     println!(
-        "{rounds} rounds in {:.1} s: refresh {:.0} ns per document applied ({:.0} us per refresh of {}), get + 3 fields {:.0} ns",
+        "{} {rounds} rounds in {:.1} s: refresh {:.0} ns per document applied ({:.0} us per refresh of {}), get + 3 fields {:.0} ns",
+        if replace { "replace" } else { "hold" },
         wall.elapsed().as_secs_f64(),
         refresh_ns as f64 / applied as f64,
         refresh_ns as f64 / rounds as f64 / 1000.0,

@@ -19,6 +19,7 @@ mod compression;
 mod dictionaries;
 mod folders;
 mod idle;
+mod in_place;
 mod open;
 mod options;
 mod readonly;

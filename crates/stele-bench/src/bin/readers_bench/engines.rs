@@ -87,9 +87,11 @@ struct SteleReader {
 }
 
 impl Reader for SteleReader {
+    /// Lets go of the old snapshot before refreshing (`refresh_snapshot`), as the other two
+    /// end their read transaction before starting the next: the refresh then applies the
+    /// log in place instead of copying what the old snapshot shares.
     fn refresh(&mut self) -> Result<()> {
-        self.db.refresh()?;
-        self.snap = self.db.snapshot();
+        self.db.refresh_snapshot(&mut self.snap)?;
         Ok(())
     }
 

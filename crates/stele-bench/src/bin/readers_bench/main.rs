@@ -12,8 +12,9 @@
 //! name, city, amount, tags, text). The writer, in this process, commits batches of
 //! `--batch` documents (new amounts for random ids), each durable when it returns. Reader
 //! processes (this binary again) each read random documents and 3 fields of each, starting
-//! a new snapshot every 1,000 gets (Stele `refresh()`, a new SQLite read transaction, a new
-//! LMDB read transaction). One more run has one reader beside a writer that holds the
+//! a new snapshot every 1,000 gets, each engine ending the old one before it starts the new
+//! (Stele `refresh_snapshot`, SQLite `COMMIT; BEGIN`, LMDB a read transaction dropped, then
+//! a new one). One more run has one reader beside a writer that holds the
 //! database open and commits nothing: the get path alone; and one more, one reader beside a
 //! writer held to 1,000 commits/s, so that every engine's reader sees the same stream of
 //! changes whatever its writer's top speed. Each reader also reports its share of time in
