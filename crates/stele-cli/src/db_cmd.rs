@@ -333,7 +333,11 @@ pub fn import(args: &ImportArgs) -> Result<()> {
         // ahead while open, which the close gives back (16 KiB on a new database: 30 times
         // an import of one small document).
         let usage = db.disk_usage();
-        Ok((report, at_rest, usage.total_bytes - usage.log_zeroes_bytes))
+        Ok((
+            report,
+            at_rest,
+            usage.total_bytes.saturating_sub(usage.log_zeroes_bytes),
+        ))
     })?;
     let (report, at_rest, folder_bytes) = report;
     let seconds = started.elapsed().as_secs_f64();
