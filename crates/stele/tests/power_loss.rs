@@ -127,9 +127,20 @@ fn workload(disk: &Arc<SimDisk>, root: &Path) -> Record {
     }
     db.compact().unwrap();
     // An import in several batches through its staging collection.
+    let opts = ImportOptions::new().id_field("id").batch_docs(80);
+    let imported = import_numbered(&db, 240, &opts);
+    record.lock().unwrap().import = Some((imported, disk.moment()));
+    commit_noted(&db, disk, &record, batch_docs(9, 99));
+    drop(db);
+    Arc::try_unwrap(record).unwrap().into_inner().unwrap()
+}
+
+/// Imports `count` documents (ids `i0000`, ...; of 0 to 39 bytes of padding) into collection
+/// `imported` of `db` with `opts`, and returns them by id, as written.
+fn import_numbered(db: &Database, count: u32, opts: &ImportOptions) -> BTreeMap<String, String> {
     let mut input = String::new();
     let mut imported = BTreeMap::new();
-    for i in 0..240u32 {
+    for i in 0..count {
         let json = format!(
             r#"{{"id":"i{i:04}","n":{i},"pad":"{}"}}"#,
             "y".repeat(i as usize % 40)
@@ -138,21 +149,17 @@ fn workload(disk: &Arc<SimDisk>, root: &Path) -> Record {
         input.push('\n');
         imported.insert(format!("i{i:04}"), json);
     }
-    let opts = ImportOptions::new().id_field("id").batch_docs(80);
     import_reader(
-        &db,
+        db,
         "imported",
         "input",
         input.as_bytes(),
         None,
-        &opts,
+        opts,
         |_| {},
     )
     .unwrap();
-    record.lock().unwrap().import = Some((imported, disk.moment()));
-    commit_noted(&db, disk, &record, batch_docs(9, 99));
-    drop(db);
-    Arc::try_unwrap(record).unwrap().into_inner().unwrap()
+    imported
 }
 
 /// Every document of `collection`, read whole (its dictionary must be there).
@@ -332,25 +339,7 @@ fn a_new_databases_first_import_survives_a_power_cut() {
     let disk = SimDisk::new(root.path()).unwrap();
     let storage: Arc<dyn Storage> = disk.clone();
     let db = Database::open_with(root.path().join("new/db"), options(storage)).unwrap();
-    let mut input = String::new();
-    let mut imported = BTreeMap::new();
-    for i in 0..120u32 {
-        let json = format!(r#"{{"id":"i{i:04}","n":{i}}}"#);
-        input.push_str(&json);
-        input.push('\n');
-        imported.insert(format!("i{i:04}"), json);
-    }
-    let opts = ImportOptions::new().id_field("id");
-    import_reader(
-        &db,
-        "imported",
-        "input",
-        input.as_bytes(),
-        None,
-        &opts,
-        |_| {},
-    )
-    .unwrap();
+    let imported = import_numbered(&db, 120, &ImportOptions::new().id_field("id"));
     let acked = disk.moment();
     drop(db);
     let record = Record {
