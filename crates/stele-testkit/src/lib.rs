@@ -205,3 +205,18 @@ pub fn table_files(db_dir: &std::path::Path) -> Vec<String> {
     names.sort();
     names
 }
+
+/// Copies folder `from` into `to` (made if missing), files and folders: a database folder
+/// set up once, copied for each round of a test that changes it.
+pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).expect("making the copy's folder");
+    for entry in std::fs::read_dir(from).expect("listing the folder copied") {
+        let entry = entry.expect("reading the folder copied");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("a file type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copying a file");
+        }
+    }
+}

@@ -23,6 +23,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use stele::{Database, Snapshot};
+use stele_testkit::copy_dir;
 
 /// Document `i` as the golden database's input file held it.
 fn doc(i: u32) -> String {
@@ -93,19 +94,6 @@ fn streamed_doc(i: u32) -> String {
         w(1),
         i % 100
     )
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 #[test]

@@ -14,7 +14,7 @@ use std::path::Path;
 use stele::import::{ImportError, ImportOptions, import_reader};
 use stele::{Database, DatabaseOptions, Plan, Query};
 use stele_testkit::faults::{Faults, FaultyStorage};
-use stele_testkit::table_files;
+use stele_testkit::{copy_dir, table_files};
 
 type Model = BTreeMap<String, String>;
 
@@ -186,20 +186,6 @@ fn an_input_bigger_than_the_budget_spills_and_lands_whole() {
         .filter(|n| n.starts_with(".stele-sort-"))
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
-}
-
-/// Copies folder `from` to `to` (files and folders).
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), &target).unwrap();
-        }
-    }
 }
 
 #[test]

@@ -21,6 +21,7 @@
 //!    next checkpoint or open.
 
 use super::options::{IResult, ImportError};
+use super::presample::Presample;
 use crate::compress::{Compressor, NewDictionary, PackTarget};
 use crate::db::{Landed, Landing, SORT_PREFIX};
 use crate::error::Error;
@@ -92,12 +93,8 @@ impl Sample {
     /// `max_bytes` (a reservoir's documents are spread over the input, or in input order
     /// when it kept them all: every k-th keeps them spread either way).
     fn spread(&self, max_bytes: usize) -> Vec<&[u8]> {
-        let stride = self.bytes.div_ceil(max_bytes.max(1)).max(1);
-        self.docs
-            .iter()
-            .step_by(stride)
-            .map(Vec::as_slice)
-            .collect()
+        let docs: Vec<&[u8]> = self.docs.iter().map(Vec::as_slice).collect();
+        spread(&docs, self.bytes as u64, max_bytes)
     }
 
     fn next_random(&mut self) -> u64 {
@@ -140,12 +137,13 @@ pub(super) struct BulkOutcome {
     pub(super) packed_bytes: u64,
     /// Bytes the sorter spilled to disk (0: sorted in memory).
     pub(super) spilled_bytes: u64,
+    /// Whether the blocks were packed as the documents came (`Mode::Streaming`).
+    pub(super) streamed: bool,
 }
 
 /// Sorts, samples, packs and lands the documents of one import.
 pub(super) struct BulkWriter {
-    sorter: Sorter,
-    sample: Sample,
+    mode: Mode,
     /// Bytes of the documents pushed (ids not counted).
     doc_bytes: u64,
     settings: PackSettings,
@@ -155,6 +153,43 @@ pub(super) struct BulkWriter {
     /// Whether every document pushed was just written by a `DocumentWriter` of this
     /// import ([`BulkWriter::converted`]).
     converted: bool,
+}
+
+/// How the documents reach their blocks.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one per import, in a box (`Sink::Bulk`)"
+)]
+enum Mode {
+    /// In any order: sorted (spilled beyond the budget), sampled on the way, packed at the
+    /// end with a dictionary trained on the sample.
+    Sorting { sorter: Sorter, sample: Sample },
+    /// In ascending id order, with the dictionary trained before the first one came
+    /// ([`BulkWriter::streaming`]): each block packed as soon as it is full.
+    Streaming(Box<Streaming>),
+}
+
+/// The state of a [`Mode::Streaming`] import.
+struct Streaming {
+    packer: SortedPacker,
+    dictionary: Option<NewDictionary>,
+    /// The id pushed last (ids must ascend).
+    last_id: Vec<u8>,
+    pushed: u64,
+}
+
+/// The sample a dictionary of an import trains on, at most: (documents, bytes), for an
+/// import with `budget_bytes` of memory into a collection whose compressor has `opts`.
+fn sample_limits(opts: &crate::compress::CompressOptions, budget_bytes: usize) -> (usize, usize) {
+    // Whole documents, so up to twice the bytes a training keeps (it cuts them). At most
+    // 2 MiB: training on the compressor's full 16 MiB took 0.6 s of a 1 s import of 4 MB
+    // of tweets, and stored them 1 % smaller.
+    let bytes = opts
+        .sample_bytes
+        .saturating_mul(2)
+        .min(budget_bytes / 8)
+        .min(MAX_SAMPLE_BYTES);
+    (opts.sample_docs, bytes)
 }
 
 impl BulkWriter {
@@ -171,13 +206,8 @@ impl BulkWriter {
         let compressor = db.compressor_of(collection)?;
         let (sample_docs, sample_bytes) = {
             let c = compressor.lock().map_err(|_| poisoned())?;
-            let o = c.options();
-            // Whole documents, so up to twice the bytes a training keeps (it cuts them).
-            (o.sample_docs, o.sample_bytes.saturating_mul(2))
+            sample_limits(c.options(), budget_bytes)
         };
-        // At most 2 MiB: training on the compressor's full 16 MiB took 0.6 s of a 1 s import
-        // of 4 MB of tweets, and stored them 1 % smaller.
-        let sample_bytes = sample_bytes.min(budget_bytes / 8).min(MAX_SAMPLE_BYTES);
         let sort_budget = (budget_bytes - budget_bytes / 4).max(1 << 20);
         let sorter = Sorter::new(
             SorterOptions::default()
@@ -187,14 +217,84 @@ impl BulkWriter {
         )
         .map_err(Error::from)?;
         Ok(BulkWriter {
-            sorter,
-            sample: Sample::new(sample_docs, sample_bytes),
+            mode: Mode::Sorting {
+                sorter,
+                sample: Sample::new(sample_docs, sample_bytes),
+            },
             doc_bytes: 0,
             settings,
             small_level,
             compressor,
             converted: false,
         })
+    }
+
+    /// The sample limits (documents, bytes) of an import into `collection` of `db` with
+    /// `budget_bytes` of memory: what [`Presample`] should take for [`Self::streaming`].
+    pub(super) fn sample_limits(
+        db: &Database,
+        collection: &str,
+        budget_bytes: usize,
+    ) -> IResult<(usize, usize)> {
+        let compressor = db.compressor_of(collection)?;
+        let c = compressor.lock().map_err(|_| poisoned())?;
+        Ok(sample_limits(c.options(), budget_bytes))
+    }
+
+    /// A writer for documents pushed in strictly ascending id order (an import of numbered
+    /// records), packing each block as soon as it is full, with a dictionary trained now
+    /// on `sample` (documents of the input taken before it is read, [`Presample`]) for an
+    /// input of about `est_docs` documents and `est_doc_bytes` bytes of them. The caller
+    /// makes sure the import is big enough for a dictionary (at least
+    /// [`DICTIONARY_MIN_BLOCKS`] blocks, see [`Self::streams`]): the level of a small
+    /// import is not chosen here. Memory: the blocks in flight only
+    /// (`crate::pack::sorted`), nothing sorted.
+    pub(super) fn streaming(
+        db: &Database,
+        collection: &str,
+        settings: PackSettings,
+        sample: &Presample,
+        est_docs: u64,
+        est_doc_bytes: u64,
+    ) -> IResult<Self> {
+        let compressor = db.compressor_of(collection)?;
+        let share = usize::try_from(est_doc_bytes / SAMPLE_SHARE).unwrap_or(usize::MAX);
+        let refs: Vec<&[u8]> = sample.docs.iter().map(Vec::as_slice).collect();
+        let refs = spread(&refs, sample.doc_bytes, share);
+        let dictionary = train(&compressor, &refs, settings, est_docs)?;
+        let state = db.visible_state();
+        let current = crate::pack::last_dictionary(&state, collection)?;
+        let dict_for_blocks = match &dictionary {
+            Some(d) => Some((d.id(), d.bytes())),
+            None => current.as_ref().map(|(id, b)| (*id, b.as_slice())),
+        };
+        let packer = SortedPacker::new(
+            &db.inner.store,
+            Arc::clone(&state.packing),
+            settings,
+            dict_for_blocks,
+        )?;
+        Ok(BulkWriter {
+            mode: Mode::Streaming(Box::new(Streaming {
+                packer,
+                dictionary,
+                last_id: Vec::new(),
+                pushed: 0,
+            })),
+            doc_bytes: 0,
+            settings,
+            small_level: settings.level,
+            compressor,
+            converted: false,
+        })
+    }
+
+    /// Whether an import of about `est_doc_bytes` bytes of documents, packed in blocks as
+    /// `settings` cuts them, is surely big enough for a dictionary (four times the least,
+    /// [`DICTIONARY_MIN_BLOCKS`] blocks: the estimate comes from a sample), and so may be
+    /// packed as it is read ([`Self::streaming`]).
+    pub(super) fn streams(settings: PackSettings, est_doc_bytes: u64) -> bool {
+        est_doc_bytes >= 4 * (settings.block_bytes * DICTIONARY_MIN_BLOCKS) as u64
     }
 
     /// This writer, for documents that `DocumentWriter::from_json` wrote in this import,
@@ -207,13 +307,53 @@ impl BulkWriter {
     #[must_use]
     pub(super) unsafe fn converted(mut self) -> Self {
         self.converted = true;
+        if let Mode::Streaming(streaming) = self.mode {
+            let Streaming {
+                packer,
+                dictionary,
+                last_id,
+                pushed,
+            } = *streaming;
+            // SAFETY: the caller promised that every document pushed is valid, and a
+            // streaming writer hands them to the packer straight from memory.
+            let packer = unsafe { packer.trusting_documents() };
+            self.mode = Mode::Streaming(Box::new(Streaming {
+                packer,
+                dictionary,
+                last_id,
+                pushed,
+            }));
+        }
         self
     }
 
     /// Adds document `doc` as `id` (a later document of the same id replaces it).
     pub(super) fn push(&mut self, id: &[u8], doc: &[u8]) -> IResult<()> {
-        self.sorter.add(id, doc).map_err(Error::from)?;
-        self.sample.offer(doc);
+        match &mut self.mode {
+            Mode::Sorting { sorter, sample } => {
+                sorter.add(id, doc).map_err(Error::from)?;
+                sample.offer(doc);
+            }
+            Mode::Streaming(s) => {
+                if s.pushed > 0 && id <= s.last_id.as_slice() {
+                    // Numbered ids have 10 digits: they ascend up to record 9,999,999,999
+                    // (`Importer::stream` streams only estimates far below that).
+                    return Err(ImportError::from(Error::CommitFailed {
+                        reason: format!(
+                            "id {:?} does not sort after the one before it, {:?}: a \
+                             numbered import of more than 9,999,999,999 records needs an \
+                             id field",
+                            String::from_utf8_lossy(id),
+                            String::from_utf8_lossy(&s.last_id)
+                        ),
+                    }));
+                }
+                s.packer.push(id, doc)?;
+                s.last_id.clear();
+                s.last_id.extend_from_slice(id);
+                s.pushed += 1;
+            }
+        }
         self.doc_bytes += doc.len() as u64;
         Ok(())
     }
@@ -228,14 +368,36 @@ impl BulkWriter {
         cancelled: &(dyn Fn() -> bool + Sync),
     ) -> IResult<BulkOutcome> {
         let BulkWriter {
-            sorter,
-            sample,
+            mode,
             doc_bytes,
             mut settings,
             small_level,
             compressor,
             converted,
         } = self;
+        let (sorter, sample) = match mode {
+            Mode::Sorting { sorter, sample } => (sorter, sample),
+            Mode::Streaming(s) => {
+                let Streaming {
+                    packer, dictionary, ..
+                } = *s;
+                let (packs, imported, packed_bytes) = packer.finish()?;
+                let outcome = land(
+                    db,
+                    collection,
+                    packs,
+                    imported,
+                    packed_bytes,
+                    0,
+                    dictionary,
+                    compressor,
+                )?;
+                return Ok(BulkOutcome {
+                    streamed: true,
+                    ..outcome
+                });
+            }
+        };
         let spilled_bytes = sorter.spilled_bytes();
         let docs = sample.seen;
         let small = doc_bytes < (settings.block_bytes * DICTIONARY_MIN_BLOCKS) as u64;
@@ -258,8 +420,12 @@ impl BulkWriter {
             Some(d) => Some((d.id(), d.bytes())),
             None => current.as_ref().map(|(id, b)| (*id, b.as_slice())),
         };
-        let mut packer =
-            SortedPacker::new(&db.inner.store, &state.packing, settings, dict_for_blocks)?;
+        let mut packer = SortedPacker::new(
+            &db.inner.store,
+            Arc::clone(&state.packing),
+            settings,
+            dict_for_blocks,
+        )?;
         if converted && spilled_bytes == 0 {
             // SAFETY: `converted` is set only by `BulkWriter::converted`, whose caller
             // promised valid documents (each just written by a `DocumentWriter`); with
@@ -287,21 +453,55 @@ impl BulkWriter {
         }
         sorted.map_err(Error::from)?;
         let (packs, imported, packed_bytes) = packer.finish()?;
-        let landed = db.land_import(
+        land(
+            db,
             collection,
-            Landing {
-                packs,
-                documents: imported,
-                dictionary: dictionary.map(|d| (d, compressor)),
-            },
-        )?;
-        Ok(BulkOutcome {
+            packs,
             imported,
-            landed,
             packed_bytes,
             spilled_bytes,
-        })
+            dictionary,
+            compressor,
+        )
     }
+}
+
+/// Switches the packed documents in (`Database::land_import`).
+#[allow(clippy::too_many_arguments, reason = "private; the outcome's facts")]
+fn land(
+    db: &Database,
+    collection: &str,
+    packs: stele_durable::DurableMap,
+    imported: u64,
+    packed_bytes: u64,
+    spilled_bytes: u64,
+    dictionary: Option<NewDictionary>,
+    compressor: Arc<Mutex<Compressor>>,
+) -> IResult<BulkOutcome> {
+    let landed = db.land_import(
+        collection,
+        Landing {
+            packs,
+            documents: imported,
+            dictionary: dictionary.map(|d| (d, compressor)),
+        },
+    )?;
+    Ok(BulkOutcome {
+        imported,
+        landed,
+        packed_bytes,
+        spilled_bytes,
+        streamed: false,
+    })
+}
+
+/// Every k-th of `docs` (`bytes` in all), k the smallest that keeps them within about
+/// `max_bytes`: a training share spread over the whole sample.
+fn spread<'d>(docs: &[&'d [u8]], bytes: u64, max_bytes: usize) -> Vec<&'d [u8]> {
+    let stride = usize::try_from(bytes.div_ceil(max_bytes.max(1) as u64))
+        .unwrap_or(usize::MAX)
+        .max(1);
+    docs.iter().step_by(stride).copied().collect()
 }
 
 /// A dictionary for the blocks trained on `refs` by `compressor`, of the usual size

@@ -55,6 +55,7 @@ mod bulk;
 mod convert;
 mod documents;
 mod options;
+mod presample;
 mod split;
 mod spool;
 
@@ -76,7 +77,7 @@ use options::IResult;
 use split::{ArraySplitter, SplitError, sniff};
 use spool::{Counting, Origin, Spool};
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Seek};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use stele_doc::CachedPath;
@@ -120,6 +121,13 @@ pub fn import_path(
     };
     let mut imp = Importer::new(db, collection, opts, format, progress)?;
     imp.progress.bytes_total = Some(meta.len());
+    if meta.is_file() {
+        imp.stream_file(&mut file, meta.len())
+            .map_err(|e| match e {
+                ImportError::Read { error, .. } => read_err(error),
+                other => other,
+            })?;
+    }
     imp.run_reader(&name, std::io::Cursor::new(prefix).chain(file))
 }
 
@@ -242,6 +250,62 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
             },
             callback,
         })
+    }
+
+    /// Makes a bulk import of numbered records (ids ascending in input order) from a JSON
+    /// Lines `file` of `file_bytes` bytes pack each block as soon as it is full, while the
+    /// rest is read, rather than sort everything first: its dictionary trains now, on lines
+    /// sampled from the whole file ([`presample`]). Only for an import surely big enough
+    /// for a dictionary; others stay as they are. Leaves `file`'s position as it was.
+    fn stream_file(&mut self, file: &mut File, file_bytes: u64) -> IResult<()> {
+        /// Estimated records above which an import is not streamed: numbered ids ascend
+        /// up to 9,999,999,999 records (10 digits), far above this.
+        const MAX_STREAMED_DOCS: u64 = 1_000_000_000;
+        if self.format != ImportFormat::JsonLines || !matches!(self.ids, Ids::Counter(_)) {
+            return Ok(());
+        }
+        if !matches!(&self.sink, Some(Sink::Bulk(_))) || self.progress.documents > 0 {
+            return Ok(());
+        }
+        let Some(settings) = self.db.bulk_settings(self.collection)? else {
+            return Ok(());
+        };
+        let settings = PackSettings {
+            level: self.opts.pack_levels().0,
+            ..settings
+        };
+        // The least a streamed import can hold: cheaper than sampling a small file.
+        if !BulkWriter::streams(settings, file_bytes) {
+            return Ok(());
+        }
+        let (max_docs, max_bytes) =
+            BulkWriter::sample_limits(self.db, self.collection, self.opts.memory_budget_bytes)?;
+        let read_err = |error| ImportError::Read {
+            file: String::new(),
+            error,
+        };
+        let position = file.stream_position().map_err(read_err)?;
+        let sample = presample::presample(file, file_bytes, max_docs, max_bytes, &self.opts.write)
+            .map_err(read_err)?;
+        file.seek(std::io::SeekFrom::Start(position))
+            .map_err(read_err)?;
+        let est_doc_bytes = sample.estimated_doc_bytes(file_bytes);
+        let est_docs = sample.estimated_docs(file_bytes);
+        if !BulkWriter::streams(settings, est_doc_bytes) || est_docs > MAX_STREAMED_DOCS {
+            return Ok(());
+        }
+        let writer = BulkWriter::streaming(
+            self.db,
+            self.collection,
+            settings,
+            &sample,
+            est_docs,
+            est_doc_bytes,
+        )?;
+        // SAFETY: the importer pushes only documents `convert` just wrote with
+        // `DocumentWriter::from_json` (`Importer::hand_on`), as written.
+        self.sink = Some(Sink::Bulk(Box::new(unsafe { writer.converted() })));
+        Ok(())
     }
 
     /// Queues one record for conversion; converts the queue on every core once it holds
@@ -468,6 +532,7 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
         self.report.batches = 1;
         self.report.packed_bytes = outcome.packed_bytes;
         self.report.spilled_bytes = outcome.spilled_bytes;
+        self.report.packed_while_reading = outcome.streamed;
         self.report.collection_documents = outcome.landed.documents;
         self.report.merged = outcome.landed.merged;
         (self.callback)(self.progress);

@@ -287,6 +287,12 @@ pub struct ImportReport {
     pub collection_documents: u64,
     /// Whether a bulk write was merged with documents already in the collection.
     pub merged: bool,
+    /// Whether a bulk write packed its blocks while the input was being read, its
+    /// dictionary trained first on lines sampled from the whole file: the import of a JSON
+    /// Lines file of numbered records (no id field), of some MB at least, whose ids
+    /// ascend in input order. Otherwise the documents were sorted by id first (nothing
+    /// spilled then either way: see [`ImportReport::spilled_bytes`]).
+    pub packed_while_reading: bool,
 }
 
 /// Why an import failed. In every case but [`ImportError::RollbackFailed`] the collection

@@ -21,7 +21,7 @@ use super::{PACKS_TABLE_BLOCK_BYTES, PackSettings};
 use crate::compress::{BlockPacker, DictionaryId, MAX_BLOCK_DOCS, block_is_full};
 use crate::error::{Error, Result};
 use rayon::prelude::*;
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 use stele_durable::{DurableMap, MapBuilder, Store};
 
 /// A compressed block and its last id.
@@ -81,9 +81,9 @@ impl PendingBlock {
 
 /// Packs documents given in strictly ascending id order into a new packs map.
 #[derive(Debug)]
-pub(crate) struct SortedPacker<'s> {
+pub(crate) struct SortedPacker {
     out: MapBuilder,
-    packing: &'s Packing,
+    packing: Arc<Packing>,
     settings: PackSettings,
     /// One packer per thread (each prepares the dictionary once); `None` while it
     /// compresses a share of the round in flight.
@@ -97,12 +97,12 @@ pub(crate) struct SortedPacker<'s> {
     packed_bytes: u64,
 }
 
-impl<'s> SortedPacker<'s> {
+impl SortedPacker {
     /// A packer writing into a new packs map of `store`, with block numbers from `packing`
     /// and blocks compressed with `dictionary` (its id and bytes as persisted), if any.
     pub(crate) fn new(
         store: &Store,
-        packing: &'s Packing,
+        packing: Arc<Packing>,
         settings: PackSettings,
         dictionary: Option<(DictionaryId, &[u8])>,
     ) -> Result<Self> {
@@ -355,13 +355,13 @@ mod tests {
         trusted: bool,
     ) -> (Pairs, u64) {
         let store = Store::open(dir).expect("a store");
-        let packing = Packing::new(0, 0);
+        let packing = Arc::new(Packing::new(0, 0));
         let settings = PackSettings {
             block_bytes: 4096,
             level: 3,
             streams: true,
         };
-        let mut packer = SortedPacker::new(&store, &packing, settings, None).expect("a packer");
+        let mut packer = SortedPacker::new(&store, packing, settings, None).expect("a packer");
         if trusted {
             // SAFETY: the tests give documents `DocumentWriter::from_json` wrote.
             packer = unsafe { packer.trusting_documents() };

@@ -1,0 +1,250 @@
+//! Imports packed while they are read (`ImportReport::packed_while_reading`): a JSON Lines
+//! file of numbered records, big enough for a dictionary. They must land what the sorted
+//! import of the same input lands, within no more memory than the blocks in flight, all or
+//! nothing when a record is bad or the disk fails at any step, and merge into a collection
+//! that holds documents.
+#![allow(
+    clippy::unwrap_used,
+    reason = "tests: a failed unwrap is a failed test"
+)]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use stele::import::{ImportError, ImportOptions, import_path, import_reader};
+use stele::{Database, DatabaseOptions};
+use stele_testkit::faults::{Faults, FaultyStorage};
+use stele_testkit::{copy_dir, table_files};
+
+type Model = BTreeMap<String, String>;
+
+/// A record of JSON Lines, number `n` (the same JSON as the store writes it back).
+fn record(n: u64) -> String {
+    let city = ["Lima", "Oslo", "Pune", "Kyiv", "Bonn"][(n % 5) as usize];
+    let pad = "x".repeat((n % 37) as usize);
+    format!(r#"{{"city":"{city}","n":{n},"pad":"{pad}"}}"#)
+}
+
+/// A file of `records` records and the model of their numbered import.
+fn file_of(dir: &Path, records: u64) -> (std::path::PathBuf, String, Model) {
+    let mut text = String::new();
+    let mut model = Model::new();
+    for n in 1..=records {
+        let r = record(n);
+        text.push_str(&r);
+        text.push('\n');
+        model.insert(format!("{n:010}"), r);
+    }
+    let path = dir.join("in.jsonl");
+    std::fs::write(&path, &text).unwrap();
+    (path, text, model)
+}
+
+fn contents(db: &Database, coll: &str) -> Model {
+    db.snapshot()
+        .iter(coll)
+        .map(|e| {
+            let (id, d) = e.unwrap();
+            (id, d.to_json().unwrap())
+        })
+        .collect()
+}
+
+fn check(db: &Database, coll: &str, model: &Model, context: &str) {
+    let got = contents(db, coll);
+    assert_eq!(got.len(), model.len(), "{context}");
+    assert!(
+        got == *model,
+        "{context}: the documents differ from the model"
+    );
+    assert_eq!(db.snapshot().count(coll), model.len() as u64, "{context}");
+}
+
+/// Blocks of 1 KiB: a streamed import needs 4 * 32 blocks of documents, 128 KiB.
+fn small_blocks() -> DatabaseOptions {
+    DatabaseOptions::default().pack_block_bytes(1024)
+}
+
+/// A file bigger than the import's memory budget: packed while read, nothing spilled, the
+/// same documents as the sorted import of the same text (which spills), and within a few
+/// percent of its bytes (its dictionary trained on a sample taken before reading, not a
+/// reservoir of the documents read).
+#[test]
+fn a_numbered_file_is_packed_while_read_and_lands_what_a_sorted_import_lands() {
+    let work = tempfile::tempdir().unwrap();
+    // About 6 MB of JSON for a budget of 4 MiB.
+    let (path, text, model) = file_of(work.path(), 120_000);
+    assert!(text.len() > 5 << 20);
+    let opts = ImportOptions::new().memory_budget_bytes(4 << 20);
+
+    let streamed_dir = work.path().join("streamed");
+    let db = Database::open(&streamed_dir).unwrap();
+    db.create_index("c", "by_city", &["city"]).unwrap();
+    let streamed = import_path(&db, "c", &path, &opts, |_| {}).unwrap();
+    assert!(streamed.packed_while_reading, "{streamed:?}");
+    assert_eq!(streamed.spilled_bytes, 0);
+    assert_eq!(streamed.documents, 120_000);
+    assert_eq!(streamed.bytes_read, text.len() as u64);
+    check(&db, "c", &model, "streamed");
+    let lima = db
+        .snapshot()
+        .query(&stele::Query::new("c").eq("city", "\"Lima\""))
+        .unwrap();
+    assert_eq!(lima.rows.len(), 24_000, "the index, built at the switch");
+
+    let sorted_dir = work.path().join("sorted");
+    let sorted_db = Database::open(&sorted_dir).unwrap();
+    let sorted =
+        import_reader(&sorted_db, "c", "in", text.as_bytes(), None, &opts, |_| {}).unwrap();
+    assert!(!sorted.packed_while_reading);
+    assert!(sorted.spilled_bytes > 0, "{sorted:?}");
+    check(&sorted_db, "c", &model, "sorted");
+    let ratio = streamed.packed_bytes as f64 / sorted.packed_bytes as f64;
+    assert!(
+        (0.9..1.1).contains(&ratio),
+        "{streamed:?} against {sorted:?}"
+    );
+
+    drop(db);
+    let db = Database::open(&streamed_dir).unwrap();
+    check(&db, "c", &model, "streamed, reopened");
+}
+
+/// Too small a file, an id field, a JSON array: sorted as before.
+#[test]
+fn only_big_numbered_json_lines_files_are_packed_while_read() {
+    let work = tempfile::tempdir().unwrap();
+    let (path, _, model) = file_of(work.path(), 5_000);
+    let db = Database::open_with(work.path().join("db"), small_blocks()).unwrap();
+    let r = import_path(&db, "a", &path, &ImportOptions::new(), |_| {}).unwrap();
+    assert!(r.packed_while_reading, "{r:?}");
+    check(&db, "a", &model, "numbered");
+    let r = import_path(&db, "b", &path, &ImportOptions::new().id_field("n"), |_| {}).unwrap();
+    assert!(!r.packed_while_reading, "ids from a field need not ascend");
+    assert_eq!(r.documents, 5_000);
+    let (small, _, _) = file_of(work.path(), 100);
+    let r = import_path(&db, "c", &small, &ImportOptions::new(), |_| {}).unwrap();
+    assert!(!r.packed_while_reading, "too small for a dictionary");
+}
+
+/// A bad record stops a streamed import with its line, before anything landed, and no
+/// table of it survives a reopen; skipped, it uses up its number.
+#[test]
+fn a_bad_record_in_a_streamed_import() {
+    let work = tempfile::tempdir().unwrap();
+    let (path, mut text, mut model) = file_of(work.path(), 5_000);
+    // A record cut short before record 4,000, which becomes the 4,001st of 5,001.
+    let at = text.match_indices('\n').nth(3_998).unwrap().0 + 1;
+    text.insert_str(at, "{\"city\":\"Lima\",\n");
+    std::fs::write(&path, &text).unwrap();
+    let dir = work.path().join("db");
+    let db = Database::open_with(&dir, small_blocks()).unwrap();
+    let before = table_files(&dir);
+    let err = import_path(&db, "c", &path, &ImportOptions::new(), |_| {}).unwrap_err();
+    match &err {
+        ImportError::BadRecord(bad) => {
+            assert_eq!((bad.line, bad.record), (4_000, 4_000), "{err}");
+        }
+        other => panic!("{other}"),
+    }
+    assert_eq!(db.snapshot().count("c"), 0);
+    drop(db);
+    let db = Database::open_with(&dir, small_blocks()).unwrap();
+    assert_eq!(
+        table_files(&dir),
+        before,
+        "tables of the failed import left"
+    );
+    let r = import_path(
+        &db,
+        "c",
+        &path,
+        &ImportOptions::new().skip_bad(true),
+        |_| {},
+    )
+    .unwrap();
+    assert!(r.packed_while_reading && r.skipped == 1, "{r:?}");
+    // Records after the bad one are numbered one up.
+    let tail: Vec<(String, String)> = model
+        .split_off(&format!("{:010}", 4_000))
+        .into_iter()
+        .collect();
+    for (id, json) in tail {
+        let n: u64 = id.parse().unwrap();
+        model.insert(format!("{:010}", n + 1), json);
+    }
+    check(&db, "c", &model, "bad record skipped");
+}
+
+/// Into a collection that holds documents: merged at once, the imported ids replacing
+/// the ones there.
+#[test]
+fn a_streamed_import_merges_into_a_collection_with_documents() {
+    let work = tempfile::tempdir().unwrap();
+    let (path, _, mut model) = file_of(work.path(), 5_000);
+    let db = Database::open_with(work.path().join("db"), small_blocks()).unwrap();
+    let mut batch = db.batch();
+    for (id, json) in [("0000000007", r#"{"old":1}"#), ("zzz", r#"{"old":2}"#)] {
+        batch.put_json("c", id, json.as_bytes()).unwrap();
+    }
+    db.commit(batch).unwrap();
+    model.insert("zzz".into(), r#"{"old":2}"#.into());
+    let r = import_path(&db, "c", &path, &ImportOptions::new(), |_| {}).unwrap();
+    assert!(r.packed_while_reading && r.merged, "{r:?}");
+    check(&db, "c", &model, "merged");
+}
+
+/// The disk failing at any storage step of a streamed import: all of it or none, and no
+/// table of it left after a reopen.
+#[test]
+fn a_disk_failing_at_any_step_of_a_streamed_import_lands_all_or_nothing() {
+    let work = tempfile::tempdir().unwrap();
+    let (path, _, model) = file_of(work.path(), 3_000);
+    let base = work.path().join("base");
+    Database::open_with(&base, small_blocks())
+        .unwrap()
+        .checkpoint()
+        .unwrap();
+    let before = table_files(&base);
+    let (mut failed, mut landed) = (0, 0);
+    for n in 0.. {
+        let dir = work.path().join(format!("step{n}"));
+        copy_dir(&base, &dir);
+        let faults = Faults::new().fail_at(n).disarmed().shared();
+        let db = Database::open_with(
+            &dir,
+            small_blocks().storage(FaultyStorage::with_faults(&faults)),
+        )
+        .unwrap();
+        faults.arm();
+        let result = import_path(&db, "c", &path, &ImportOptions::new(), |_| {});
+        faults.disarm();
+        let fired = faults.fired() > 0;
+        let want = match result {
+            Ok(r) => {
+                assert!(r.packed_while_reading, "{r:?}");
+                landed += 1;
+                model.clone()
+            }
+            Err(err) => {
+                assert!(matches!(err, ImportError::Database(_)), "step {n}: {err}");
+                failed += 1;
+                Model::new()
+            }
+        };
+        check(&db, "c", &want, &format!("step {n}, same process"));
+        drop(db);
+        let db = Database::open_with(&dir, small_blocks()).unwrap();
+        check(&db, "c", &want, &format!("step {n}, reopened"));
+        if want.is_empty() {
+            assert_eq!(table_files(&dir), before, "step {n}: tables left");
+        }
+        drop(db);
+        let _ = std::fs::remove_dir_all(&dir);
+        if !fired {
+            break;
+        }
+    }
+    assert!(failed > 10, "only {failed} storage steps failed the import");
+    assert!(landed > 0);
+}
