@@ -19,6 +19,14 @@
 //! 4. **Land.** One checkpoint switches the packs map in (`Database::land_import`): all
 //!    or nothing. A failure before it leaves tables no manifest names, removed by the
 //!    next checkpoint or open.
+//!
+//! An input whose ids surely ascend (numbered records of a JSON Lines file, big enough for
+//! a dictionary) skips steps 1 and 2's waiting: the dictionary trains first, on documents
+//! sampled from the whole file before it is read ([`super::presample`]), and each block is
+//! packed as soon as it is full ([`BulkWriter::streaming`]), overlapping the packing with
+//! the reading and converting, with no sorter (no copy into its arena, no spill). On the
+//! import benchmark's four files of 17-53 MB it stores within 0.3 % of the sorted
+//! import's bytes (the samples differ).
 
 use super::options::{IResult, ImportError};
 use super::presample::Presample;

@@ -31,6 +31,12 @@
 //!    import is merged with them at once (imported documents replace those of the same
 //!    id), its indexes rebuilt. A failure before the rename, or a killed process, leaves
 //!    tables no manifest names: the next checkpoint or open removes them.
+//!    A JSON Lines file of numbered records ([`IdSource::Counter`], the default without an
+//!    id field) of some MB is not sorted: its ids ascend in input order, so once a
+//!    dictionary has trained on lines read from 64 places spread over the file
+//!    (`presample`), each block is packed as soon as it is full, on the pool, while the
+//!    next records are read and converted ([`ImportReport::packed_while_reading`]). Memory
+//!    is then the blocks in flight, whatever the file's size; the switch is the same.
 //! 3. **Write**, into a collection without compression (or with [`ImportOptions::bulk`]
 //!    off): staged. Good records go to a spool file, an anonymous temporary file in the
 //!    database folder, then are committed in batches of [`ImportOptions::batch_docs`]
