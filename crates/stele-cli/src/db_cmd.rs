@@ -360,6 +360,8 @@ pub fn import(args: &ImportArgs) -> Result<()> {
             "bytes_read": report.bytes_read,
             "batches": report.batches,
             "collection_documents": report.collection_documents,
+            "packed_while_reading": report.packed_while_reading,
+            "spilled_bytes": report.spilled_bytes,
             "bytes_at_rest": at_rest,
             "folder_bytes": folder_bytes,
             "seconds": seconds,

@@ -714,6 +714,9 @@ fn import_prints_what_landed_and_its_size_at_rest() {
         json["bytes_read"].as_u64().unwrap(),
     );
     assert_eq!(json["collection_documents"], 1000);
+    // Ids from a field: sorted first (in memory), not packed while read.
+    assert_eq!(json["packed_while_reading"], false, "{json}");
+    assert_eq!(json["spilled_bytes"], 0, "{json}");
     assert!(at_rest > 0 && at_rest * 5 < read, "{json}");
     assert!(json["folder_bytes"].as_u64().unwrap() > at_rest, "{json}");
     // The folder as the close left it (not counting the log's zeroes it gave back).
