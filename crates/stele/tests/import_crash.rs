@@ -7,8 +7,8 @@
     reason = "tests: a failed unwrap is a failed test"
 )]
 
-use stele::Database;
 use stele::import::{ImportOptions, import_path};
+use stele::{Database, DatabaseOptions};
 use stele_testkit::crash::{self, Crash};
 
 const CHILD_ENV: &str = "STELE_IMPORT_CRASH_CHILD";
@@ -18,16 +18,47 @@ const DOCS: usize = 20_000;
 fn import_child() {
     // Only runs when started by the parent below.
     crash::run_child_if_asked(CHILD_ENV, |dir| {
-        let db = Database::open(dir.join("db")).unwrap();
-        let opts = ImportOptions::new().id_field("id").batch_docs(500);
-        import_path(&db, "items", dir.join("input.jsonl"), &opts, |_| {}).unwrap();
+        // A file `numbered` in the folder: records numbered (no id field) into blocks of
+        // 1 KiB, so that the import is packed while it is read.
+        let numbered = dir.join(NUMBERED).exists();
+        let (db, opts) = if numbered {
+            let small = DatabaseOptions::default().pack_block_bytes(1024);
+            (
+                Database::open_with(dir.join("db"), small).unwrap(),
+                ImportOptions::new(),
+            )
+        } else {
+            (
+                Database::open(dir.join("db")).unwrap(),
+                ImportOptions::new().id_field("id").batch_docs(500),
+            )
+        };
+        let report = import_path(&db, "items", dir.join("input.jsonl"), &opts, |_| {}).unwrap();
+        assert_eq!(report.packed_while_reading, numbered, "{report:?}");
         println!("imported");
     });
 }
 
+/// The marker file of a numbered import (see `import_child`).
+const NUMBERED: &str = "numbered";
+
 #[test]
 fn killed_imports_land_whole_or_not_at_all() {
+    kill_imports(false);
+}
+
+/// As above, for an import packed while it is read: the tables it wrote before the kill
+/// are removed by the next open as well.
+#[test]
+fn killed_imports_packed_while_read_land_whole_or_not_at_all() {
+    kill_imports(true);
+}
+
+fn kill_imports(numbered: bool) {
     let work = tempfile::tempdir().unwrap();
+    if numbered {
+        std::fs::write(work.path().join(NUMBERED), b"").unwrap();
+    }
     let mut input = String::new();
     for i in 0..DOCS {
         input.push_str(&format!(
@@ -44,7 +75,11 @@ fn killed_imports_land_whole_or_not_at_all() {
     let (mut whole, mut none) = (0, 0);
     for round in 0..rounds {
         let _ = std::fs::remove_dir_all(work.path().join("db"));
-        crash.kill_one();
+        let killed = crash.kill_one();
+        // A child that ended before the kill must have succeeded (its checks passed).
+        if let Some(code) = killed.status.code() {
+            assert_eq!(code, 0, "round {round}: the child failed on its own");
+        }
         let db = Database::open(work.path().join("db")).unwrap();
         let snap = db.snapshot();
         match snap.count("items") {
