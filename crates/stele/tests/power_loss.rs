@@ -16,7 +16,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use stele::import::{ImportOptions, import_reader};
+use stele::import::{ImportOptions, import_path, import_reader};
 use stele::{Database, DatabaseOptions, Plan, Query};
 use stele_table::Storage;
 use stele_testkit::{CrashState, ExploreOptions, SimDisk, explore};
@@ -340,6 +340,38 @@ fn a_new_databases_first_import_survives_a_power_cut() {
     let storage: Arc<dyn Storage> = disk.clone();
     let db = Database::open_with(root.path().join("new/db"), options(storage)).unwrap();
     let imported = import_numbered(&db, 120, &ImportOptions::new().id_field("id"));
+    let acked = disk.moment();
+    drop(db);
+    let record = Record {
+        import: Some((imported, acked)),
+        ..Record::default()
+    };
+    check_new_database(&disk, &record, acked);
+}
+
+/// As above, for a first import packed while it is read (a file of numbered records): its
+/// blocks are written as the records come, before the landing; cut at every moment, the
+/// database opens with the import whole once acknowledged, else whole or not at all.
+#[test]
+fn a_new_databases_first_import_packed_while_read_survives_a_power_cut() {
+    let root = tempfile::tempdir().unwrap();
+    let input_dir = tempfile::tempdir().unwrap();
+    let disk = SimDisk::new(root.path()).unwrap();
+    let storage: Arc<dyn Storage> = disk.clone();
+    // Blocks of 1 KiB: 6,000 records are enough to be packed while read.
+    let opts = options(storage).pack_block_bytes(1024);
+    let db = Database::open_with(root.path().join("new/db"), opts).unwrap();
+    let (mut input, mut imported) = (String::new(), BTreeMap::new());
+    for n in 1..=6_000u32 {
+        let json = format!(r#"{{"n":{n},"pad":"{}"}}"#, "y".repeat(n as usize % 40));
+        input.push_str(&json);
+        input.push('\n');
+        imported.insert(format!("{n:010}"), json);
+    }
+    let file = input_dir.path().join("numbered.jsonl");
+    std::fs::write(&file, input).unwrap();
+    let report = import_path(&db, "imported", &file, &ImportOptions::new(), |_| {}).unwrap();
+    assert!(report.packed_while_reading, "{report:?}");
     let acked = disk.moment();
     drop(db);
     let record = Record {
