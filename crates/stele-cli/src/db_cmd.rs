@@ -361,6 +361,7 @@ pub fn import(args: &ImportArgs) -> Result<()> {
             "batches": report.batches,
             "collection_documents": report.collection_documents,
             "packed_while_reading": report.packed_while_reading,
+            "restarted_sorted": report.restarted_sorted,
             "spilled_bytes": report.spilled_bytes,
             "bytes_at_rest": at_rest,
             "folder_bytes": folder_bytes,

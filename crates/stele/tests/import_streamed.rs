@@ -110,9 +110,10 @@ fn a_numbered_file_is_packed_while_read_and_lands_what_a_sorted_import_lands() {
     check(&db, "c", &model, "streamed, reopened");
 }
 
-/// Too small a file, an id field, a JSON array: sorted as before.
+/// Too small a file, or ids from a field that do not ascend (numbers, whose JSON text
+/// does not sort as they do): sorted as before.
 #[test]
-fn only_big_numbered_json_lines_files_are_packed_while_read() {
+fn only_big_files_of_ascending_ids_are_packed_while_read() {
     let work = tempfile::tempdir().unwrap();
     let (path, _, model) = file_of(work.path(), 5_000);
     let db = Database::open_with(work.path().join("db"), small_blocks()).unwrap();
@@ -120,11 +121,82 @@ fn only_big_numbered_json_lines_files_are_packed_while_read() {
     assert!(r.packed_while_reading, "{r:?}");
     check(&db, "a", &model, "numbered");
     let r = import_path(&db, "b", &path, &ImportOptions::new().id_field("n"), |_| {}).unwrap();
-    assert!(!r.packed_while_reading, "ids from a field need not ascend");
+    assert!(
+        !r.packed_while_reading,
+        "ids 1, 2, .., 10 do not sort as text"
+    );
     assert_eq!(r.documents, 5_000);
     let (small, _, _) = file_of(work.path(), 100);
     let r = import_path(&db, "c", &small, &ImportOptions::new(), |_| {}).unwrap();
     assert!(!r.packed_while_reading, "too small for a dictionary");
+}
+
+/// JSON Lines of records with ids `ids` in that order (`{"id":"k..","n":i}`), and the
+/// model of their import by id (the last of equal ids winning).
+fn file_with_ids(dir: &Path, ids: &[u64]) -> (std::path::PathBuf, Model) {
+    let mut text = String::new();
+    let mut model = Model::new();
+    for (i, id) in ids.iter().enumerate() {
+        let json = format!(
+            r#"{{"id":"k{id:07}","n":{i},"pad":"{}"}}"#,
+            "z".repeat(i % 29)
+        );
+        text.push_str(&json);
+        text.push('\n');
+        model.insert(format!("k{id:07}"), json);
+    }
+    let path = dir.join("ids.jsonl");
+    std::fs::write(&path, &text).unwrap();
+    (path, model)
+}
+
+/// A file sorted by its id field is packed while read; one whose sample ascends but
+/// whose ids do not (a record out of place, a repeated id) is started again and sorted,
+/// landing the same as a sorted import; one in no order is sorted from the start.
+#[test]
+fn ids_from_a_field_are_packed_while_read_when_the_file_is_sorted_by_them() {
+    let work = tempfile::tempdir().unwrap();
+    let db = Database::open_with(work.path().join("db"), small_blocks()).unwrap();
+    let opts = ImportOptions::new().id_field("id");
+    let sorted: Vec<u64> = (0..6_000).map(|i| i * 3).collect();
+    let (path, model) = file_with_ids(work.path(), &sorted);
+    let r = import_path(&db, "sorted", &path, &opts, |_| {}).unwrap();
+    assert!(r.packed_while_reading, "{r:?}");
+    check(&db, "sorted", &model, "sorted by id");
+
+    // Two ids swapped halfway, and an id repeated near the end (the last one wins): each
+    // between two of the sample's windows (64 windows of 16 lines, one every ~94 lines).
+    let mut nearly = sorted.clone();
+    nearly.swap(3_050, 3_051);
+    nearly[5_951] = nearly[5_950];
+    let (path, model) = file_with_ids(work.path(), &nearly);
+    let mut bytes_seen = Vec::new();
+    let r = import_path(&db, "nearly", &path, &opts, |p| {
+        bytes_seen.push(p.bytes_read)
+    })
+    .unwrap();
+    assert!(!r.packed_while_reading && r.restarted_sorted, "{r:?}");
+    assert_eq!(r.documents, 5_999);
+    check(&db, "nearly", &model, "nearly sorted by id");
+    assert_eq!(r.bytes_read, std::fs::metadata(&path).unwrap().len());
+    let nothing_landed_twice = db.snapshot().count("nearly");
+    assert_eq!(nothing_landed_twice, 5_999);
+
+    let shuffled: Vec<u64> = (0..6_000).map(|i| (i * 7_919) % 6_000).collect();
+    let (path, model) = file_with_ids(work.path(), &shuffled);
+    let r = import_path(&db, "shuffled", &path, &opts, |_| {}).unwrap();
+    assert!(!r.packed_while_reading && !r.restarted_sorted, "{r:?}");
+    check(&db, "shuffled", &model, "in no order");
+    // Reopened: the tables of the import started again went with a checkpoint.
+    drop(db);
+    let db = Database::open_with(work.path().join("db"), small_blocks()).unwrap();
+    db.checkpoint().unwrap();
+    check(
+        &db,
+        "nearly",
+        &file_with_ids(work.path(), &nearly).1,
+        "reopened",
+    );
 }
 
 /// A bad record stops a streamed import with its line, before anything landed, and no

@@ -20,8 +20,8 @@
 //!    or nothing. A failure before it leaves tables no manifest names, removed by the
 //!    next checkpoint or open.
 //!
-//! An input whose ids surely ascend (numbered records of a JSON Lines file, big enough for
-//! a dictionary) skips steps 1 and 2's waiting: the dictionary trains first, on documents
+//! An input whose ids ascend (a JSON Lines file big enough for a dictionary, of numbered
+//! records or sorted by its id field) skips steps 1 and 2's waiting: the dictionary trains first, on documents
 //! sampled from the whole file before it is read ([`super::presample`]), and each block is
 //! packed as soon as it is full ([`BulkWriter::streaming`]), overlapping the packing with
 //! the reading and converting, with no sorter (no copy into its arena, no spill). On the
@@ -36,6 +36,7 @@ use crate::error::Error;
 use crate::pack::PackSettings;
 use crate::pack::sorted::SortedPacker;
 use crate::{Database, Result};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use stele_table::{DuplicatePolicy, Sorter, SorterOptions};
 
@@ -184,6 +185,9 @@ struct Streaming {
     /// The id pushed last (ids must ascend).
     last_id: Vec<u8>,
     pushed: u64,
+    /// Set when an id does not sort after the one before (the import then fails, to be
+    /// started again sorted: `super::import_path`).
+    out_of_order: Arc<AtomicBool>,
 }
 
 /// The sample a dictionary of an import trains on, at most: (documents, bytes), for an
@@ -249,8 +253,9 @@ impl BulkWriter {
         Ok(sample_limits(c.options(), budget_bytes))
     }
 
-    /// A writer for documents pushed in strictly ascending id order (an import of numbered
-    /// records), packing each block as soon as it is full, with a dictionary trained now
+    /// A writer for documents pushed in strictly ascending id order (numbered records, or
+    /// a file sorted by id; a push out of order sets `out_of_order` and fails), packing
+    /// each block as soon as it is full, with a dictionary trained now
     /// on `sample` (documents of the input taken before it is read, [`Presample`]) for an
     /// input of about `est_docs` documents and `est_doc_bytes` bytes of them. The caller
     /// makes sure the import is big enough for a dictionary (at least
@@ -264,6 +269,7 @@ impl BulkWriter {
         sample: &Presample,
         est_docs: u64,
         est_doc_bytes: u64,
+        out_of_order: Arc<AtomicBool>,
     ) -> IResult<Self> {
         let compressor = db.compressor_of(collection)?;
         let share = usize::try_from(est_doc_bytes / SAMPLE_SHARE).unwrap_or(usize::MAX);
@@ -288,6 +294,7 @@ impl BulkWriter {
                 dictionary,
                 last_id: Vec::new(),
                 pushed: 0,
+                out_of_order,
             })),
             doc_bytes: 0,
             settings,
@@ -321,6 +328,7 @@ impl BulkWriter {
                 dictionary,
                 last_id,
                 pushed,
+                out_of_order,
             } = *streaming;
             // SAFETY: the caller promised that every document pushed is valid, and a
             // streaming writer hands them to the packer straight from memory.
@@ -330,6 +338,7 @@ impl BulkWriter {
                 dictionary,
                 last_id,
                 pushed,
+                out_of_order,
             }));
         }
         self
@@ -344,13 +353,14 @@ impl BulkWriter {
             }
             Mode::Streaming(s) => {
                 if s.pushed > 0 && id <= s.last_id.as_slice() {
-                    // Numbered ids have 10 digits: they ascend up to record 9,999,999,999
-                    // (`Importer::stream` streams only estimates far below that).
+                    // Ids from a field that ascended in the sample but not here, or (in
+                    // theory) numbered ids past 9,999,999,999 records, whose 10 digits no
+                    // longer sort: the caller starts the import again, sorted.
+                    s.out_of_order.store(true, Ordering::Relaxed);
                     return Err(ImportError::from(Error::CommitFailed {
                         reason: format!(
-                            "id {:?} does not sort after the one before it, {:?}: a \
-                             numbered import of more than 9,999,999,999 records needs an \
-                             id field",
+                            "id {:?} does not sort after the one before it, {:?}, in an \
+                             import packed while read",
                             String::from_utf8_lossy(id),
                             String::from_utf8_lossy(&s.last_id)
                         ),

@@ -7,7 +7,7 @@ use crate::batch::check_id;
 use crate::error::Error;
 use rayon::prelude::*;
 use std::sync::mpsc;
-use stele_doc::{Document, DocumentWriter, Value, WriteOptions};
+use stele_doc::{CachedPath, Document, DocumentWriter, Value, WriteOptions};
 
 /// A converted record: its id and document, or where (line, column) and why it is bad.
 pub(super) type Converted = Result<(String, Vec<u8>), (u64, Option<u64>, String)>;
@@ -112,16 +112,14 @@ pub(super) fn convert(
         Ids::FileStem => stem.unwrap_or_default().to_owned(),
         Ids::Field(path, name) => {
             let view = Document::new(doc.as_slice()).map_err(|e| bad(e.to_string()))?;
-            match path.get(view.root()) {
-                Some(Value::String(s)) => s.to_cow().into_owned(),
-                Some(v @ (Value::Int(_) | Value::UInt(_))) => v.to_json(),
-                Some(other) => {
+            match field_id(path, &view) {
+                Ok(id) => id,
+                Err(Some(type_name)) => {
                     return Err(bad(format!(
-                        "id field {name:?} is a {}; ids must be strings or integers",
-                        other.type_name()
+                        "id field {name:?} is a {type_name}; ids must be strings or integers"
                     )));
                 }
-                None => {
+                Err(None) => {
                     return Err(bad(format!(
                         "no id field {name:?} (every document needs one)"
                     )));
@@ -131,6 +129,20 @@ pub(super) fn convert(
     };
     check_id(&id).map_err(|e| bad(e.to_string()))?;
     Ok((id, doc))
+}
+
+/// The id of `doc` at `path`: a string, or an integer written as JSON; else the type of
+/// the value there (`Err(Some(..))`) or no value (`Err(None)`).
+pub(super) fn field_id(
+    path: &mut CachedPath,
+    doc: &Document<&[u8]>,
+) -> Result<String, Option<&'static str>> {
+    match path.get(doc.root()) {
+        Some(Value::String(s)) => Ok(s.to_cow().into_owned()),
+        Some(v @ (Value::Int(_) | Value::UInt(_))) => Ok(v.to_json()),
+        Some(other) => Err(Some(other.type_name())),
+        None => Err(None),
+    }
 }
 
 #[cfg(test)]

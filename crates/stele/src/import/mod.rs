@@ -31,12 +31,15 @@
 //!    import is merged with them at once (imported documents replace those of the same
 //!    id), its indexes rebuilt. A failure before the rename, or a killed process, leaves
 //!    tables no manifest names: the next checkpoint or open removes them.
-//!    A JSON Lines file of numbered records ([`IdSource::Counter`], the default without an
-//!    id field) of some MB is not sorted: its ids ascend in input order, so once a
-//!    dictionary has trained on lines read from 64 places spread over the file
-//!    (`presample`), each block is packed as soon as it is full, on the pool, while the
-//!    next records are read and converted ([`ImportReport::packed_while_reading`]). Memory
-//!    is then the blocks in flight, whatever the file's size; the switch is the same.
+//!    A JSON Lines file of some MB whose ids ascend in input order is not sorted: numbered
+//!    records ([`IdSource::Counter`], the default without an id field), or ids from a
+//!    field that ascend in a sample of the file (a file sorted by id). Once a dictionary
+//!    has trained on lines read from 64 places spread over the file (`presample`), each
+//!    block is packed as soon as it is full, on the pool, while the next records are read
+//!    and converted ([`ImportReport::packed_while_reading`]). Memory is then the blocks in
+//!    flight, whatever the file's size; the switch is the same. An id from a field that
+//!    does not sort after the one before stops that and starts the import again, sorted
+//!    ([`ImportReport::restarted_sorted`]).
 //! 3. **Write**, into a collection without compression (or with [`ImportOptions::bulk`]
 //!    off): staged. Good records go to a spool file, an anonymous temporary file in the
 //!    database folder, then are committed in batches of [`ImportOptions::batch_docs`]
@@ -85,7 +88,8 @@ use spool::{Counting, Origin, Spool};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use stele_doc::CachedPath;
 
 /// Imports the file or folder at `path` into `collection` of `db`, calling `progress` along
@@ -125,16 +129,35 @@ pub fn import_path(
         Some(f) => (f, Vec::new()),
         None => sniff(&mut file).map_err(read_err)?,
     };
-    let mut imp = Importer::new(db, collection, opts, format, progress)?;
+    let mut progress = progress;
+    let mut imp = Importer::new(db, collection, opts, format, &mut progress)?;
     imp.progress.bytes_total = Some(meta.len());
+    let out_of_order = Arc::new(AtomicBool::new(false));
     if meta.is_file() {
-        imp.stream_file(&mut file, meta.len())
+        imp.stream_file(&mut file, meta.len(), &out_of_order)
             .map_err(|e| match e {
                 ImportError::Read { error, .. } => read_err(error),
                 other => other,
             })?;
     }
-    imp.run_reader(&name, std::io::Cursor::new(prefix).chain(file))
+    let start = file.stream_position().map_err(read_err)?;
+    let chained = std::io::Cursor::new(prefix.as_slice()).chain(&mut file);
+    match imp.run_reader(&name, chained) {
+        Err(_) if out_of_order.load(Ordering::Relaxed) => {
+            // Ids from a field ascended in the sample but not in the file: sorted after
+            // all, from the start (the tables packed so far go with the next checkpoint).
+            file.seek(std::io::SeekFrom::Start(start))
+                .map_err(read_err)?;
+            let mut imp = Importer::new(db, collection, opts, format, &mut progress)?;
+            imp.progress.bytes_total = Some(meta.len());
+            imp.run_reader(&name, std::io::Cursor::new(prefix).chain(file))
+                .map(|report| ImportReport {
+                    restarted_sorted: true,
+                    ..report
+                })
+        }
+        other => other,
+    }
 }
 
 /// Imports JSON (an array) or JSON Lines from any reader, e.g. standard input. `name` is
@@ -167,6 +190,25 @@ pub fn import_reader(
     let mut imp = Importer::new(db, collection, opts, format, progress)?;
     imp.progress.bytes_total = len;
     imp.run_reader(name, std::io::Cursor::new(prefix).chain(reader))
+}
+
+/// Whether every one of `docs` (in input order) has an id at `path` and each id sorts
+/// after the one before: a sample of a file sorted by id.
+fn ids_ascend(path: &mut CachedPath, docs: &[Vec<u8>]) -> bool {
+    let mut last: Option<String> = None;
+    for doc in docs {
+        let Ok(view) = stele_doc::Document::new(doc.as_slice()) else {
+            return false;
+        };
+        let Ok(id) = convert::field_id(path, &view) else {
+            return false;
+        };
+        if last.as_ref().is_some_and(|l| id.as_bytes() <= l.as_bytes()) {
+            return false;
+        }
+        last = Some(id);
+    }
+    true
 }
 
 /// Where ids come from, prepared.
@@ -258,16 +300,24 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
         })
     }
 
-    /// Makes a bulk import of numbered records (ids ascending in input order) from a JSON
-    /// Lines `file` of `file_bytes` bytes pack each block as soon as it is full, while the
-    /// rest is read, rather than sort everything first: its dictionary trains now, on lines
-    /// sampled from the whole file ([`presample`]). Only for an import surely big enough
-    /// for a dictionary; others stay as they are. Leaves `file`'s position as it was.
-    fn stream_file(&mut self, file: &mut File, file_bytes: u64) -> IResult<()> {
+    /// Makes a bulk import whose ids ascend in input order, from a JSON Lines `file` of
+    /// `file_bytes` bytes, pack each block as soon as it is full, while the rest is read,
+    /// rather than sort everything first: its dictionary trains now, on lines sampled from
+    /// the whole file ([`presample`]). Ids ascend for numbered records; ids from a field
+    /// are taken to ascend when they do in the sample (a file sorted by id), and an id
+    /// that does not sets `out_of_order` and fails the import, for [`import_path`] to
+    /// start it again sorted. Only for an import surely big enough for a dictionary;
+    /// others stay as they are. Leaves `file`'s position as it was.
+    fn stream_file(
+        &mut self,
+        file: &mut File,
+        file_bytes: u64,
+        out_of_order: &Arc<AtomicBool>,
+    ) -> IResult<()> {
         /// Estimated records above which an import is not streamed: numbered ids ascend
         /// up to 9,999,999,999 records (10 digits), far above this.
         const MAX_STREAMED_DOCS: u64 = 1_000_000_000;
-        if self.format != ImportFormat::JsonLines || !matches!(self.ids, Ids::Counter(_)) {
+        if self.format != ImportFormat::JsonLines || matches!(self.ids, Ids::FileStem) {
             return Ok(());
         }
         if !matches!(&self.sink, Some(Sink::Bulk(_))) || self.progress.documents > 0 {
@@ -300,6 +350,11 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
         if !BulkWriter::streams(settings, est_doc_bytes) || est_docs > MAX_STREAMED_DOCS {
             return Ok(());
         }
+        if let Ids::Field(path, _) = &self.ids
+            && !ids_ascend(&mut path.clone(), &sample.docs)
+        {
+            return Ok(());
+        }
         let writer = BulkWriter::streaming(
             self.db,
             self.collection,
@@ -307,6 +362,7 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
             &sample,
             est_docs,
             est_doc_bytes,
+            Arc::clone(out_of_order),
         )?;
         // SAFETY: the importer pushes only documents `convert` just wrote with
         // `DocumentWriter::from_json` (`Importer::hand_on`), as written.

@@ -289,10 +289,16 @@ pub struct ImportReport {
     pub merged: bool,
     /// Whether a bulk write packed its blocks while the input was being read, its
     /// dictionary trained first on lines sampled from the whole file: the import of a JSON
-    /// Lines file of numbered records (no id field), of some MB at least, whose ids
-    /// ascend in input order. Otherwise the documents were sorted by id first (nothing
-    /// spilled then either way: see [`ImportReport::spilled_bytes`]).
+    /// Lines file whose documents come to 4 MiB or more (at the default block size) and
+    /// whose ids ascend in input order (numbered records, without an id field; or ids
+    /// from a field that ascend in the sample, a file sorted by id). Otherwise the
+    /// documents were sorted by id first.
     pub packed_while_reading: bool,
+    /// Whether the import began packing while reading (ids from a field ascended in the
+    /// sample), met an id that did not sort after the one before, and started again from
+    /// the start of the file, sorted: the file was read twice (and progress went back to
+    /// 0 bytes).
+    pub restarted_sorted: bool,
 }
 
 /// Why an import failed. In every case but [`ImportError::RollbackFailed`] the collection
