@@ -21,10 +21,11 @@
 //!    next checkpoint or open.
 //!
 //! An input whose ids ascend (a JSON Lines file big enough for a dictionary, of numbered
-//! records or sorted by its id field) skips steps 1 and 2's waiting: the dictionary trains first, on documents
-//! sampled from the whole file before it is read ([`super::presample`]), and each block is
-//! packed as soon as it is full ([`BulkWriter::streaming`]), overlapping the packing with
-//! the reading and converting, with no sorter (no copy into its arena, no spill). On the
+//! records or sorted by its id field) skips steps 1 and 2's waiting: the dictionary trains
+//! first, on documents sampled from the whole file before it is read
+//! ([`super::presample`]), and each block is packed as soon as it is full
+//! ([`BulkWriter::streaming`]), overlapping the packing with the reading and converting,
+//! with no sorter (no copy into its arena, no spill). On the
 //! import benchmark's four files of 17-53 MB it stores within 0.3 % of the sorted
 //! import's bytes (the samples differ).
 
@@ -255,9 +256,9 @@ impl BulkWriter {
 
     /// A writer for documents pushed in strictly ascending id order (numbered records, or
     /// a file sorted by id; a push out of order sets `out_of_order` and fails), packing
-    /// each block as soon as it is full, with a dictionary trained now
-    /// on `sample` (documents of the input taken before it is read, [`Presample`]) for an
-    /// input of about `est_docs` documents and `est_doc_bytes` bytes of them. The caller
+    /// each block as soon as it is full, with a dictionary trained now on `sample`
+    /// (documents of the input taken before it is read, [`Presample`]) for an input of
+    /// about `est_docs` documents and `est_doc_bytes` bytes of them. The caller
     /// makes sure the import is big enough for a dictionary (at least
     /// [`DICTIONARY_MIN_BLOCKS`] blocks, see [`Self::streams`]): the level of a small
     /// import is not chosen here. Memory: the blocks in flight only
@@ -485,7 +486,7 @@ impl BulkWriter {
 }
 
 /// Switches the packed documents in (`Database::land_import`).
-#[allow(clippy::too_many_arguments, reason = "private; the outcome's facts")]
+#[expect(clippy::too_many_arguments, reason = "private; the outcome's facts")]
 fn land(
     db: &Database,
     collection: &str,
