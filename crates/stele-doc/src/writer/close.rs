@@ -31,6 +31,14 @@ impl DocumentWriter {
 
     pub(super) fn write_array_header(&mut self, start: usize, header_pos: usize) {
         let entries = self.entries.get(start..).unwrap_or_default();
+        // Not with the portable scanner: the tests' reference keeps the general path.
+        if !self.opts.portable_scanner
+            && let Some((header, len)) = small_array_header(entries, header_pos)
+        {
+            self.out
+                .extend_from_slice(header.get(..len).unwrap_or_default());
+            return;
+        }
         let wo = width_code_for(Self::max_offset(entries, header_pos));
         let uniform = entries
             .split_first()
@@ -242,6 +250,44 @@ fn dedup_sorted(entries: &mut [Entry], policy: DuplicateKeys, names: &[u8]) -> R
     Ok(kept)
 }
 
+/// Arrays of at most this many elements may take [`small_array_header`].
+const SMALL_ARRAY: usize = 8;
+
+/// The header of a non-empty array of at most [`SMALL_ARRAY`] elements whose offsets fit one
+/// byte, built in one pass on the stack: `(bytes, length)`, the bytes the general path writes
+/// (flags with width code 0 and the uniform bit, the count as a one-byte varint, one-byte
+/// offsets, then one tag if uniform or every tag). `None` for other arrays. Most arrays are
+/// short (coordinates, tags, small lists); canada.json closes 56,000 pairs.
+#[inline]
+fn small_array_header(
+    entries: &[Entry],
+    header_pos: usize,
+) -> Option<([u8; 2 + 2 * SMALL_ARRAY], usize)> {
+    let n = entries.len();
+    let first = entries.first()?.tag;
+    if n > SMALL_ARRAY {
+        return None;
+    }
+    let mut header = [0u8; 2 + 2 * SMALL_ARRAY];
+    let (head, rest) = header.split_at_mut(2);
+    let (offsets, tags) = rest.split_at_mut(n);
+    let mut uniform = true;
+    for ((e, off), tag) in entries.iter().zip(offsets).zip(tags) {
+        let distance = if e.tag.has_payload() {
+            header_pos - e.pos
+        } else {
+            0
+        };
+        *off = u8::try_from(distance).ok()?;
+        *tag = e.tag as u8;
+        uniform &= e.tag == first;
+    }
+    // Width code 0 (one-byte offsets) in the low bits; the count is under 128.
+    head.copy_from_slice(&[if uniform { ARR_UNIFORM } else { 0 }, n as u8]);
+    // Uniform: the first element's tag, already in place, is the only one written.
+    Some((header, 2 + n + if uniform { 1 } else { n }))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests fail loudly")]
@@ -267,6 +313,39 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// The one-pass header of small arrays is the general path's, byte for byte: tags with
+        /// and without payload, uniform or not, offsets around the one-byte limit, arrays
+        /// around the size limit.
+        #[test]
+        fn small_array_headers_match_the_general_path(
+            children in prop::collection::vec(
+                (prop::sample::select(vec![Tag::Null, Tag::True, Tag::I8, Tag::String, Tag::Scaled]), 0usize..140),
+                1..=SMALL_ARRAY + 2,
+            ),
+            first_uniform in any::<bool>(),
+        ) {
+            let mut headers = Vec::new();
+            for portable in [false, true] {
+                let mut w = DocumentWriter::with_options(
+                    crate::WriteOptions::default().portable_scanner(portable),
+                );
+                w.out = vec![0; 1];
+                w.entries.clear();
+                for (i, &(tag, len)) in children.iter().enumerate() {
+                    let tag = if first_uniform { children[0].0 } else { tag };
+                    let pos = w.out.len();
+                    w.out.resize(pos + len, 0);
+                    let pos = if tag.has_payload() { pos } else { 0 };
+                    w.entries.push(Entry { pos, key: 0, seq: i as u32, tag, prefix: 0 });
+                }
+                let header_pos = w.out.len();
+                w.write_array_header(0, header_pos);
+                headers.push(w.out.split_off(header_pos));
+            }
+            prop_assert_eq!(&headers[0], &headers[1]);
+        }
+
 
         /// The integer-key sort with tie runs gives the order of a comparison sort by (name,
         /// input position), repeated keys included.
