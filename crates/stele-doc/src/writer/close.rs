@@ -35,8 +35,10 @@ impl DocumentWriter {
         if !self.opts.portable_scanner
             && let Some((header, len)) = small_array_header(entries, header_pos)
         {
-            self.out
-                .extend_from_slice(header.get(..len).unwrap_or_default());
+            // One fixed-size copy cut to length: a copy of runtime length calls `memcpy`.
+            let end = self.out.len() + len;
+            self.out.extend_from_slice(&header);
+            self.out.truncate(end);
             return;
         }
         let wo = width_code_for(Self::max_offset(entries, header_pos));
@@ -250,42 +252,45 @@ fn dedup_sorted(entries: &mut [Entry], policy: DuplicateKeys, names: &[u8]) -> R
     Ok(kept)
 }
 
-/// Arrays of at most this many elements may take [`small_array_header`].
-const SMALL_ARRAY: usize = 8;
+/// Arrays of at most this many elements may take [`small_array_header`]: its header then fits
+/// 16 bytes.
+const SMALL_ARRAY: usize = 7;
 
 /// The header of a non-empty array of at most [`SMALL_ARRAY`] elements whose offsets fit one
-/// byte, built in one pass on the stack: `(bytes, length)`, the bytes the general path writes
+/// byte, built in one pass in a register: `(bytes, length)`, the bytes the general path writes
 /// (flags with width code 0 and the uniform bit, the count as a one-byte varint, one-byte
 /// offsets, then one tag if uniform or every tag). `None` for other arrays. Most arrays are
-/// short (coordinates, tags, small lists); canada.json closes 56,000 pairs.
+/// short (coordinates, tags, small lists); canada.json closes 56,000 pairs. (A header built
+/// byte by byte on the stack and then copied stalled on the copy's load.)
 #[inline]
-fn small_array_header(
-    entries: &[Entry],
-    header_pos: usize,
-) -> Option<([u8; 2 + 2 * SMALL_ARRAY], usize)> {
+fn small_array_header(entries: &[Entry], header_pos: usize) -> Option<([u8; 16], usize)> {
     let n = entries.len();
     let first = entries.first()?.tag;
     if n > SMALL_ARRAY {
         return None;
     }
-    let mut header = [0u8; 2 + 2 * SMALL_ARRAY];
-    let (head, rest) = header.split_at_mut(2);
-    let (offsets, tags) = rest.split_at_mut(n);
-    let mut uniform = true;
-    for ((e, off), tag) in entries.iter().zip(offsets).zip(tags) {
+    let (mut offsets, mut tags, mut uniform) = (0u64, 0u64, true);
+    for (i, e) in entries.iter().enumerate() {
         let distance = if e.tag.has_payload() {
             header_pos - e.pos
         } else {
             0
         };
-        *off = u8::try_from(distance).ok()?;
-        *tag = e.tag as u8;
+        offsets |= u64::from(u8::try_from(distance).ok()?) << (8 * i);
+        tags |= u64::from(e.tag as u8) << (8 * i);
         uniform &= e.tag == first;
     }
-    // Width code 0 (one-byte offsets) in the low bits; the count is under 128.
-    head.copy_from_slice(&[if uniform { ARR_UNIFORM } else { 0 }, n as u8]);
-    // Uniform: the first element's tag, already in place, is the only one written.
-    Some((header, 2 + n + if uniform { 1 } else { n }))
+    let (flags, tags, tags_len) = if uniform {
+        (ARR_UNIFORM, u64::from(first as u8), 1)
+    } else {
+        (0, tags, n)
+    };
+    // Width code 0 (one-byte offsets) in the flags' low bits; the count is under 128.
+    let header = u128::from(flags)
+        | (n as u128) << 8
+        | u128::from(offsets) << 16
+        | u128::from(tags) << (16 + 8 * n);
+    Some((header.to_le_bytes(), 2 + n + tags_len))
 }
 
 #[cfg(test)]
