@@ -10,7 +10,7 @@
 //! (2026-11-26, all giving the same bytes): entries tagged with the input's generation or
 //! stored above a per-input base, so that old entries read as empty without the 8 KiB clear.
 //! Every form of that test sat between the table load and the candidate compare, the hottest
-//! dependency chain of the loop, and cost 20-40 % of the encoder's speed against about 5 %
+//! dependency chain of the loop, and cost 5-50 % of the encoder's speed against about 5 %
 //! for the clear (gsoc-2018.json's long strings).
 //!
 //! The documents keep strings in `lz4_flex`'s bytes (docs/FORMAT.md), so this is a copy of
