@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing of the decoders of stored bytes with libFuzzer on stable Rust.
 # Usage: scripts/fuzz.sh [target ...|all] [seconds]   (default: every target, 60 s each)
-# Targets: document json json_scanners table stored_value stream log_segment log_tail manifest root packed_block
+# Targets: document json json_scanners lz4 table stored_value stream log_segment log_tail manifest root packed_block
 #          dictionary index_key index_block (several: quote them, "root manifest")
 # Findings land in fuzz/artifacts/<target>/; the committed seeds are in fuzz/corpus/<target>/
 # (those of the store's files are made by crates/stele/tests/fuzz_seeds.rs).
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 seconds=${2:-60}
-all="document json json_scanners table stored_value stream log_segment log_tail manifest root packed_block dictionary index_key index_block"
+all="document json json_scanners lz4 table stored_value stream log_segment log_tail manifest root packed_block dictionary index_key index_block"
 targets=${1:-all}
 [ "$targets" = all ] && targets=$all
 export RUSTFLAGS="-C passes=sancov-module -C llvm-args=-sanitizer-coverage-level=3 \

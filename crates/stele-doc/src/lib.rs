@@ -30,6 +30,7 @@
 mod error;
 pub mod format;
 mod inspect;
+pub mod lz4;
 mod output;
 mod reader;
 pub mod serde;

@@ -109,8 +109,9 @@ pub struct DocumentWriter {
     /// Unescaped text of the JSON string being parsed.
     pub(crate) unescaped: Vec<u8>,
     order: Vec<u32>,
-    /// LZ4's match table, kept so compressing a string allocates nothing.
-    lz4_table: lz4_flex::block::CompressTable,
+    /// The LZ4 encoder of strings, kept so compressing a string allocates nothing; the portable
+    /// scanner (the tests' reference) calls `lz4_flex` instead.
+    lz4: crate::lz4::Lz4Encoder,
 }
 
 impl std::fmt::Debug for DocumentWriter {
@@ -155,7 +156,7 @@ impl DocumentWriter {
             scratch: Vec::new(),
             unescaped: Vec::new(),
             order: Vec::new(),
-            lz4_table: lz4_flex::block::CompressTable::small(),
+            lz4: crate::lz4::Lz4Encoder::new(),
         }
     }
 
@@ -464,23 +465,31 @@ impl DocumentWriter {
     /// Appends `s` as an LZ4 string if that saves at least an eighth; false if it did not.
     #[cold]
     fn put_compressed(&mut self, s: &[u8]) -> bool {
+        // The longest compressed form kept: varint(len) + varint(n) + n <= len - len/8.
+        let Some(max_n) = max_compressed_len(s.len()) else {
+            return false;
+        };
         // Grow only: zero-filling the whole buffer for every string would cost as much as
         // compressing it.
         let bound = lz4_flex::block::get_maximum_output_size(s.len());
         if self.scratch.len() < bound {
             self.scratch.resize(bound, 0);
         }
-        let Ok(n) = lz4_flex::block::compress_into_with_table(
-            s,
-            self.scratch.get_mut(..bound).unwrap_or_default(),
-            &mut self.lz4_table,
-        ) else {
-            return false;
+        let n = if s.len() <= crate::lz4::MAX_INPUT_BYTES && !self.opts.portable_scanner {
+            // Stops as soon as the output passes `max_n`: the same decision, sooner.
+            let out = self.scratch.get_mut(..max_n).unwrap_or_default();
+            match self.lz4.compress_within(s, out) {
+                Some(n) => n,
+                None => return false,
+            }
+        } else {
+            // A fresh table every time: `lz4_flex::block::compress`'s bytes.
+            let out = self.scratch.get_mut(..bound).unwrap_or_default();
+            match lz4_flex::block::compress_into(s, out) {
+                Ok(n) if n <= max_n => n,
+                _ => return false,
+            }
         };
-        let stored = varint_len(s.len() as u64) + varint_len(n as u64) + n;
-        if stored > s.len() - s.len() / 8 {
-            return false;
-        }
         put_varint(&mut self.out, s.len() as u64);
         put_varint(&mut self.out, n as u64);
         self.out
@@ -641,5 +650,35 @@ impl DocumentWriter {
             "writer produced an invalid document"
         );
         Ok(())
+    }
+}
+
+/// The longest LZ4 form of a `len`-byte string that is stored compressed: one that saves at
+/// least an eighth with its two length varints, `varint(len) + varint(n) + n <= len - len/8`;
+/// `None` if no length qualifies. The left side grows with `n`, so every shorter form also
+/// qualifies and every longer one does not.
+fn max_compressed_len(len: usize) -> Option<usize> {
+    let budget = (len - len / 8).checked_sub(varint_len(len as u64))?;
+    // varint(n) + n <= budget: try the largest n each varint length allows.
+    (0..budget)
+        .rev()
+        .take(10)
+        .find(|&n| varint_len(n as u64) + n <= budget)
+}
+
+#[cfg(test)]
+mod compressed_len_tests {
+    use super::*;
+
+    #[test]
+    fn the_longest_kept_form_is_exact() {
+        for len in 0..70_000usize {
+            let kept =
+                |n: usize| varint_len(len as u64) + varint_len(n as u64) + n <= len - len / 8;
+            match max_compressed_len(len) {
+                Some(max) => assert!(kept(max) && !kept(max + 1), "len {len}"),
+                None => assert!(!kept(0), "len {len}"),
+            }
+        }
     }
 }
