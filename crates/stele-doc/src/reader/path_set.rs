@@ -216,7 +216,7 @@ impl PathSet {
     /// ```
     #[inline]
     pub fn prefetch(&self, bytes: &[u8]) {
-        self.hints.prefetch(bytes);
+        self.hints.prefetch(bytes, self.value_positions());
     }
 
     /// Reads every path of the set on `doc` and calls `f(index, value)` for each one that
@@ -417,16 +417,21 @@ impl PathSet {
                 // The compare reads the key ids, the fixed-place reads `head_len` bytes.
                 let head_bytes = self.shape.head_len.max(o.key_ids_end_rel());
                 let names_bytes = self.shape.names.len();
-                let values = self.fields.iter().filter_map(|field| match field {
-                    Field::Keyed(k) => Some(k.value_pos),
-                    Field::Other(_) => None,
-                });
                 let len = doc.as_bytes().len();
-                self.hints
-                    .learn(len, &doc.layout, head_bytes, names_bytes, values);
+                self.hints.learn(len, &doc.layout, head_bytes, names_bytes);
             }
             _ => self.hints.forget(),
         }
+    }
+
+    /// Where each keyed path's value sat in the last document learned (`usize::MAX`:
+    /// nowhere), for [`PathSet::prefetch`].
+    #[inline(always)]
+    fn value_positions(&self) -> impl Iterator<Item = usize> + '_ {
+        self.fields.iter().filter_map(|field| match field {
+            Field::Keyed(k) => Some(k.value_pos),
+            Field::Other(_) => None,
+        })
     }
 }
 

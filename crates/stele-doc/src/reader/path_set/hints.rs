@@ -22,72 +22,54 @@ const WHOLE_LINES: usize = 16;
 /// Where the parts of the last document learned are that a read uses, so that a hint can ask
 /// for the same lines of the next document.
 ///
-/// Small documents (at most [`WHOLE_LINES`] lines, 1 KB) are hinted whole, one hint every 64
+/// Small documents (under [`WHOLE_LINES`] lines, 1 KB) are hinted whole, one hint every 64
 /// bytes from the start: more lines than a read needs (the values it skips), but the hints then
 /// run in address order, which the CPU's own stream prefetcher follows to the next documents;
-/// measured on 800-byte documents, 105 ns per document against 120-125 for the lines of the
+/// measured on 800-byte documents, 97 ns per document against 105-125 for the lines of the
 /// parts alone. Larger documents get the first and last line of each part a read uses: the
-/// values (as distances from the document's start), the root header, the names area and the
-/// trailer (as distances from its end: the root object closes last, so documents of one shape
-/// have these at the same distance from the end).
+/// values (at the same distances from the document's start), the root header, the names area
+/// and the trailer (at the same distances from its end: the root object closes last, so
+/// documents of one shape have these at the same distance from the end).
 ///
-/// The number of hints changes only with the learned document (a power of two of lines): a
-/// loop whose trip count changes with each document costs branch mispredictions, more than
-/// the hints save when the documents are in cache (measured).
+/// Reading a document stores only the positions (a few words); the hint does the arithmetic,
+/// so that a loop without hints pays nothing for them. The number of hints changes only with
+/// the learned document (a power of two of lines): a loop whose trip count changes with each
+/// document costs branch mispredictions, more than the hints save when the documents are in
+/// cache (measured).
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Hints {
     /// Whether the fields below describe a document.
     known: bool,
-    /// Lines of a document hinted whole (from its start); 0: hinted by parts.
-    whole: usize,
-    /// The first and the last value's first byte, from the document's start.
-    values: [usize; 2],
-    /// Distances from the document's end (`len - pos`, at least 1) of the first and last byte
-    /// of the root header a read uses, the same for the names area, the trailer's first byte
-    /// and the document's last.
-    from_end: [usize; 6],
+    /// The learned document's length, root position, names area and trailer positions.
+    len: usize,
+    root_pos: usize,
+    names_pos: usize,
+    names_end: usize,
+    /// Bytes of the root header a read uses (count, flags, key ids, the places of the keys).
+    head_bytes: usize,
+    /// Bytes of the names area a read compares.
+    names_bytes: usize,
 }
 
 impl Hints {
     /// Remembers where the parts of a document of `len` bytes with `layout` are that a read
-    /// uses: `head_bytes` of the root header, `names_bytes` of the names area, the values at
-    /// `values` (positions from the start; `usize::MAX` for none).
+    /// uses: `head_bytes` of the root header, `names_bytes` of the names area.
+    #[inline]
     pub(super) fn learn(
         &mut self,
         len: usize,
         layout: &Layout,
         head_bytes: usize,
         names_bytes: usize,
-        values: impl Iterator<Item = usize>,
     ) {
-        let (mut first, mut last) = (usize::MAX, 0);
-        for pos in values.filter(|&p| p < len) {
-            (first, last) = (first.min(pos), last.max(pos));
-        }
-        if first == usize::MAX {
-            // No value found: the start, which the first values of most objects are near.
-            (first, last) = (1, 1);
-        }
-        let back = |pos: usize| len.saturating_sub(pos).max(1);
-        let last_of = |pos: usize, n: usize| pos.saturating_add(n.max(1) - 1);
-        // A document of `len` bytes spans at most `lines + 1` lines (it may start anywhere in
-        // a line): `lines` steps of a line from its start, and its last byte.
-        let lines = len.div_ceil(LINE_BYTES);
         *self = Hints {
             known: true,
-            whole: match lines < WHOLE_LINES {
-                true => lines.next_power_of_two(),
-                false => 0,
-            },
-            values: [first, last],
-            from_end: [
-                back(layout.root_pos),
-                back(last_of(layout.root_pos, head_bytes)),
-                back(layout.names_pos),
-                back(last_of(layout.names_pos, names_bytes)),
-                back(layout.names_end),
-                1,
-            ],
+            len,
+            root_pos: layout.root_pos,
+            names_pos: layout.names_pos,
+            names_end: layout.names_end,
+            head_bytes,
+            names_bytes,
         };
     }
 
@@ -97,17 +79,24 @@ impl Hints {
     }
 
     /// Hints the lines of `bytes` that a read of a document shaped as the learned one uses
-    /// (see [`Hints`]); without a learned document, its start and end. Reads nothing: any
-    /// bytes are fine, and a position past a shorter document's end hints its last byte.
+    /// (see [`Hints`]), the values at `values` (positions from the start in the learned
+    /// document; `usize::MAX` for none); without a learned document, its start and end. Reads
+    /// nothing: any bytes are fine, and a position past a shorter document's end hints its
+    /// last byte.
     #[inline(always)]
-    pub(super) fn prefetch(&self, bytes: &[u8]) {
-        self.positions(bytes.len(), |pos| prefetch_at(bytes, pos));
+    pub(super) fn prefetch(&self, bytes: &[u8], values: impl Iterator<Item = usize>) {
+        self.positions(bytes.len(), values, |pos| prefetch_at(bytes, pos));
     }
 
     /// Calls `hint` with each position of a document of `len` bytes whose line
     /// [`Hints::prefetch`] asks for (each below `len`).
     #[inline(always)]
-    fn positions(&self, len: usize, mut hint: impl FnMut(usize)) {
+    fn positions(
+        &self,
+        len: usize,
+        values: impl Iterator<Item = usize>,
+        mut hint: impl FnMut(usize),
+    ) {
         let Some(last) = len.checked_sub(1) else {
             return;
         };
@@ -116,10 +105,13 @@ impl Hints {
             hint(last);
             return;
         }
-        if self.whole > 0 {
+        // A document of `lines` lines' bytes spans at most `lines + 1` lines (it may start
+        // anywhere in a line): `lines` steps of a line from its start, and its last byte.
+        let lines = self.len.div_ceil(LINE_BYTES);
+        if lines < WHOLE_LINES {
             // The step is a line, so the k-th position lies in the k-th line from the first
             // wherever the document starts in its line.
-            for line in 0..self.whole {
+            for line in 0..lines.next_power_of_two() {
                 hint((line * LINE_BYTES).min(last));
             }
             // The last byte's line, which the steps above miss when the document does not
@@ -127,12 +119,18 @@ impl Hints {
             hint(last);
             return;
         }
-        for pos in self.values {
+        for pos in values {
             hint(pos.min(last));
         }
-        for back in self.from_end {
-            hint(len.saturating_sub(back));
-        }
+        // The same distance from the end as in the learned document.
+        let at = |pos: usize| len.saturating_sub(self.len.saturating_sub(pos)).min(last);
+        let last_of = |pos: usize, n: usize| pos.saturating_add(n.max(1) - 1);
+        hint(at(self.root_pos));
+        hint(at(last_of(self.root_pos, self.head_bytes)));
+        hint(at(self.names_pos));
+        hint(at(last_of(self.names_pos, self.names_bytes)));
+        hint(at(self.names_end));
+        hint(last);
     }
 }
 
@@ -147,10 +145,11 @@ mod tests {
     /// The lines (address / 64) of `bytes` that the set's hint asks for.
     fn hinted(set: &PathSet, bytes: &[u8]) -> BTreeSet<usize> {
         let mut lines = BTreeSet::new();
-        set.hints.positions(bytes.len(), |pos| {
-            assert!(pos < bytes.len(), "hint at {pos} of {} bytes", bytes.len());
-            lines.insert(bytes[pos..].as_ptr().addr() / LINE_BYTES);
-        });
+        set.hints
+            .positions(bytes.len(), set.value_positions(), |pos| {
+                assert!(pos < bytes.len(), "hint at {pos} of {} bytes", bytes.len());
+                lines.insert(bytes[pos..].as_ptr().addr() / LINE_BYTES);
+            });
         lines
     }
 
@@ -176,10 +175,12 @@ mod tests {
     fn before_any_document_the_start_and_the_end() {
         let set = PathSet::new(["a"]).unwrap();
         let mut got = Vec::new();
-        set.hints.positions(100, |p| got.push(p));
+        set.hints
+            .positions(100, set.value_positions(), |p| got.push(p));
         assert_eq!(got, [1, 99]);
         got.clear();
-        set.hints.positions(0, |p| got.push(p));
+        set.hints
+            .positions(0, set.value_positions(), |p| got.push(p));
         assert!(got.is_empty());
     }
 
@@ -238,7 +239,10 @@ mod tests {
         let learned = from_json(text(1, 0).as_bytes()).unwrap();
         set.read_doc(&Document::new(&learned[..]).unwrap(), |_, _| {});
         assert!(learned.len() > 1100, "{} bytes", learned.len());
-        assert_eq!(set.hints.whole, 0, "hinted by parts");
+        assert!(
+            set.hints.len.div_ceil(LINE_BYTES) >= super::WHOLE_LINES,
+            "hinted by parts"
+        );
         for (n, pad) in [(1, 0), (2, 30), (300, 333)] {
             let doc = from_json(text(n, pad).as_bytes()).unwrap();
             let d = Document::new(&doc[..]).unwrap();
