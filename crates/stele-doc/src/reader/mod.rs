@@ -132,7 +132,9 @@ impl Layout {
 /// trailer, where the root header and names usually sit too, and its start), without waiting.
 /// For loops over many documents out of cache: hint document `i + 4` while reading document `i`,
 /// so its cache misses overlap the work on this one. A hint only: no effect on other CPUs, never
-/// faults, any bytes are fine.
+/// faults, any bytes are fine. Reading with a [`PathSet`], prefer [`PathSet::prefetch`]: it also
+/// hints the root header, the names and the values, where the set found them last (debian
+/// packages, 800-byte documents out of cache: 97-109 ns per document against 143-168).
 #[inline]
 pub fn prefetch_document(bytes: &[u8]) {
     prefetch(bytes);
