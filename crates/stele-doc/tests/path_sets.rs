@@ -117,6 +117,12 @@ fn check_reads(docs: &[Vec<u8>], paths: &[String], reads: usize) {
             .map(|p| p.get(doc.root()).map(|v| v.to_json()))
             .collect();
         for round in 0..reads {
+            // Hints (no effect on what is read; any bytes are fine): the next document, a cut
+            // one, a shifted one, none.
+            let next = docs.get(d + 1).map_or(&[][..], Vec::as_slice);
+            for hint in [next, &bytes[..bytes.len() / 2], &bytes[1..], &[]] {
+                set.prefetch(hint);
+            }
             let mut got = vec![None; plain.len()];
             let mut last = None;
             set.read_doc(&doc, |i, v| {

@@ -73,14 +73,15 @@ fn ours_cached_path(docs: &Docs, paths: &mut [CachedPath]) -> Read {
 /// Documents ahead of the one read that [`ours_prefetch`] asks the CPU to load.
 const PREFETCH_AHEAD: usize = 4;
 
-/// As [`ours_cached`], with `prefetch_document` on the document [`PREFETCH_AHEAD`] ahead: what
-/// a loop over many documents out of cache can do to overlap their cache misses.
+/// As [`ours_cached`], with `PathSet::prefetch` on the document [`PREFETCH_AHEAD`] ahead (the
+/// lines its read will touch, where they sat in the last document learned): the loop a user
+/// writes over many documents out of cache, with the public API, to overlap their cache misses.
 fn ours_prefetch(docs: &Docs, set: &mut PathSet) -> Read {
     let mut r = (0, 0);
     let mut ahead = docs.iter().skip(PREFETCH_AHEAD);
     for b in docs.iter() {
         if let Some(next) = ahead.next() {
-            stele_doc::prefetch_document(next);
+            set.prefetch(next);
         }
         // SAFETY: bytes written by `DocumentWriter` (trusted).
         read_fields(&unsafe { Document::new_unchecked(b) }, set, &mut r);
@@ -192,15 +193,20 @@ pub fn field_reads(ctx: &Ctx) -> Result<()> {
          ours cached = `Document::new_unchecked` (trusted bytes) + one `PathSet` of the 3 fields \
          over pre-converted documents (one check of the root shape per document, then each field \
          at its remembered place), each value read inside `PathSet::read_doc` (a closure, so no \
-         `Value` goes through memory); ours prefetch = the same, with `prefetch_document` on the \
-         document 4 ahead; ours cached path = one `CachedPath` per field, read with \
+         `Value` goes through memory), no cache hint; ours prefetch = the same loop with \
+         `set.prefetch(next)` on the document 4 ahead (public API: hints the lines that \
+         document's read will touch, where they sat in the last document the set learned; what \
+         a user's loop over documents out of cache writes); ours cached path = one `CachedPath` per field, read with \
          `CachedPath::read_doc` (a slot check per field); ours cached get = the same with \
          `CachedPath::get` (the value returned); ours open = `Document::new_unchecked` + its root object's \
          length, no field (the per-document floor); ours get = `doc.get(key)`; ours validated = `Document::new` (full validation) + \
          the `PathSet`; sonic get = `sonic_rs::get_unchecked` once per field on the JSON text; \
          sonic many = `get_many_unchecked` with a 3-path `PointerTree` (one pass); serde_json = \
-         `from_slice::<Value>` then `get` x3. Ratios are peer time / ours cached; \"best sonic\" \
-         is the faster of the two sonic-rs ways.\n"
+         `from_slice::<Value>` then `get` x3. Ratios are peer time / ours cached (or / ours \
+         prefetch where named so); \"best sonic\" is the faster of the two sonic-rs ways. \
+         Layout: converted documents back to back in one buffer, JSON texts back to back in \
+         another, both in file order; collections larger than the CPU's cache are read from \
+         memory by every reader.\n"
     );
     let mut kt = Table::new(&["collection", "docs", "fields (share of docs that have it)"]);
     let mut t = Table::new(&[

@@ -433,6 +433,13 @@ impl<'a> Object<'a> {
         (self.shape.len, self.shape.flags)
     }
 
+    /// Bytes from the header's start to the end of its key ids (flags, count, key ids).
+    #[inline]
+    pub(crate) fn key_ids_end_rel(&self) -> usize {
+        let s = &self.shape;
+        s.offsets_at() - s.pos
+    }
+
     /// The key ids in sorted order, as stored.
     #[inline(always)]
     pub(crate) fn key_id_bytes(&self) -> &'a [u8] {

@@ -132,7 +132,9 @@ impl Layout {
 /// trailer, where the root header and names usually sit too, and its start), without waiting.
 /// For loops over many documents out of cache: hint document `i + 4` while reading document `i`,
 /// so its cache misses overlap the work on this one. A hint only: no effect on other CPUs, never
-/// faults, any bytes are fine.
+/// faults, any bytes are fine. Reading with a [`PathSet`], prefer [`PathSet::prefetch`]: it also
+/// hints the root header, the names and the values, where the set found them last (debian
+/// packages, 800-byte documents out of cache: 97-109 ns per document against 143-168).
 #[inline]
 pub fn prefetch_document(bytes: &[u8]) {
     prefetch(bytes);
@@ -143,21 +145,29 @@ pub fn prefetch_document(bytes: &[u8]) {
     );
 }
 
-/// Hints the CPU to load the first cache line of `bytes` (no effect on other CPUs).
+/// Hints the CPU to load the cache line of `bytes`' second byte (a document's first value;
+/// no effect on other CPUs).
 #[inline(always)]
 fn prefetch(bytes: &[u8]) {
+    prefetch_at(bytes, 1);
+}
+
+/// Hints the CPU to load the cache line that holds `bytes[pos]`; nothing if `pos` is out of
+/// bounds (no effect on other CPUs).
+#[inline(always)]
+fn prefetch_at(bytes: &[u8], pos: usize) {
     #[cfg(target_arch = "x86_64")]
-    if let Some(first) = bytes.get(1) {
+    if let Some(byte) = bytes.get(pos) {
         // SAFETY: a prefetch is a hint: it never faults and changes no memory; the address is
         // inside `bytes` anyway.
         unsafe {
             std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                std::ptr::from_ref(first).cast::<i8>(),
+                std::ptr::from_ref(byte).cast::<i8>(),
             );
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = bytes;
+    let _ = (bytes, pos);
 }
 
 /// The root container's header. A struct, not an enum of shapes: an enum with data was built
