@@ -367,6 +367,7 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
         // SAFETY: the importer pushes only documents `convert` just wrote with
         // `DocumentWriter::from_json` (`Importer::hand_on`), as written.
         self.sink = Some(Sink::Bulk(Box::new(unsafe { writer.converted() })));
+        self.pending.batches_for_packing_while_read();
         Ok(())
     }
 
@@ -692,6 +693,12 @@ struct RawRecord {
     stem: Option<String>,
 }
 
+/// Most bytes of records converted in one batch by an import packed while read.
+const STREAMED_BATCH_BYTES: usize = 1 << 20;
+
+/// Most records converted in one batch by an import packed while read.
+const STREAMED_BATCH_RECORDS: usize = 8 << 10;
+
 /// Records waiting to be converted together on every core, within a share of the import's
 /// memory budget (their text, then their documents while they are handed on). Two such
 /// shares at most: one being read, one being converted ([`Conversion`]).
@@ -699,6 +706,7 @@ struct Pending {
     text: Vec<u8>,
     records: Vec<RawRecord>,
     limit_bytes: usize,
+    limit_records: usize,
 }
 
 impl Pending {
@@ -707,7 +715,16 @@ impl Pending {
             text: Vec::new(),
             records: Vec::new(),
             limit_bytes: (budget_bytes / 32).clamp(256 << 10, 8 << 20),
+            limit_records: 1 << 16,
         }
+    }
+
+    /// Converts smaller batches: for an import packed while read, whose packing of a
+    /// batch waits for its conversion, and whose last batch is packed after the reading
+    /// ends (with batches of 8 MiB, a third of geonames-cities' 17 MB was).
+    fn batches_for_packing_while_read(&mut self) {
+        self.limit_bytes = self.limit_bytes.min(STREAMED_BATCH_BYTES);
+        self.limit_records = self.limit_records.min(STREAMED_BATCH_RECORDS);
     }
 
     fn push(&mut self, source: &str, text: &[u8], at: Origin, stem: Option<&str>) {
@@ -725,7 +742,7 @@ impl Pending {
     }
 
     fn is_full(&self) -> bool {
-        self.text.len() >= self.limit_bytes || self.records.len() >= 1 << 16
+        self.text.len() >= self.limit_bytes || self.records.len() >= self.limit_records
     }
 }
 
