@@ -8,6 +8,8 @@
     reason = "tests: a failed unwrap is a failed test"
 )]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -36,21 +38,10 @@ fn next(state: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// Every document of `coll`, by id.
-fn contents(db: &Database, coll: &str) -> Model {
-    db.snapshot()
-        .iter(coll)
-        .map(|e| {
-            let (id, d) = e.unwrap();
-            (id, d.to_json().unwrap())
-        })
-        .collect()
-}
-
 /// Checks `coll` against `model`: documents, count, one get per document, and the index
 /// on `city` (an index scan giving the model's ids for each city).
 fn check(db: &Database, coll: &str, model: &Model, context: &str) {
-    let got = contents(db, coll);
+    let got = common::content(&db.snapshot(), coll);
     if got != *model {
         let differ: Vec<_> = got
             .keys()

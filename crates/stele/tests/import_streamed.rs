@@ -8,6 +8,8 @@
     reason = "tests: a failed unwrap is a failed test"
 )]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -40,18 +42,8 @@ fn file_of(dir: &Path, records: u64) -> (std::path::PathBuf, String, Model) {
     (path, text, model)
 }
 
-fn contents(db: &Database, coll: &str) -> Model {
-    db.snapshot()
-        .iter(coll)
-        .map(|e| {
-            let (id, d) = e.unwrap();
-            (id, d.to_json().unwrap())
-        })
-        .collect()
-}
-
 fn check(db: &Database, coll: &str, model: &Model, context: &str) {
-    let got = contents(db, coll);
+    let got = common::content(&db.snapshot(), coll);
     assert_eq!(got.len(), model.len(), "{context}");
     assert!(
         got == *model,
