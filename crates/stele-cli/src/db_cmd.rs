@@ -185,7 +185,9 @@ anything else `jsonl`. Without --id-field, ids number the records from 1 (000000
 folders: the file names). An import is all or nothing, even if the process is killed: the
 records are converted on every core, sorted by id (spilling to the database folder beyond
 --memory), packed into compressed blocks with a dictionary trained on the input, and switched
-in at once; a bad record stops the import with its file and line (nothing is written), unless
+in at once. A JSON Lines file whose ids ascend (numbered records, or a file sorted by its id
+field) is not sorted: its blocks are packed while it is read (--json: packed_while_reading).
+A bad record stops the import with its file and line (nothing is written), unless
 --skip-bad. It prints what landed: documents, bytes at rest, and their ratio to the JSON.")]
 pub struct ImportArgs {
     /// The database folder (created if missing).
