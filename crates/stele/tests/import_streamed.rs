@@ -312,3 +312,27 @@ fn a_disk_failing_at_any_step_of_a_streamed_import_lands_all_or_nothing() {
     assert!(failed > 10, "only {failed} storage steps failed the import");
     assert!(landed > 0);
 }
+
+/// A FIFO (no seeking, no size) is imported as it comes, sorted as before: neither sampled
+/// before it is read nor read twice.
+#[cfg(unix)]
+#[test]
+fn a_fifo_is_imported_without_seeking() {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let work = tempfile::tempdir().unwrap();
+    let (_, text, model) = file_of(work.path(), 5_000);
+    let fifo = work.path().join("lines.fifo");
+    let c_path = CString::new(fifo.as_os_str().as_bytes()).unwrap();
+    // SAFETY: `c_path` is a valid NUL-terminated path that lives across the call.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::write(fifo, text).unwrap())
+    };
+    let db = Database::open_with(work.path().join("db"), small_blocks()).unwrap();
+    let r = import_path(&db, "c", &fifo, &ImportOptions::new(), |_| {}).unwrap();
+    writer.join().unwrap();
+    assert!(!r.packed_while_reading && !r.restarted_sorted, "{r:?}");
+    check(&db, "c", &model, "from a FIFO");
+}

@@ -133,17 +133,20 @@ pub fn import_path(
     let mut imp = Importer::new(db, collection, opts, format, &mut progress)?;
     imp.progress.bytes_total = Some(meta.len());
     let out_of_order = Arc::new(AtomicBool::new(false));
+    // Only a regular file is sampled before it is read, and so read again if it has to be
+    // (not a pipe or a FIFO, which cannot seek).
+    let mut start = None;
     if meta.is_file() {
+        start = Some(file.stream_position().map_err(read_err)?);
         imp.stream_file(&mut file, meta.len(), &out_of_order)
             .map_err(|e| match e {
                 ImportError::Read { error, .. } => read_err(error),
                 other => other,
             })?;
     }
-    let start = file.stream_position().map_err(read_err)?;
     let chained = std::io::Cursor::new(prefix.as_slice()).chain(&mut file);
-    match imp.run_reader(&name, chained) {
-        Err(_) if out_of_order.load(Ordering::Relaxed) => {
+    match (imp.run_reader(&name, chained), start) {
+        (Err(_), Some(start)) if out_of_order.load(Ordering::Relaxed) => {
             // Ids from a field ascended in the sample but not in the file: sorted after
             // all, from the start (the tables packed so far go with the next checkpoint).
             file.seek(std::io::SeekFrom::Start(start))
@@ -156,7 +159,7 @@ pub fn import_path(
                     ..report
                 })
         }
-        other => other,
+        (other, _) => other,
     }
 }
 
