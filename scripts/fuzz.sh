@@ -17,11 +17,13 @@ export RUSTFLAGS="-C passes=sancov-module -C llvm-args=-sanitizer-coverage-level
 # Debug build: optimisation would hide comparisons from libFuzzer. --target keeps the flags
 # away from build scripts.
 cargo build --target x86_64-unknown-linux-gnu --bins
+# Where cargo put them: fuzz/target, unless CARGO_TARGET_DIR says otherwise.
+bin_dir=${CARGO_TARGET_DIR:-target}/x86_64-unknown-linux-gnu/debug
 for t in $targets; do
   work=$(mktemp -d)
   cp corpus/"$t"/* "$work"/
   mkdir -p artifacts/"$t"
-  ./target/x86_64-unknown-linux-gnu/debug/"$t" "$work" -max_total_time="$seconds" \
+  "$bin_dir/$t" "$work" -max_total_time="$seconds" \
     -artifact_prefix=artifacts/"$t"/ -print_final_stats=1
   rm -rf "$work"
 done
