@@ -191,20 +191,6 @@ struct Streaming {
     out_of_order: Arc<AtomicBool>,
 }
 
-/// The sample a dictionary of an import trains on, at most: (documents, bytes), for an
-/// import with `budget_bytes` of memory into a collection whose compressor has `opts`.
-fn sample_limits(opts: &crate::compress::CompressOptions, budget_bytes: usize) -> (usize, usize) {
-    // Whole documents, so up to twice the bytes a training keeps (it cuts them). At most
-    // 2 MiB: training on the compressor's full 16 MiB took 0.6 s of a 1 s import of 4 MB
-    // of tweets, and stored them 1 % smaller.
-    let bytes = opts
-        .sample_bytes
-        .saturating_mul(2)
-        .min(budget_bytes / 8)
-        .min(MAX_SAMPLE_BYTES);
-    (opts.sample_docs, bytes)
-}
-
 impl BulkWriter {
     /// A writer for `collection` of `db`, packing with `settings` (at `small_level` if the
     /// import turns out too small to train a dictionary), holding at most about
@@ -219,8 +205,13 @@ impl BulkWriter {
         let compressor = db.compressor_of(collection)?;
         let (sample_docs, sample_bytes) = {
             let c = compressor.lock().map_err(|_| poisoned())?;
-            sample_limits(c.options(), budget_bytes)
+            let o = c.options();
+            // Whole documents, so up to twice the bytes a training keeps (it cuts them).
+            (o.sample_docs, o.sample_bytes.saturating_mul(2))
         };
+        // At most 2 MiB: training on the compressor's full 16 MiB took 0.6 s of a 1 s import
+        // of 4 MB of tweets, and stored them 1 % smaller.
+        let sample_bytes = sample_bytes.min(budget_bytes / 8).min(MAX_SAMPLE_BYTES);
         let sort_budget = (budget_bytes - budget_bytes / 4).max(1 << 20);
         let sorter = Sorter::new(
             SorterOptions::default()
@@ -242,53 +233,62 @@ impl BulkWriter {
         })
     }
 
-    /// The sample limits (documents, bytes) of an import into `collection` of `db` with
-    /// `budget_bytes` of memory: what [`Presample`] should take for [`Self::streaming`].
-    pub(super) fn sample_limits(
-        db: &Database,
-        collection: &str,
-        budget_bytes: usize,
-    ) -> IResult<(usize, usize)> {
-        let compressor = db.compressor_of(collection)?;
-        let c = compressor.lock().map_err(|_| poisoned())?;
-        Ok(sample_limits(c.options(), budget_bytes))
+    /// How this writer packs: what [`Self::streams`] judges an import by.
+    pub(super) fn settings(&self) -> PackSettings {
+        self.settings
     }
 
-    /// A writer for documents pushed in strictly ascending id order (numbered records, or
-    /// a file sorted by id; a push out of order sets `out_of_order` and fails), packing
-    /// each block as soon as it is full, with a dictionary trained now on `sample`
-    /// (documents of the input taken before it is read, [`Presample`]) for an input of
-    /// about `est_docs` documents and `est_doc_bytes` bytes of them. The caller
-    /// makes sure the import is big enough for a dictionary (at least
+    /// The most documents and bytes its sample holds (`None` once streaming): what a
+    /// [`Presample`] for [`Self::streaming`] should take, as the sorting writer's own
+    /// reservoir would.
+    pub(super) fn sample_limits(&self) -> Option<(usize, usize)> {
+        match &self.mode {
+            Mode::Sorting { sample, .. } => Some((sample.max_docs, sample.max_bytes)),
+            Mode::Streaming(_) => None,
+        }
+    }
+
+    /// This writer, given nothing yet, made one for documents pushed in strictly ascending
+    /// id order (numbered records, or a file sorted by id; a push out of order sets
+    /// `out_of_order` and fails), packing each block as soon as it is full, with a
+    /// dictionary trained now on `sample` (documents of the input taken before it is read,
+    /// [`Presample`]) for an input of about `est_docs` documents and `est_doc_bytes` bytes
+    /// of them. The caller makes sure the import is big enough for a dictionary (at least
     /// [`DICTIONARY_MIN_BLOCKS`] blocks, see [`Self::streams`]): the level of a small
     /// import is not chosen here. Memory: the blocks in flight only
     /// (`crate::pack::sorted`), nothing sorted.
     pub(super) fn streaming(
+        self,
         db: &Database,
         collection: &str,
-        settings: PackSettings,
         sample: &Presample,
         est_docs: u64,
         est_doc_bytes: u64,
         out_of_order: Arc<AtomicBool>,
     ) -> IResult<Self> {
-        let compressor = db.compressor_of(collection)?;
+        debug_assert_eq!(self.doc_bytes, 0, "streaming from the first document on");
         let share = usize::try_from(est_doc_bytes / SAMPLE_SHARE).unwrap_or(usize::MAX);
         let refs: Vec<&[u8]> = sample.docs.iter().map(Vec::as_slice).collect();
         let refs = spread(&refs, sample.doc_bytes, share);
-        let dictionary = train(&compressor, &refs, settings, est_docs)?;
+        let dictionary = train(&self.compressor, &refs, self.settings, est_docs)?;
         let state = db.visible_state();
         let current = crate::pack::last_dictionary(&state, collection)?;
         let dict_for_blocks = match &dictionary {
             Some(d) => Some((d.id(), d.bytes())),
             None => current.as_ref().map(|(id, b)| (*id, b.as_slice())),
         };
-        let packer = SortedPacker::new(
+        let mut packer = SortedPacker::new(
             &db.inner.store,
             Arc::clone(&state.packing),
-            settings,
+            self.settings,
             dict_for_blocks,
         )?;
+        if self.converted {
+            // SAFETY: `converted` is set only by `BulkWriter::converted`, whose caller
+            // promised valid documents; a streaming writer hands them to the packer
+            // straight from memory.
+            packer = unsafe { packer.trusting_documents() };
+        }
         Ok(BulkWriter {
             mode: Mode::Streaming(Box::new(Streaming {
                 packer,
@@ -297,11 +297,7 @@ impl BulkWriter {
                 pushed: 0,
                 out_of_order,
             })),
-            doc_bytes: 0,
-            settings,
-            small_level: settings.level,
-            compressor,
-            converted: false,
+            ..self
         })
     }
 
@@ -323,25 +319,6 @@ impl BulkWriter {
     #[must_use]
     pub(super) unsafe fn converted(mut self) -> Self {
         self.converted = true;
-        if let Mode::Streaming(streaming) = self.mode {
-            let Streaming {
-                packer,
-                dictionary,
-                last_id,
-                pushed,
-                out_of_order,
-            } = *streaming;
-            // SAFETY: the caller promised that every document pushed is valid, and a
-            // streaming writer hands them to the packer straight from memory.
-            let packer = unsafe { packer.trusting_documents() };
-            self.mode = Mode::Streaming(Box::new(Streaming {
-                packer,
-                dictionary,
-                last_id,
-                pushed,
-                out_of_order,
-            }));
-        }
         self
     }
 

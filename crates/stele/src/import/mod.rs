@@ -323,22 +323,19 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
         if self.format != ImportFormat::JsonLines || matches!(self.ids, Ids::FileStem) {
             return Ok(());
         }
-        if !matches!(&self.sink, Some(Sink::Bulk(_))) || self.progress.documents > 0 {
+        let Some(Sink::Bulk(writer)) = &self.sink else {
+            return Ok(());
+        };
+        if self.progress.documents > 0 {
             return Ok(());
         }
-        let Some(settings) = self.db.bulk_settings(self.collection)? else {
-            return Ok(());
-        };
-        let settings = PackSettings {
-            level: self.opts.pack_levels().0,
-            ..settings
-        };
         // The least a streamed import can hold: cheaper than sampling a small file.
-        if !BulkWriter::streams(settings, file_bytes) {
+        if !BulkWriter::streams(writer.settings(), file_bytes) {
             return Ok(());
         }
-        let (max_docs, max_bytes) =
-            BulkWriter::sample_limits(self.db, self.collection, self.opts.memory_budget_bytes)?;
+        let Some((max_docs, max_bytes)) = writer.sample_limits() else {
+            return Ok(());
+        };
         let read_err = |error| ImportError::Read {
             file: String::new(),
             error,
@@ -350,7 +347,7 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
             .map_err(read_err)?;
         let est_doc_bytes = sample.estimated_doc_bytes(file_bytes);
         let est_docs = sample.estimated_docs(file_bytes);
-        if !BulkWriter::streams(settings, est_doc_bytes) || est_docs > MAX_STREAMED_DOCS {
+        if !BulkWriter::streams(writer.settings(), est_doc_bytes) || est_docs > MAX_STREAMED_DOCS {
             return Ok(());
         }
         if let Ids::Field(path, _) = &self.ids
@@ -358,18 +355,17 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
         {
             return Ok(());
         }
-        let writer = BulkWriter::streaming(
-            self.db,
-            self.collection,
-            settings,
-            &sample,
-            est_docs,
-            est_doc_bytes,
-            Arc::clone(out_of_order),
-        )?;
-        // SAFETY: the importer pushes only documents `convert` just wrote with
-        // `DocumentWriter::from_json` (`Importer::hand_on`), as written.
-        self.sink = Some(Sink::Bulk(Box::new(unsafe { writer.converted() })));
+        if let Some(Sink::Bulk(writer)) = self.sink.take() {
+            let writer = writer.streaming(
+                self.db,
+                self.collection,
+                &sample,
+                est_docs,
+                est_doc_bytes,
+                Arc::clone(out_of_order),
+            )?;
+            self.sink = Some(Sink::Bulk(Box::new(writer)));
+        }
         self.pending.batches_for_packing_while_read();
         Ok(())
     }
