@@ -22,7 +22,7 @@ use std::sync::Mutex;
 use pyo3::exceptions::{PyKeyError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
-use stele::{Batch, CollectionStats, Database, DatabaseOptions, Plan, Query, Snapshot};
+use stele::{Batch, CollectionStats, Database, DatabaseOptions, Query, Snapshot};
 use stele_doc::DocumentWriter;
 
 use crate::document::{Decimals, PyDocument, document_bytes, python_to_bytes_with, python_to_json};
@@ -1131,10 +1131,7 @@ impl PyCollection {
                 [PyString::new(py, &id).into_any(), doc.into_any()],
             )?)?;
         }
-        let index = match &plan {
-            Plan::IndexScan { index, .. } => Some(index.clone()),
-            _ => None,
-        };
+        let index = plan.index().map(str::to_owned);
         Ok(PyQueryResult {
             plan: plan.to_string(),
             index,

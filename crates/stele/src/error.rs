@@ -167,6 +167,25 @@ pub enum Error {
         /// What is wrong.
         reason: &'static str,
     },
+    /// A filter, sort, projection or pipeline is not acceptable: `at` says where in it (a
+    /// path such as `$or[1].price.$gte`), `reason` what is wrong and how to say it instead.
+    #[error("invalid query at {at}: {reason}")]
+    InvalidFilter {
+        /// Where in the query (`$` alone is the whole of it).
+        at: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A query ran past its time budget and was stopped; nothing it found is returned.
+    #[error(
+        "the query was stopped after {elapsed_ms} ms, past its time budget of {budget_ms} ms (add an index on the filtered or sorted fields, narrow the filter, or give a larger budget)"
+    )]
+    QueryTimeout {
+        /// How long it ran.
+        elapsed_ms: u64,
+        /// The budget it had.
+        budget_ms: u64,
+    },
     /// A query cannot run as asked.
     #[error("invalid query: {reason}")]
     InvalidQuery {

@@ -163,7 +163,7 @@ pub fn split_index_key(fields: usize, key: &[u8]) -> Option<(&[u8], &[u8])> {
 
 /// The length of the encoded value at the start of `bytes`, if one starts there.
 pub fn index_value_len(bytes: &[u8]) -> Option<usize> {
-    crate::index::encode::encoded_len(bytes)
+    crate::index::encode::encoded_len_flipped(bytes, 0)
 }
 
 /// The keys of a block of a packed index (the value of a block entry of its map), validated

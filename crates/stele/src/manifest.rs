@@ -5,20 +5,23 @@
 //!
 //! ```text
 //! 0   8 bytes magic "STELEMAN"
-//! 8   u32 version (4; versions 1 to 3 are read too)
+//! 8   u32 version (5; versions 1 to 4 are read too)
 //! 12  u32 number of collections
 //! 16  u64 sequence number of the last batch the tables contain
 //! 24  per collection, sorted by name: varint name length, name (UTF-8),
 //!     16 bytes top table id (all zero: no table yet), varint number of documents (v2)
 //! ..  u32 number of indexes, then per index: varint length + collection, varint length +
-//!     index name, varint field count, per field varint length + path, 16 bytes table id
+//!     index name, u8 kind (v5: 1 keys by the query rules, 0 an earlier version's keys),
+//!     varint field count, per field varint length + path and (v5) u8 flags (bit 0:
+//!     descending), 16 bytes table id
 //! ..  u64 next packed block number (v2)
 //! end u64 XXH3-64 of every byte before it
 //! ```
 //!
 //! Version 1 had no document counts (a collection's map length was its count: there were
 //! no removal marks) and no packed blocks. Version 2 had no packed index blocks, version 3
-//! no compressed dictionaries (same layout).
+//! no compressed dictionaries (same layout). Before version 5 indexes had no kind and no
+//! field flags: their keys are an earlier version's (`IndexDef::query_keys` false).
 //!
 //! Recovery opens the tables named here and replays log records with a higher sequence
 //! number. Replaying a record the tables already contain is harmless: every operation sets
@@ -37,8 +40,9 @@ const MAGIC: [u8; 8] = *b"STELEMAN";
 /// that read version 2 would not see. 4: dictionaries in the meta collection may be stored
 /// compressed (`crate::compress::dictionary_to_stored`), which builds that read version 3
 /// would load as raw-content dictionaries and decode values with wrongly. Otherwise laid
-/// out as version 2.
-const VERSION: u32 = 4;
+/// out as version 2. 5: an index kind and field flags (indexes by the query rules, descending
+/// fields), which builds that read version 4 would not see.
+const VERSION: u32 = 5;
 /// File name of the manifest in the database folder.
 pub(crate) const FILE_NAME: &str = "MANIFEST";
 
@@ -70,9 +74,11 @@ impl Manifest {
         for (def, id) in &self.indexes {
             put_bytes(&mut out, def.collection.as_bytes());
             put_bytes(&mut out, def.name.as_bytes());
+            out.push(u8::from(def.query_keys));
             put_varint(&mut out, def.fields.len() as u64);
-            for f in &def.fields {
+            for (f, &desc) in def.fields.iter().zip(&def.descending) {
                 put_bytes(&mut out, f.as_str().as_bytes());
+                out.push(u8::from(desc));
             }
             out.extend_from_slice(&id.map_or([0; 16], TableId::to_bytes));
         }
@@ -105,6 +111,7 @@ impl Manifest {
             return Err(bad("unsupported manifest version"));
         }
         let v2 = version >= 2;
+        let v5 = version >= 5;
         let count = r.u32().ok_or_else(|| bad("truncated"))?;
         let seq = r.u64().ok_or_else(|| bad("truncated"))?;
         let mut collections = BTreeMap::new();
@@ -133,17 +140,30 @@ impl Manifest {
             let entry = (|| {
                 let collection = r.text()?;
                 let name = r.text()?;
+                let query_keys = match (v5, v5.then(|| r.u8()).flatten()) {
+                    (false, _) => false,
+                    (true, Some(0)) => false,
+                    (true, Some(1)) => true,
+                    (true, _) => return None,
+                };
                 let n = r.varint()?;
                 if n == 0 || n > 16 {
                     return None;
                 }
                 let mut fields = Vec::new();
+                let mut descending = Vec::new();
                 for _ in 0..n {
                     fields.push(r.text()?);
+                    descending.push(match (v5, v5.then(|| r.u8()).flatten()) {
+                        (false, _) | (true, Some(0)) => false,
+                        (true, Some(1)) => true,
+                        (true, _) => return None,
+                    });
                 }
                 let id = read_id(&mut r)?;
                 let refs: Vec<&str> = fields.iter().map(String::as_str).collect();
-                Some((IndexDef::new(&collection, &name, &refs).ok()?, id))
+                let def = IndexDef::from_parts(&collection, &name, &refs, descending, query_keys);
+                Some((def.ok()?, id))
             })();
             indexes.push(entry.ok_or_else(|| bad("an index entry does not decode"))?);
         }

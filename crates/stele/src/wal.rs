@@ -24,7 +24,7 @@ pub(crate) mod tail;
 
 use crate::bytes::{Reader, put_bytes, put_varint};
 use crate::error::{Error, Result};
-use crate::index::{FieldPath, IndexDef};
+use crate::index::IndexDef;
 use std::fs;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -38,6 +38,9 @@ const OP_CREATE_INDEX: u8 = 3;
 const OP_DROP_INDEX: u8 = 4;
 const OP_DROP_COLLECTION: u8 = 5;
 const OP_MERGE_COLLECTION: u8 = 6;
+/// An index by the query rules (`IndexDef::query_keys`), with a direction per field; the
+/// earlier `OP_CREATE_INDEX` records name indexes an earlier version made.
+const OP_CREATE_QUERY_INDEX: u8 = 7;
 /// Largest payload of one record (one batch).
 pub const MAX_RECORD_BYTES: usize = 1 << 30;
 const HEADER_BYTES: usize = 12;
@@ -118,12 +121,19 @@ pub(crate) fn encode_batch(out: &mut Vec<u8>, seq: u64, ops: &[LoggedOp]) -> Res
                 put_bytes(out, id);
             }
             LoggedOp::CreateIndex(def) => {
-                out.push(OP_CREATE_INDEX);
+                out.push(if def.query_keys {
+                    OP_CREATE_QUERY_INDEX
+                } else {
+                    OP_CREATE_INDEX
+                });
                 put_bytes(out, def.collection.as_bytes());
                 put_bytes(out, def.name.as_bytes());
                 put_varint(out, def.fields.len() as u64);
-                for f in &def.fields {
+                for (f, &desc) in def.fields.iter().zip(&def.descending) {
                     put_bytes(out, f.as_str().as_bytes());
+                    if def.query_keys {
+                        out.push(u8::from(desc));
+                    }
                 }
             }
             LoggedOp::DropIndex { collection, name } => {
@@ -183,21 +193,30 @@ fn decode_payload(payload: &[u8]) -> Option<LoggedBatch> {
                 collection,
                 id: c.bytes()?.to_vec(),
             },
-            OP_CREATE_INDEX => {
+            OP_CREATE_INDEX | OP_CREATE_QUERY_INDEX => {
+                let query_keys = code == OP_CREATE_QUERY_INDEX;
                 let name = c.text()?;
                 let n = c.varint()?;
                 if n > 16 {
                     return None;
                 }
                 let mut fields = Vec::new();
+                let mut descending = Vec::new();
                 for _ in 0..n {
-                    fields.push(FieldPath::parse(&c.text()?).ok()?);
+                    fields.push(c.text()?);
+                    descending.push(match query_keys {
+                        false => false,
+                        true => match c.u8()? {
+                            0 => false,
+                            1 => true,
+                            _ => return None,
+                        },
+                    });
                 }
-                LoggedOp::CreateIndex(IndexDef {
-                    name,
-                    collection,
-                    fields,
-                })
+                let refs: Vec<&str> = fields.iter().map(String::as_str).collect();
+                LoggedOp::CreateIndex(
+                    IndexDef::from_parts(&collection, &name, &refs, descending, query_keys).ok()?,
+                )
             }
             OP_DROP_INDEX => LoggedOp::DropIndex {
                 collection,

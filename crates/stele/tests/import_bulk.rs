@@ -66,7 +66,7 @@ fn check(db: &Database, coll: &str, model: &Model, context: &str) {
         let out = snap
             .query(&Query::new(coll).eq("city", &format!("\"{city}\"")))
             .unwrap();
-        assert!(matches!(out.plan, Plan::IndexScan { .. }), "{}", out.plan);
+        assert!(out.plan.index().is_some(), "{}", out.plan);
         let mut got: Vec<String> = out.rows.into_iter().map(|r| r.id).collect();
         got.sort();
         let want: Vec<String> = model

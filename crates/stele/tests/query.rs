@@ -92,7 +92,7 @@ fn compare(db: &Database) {
     for q in queries() {
         let a = snap.query(&on(&q, "ix")).unwrap();
         let b = snap.query(&on(&q, "plain")).unwrap();
-        assert!(matches!(b.plan, Plan::FullScan { .. }), "{}", b.plan);
+        assert!(b.plan.is_full_scan(), "{}", b.plan);
         let (mut ra, mut rb) = (a.rows.clone(), b.rows.clone());
         // Without an order the order is the plan's own: compare as sets.
         if format!("{q:?}").contains("order_by: None") {
@@ -183,24 +183,18 @@ fn plans_projections_and_index_management() {
         out.rows[0].json,
         r#"{"Name":"Alfreds","Overview":"about Alfreds"}"#
     );
-    assert_eq!(out.plan.to_string(), "full scan (no filter)");
+    assert_eq!(out.plan.to_string(), "full scan");
 
     let q = Query::new("Companies").eq("Address.City", r#""London""#);
     let out = db.snapshot().query(&q).unwrap();
-    assert!(
-        out.plan
-            .to_string()
-            .starts_with("full scan filtering on Address.City"),
-        "{}",
-        out.plan
-    );
+    assert_eq!(out.plan.to_string(), "full scan");
     assert_eq!(out.rows.len(), 1);
     db.create_index("Companies", "by_city", &["Address.City"])
         .unwrap();
     let out = db.snapshot().query(&q).unwrap();
     assert_eq!(
         out.plan.to_string(),
-        r#"index scan of "by_city" on Address.City, in index order"#
+        r#"index scan of "by_city" (1 key range(s)), then sorted"#
     );
     assert_eq!(out.rows[0].id, "c3");
     // Errors: duplicate index, unknown index, bad values.
@@ -213,7 +207,7 @@ fn plans_projections_and_index_management() {
     );
     assert!(
         db.snapshot()
-            .query(&Query::new("Companies").eq("Name", "[1]"))
+            .query(&Query::new("Companies").eq("Name", "[1"))
             .is_err()
     );
     // Queries that can only be mistakes: a limit of 0, a range ending before it starts
@@ -252,7 +246,7 @@ fn plans_projections_and_index_management() {
                 .order_by("Name", true),
         )
         .unwrap();
-    assert!(matches!(out.plan, Plan::IndexScan { .. }), "{}", out.plan);
+    assert!(out.plan.index().is_some(), "{}", out.plan);
     let ids: Vec<&str> = out.rows.iter().map(|r| r.id.as_str()).collect();
     assert_eq!(ids, ["c3", "c2", "c1"]);
 }

@@ -1,10 +1,13 @@
 //! Order-preserving encoding of JSON values for index keys.
 //!
-//! Byte order of encodings is value order: null < false < true < numbers (by numeric
-//! value, exactly, whatever their JSON spelling) < strings (by UTF-8 bytes). Every encoding
-//! delimits itself, so tuples of values concatenate and compare element by element.
+//! Byte order of encodings is value order: missing < null < false < true < numbers (by
+//! numeric value, exactly, whatever their JSON spelling) < strings (by UTF-8 bytes) <
+//! objects < arrays. Every encoding delimits itself (no encoding is a prefix of another),
+//! so tuples of values concatenate and compare element by element, and complementing every
+//! byte of one encoding reverses its order (descending index fields).
 //!
 //! ```text
+//! missing  0x08 (a document without the field: index entries only, never a value)
 //! null     0x10            false 0x20          true 0x21
 //! number   0x30 negative:  exponent and digits below, every byte complemented
 //!          0x31 zero
@@ -12,10 +15,18 @@
 //!                          significant digit (digit + 1), then 0x00
 //!          (value = 0.d1d2d3... x 10^exponent, d1 != 0, no trailing zero digits)
 //! string   0x40, the bytes with 0x00 written as 0x00 0xFF, then 0x00 0x00
+//! object   0x50, per property in key order (UTF-8 bytes): the key as a string, then its
+//!          value; then 0x00
+//! array    0x60, the elements in order, then 0x00
 //! ```
+//!
+//! Objects compare property by property in key order (so key order in the text does not
+//! matter), arrays element by element; a shorter one that is a prefix of the other sorts
+//! first (0x00 is below every encoding's first byte).
 
 use stele_doc::{JsonOptions, Value};
 
+pub(crate) const MISSING: u8 = 0x08;
 const NULL: u8 = 0x10;
 const FALSE: u8 = 0x20;
 const TRUE: u8 = 0x21;
@@ -23,6 +34,11 @@ const NEGATIVE: u8 = 0x30;
 const ZERO: u8 = 0x31;
 const POSITIVE: u8 = 0x32;
 const STRING: u8 = 0x40;
+const OBJECT: u8 = 0x50;
+const ARRAY: u8 = 0x60;
+/// Containers nested deeper than this are encoded as their JSON text (a string): documents
+/// are at most 128 levels deep, so this only bounds the recursion.
+const MAX_DEPTH: u32 = 200;
 
 /// A JSON number's exact decimal form: sign, significant digits, exponent (value =
 /// 0.digits x 10^exponent). `None` for text that is not a JSON number.
@@ -88,6 +104,11 @@ fn encode_string(s: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(&[0, 0]);
 }
 
+/// Appends the encoding of a string (a document id, a prefix bound).
+pub(crate) fn encode_str(s: &str, out: &mut Vec<u8>) {
+    encode_string(s.as_bytes(), out);
+}
+
 /// Appends the encoding of a scalar value; arrays and objects are not indexed (false).
 pub(crate) fn encode_value(v: &Value<'_>, out: &mut Vec<u8>) -> bool {
     match v {
@@ -106,21 +127,91 @@ pub(crate) fn encode_value(v: &Value<'_>, out: &mut Vec<u8>) -> bool {
     true
 }
 
-/// The length of the encoded value at the start of `bytes`, if it is one.
-pub(crate) fn encoded_len(bytes: &[u8]) -> Option<usize> {
-    match *bytes.first()? {
-        NULL | FALSE | TRUE | ZERO => Some(1),
-        POSITIVE => Some(3 + bytes.get(3..)?.iter().position(|&b| b == 0)? + 1),
-        NEGATIVE => Some(3 + bytes.get(3..)?.iter().position(|&b| b == 0xff)? + 1),
+/// Appends the encoding of any value, objects and arrays included (comparisons, sorts,
+/// group keys). Scalars encode as [`encode_value`] does.
+pub(crate) fn encode_any(v: &Value<'_>, out: &mut Vec<u8>) {
+    encode_any_at(v, out, 0);
+}
+
+fn encode_any_at(v: &Value<'_>, out: &mut Vec<u8>, depth: u32) {
+    if depth > MAX_DEPTH {
+        encode_string(v.to_json().as_bytes(), out);
+        return;
+    }
+    match v {
+        Value::Object(o) => {
+            out.push(OBJECT);
+            // `iter` visits properties in key order (the object's sorted index).
+            for (k, child) in o.iter() {
+                encode_string(k.as_bytes(), out);
+                encode_any_at(&child, out, depth + 1);
+            }
+            out.push(0);
+        }
+        Value::Array(a) => {
+            out.push(ARRAY);
+            for child in a.iter() {
+                encode_any_at(&child, out, depth + 1);
+            }
+            out.push(0);
+        }
+        other => {
+            if !encode_value(other, out) {
+                // A value kind a later format may add: ordered as its JSON text.
+                encode_string(other.to_json().as_bytes(), out);
+            }
+        }
+    }
+}
+
+/// The type class of an encoding: values of one class compare with each other in range
+/// operators (`$gt: 5` matches numbers only). Missing and null are their own classes,
+/// false and true one, all numbers one.
+pub(crate) fn class_of(first_byte: u8) -> u8 {
+    match first_byte {
+        0x30..=0x32 => 0x30,
+        0x20..=0x21 => 0x20,
+        b => b,
+    }
+}
+
+/// The encodings of class `class` lie in `[class, class_end(class))`.
+pub(crate) fn class_end(class: u8) -> u8 {
+    match class {
+        0x30 => 0x33,
+        0x20 => 0x22,
+        b => b.saturating_add(1),
+    }
+}
+
+/// The length of the encoded value at the start of `bytes` whose every byte was XORed with
+/// `flip` (0xFF for a descending index field, 0 otherwise).
+pub(crate) fn encoded_len_flipped(bytes: &[u8], flip: u8) -> Option<usize> {
+    let at = |i: usize| bytes.get(i).map(|b| b ^ flip);
+    match at(0)? {
+        MISSING | NULL | FALSE | TRUE | ZERO => Some(1),
+        POSITIVE => (3..bytes.len()).find(|&i| at(i) == Some(0)).map(|i| i + 1),
+        NEGATIVE => (3..bytes.len())
+            .find(|&i| at(i) == Some(0xff))
+            .map(|i| i + 1),
         STRING => {
             let mut i = 1;
             loop {
-                match (bytes.get(i)?, bytes.get(i + 1)) {
+                match (at(i)?, at(i + 1)) {
                     (0, Some(0)) => return Some(i + 2),
                     (0, Some(0xff)) => i += 2,
                     (0, _) => return None,
                     _ => i += 1,
                 }
+            }
+        }
+        OBJECT | ARRAY => {
+            let mut i = 1;
+            loop {
+                if at(i)? == 0 {
+                    return Some(i + 1);
+                }
+                i += encoded_len_flipped(bytes.get(i..)?, flip)?;
             }
         }
         _ => None,
@@ -144,7 +235,7 @@ mod tests {
         let doc = stele_doc::Document::new(stele_doc::from_json(json.as_bytes()).unwrap()).unwrap();
         let mut out = Vec::new();
         assert!(encode_value(&doc.root(), &mut out), "{json}");
-        assert_eq!(encoded_len(&out), Some(out.len()), "{json}");
+        assert_eq!(encoded_len_flipped(&out, 0), Some(out.len()), "{json}");
         out
     }
 
@@ -217,7 +308,8 @@ mod tests {
             &[0x30, 1, 2, 3],
             &[7],
         ] {
-            let _ = encoded_len(bytes);
+            let _ = encoded_len_flipped(bytes, 0);
+            let _ = encoded_len_flipped(bytes, 0xff);
         }
     }
 }

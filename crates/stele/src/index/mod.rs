@@ -18,6 +18,7 @@ pub(crate) mod stats;
 pub use stats::IndexStats;
 
 use crate::error::{Error, Result};
+use crate::query::path::DocPath;
 use stele_doc::{Document, Value};
 
 /// One step of a field path.
@@ -104,11 +105,43 @@ pub struct IndexDef {
     pub collection: String,
     /// The field paths, in key order.
     pub fields: Vec<FieldPath>,
+    /// Per field, whether its values are kept in descending order.
+    pub descending: Vec<bool>,
+    /// The paths as queries read them (`crate::query::path`).
+    doc_paths: Vec<DocPath>,
+    /// Keys by the query rules (every value a path reaches, array elements, missing fields
+    /// as an entry of their own), which the query planner relies on. `false` for an index
+    /// an earlier version made (one entry per scalar value, none for a missing field):
+    /// it is kept current, but queries do not use it; drop and create it again.
+    pub(crate) query_keys: bool,
 }
 
 impl IndexDef {
-    /// A definition; checks the names and parses the paths.
+    /// A definition; checks the names and parses the fields, each a dotted path with an
+    /// optional direction: `a`, `b:desc` (also `:asc`, `:1`, `:-1`).
     pub fn new(collection: &str, name: &str, fields: &[&str]) -> Result<IndexDef> {
+        let mut paths = Vec::with_capacity(fields.len());
+        let mut descending = Vec::with_capacity(fields.len());
+        for f in fields {
+            let (path, desc) = match f.rsplit_once(':') {
+                Some((p, "desc" | "-1")) => (p, true),
+                Some((p, "asc" | "1")) => (p, false),
+                _ => (*f, false),
+            };
+            paths.push(path);
+            descending.push(desc);
+        }
+        IndexDef::from_parts(collection, name, &paths, descending, true)
+    }
+
+    /// A definition from its stored parts (manifest, log).
+    pub(crate) fn from_parts(
+        collection: &str,
+        name: &str,
+        fields: &[&str],
+        descending: Vec<bool>,
+        query_keys: bool,
+    ) -> Result<IndexDef> {
         crate::internal::check_collection_name(collection)?;
         let ok_name = (1..=100).contains(&name.len())
             && name
@@ -120,11 +153,18 @@ impl IndexDef {
                 reason: "names are 1 to 100 letters, digits, '_', '-' or '.'",
             });
         }
-        if fields.is_empty() || fields.len() > 16 {
+        if fields.is_empty() || fields.len() > 16 || descending.len() != fields.len() {
             return Err(Error::InvalidIndex {
                 index: name.to_owned(),
                 reason: "an index has 1 to 16 fields",
             });
+        }
+        let mut doc_paths = Vec::with_capacity(fields.len());
+        for f in fields {
+            doc_paths.push(DocPath::parse(f).map_err(|_| Error::InvalidFieldPath {
+                path: (*f).to_owned(),
+                reason: "names may not be empty or start with `$`",
+            })?);
         }
         Ok(IndexDef {
             name: name.to_owned(),
@@ -133,22 +173,68 @@ impl IndexDef {
                 .iter()
                 .map(|f| FieldPath::parse(f))
                 .collect::<Result<_>>()?,
+            descending,
+            doc_paths,
+            query_keys,
         })
     }
 
-    /// The index keys (value tuple + id) of document `doc` with id `id`.
-    pub(crate) fn keys(&self, doc: &Document<&[u8]>, id: &[u8]) -> Vec<Vec<u8>> {
-        let mut tuples: Vec<Vec<u8>> = vec![Vec::new()];
-        for field in &self.fields {
-            let mut encoded = Vec::new();
+    /// The paths as queries read them.
+    pub(crate) fn doc_paths(&self) -> &[DocPath] {
+        &self.doc_paths
+    }
+
+    /// Whether queries may use this index (see `query_keys`).
+    pub fn serves_queries(&self) -> bool {
+        self.query_keys
+    }
+
+    /// The fields as written in a definition: `a`, `b:desc`.
+    pub fn field_specs(&self) -> Vec<String> {
+        self.fields
+            .iter()
+            .zip(&self.descending)
+            .map(|(f, &d)| {
+                if d {
+                    format!("{}:desc", f.as_str())
+                } else {
+                    f.as_str().to_owned()
+                }
+            })
+            .collect()
+    }
+
+    /// The encoded values field `i` contributes for a document (before direction).
+    fn field_values(&self, i: usize, doc: &Document<&[u8]>) -> Vec<Vec<u8>> {
+        let mut encoded = Vec::new();
+        if self.query_keys {
+            let Some(path) = self.doc_paths.get(i) else {
+                return encoded;
+            };
+            encoded = query_entries(path, doc.root());
+        } else if let Some(field) = self.fields.get(i) {
             for v in field.values(doc.root()) {
                 let mut e = Vec::new();
                 if encode::encode_value(&v, &mut e) {
                     encoded.push(e);
                 }
             }
-            encoded.sort();
-            encoded.dedup();
+        }
+        if self.descending.get(i).copied().unwrap_or(false) {
+            for e in &mut encoded {
+                e.iter_mut().for_each(|b| *b = !*b);
+            }
+        }
+        encoded.sort();
+        encoded.dedup();
+        encoded
+    }
+
+    /// The index keys (value tuple + id) of document `doc` with id `id`.
+    pub(crate) fn keys(&self, doc: &Document<&[u8]>, id: &[u8]) -> Vec<Vec<u8>> {
+        let mut tuples: Vec<Vec<u8>> = vec![Vec::new()];
+        for i in 0..self.fields.len() {
+            let encoded = self.field_values(i, doc);
             let mut next = Vec::with_capacity(tuples.len() * encoded.len());
             for t in &tuples {
                 for e in &encoded {
@@ -168,11 +254,41 @@ impl IndexDef {
     /// Splits an index key into its value tuple and the document id.
     pub(crate) fn split_key<'k>(&self, key: &'k [u8]) -> Option<(&'k [u8], &'k [u8])> {
         let mut at = 0;
-        for _ in &self.fields {
-            at += encode::encoded_len(key.get(at..)?)?;
+        for &desc in &self.descending {
+            let flip = if desc { 0xff } else { 0 };
+            at += encode::encoded_len_flipped(key.get(at..)?, flip)?;
         }
         Some((key.get(..at)?, key.get(at..)?))
     }
+}
+
+/// The index entries of one path in a document, by the query rules: each value reached, an
+/// array's elements instead of the array (an empty array as itself), and the missing
+/// marker when the path reaches nothing; so every document has at least one entry, and a
+/// filter condition on a scalar holds only for documents with an entry it matches.
+pub(crate) fn query_entries(path: &DocPath, root: Value<'_>) -> Vec<Vec<u8>> {
+    let reached = path.reach(root);
+    if reached.is_empty() {
+        return vec![vec![encode::MISSING]];
+    }
+    let mut out = Vec::new();
+    for v in reached {
+        match v {
+            Value::Array(a) if !a.is_empty() => {
+                for e in a.iter() {
+                    let mut enc = Vec::new();
+                    encode::encode_any(&e, &mut enc);
+                    out.push(enc);
+                }
+            }
+            other => {
+                let mut enc = Vec::new();
+                encode::encode_any(&other, &mut enc);
+                out.push(enc);
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -180,7 +296,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn keys_fan_out_over_arrays_and_skip_missing_fields() {
+    fn keys_fan_out_over_arrays_and_mark_missing_fields() {
         let doc = stele_doc::from_json(
             br#"{"city":"Oslo","tags":["b","a","b"],"items":[{"sku":1},{"sku":2},{"x":0}]}"#,
         )
@@ -197,7 +313,12 @@ mod tests {
         let skus = IndexDef::new("c", "s", &["items[].sku"]).unwrap();
         assert_eq!(skus.keys(&doc, b"x").len(), 2);
         let missing = IndexDef::new("c", "m", &["nope"]).unwrap();
-        assert!(missing.keys(&doc, b"x").is_empty());
+        // A missing field is an entry of its own (the missing marker), so every document
+        // is in the index.
+        assert_eq!(
+            missing.keys(&doc, b"x"),
+            vec![[&[encode::MISSING][..], b"x"].concat()]
+        );
         assert!(FieldPath::parse("a..b").is_err());
         assert!(FieldPath::parse("a[0]").is_err());
         assert!(IndexDef::new("c", "bad name", &["a"]).is_err());

@@ -1,0 +1,286 @@
+//! Collectors: what a query keeps of the documents that pass its filter.
+//!
+//! - rows arriving in the order asked (an index serving the sort, or id order) are kept as
+//!   they come, ties on the sort key put in id order, and the access stops once skip +
+//!   limit rows are in;
+//! - rows arriving in another order with a limit: the skip + limit smallest sort keys in a
+//!   heap (a document is rendered only if it enters it);
+//! - otherwise every row with its key, sorted at the end.
+//!
+//! The parallel scan gives each stretch of the collection a collector of its own
+//! ([`Collector::fork`]) and merges them in order ([`Collector::absorb`]).
+
+use super::Query;
+use super::project::Projection;
+use super::sort::sort_key;
+use crate::error::Result;
+use crate::index::encode::encode_str;
+use crate::query::path::DocPath;
+use crate::query::{Row, execute::Run};
+use std::any::Any;
+use std::collections::BinaryHeap;
+use stele_doc::Document;
+
+/// Receives the documents that pass a query's filter.
+pub(crate) trait Collector: Send {
+    /// Takes one; returns false once it wants no more.
+    fn take(&mut self, id: &str, doc: &Document<&[u8]>) -> Result<bool>;
+    /// An empty collector of the same kind, for one stretch of a parallel scan.
+    fn fork(&self) -> Box<dyn Collector>;
+    /// Adds what a fork collected (forks are absorbed in collection order).
+    fn absorb(&mut self, other: Box<dyn Collector>);
+    /// Whether it wants no more (a limit reached in order).
+    fn full(&self) -> bool {
+        false
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn Any>;
+}
+
+/// Ids only (the branches of a union).
+pub(crate) struct Ids(pub Vec<String>);
+
+impl Collector for Ids {
+    fn take(&mut self, id: &str, _: &Document<&[u8]>) -> Result<bool> {
+        self.0.push(id.to_owned());
+        Ok(true)
+    }
+    fn fork(&self) -> Box<dyn Collector> {
+        Box::new(Ids(Vec::new()))
+    }
+    fn absorb(&mut self, other: Box<dyn Collector>) {
+        if let Ok(o) = other.into_any().downcast::<Ids>() {
+            self.0.extend(o.0);
+        }
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+}
+
+#[derive(Clone)]
+enum Mode {
+    Count,
+    /// Rows arrive in order; `want` rows are enough.
+    InOrder,
+    /// The `k` smallest keys.
+    TopK(usize),
+    /// Every row, sorted at the end.
+    All,
+}
+
+/// Rows of a query.
+pub(crate) struct Rows {
+    mode: Mode,
+    sort: Vec<(DocPath, bool)>,
+    projection: Option<Projection>,
+    want: Option<usize>,
+    count: u64,
+    rows: Vec<Row>,
+    /// Rows whose sort key equals `group_key`, waiting for the key to change.
+    group: Vec<Row>,
+    group_key: Vec<u8>,
+    keyed: Vec<(Vec<u8>, Row)>,
+    heap: BinaryHeap<(Vec<u8>, Row)>,
+    scratch: Vec<u8>,
+}
+
+impl Rows {
+    pub(crate) fn new(query: &Query, in_order: bool) -> Rows {
+        let want = query.limit.map(|l| l.saturating_add(query.skip));
+        let mode = match (in_order, want) {
+            (true, _) => Mode::InOrder,
+            (false, Some(k)) => Mode::TopK(k),
+            (false, None) => Mode::All,
+        };
+        Rows {
+            mode,
+            sort: query.sort.clone(),
+            projection: query.projection.clone(),
+            want,
+            count: 0,
+            rows: Vec::new(),
+            group: Vec::new(),
+            group_key: Vec::new(),
+            keyed: Vec::new(),
+            heap: BinaryHeap::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    pub(crate) fn counting() -> Rows {
+        let mut rows = Rows::new(&Query::new(""), false);
+        rows.mode = Mode::Count;
+        rows
+    }
+
+    pub(crate) fn count(&self) -> u64 {
+        self.count
+    }
+
+    fn render(&self, id: &str, doc: &Document<&[u8]>) -> Row {
+        Row {
+            id: id.to_owned(),
+            json: match &self.projection {
+                Some(p) => p.apply(doc.root()),
+                None => doc.to_json(),
+            },
+        }
+    }
+
+    /// The sort key (or the id's encoding without a sort) into `scratch`.
+    fn key(&mut self, id: &str, doc: &Document<&[u8]>) {
+        self.scratch.clear();
+        if self.sort.is_empty() {
+            encode_str(id, &mut self.scratch);
+        } else {
+            sort_key(&self.sort, doc.root(), id, &mut self.scratch);
+        }
+    }
+
+    fn flush_group(&mut self) {
+        self.group.sort_by(|a, b| a.id.cmp(&b.id));
+        self.rows.append(&mut self.group);
+    }
+
+    /// The rows, skipped and limited, in order.
+    pub(crate) fn finish(mut self, query: &Query, run: &Run) -> Result<Vec<Row>> {
+        run.check()?;
+        let mut rows = match self.mode {
+            Mode::Count => Vec::new(),
+            Mode::InOrder => {
+                self.flush_group();
+                self.rows
+            }
+            Mode::TopK(_) => self
+                .heap
+                .into_sorted_vec()
+                .into_iter()
+                .map(|(_, r)| r)
+                .collect(),
+            Mode::All => {
+                self.keyed.sort_by(|a, b| a.0.cmp(&b.0));
+                self.keyed.into_iter().map(|(_, r)| r).collect()
+            }
+        };
+        let skip = query.skip.min(rows.len());
+        rows.drain(..skip);
+        if let Some(limit) = query.limit {
+            rows.truncate(limit);
+        }
+        Ok(rows)
+    }
+}
+
+impl Collector for Rows {
+    fn take(&mut self, id: &str, doc: &Document<&[u8]>) -> Result<bool> {
+        self.count += 1;
+        match self.mode {
+            Mode::Count => {}
+            Mode::InOrder => {
+                if self.sort.is_empty() {
+                    let row = self.render(id, doc);
+                    self.rows.push(row);
+                } else {
+                    // Ties on the sort paths come in index order: hold them until the key
+                    // changes, then put them in id order.
+                    self.key(id, doc);
+                    let id_len = {
+                        let mut e = Vec::new();
+                        encode_str(id, &mut e);
+                        e.len()
+                    };
+                    let fields_len = self.scratch.len().saturating_sub(id_len);
+                    if self.scratch.get(..fields_len) != Some(self.group_key.as_slice()) {
+                        self.flush_group();
+                        if self.want.is_some_and(|w| self.rows.len() >= w) {
+                            return Ok(false);
+                        }
+                        self.group_key =
+                            self.scratch.get(..fields_len).unwrap_or_default().to_vec();
+                    }
+                    let row = self.render(id, doc);
+                    self.group.push(row);
+                    return Ok(true);
+                }
+                if self.want.is_some_and(|w| self.rows.len() >= w) {
+                    return Ok(false);
+                }
+            }
+            Mode::TopK(k) => {
+                self.key(id, doc);
+                if self.heap.len() >= k
+                    && self
+                        .heap
+                        .peek()
+                        .is_some_and(|(top, _)| self.scratch >= *top)
+                {
+                    return Ok(true);
+                }
+                let row = self.render(id, doc);
+                self.heap.push((self.scratch.clone(), row));
+                if self.heap.len() > k {
+                    self.heap.pop();
+                }
+            }
+            Mode::All => {
+                self.key(id, doc);
+                let row = self.render(id, doc);
+                self.keyed.push((self.scratch.clone(), row));
+            }
+        }
+        Ok(true)
+    }
+
+    fn fork(&self) -> Box<dyn Collector> {
+        Box::new(Rows {
+            mode: self.mode.clone(),
+            sort: self.sort.clone(),
+            projection: self.projection.clone(),
+            want: self.want,
+            count: 0,
+            rows: Vec::new(),
+            group: Vec::new(),
+            group_key: Vec::new(),
+            keyed: Vec::new(),
+            heap: BinaryHeap::new(),
+            scratch: Vec::new(),
+        })
+    }
+
+    fn absorb(&mut self, other: Box<dyn Collector>) {
+        let Ok(mut o) = other.into_any().downcast::<Rows>() else {
+            return;
+        };
+        self.count += o.count;
+        match self.mode {
+            Mode::Count => {}
+            Mode::InOrder => {
+                o.flush_group();
+                self.flush_group();
+                self.rows.append(&mut o.rows);
+                if let Some(w) = self.want {
+                    self.rows.truncate(w);
+                }
+            }
+            Mode::TopK(k) => {
+                for item in o.heap {
+                    self.heap.push(item);
+                    if self.heap.len() > k {
+                        self.heap.pop();
+                    }
+                }
+            }
+            Mode::All => self.keyed.append(&mut o.keyed),
+        }
+    }
+
+    fn full(&self) -> bool {
+        matches!(self.mode, Mode::InOrder)
+            && self.sort.is_empty()
+            && self.want.is_some_and(|w| self.rows.len() >= w)
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+}

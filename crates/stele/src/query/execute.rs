@@ -1,0 +1,382 @@
+//! Running a query: the chosen access path yields documents, each is tested against the
+//! whole filter, and the collector keeps rows in the order asked (`collect.rs`).
+
+use super::collect::{Collector, Rows};
+use super::plan::{self, Chosen, IndexAccess, Plan};
+use super::{CountOutput, Query, QueryOutput, QueryStats};
+use crate::collection::Entries;
+use crate::error::{Error, Result};
+use crate::index::encode::encoded_len_flipped;
+use crate::snapshot::Snapshot;
+use crate::state::IndexState;
+use std::collections::{BTreeSet, HashSet};
+use std::ops::Bound;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use stele_doc::Document;
+
+/// The text of a JSON string literal (`"\"a\""` gives `a`); `None` for other values.
+pub(crate) fn json_string_value(json: &str) -> Option<String> {
+    let bytes = stele_doc::from_json(json.as_bytes()).ok()?;
+    let doc = Document::new(&bytes[..]).ok()?;
+    doc.root().as_str().map(|s| s.into_owned())
+}
+
+/// Counters shared by the threads of one run, and its clock.
+pub(crate) struct Run {
+    pub start: Instant,
+    pub budget: Option<Duration>,
+    pub keys: AtomicU64,
+    pub docs: AtomicU64,
+    pub stopped: AtomicBool,
+}
+
+impl Run {
+    pub(crate) fn new(budget: Option<Duration>) -> Run {
+        Run {
+            start: Instant::now(),
+            budget,
+            keys: AtomicU64::new(0),
+            docs: AtomicU64::new(0),
+            stopped: AtomicBool::new(false),
+        }
+    }
+
+    /// Fails once the budget is spent (checked every 256 documents by the scans).
+    pub(crate) fn check(&self) -> Result<()> {
+        if let Some(budget) = self.budget
+            && (self.stopped.load(Ordering::Relaxed) || self.start.elapsed() > budget)
+        {
+            self.stopped.store(true, Ordering::Relaxed);
+            return Err(Error::QueryTimeout {
+                elapsed_ms: self.start.elapsed().as_millis() as u64,
+                budget_ms: budget.as_millis() as u64,
+            });
+        }
+        Ok(())
+    }
+
+    pub(crate) fn stats(&self, rows: u64) -> QueryStats {
+        QueryStats {
+            keys_examined: self.keys.load(Ordering::Relaxed),
+            docs_examined: self.docs.load(Ordering::Relaxed),
+            rows,
+            elapsed_us: self.start.elapsed().as_micros() as u64,
+        }
+    }
+}
+
+impl Snapshot {
+    /// Runs `query`: its rows, the plan that ran and what it examined. See the
+    /// [module documentation](crate::query) for the language.
+    pub fn query(&self, query: &Query) -> Result<QueryOutput> {
+        query.check()?;
+        let run = Run::new(query.time_budget);
+        let (chosen, plan) = self.plan(query);
+        let mut rows = Rows::new(query, chosen.sorted(&query.sort));
+        self.feed(query, &chosen, &run, &mut rows)?;
+        let rows = rows.finish(query, &run)?;
+        let stats = run.stats(rows.len() as u64);
+        Ok(QueryOutput {
+            plan: Plan {
+                sorted_in_memory: !chosen.sorted(&query.sort),
+                ..plan
+            },
+            rows,
+            stats,
+        })
+    }
+
+    /// Runs `query` and keeps only what it did: the plan, the candidates and the counts.
+    pub fn explain(&self, query: &Query) -> Result<QueryOutput> {
+        let mut out = self.query(query)?;
+        out.rows.clear();
+        Ok(out)
+    }
+
+    /// Counts the documents `query` matches (after its skip and limit). From an index's keys
+    /// alone when every condition of the filter is on the fields of the index chosen and can
+    /// be decided from one key (equality, `$in`, ranges, `$prefix`, `$exists`): then
+    /// [`QueryStats::docs_examined`] is 0.
+    pub fn count_matching(&self, query: &Query) -> Result<CountOutput> {
+        query.check()?;
+        let run = Run::new(query.time_budget);
+        let unsorted = Query {
+            sort: Vec::new(),
+            projection: None,
+            ..query.clone()
+        };
+        let (chosen, mut plan) = self.plan(&unsorted);
+        let mut count = match &chosen {
+            Chosen::Index(access) if plan::key_conditions(&query.filter, access.ix).1 => {
+                if let plan::Access::Index { covered, .. } = &mut plan.access {
+                    *covered = true;
+                }
+                self.count_keys(access, &query.filter, &run)?
+            }
+            _ => {
+                let mut rows = Rows::counting();
+                self.feed(&unsorted, &chosen, &run, &mut rows)?;
+                rows.count()
+            }
+        };
+        count = count.saturating_sub(query.skip as u64);
+        if let Some(limit) = query.limit {
+            count = count.min(limit as u64);
+        }
+        Ok(CountOutput {
+            count,
+            plan,
+            stats: run.stats(count),
+        })
+    }
+
+    pub(crate) fn plan<'s>(&'s self, query: &Query) -> (Chosen<'s>, Plan) {
+        let coll = query.collection.as_str();
+        let indexes: Vec<&'s IndexState> = self
+            .state
+            .indexes
+            .range((coll.to_owned(), String::new())..)
+            .take_while(|((c, _), _)| c == coll)
+            .map(|(_, ix)| ix)
+            .collect();
+        let mut candidates = Vec::new();
+        let chosen = plan::choose(&query.filter, &query.sort, &indexes, &mut candidates);
+        let plan = Plan {
+            access: chosen.access(),
+            sorted_in_memory: false,
+            candidates,
+        };
+        (chosen, plan)
+    }
+
+    /// Feeds every document the access yields that passes the filter to `out`.
+    pub(crate) fn feed(
+        &self,
+        query: &Query,
+        chosen: &Chosen<'_>,
+        run: &Run,
+        out: &mut dyn Collector,
+    ) -> Result<()> {
+        let coll = query.collection.as_str();
+        match chosen {
+            Chosen::Full => super::scan::full_scan(self, query, run, out),
+            Chosen::IdRange(lo, hi) => {
+                let lo_b = lo
+                    .as_deref()
+                    .map_or(Bound::Unbounded, |s| Bound::Included(s.as_bytes()));
+                let hi_b = match hi {
+                    Some((h, true)) => Bound::Included(h.as_bytes()),
+                    Some((h, false)) => Bound::Excluded(h.as_bytes()),
+                    None => Bound::Unbounded,
+                };
+                let entries = Entries::new(&self.state, coll, lo_b, hi_b, true)?;
+                for (n, entry) in entries.enumerate() {
+                    if n % 256 == 0 {
+                        run.check()?;
+                    }
+                    let (id, doc) = entry?;
+                    let Some(doc) = doc else { continue };
+                    let id = String::from_utf8_lossy(&id);
+                    run.docs.fetch_add(1, Ordering::Relaxed);
+                    let d = doc.document()?;
+                    if query.filter.matches(d.root(), &id) && !out.take(&id, &d)? {
+                        break;
+                    }
+                }
+                Ok(())
+            }
+            Chosen::Ids(ids) => {
+                let ids: BTreeSet<&String> = ids.iter().collect();
+                self.fetch_ids(query, ids.into_iter().map(String::as_str), run, out)
+            }
+            Chosen::Index(access) => self.index_feed(query, access, run, out),
+            Chosen::Union(parts) => {
+                let mut ids = BTreeSet::new();
+                for part in parts {
+                    self.collect_ids(query, part, run, &mut ids)?;
+                }
+                self.fetch_ids(query, ids.iter().map(String::as_str), run, out)
+            }
+        }
+    }
+
+    fn fetch_ids<'i>(
+        &self,
+        query: &Query,
+        ids: impl Iterator<Item = &'i str>,
+        run: &Run,
+        out: &mut dyn Collector,
+    ) -> Result<()> {
+        for (n, id) in ids.enumerate() {
+            if n % 256 == 0 {
+                run.check()?;
+            }
+            let Some(doc) = self.get(&query.collection, id)? else {
+                continue;
+            };
+            run.docs.fetch_add(1, Ordering::Relaxed);
+            let d = doc.document()?;
+            if query.filter.matches(d.root(), id) && !out.take(id, &d)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The ids an access yields (a `$or` branch), without reading documents where an index
+    /// gives them.
+    fn collect_ids(
+        &self,
+        query: &Query,
+        part: &Chosen<'_>,
+        run: &Run,
+        ids: &mut BTreeSet<String>,
+    ) -> Result<()> {
+        match part {
+            Chosen::Ids(list) => ids.extend(list.iter().cloned()),
+            Chosen::Index(access) => {
+                index_entries(access, &query.filter, run, |id| {
+                    ids.insert(id.to_owned());
+                    Ok(true)
+                })?;
+            }
+            other => {
+                let mut all = super::collect::Ids(Vec::new());
+                let q = Query {
+                    filter: super::Filter::all(),
+                    ..query.clone()
+                };
+                self.feed(&q, other, run, &mut all)?;
+                ids.extend(all.0);
+            }
+        }
+        Ok(())
+    }
+
+    fn index_feed(
+        &self,
+        query: &Query,
+        access: &IndexAccess<'_>,
+        run: &Run,
+        out: &mut dyn Collector,
+    ) -> Result<()> {
+        let mut failed = None;
+        index_entries(access, &query.filter, run, |id| {
+            let step = (|| {
+                let Some(doc) = self.get(&query.collection, id)? else {
+                    return Err(Error::InvalidQuery {
+                        reason: format!(
+                            "index {:?} names document {id:?}, which does not exist (drop the index and create it again)",
+                            access.ix.def.name
+                        ),
+                    });
+                };
+                run.docs.fetch_add(1, Ordering::Relaxed);
+                let d = doc.document()?;
+                if query.filter.matches(d.root(), id) {
+                    return out.take(id, &d);
+                }
+                Ok(true)
+            })();
+            step.map_err(|e| {
+                failed = Some(());
+                e
+            })
+        })?;
+        Ok(())
+    }
+
+    /// Counts the distinct documents whose entries meet the filter's key conditions.
+    fn count_keys(
+        &self,
+        access: &IndexAccess<'_>,
+        filter: &super::Filter,
+        run: &Run,
+    ) -> Result<u64> {
+        let mut n = 0u64;
+        index_entries(access, filter, run, |_| {
+            n += 1;
+            Ok(true)
+        })?;
+        Ok(n)
+    }
+}
+
+/// Walks the entries of an index access, testing each against the filter's key conditions,
+/// and calls `f` with each document id once (its first entry that passes); `f` returns
+/// false to stop.
+pub(crate) fn index_entries(
+    access: &IndexAccess<'_>,
+    filter: &super::Filter,
+    run: &Run,
+    mut f: impl FnMut(&str) -> Result<bool>,
+) -> Result<()> {
+    let def = &access.ix.def;
+    let (conds, _) = plan::key_conditions(filter, access.ix);
+    let mut seen: HashSet<Vec<u8>> = HashSet::new();
+    let mut value = Vec::new();
+    let ranges: Box<dyn Iterator<Item = &plan::KeyRange>> = if access.reverse {
+        Box::new(access.ranges.iter().rev())
+    } else {
+        Box::new(access.ranges.iter())
+    };
+    for range in ranges {
+        let hi = range
+            .hi
+            .as_deref()
+            .map_or(Bound::Unbounded, Bound::Excluded);
+        let lo = Bound::Included(range.lo.as_slice());
+        for (n, entry) in
+            crate::index::packed::scan(&access.ix.map, lo, hi, access.reverse).enumerate()
+        {
+            if n % 256 == 0 {
+                run.check()?;
+            }
+            let key = entry?;
+            run.keys.fetch_add(1, Ordering::Relaxed);
+            let Some((tuple, id)) = def.split_key(&key) else {
+                return Err(Error::InvalidQuery {
+                    reason: format!(
+                        "index {:?} holds a key that does not decode (drop the index and create it again)",
+                        def.name
+                    ),
+                });
+            };
+            // Test the entry's values against the key conditions, field by field.
+            let mut at = 0;
+            let mut pass = true;
+            for (i, &desc) in def.descending.iter().enumerate() {
+                let flip = if desc { 0xff } else { 0 };
+                let Some(len) = tuple.get(at..).and_then(|t| encoded_len_flipped(t, flip)) else {
+                    pass = false;
+                    break;
+                };
+                if let Some(Some(cond)) = conds.get(i) {
+                    value.clear();
+                    value.extend(
+                        tuple
+                            .get(at..at + len)
+                            .unwrap_or_default()
+                            .iter()
+                            .map(|b| b ^ flip),
+                    );
+                    if !plan::key_holds(cond, &value) {
+                        pass = false;
+                        break;
+                    }
+                }
+                at += len;
+            }
+            if !pass || seen.contains(id) {
+                continue;
+            }
+            seen.insert(id.to_vec());
+            let id = String::from_utf8_lossy(id);
+            if !f(&id)? {
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,273 @@
+//! Filters in MongoDB's JSON form: what they are ([`Filter`]) and how a document is tested
+//! against one. Parsing is in [`parse`].
+//!
+//! Semantics, for a condition on a path (see [`crate::query::path`]):
+//! - the path reaches zero or more values; a condition holds when it holds for any value
+//!   reached or, for a value that is an array, for any of its elements;
+//! - `$eq: null` (and `{"a": null}`) also holds when the field is missing; `$ne`, `$nin` and
+//!   `$not` are the negations of `$eq`, `$in` and their operand, so they hold for a missing
+//!   field;
+//! - `$gt $gte $lt $lte` compare within one type class (null; booleans; numbers; strings;
+//!   objects; arrays): `{"n": {"$gt": 5}}` never matches a string. The order within and
+//!   across classes is the index order of `crate::index::encode`; two bounds of different
+//!   classes span the classes between them. The bounds of one operator object hold for one
+//!   value together (`{"$gt": 1, "$lt": 9}` needs a value
+//!   between the two; MongoDB lets two array elements meet one bound each);
+//! - numbers compare by exact value (`1` equals `1.0`, `10000000000000000001` is not `1e19`);
+//! - `_id` is the document's id (a string), whatever the document holds.
+
+pub(crate) mod parse;
+
+use crate::index::encode::{class_of, encode_any};
+use crate::query::path::DocPath;
+use stele_doc::Value;
+
+/// A value a filter compares with, in the order encoding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Operand {
+    /// The value's order encoding (`crate::index::encode`).
+    pub enc: Vec<u8>,
+    /// The value as JSON text (for messages and explain).
+    pub json: String,
+}
+
+impl Operand {
+    pub(crate) fn is_null(&self) -> bool {
+        self.enc.first() == Some(&0x10)
+    }
+
+    /// A scalar (what index keys hold one of per entry).
+    pub(crate) fn is_scalar(&self) -> bool {
+        self.enc.first().is_some_and(|&b| b < 0x50)
+    }
+}
+
+/// The JSON types `$type` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum JsonType {
+    Null,
+    Bool,
+    Number,
+    Integer,
+    String,
+    Object,
+    Array,
+}
+
+/// A condition on the values one path reaches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Cond {
+    Eq(Operand),
+    Ne(Operand),
+    /// `$gt $gte $lt $lte` of one operator object: one value must meet all of them
+    /// (`{"n": {"$gt": 1, "$lt": 9}}` is a value between 1 and 9). Each bound is an operand
+    /// and whether it is inclusive.
+    Range {
+        lo: Option<(Operand, bool)>,
+        hi: Option<(Operand, bool)>,
+    },
+    In(Vec<Operand>),
+    Nin(Vec<Operand>),
+    Exists(bool),
+    Type(Vec<JsonType>),
+    Size(u64),
+    All(Vec<Operand>),
+    /// Some element of an array matches the filter (elements that are objects).
+    ElemMatchDoc(Box<Filter>),
+    /// Some element of an array meets every condition.
+    ElemMatchValue(Vec<Cond>),
+    /// Not every condition holds.
+    Not(Vec<Cond>),
+    /// A string starting with this text.
+    Prefix(String),
+}
+
+/// A filter: which documents a query keeps. Parse one from MongoDB-style JSON with
+/// [`Filter::parse`], or build one with [`Filter::all`], [`Filter::and`], [`Filter::or`]
+/// and [`Filter::parse`] of the parts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Filter {
+    pub(crate) node: Node,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Node {
+    And(Vec<Filter>),
+    Or(Vec<Filter>),
+    Nor(Vec<Filter>),
+    Field(DocPath, Cond),
+}
+
+/// The value a condition looks at: one reached in the document, or the document's id.
+#[derive(Clone, Copy)]
+enum Cand<'a> {
+    Val(Value<'a>),
+    Id(&'a str),
+}
+
+impl Filter {
+    /// The filter every document passes (`{}`).
+    pub fn all() -> Filter {
+        Filter {
+            node: Node::And(Vec::new()),
+        }
+    }
+
+    /// Documents passing every filter of `parts`.
+    pub fn and(parts: Vec<Filter>) -> Filter {
+        Filter {
+            node: Node::And(parts),
+        }
+    }
+
+    /// Documents passing any filter of `parts` (none when `parts` is empty).
+    pub fn or(parts: Vec<Filter>) -> Filter {
+        Filter {
+            node: Node::Or(parts),
+        }
+    }
+
+    /// True for the filter every document passes.
+    pub fn is_all(&self) -> bool {
+        matches!(&self.node, Node::And(parts) if parts.iter().all(Filter::is_all))
+    }
+
+    pub(crate) fn field(path: DocPath, cond: Cond) -> Filter {
+        Filter {
+            node: Node::Field(path, cond),
+        }
+    }
+
+    /// Whether the document `root` with id `id` passes.
+    pub(crate) fn matches(&self, root: Value<'_>, id: &str) -> bool {
+        let mut scratch = Vec::with_capacity(32);
+        self.test(root, Some(id), &mut scratch)
+    }
+
+    fn test(&self, root: Value<'_>, id: Option<&str>, scratch: &mut Vec<u8>) -> bool {
+        match &self.node {
+            Node::And(parts) => parts.iter().all(|f| f.test(root, id, scratch)),
+            Node::Or(parts) => parts.iter().any(|f| f.test(root, id, scratch)),
+            Node::Nor(parts) => !parts.iter().any(|f| f.test(root, id, scratch)),
+            Node::Field(path, cond) => {
+                if let (Some(id), true) = (id, path.as_str() == "_id") {
+                    return cond_holds(cond, &[Cand::Id(id)], scratch);
+                }
+                let reached: Vec<Cand<'_>> = path.reach(root).into_iter().map(Cand::Val).collect();
+                cond_holds(cond, &reached, scratch)
+            }
+        }
+    }
+}
+
+/// The values a condition looks at: each value reached and the elements of arrays among them.
+fn expand<'a, 'r>(reached: &'r [Cand<'a>]) -> impl Iterator<Item = Cand<'a>> + use<'a, 'r> {
+    reached.iter().flat_map(|c| {
+        let elements = match c {
+            Cand::Val(Value::Array(a)) => Some(a.iter().map(Cand::Val)),
+            _ => None,
+        };
+        std::iter::once(*c).chain(elements.into_iter().flatten())
+    })
+}
+
+fn encode<'s>(c: &Cand<'_>, scratch: &'s mut Vec<u8>) -> &'s [u8] {
+    scratch.clear();
+    match c {
+        Cand::Val(v) => encode_any(v, scratch),
+        Cand::Id(id) => crate::index::encode::encode_str(id, scratch),
+    }
+    scratch
+}
+
+fn equal_any(op: &Operand, reached: &[Cand<'_>], scratch: &mut Vec<u8>) -> bool {
+    if op.is_null() && reached.is_empty() {
+        return true;
+    }
+    expand(reached).any(|c| encode(&c, scratch) == op.enc.as_slice())
+}
+
+/// Whether the encoding `enc` lies within the bounds. A bound alone keeps to its operand's
+/// type class; two bounds of different classes span the classes between them in the total
+/// order (`{"$gte": 0, "$lt": "m"}`: every number from 0, then strings below "m").
+pub(crate) fn in_range(
+    enc: &[u8],
+    lo: Option<&(Operand, bool)>,
+    hi: Option<&(Operand, bool)>,
+) -> bool {
+    let Some(&first) = enc.first() else {
+        return false;
+    };
+    let class_of_op = |op: &Operand| op.enc.first().map(|&b| class_of(b));
+    let spans = match (lo, hi) {
+        (Some((a, _)), Some((b, _))) => class_of_op(a) != class_of_op(b),
+        _ => false,
+    };
+    let class = class_of(first);
+    let same_class = |op: &Operand| spans || class_of_op(op) == Some(class);
+    lo.is_none_or(|(op, incl)| {
+        same_class(op) && {
+            let o = enc.cmp(op.enc.as_slice());
+            o.is_gt() || (*incl && o.is_eq())
+        }
+    }) && hi.is_none_or(|(op, incl)| {
+        same_class(op) && {
+            let o = enc.cmp(op.enc.as_slice());
+            o.is_lt() || (*incl && o.is_eq())
+        }
+    })
+}
+
+fn type_of(c: &Cand<'_>) -> JsonType {
+    match c {
+        Cand::Id(_) | Cand::Val(Value::String(_)) => JsonType::String,
+        Cand::Val(Value::Null) => JsonType::Null,
+        Cand::Val(Value::Bool(_)) => JsonType::Bool,
+        Cand::Val(Value::Int(_) | Value::UInt(_)) => JsonType::Integer,
+        Cand::Val(Value::Object(_)) => JsonType::Object,
+        Cand::Val(Value::Array(_)) => JsonType::Array,
+        Cand::Val(_) => JsonType::Number,
+    }
+}
+
+fn cond_holds(cond: &Cond, reached: &[Cand<'_>], scratch: &mut Vec<u8>) -> bool {
+    match cond {
+        Cond::Eq(op) => equal_any(op, reached, scratch),
+        Cond::Ne(op) => !equal_any(op, reached, scratch),
+        Cond::Range { lo, hi } => {
+            expand(reached).any(|c| in_range(encode(&c, scratch), lo.as_ref(), hi.as_ref()))
+        }
+        Cond::In(ops) => ops.iter().any(|op| equal_any(op, reached, scratch)),
+        Cond::Nin(ops) => !ops.iter().any(|op| equal_any(op, reached, scratch)),
+        Cond::Exists(want) => reached.is_empty() != *want,
+        Cond::Type(types) => expand(reached).any(|c| {
+            let t = type_of(&c);
+            types
+                .iter()
+                .any(|&want| want == t || (want == JsonType::Number && t == JsonType::Integer))
+        }),
+        Cond::Size(n) => reached
+            .iter()
+            .any(|c| matches!(c, Cand::Val(Value::Array(a)) if a.len() as u64 == *n)),
+        Cond::All(ops) => !ops.is_empty() && ops.iter().all(|op| equal_any(op, reached, scratch)),
+        Cond::ElemMatchDoc(filter) => reached.iter().any(|c| match c {
+            Cand::Val(Value::Array(a)) => a
+                .iter()
+                .any(|e| matches!(e, Value::Object(_)) && filter.test(e, None, scratch)),
+            _ => false,
+        }),
+        Cond::ElemMatchValue(conds) => reached.iter().any(|c| match c {
+            Cand::Val(Value::Array(a)) => a.iter().any(|e| {
+                let one = [Cand::Val(e)];
+                conds.iter().all(|cond| cond_holds(cond, &one, scratch))
+            }),
+            _ => false,
+        }),
+        Cond::Not(conds) => !conds.iter().all(|c| cond_holds(c, reached, scratch)),
+        Cond::Prefix(p) => expand(reached).any(|c| match c {
+            Cand::Id(id) => id.starts_with(p.as_str()),
+            Cand::Val(Value::String(s)) => s.to_cow().starts_with(p.as_str()),
+            Cand::Val(_) => false,
+        }),
+    }
+}

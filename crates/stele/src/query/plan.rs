@@ -1,0 +1,607 @@
+//! Planning: which access path answers a query.
+//!
+//! - `_id` conditions use the collection's own key order: equality and `$in` read those
+//!   documents, ranges and prefixes read that stretch of ids.
+//! - Otherwise each index (made by this version's rules) is a candidate: its leading fields
+//!   with an equality (`$eq`, `$in`, `$all`'s first value) give key prefixes, the next field
+//!   with a range (`$gt..$lte`, `$prefix`, `$exists`) narrows them, and it serves the sort
+//!   when the sort's paths follow the equality fields in index order (equality, then sort,
+//!   then range), all in the index's directions or all reversed. The one with the most
+//!   equality fields, then a range, then a served sort wins; every candidate appears in
+//!   [`Plan::candidates`] with why it was or was not taken.
+//! - A filter whose top is an `$or` may use one index per branch; the ids are merged.
+//! - Else every document is read (a full scan, in parallel over the packed blocks).
+//!
+//! Whatever the access path, each document it yields is tested against the whole filter,
+//! so an index only narrows what is read, never the answer.
+
+use crate::index::encode::{MISSING, class_end, class_of, string_prefix};
+use crate::query::filter::{Cond, Filter, Node, Operand};
+use crate::query::path::DocPath;
+use crate::state::IndexState;
+use std::fmt;
+use stele_table::prefix_successor;
+
+/// Key range `[lo, hi)` of an index (`hi` `None`: to the end).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct KeyRange {
+    pub lo: Vec<u8>,
+    pub hi: Option<Vec<u8>>,
+}
+
+impl KeyRange {
+    fn point(enc: &[u8]) -> KeyRange {
+        KeyRange {
+            lo: enc.to_vec(),
+            hi: prefix_successor(enc),
+        }
+    }
+
+    /// This range with `prefix` in front (the key prefix of the fields before).
+    fn after(&self, prefix: &[u8]) -> KeyRange {
+        KeyRange {
+            lo: [prefix, &self.lo].concat(),
+            hi: match &self.hi {
+                Some(h) => Some([prefix, h].concat()),
+                None => prefix_successor(prefix),
+            },
+        }
+    }
+}
+
+/// One index considered, and why it was or was not chosen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Candidate {
+    /// The index name.
+    pub index: String,
+    /// Whether the plan uses it.
+    pub chosen: bool,
+    /// What it offered, or why it could not serve.
+    pub reason: String,
+}
+
+/// How a query reads the collection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Access {
+    /// Every document, in id order.
+    FullScan,
+    /// The documents with these ids (`_id` equality or `$in`).
+    Ids(Vec<String>),
+    /// Documents with ids in a range (`_id` ranges and prefixes).
+    IdRange {
+        /// Lowest id, inclusive.
+        lo: Option<String>,
+        /// Highest id.
+        hi: Option<(String, bool)>,
+    },
+    /// Entries of one index in key ranges.
+    Index {
+        /// The index.
+        index: String,
+        /// Number of key ranges read.
+        ranges: usize,
+        /// Read from the high end (a descending sort over an ascending index, or the reverse).
+        reverse: bool,
+        /// Counted from the index keys alone, no document read.
+        covered: bool,
+    },
+    /// Several accesses whose ids are merged (one per `$or` branch).
+    Union(Vec<Access>),
+}
+
+/// The plan of a query: its access path, whether rows are sorted after reading, and the
+/// candidates considered. [`Display`](fmt::Display) prints it for people.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Plan {
+    /// How documents are found.
+    pub access: Access,
+    /// Rows are sorted in memory (or through the sorter) after reading.
+    pub sorted_in_memory: bool,
+    /// The indexes considered.
+    pub candidates: Vec<Candidate>,
+}
+
+impl Plan {
+    /// The index the plan reads, if one (the first, for a union).
+    pub fn index(&self) -> Option<&str> {
+        fn first(a: &Access) -> Option<&str> {
+            match a {
+                Access::Index { index, .. } => Some(index),
+                Access::Union(parts) => parts.iter().find_map(first),
+                _ => None,
+            }
+        }
+        first(&self.access)
+    }
+
+    /// Whether the plan reads every document.
+    pub fn is_full_scan(&self) -> bool {
+        matches!(self.access, Access::FullScan)
+    }
+}
+
+impl fmt::Display for Access {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Access::FullScan => write!(f, "full scan"),
+            Access::Ids(ids) => write!(f, "id lookup of {} id(s)", ids.len()),
+            Access::IdRange { lo, hi } => {
+                write!(f, "id range")?;
+                if let Some(lo) = lo {
+                    write!(f, " from {lo:?}")?;
+                }
+                if let Some((hi, incl)) = hi {
+                    write!(f, " to {hi:?}{}", if *incl { " inclusive" } else { "" })?;
+                }
+                Ok(())
+            }
+            Access::Index {
+                index,
+                ranges,
+                reverse,
+                covered,
+            } => {
+                write!(f, "index scan of {index:?} ({ranges} key range(s)")?;
+                if *reverse {
+                    write!(f, ", reversed")?;
+                }
+                if *covered {
+                    write!(f, ", covered: no document read")?;
+                }
+                write!(f, ")")
+            }
+            Access::Union(parts) => {
+                write!(f, "union of ")?;
+                for (i, p) in parts.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, " + ")?;
+                    }
+                    write!(f, "[{p}]")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl fmt::Display for Plan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.access)?;
+        if self.sorted_in_memory {
+            write!(f, ", then sorted")?;
+        }
+        Ok(())
+    }
+}
+
+/// A chosen index access with everything execution needs.
+#[derive(Debug, Clone)]
+pub(crate) struct IndexAccess<'s> {
+    pub ix: &'s IndexState,
+    pub ranges: Vec<KeyRange>,
+    pub reverse: bool,
+    /// Rows come out in the sort's order (ties, equal in every sort path, in any order).
+    pub sorted: bool,
+}
+
+/// The access chosen for a filter.
+#[derive(Debug, Clone)]
+pub(crate) enum Chosen<'s> {
+    Full,
+    Ids(Vec<String>),
+    IdRange(Option<String>, Option<(String, bool)>),
+    Index(IndexAccess<'s>),
+    Union(Vec<Chosen<'s>>),
+}
+
+impl Chosen<'_> {
+    pub(crate) fn access(&self) -> Access {
+        match self {
+            Chosen::Full => Access::FullScan,
+            Chosen::Ids(ids) => Access::Ids(ids.clone()),
+            Chosen::IdRange(lo, hi) => Access::IdRange {
+                lo: lo.clone(),
+                hi: hi.clone(),
+            },
+            Chosen::Index(a) => Access::Index {
+                index: a.ix.def.name.clone(),
+                ranges: a.ranges.len(),
+                reverse: a.reverse,
+                covered: false,
+            },
+            Chosen::Union(parts) => Access::Union(parts.iter().map(Chosen::access).collect()),
+        }
+    }
+
+    /// Rows come out in the sort's order: an index serving it, or id order for a query
+    /// sorted by id ascending or not at all.
+    pub(crate) fn sorted(&self, sort: &[(DocPath, bool)]) -> bool {
+        let by_id = match sort {
+            [] => true,
+            [(p, false)] => p.as_str() == "_id",
+            _ => false,
+        };
+        match self {
+            Chosen::Full | Chosen::IdRange(..) => by_id,
+            Chosen::Index(a) => a.sorted,
+            Chosen::Ids(_) | Chosen::Union(_) => false,
+        }
+    }
+}
+
+/// The conditions of a filter's top-level conjunction, by path, and the rest.
+fn conjuncts<'f>(
+    filter: &'f Filter,
+    fields: &mut Vec<(&'f DocPath, &'f Cond)>,
+    rest: &mut Vec<&'f Filter>,
+) {
+    match &filter.node {
+        Node::And(parts) => parts.iter().for_each(|p| conjuncts(p, fields, rest)),
+        Node::Field(path, cond) => fields.push((path, cond)),
+        _ => rest.push(filter),
+    }
+}
+
+/// Key ranges of the entries a condition can hold for (ascending encodings), and whether it
+/// is a set of points (equalities). `None`: the condition does not narrow an index.
+fn cond_ranges(cond: &Cond) -> Option<(Vec<KeyRange>, bool)> {
+    let point = |op: &Operand| -> Option<KeyRange> {
+        if !op.is_scalar() && op.enc.first() != Some(&0x50) {
+            return None; // arrays are not index entries as a whole
+        }
+        Some(if op.is_null() {
+            // null also matches a missing field: the missing marker and null, together.
+            KeyRange {
+                lo: vec![MISSING],
+                hi: Some(vec![0x11]),
+            }
+        } else {
+            KeyRange::point(&op.enc)
+        })
+    };
+    match cond {
+        Cond::Eq(op) => Some((vec![point(op)?], !op.is_null())),
+        Cond::In(ops) if !ops.is_empty() => {
+            let mut r = ops.iter().map(point).collect::<Option<Vec<_>>>()?;
+            r.sort_by(|a, b| a.lo.cmp(&b.lo));
+            r.dedup();
+            let points = !ops.iter().any(Operand::is_null);
+            Some((r, points))
+        }
+        Cond::All(ops) => Some((vec![point(ops.first()?)?], true)),
+        Cond::Range { lo, hi } => {
+            let class = |op: &Operand| op.enc.first().map(|&b| class_of(b));
+            let lo_class = lo.as_ref().map(|(op, _)| class(op));
+            let hi_class = hi.as_ref().map(|(op, _)| class(op));
+            let start = match lo {
+                Some((op, true)) => op.enc.clone(),
+                Some((op, false)) => prefix_successor(&op.enc)?,
+                None => vec![hi_class.flatten()?],
+            };
+            let end = match hi {
+                Some((op, true)) => prefix_successor(&op.enc),
+                Some((op, false)) => Some(op.enc.clone()),
+                None => Some(vec![class_end(lo_class.flatten()?)]),
+            };
+            if start >= end.clone().unwrap_or_else(|| vec![0xff; start.len() + 1]) {
+                return Some((Vec::new(), false)); // nothing can match
+            }
+            Some((vec![KeyRange { lo: start, hi: end }], false))
+        }
+        Cond::Prefix(p) => Some((vec![KeyRange::point(&string_prefix(p))], false)),
+        Cond::Exists(true) => Some((
+            vec![KeyRange {
+                lo: vec![MISSING + 1],
+                hi: None,
+            }],
+            false,
+        )),
+        Cond::Exists(false) => Some((vec![KeyRange::point(&[MISSING])], true)),
+        _ => None,
+    }
+}
+
+/// At most this many key ranges (products of `$in` lists): beyond, the last field's list
+/// is left to the filter.
+const MAX_RANGES: usize = 4096;
+
+/// A candidate index's offer.
+struct Offer<'s> {
+    access: IndexAccess<'s>,
+    eq_fields: usize,
+    range: bool,
+}
+
+fn offer<'s>(
+    ix: &'s IndexState,
+    fields: &[(&DocPath, &Cond)],
+    sort: &[(DocPath, bool)],
+) -> Result<Offer<'s>, String> {
+    if !ix.def.query_keys {
+        return Err("made by an earlier version, its keys do not follow the query rules: drop it and create it again".to_owned());
+    }
+    let paths = ix.def.doc_paths();
+    let mut ranges = vec![KeyRange {
+        lo: Vec::new(),
+        hi: None,
+    }];
+    let mut eq_fields = 0; // leading fields fixed to one value
+    let mut single = true; // still one key range
+    let mut range = false;
+    let mut bounded = 0;
+    for (i, path) in paths.iter().enumerate() {
+        let desc = ix.def.descending.get(i).copied().unwrap_or(false);
+        let best = fields
+            .iter()
+            .filter(|(p, _)| *p == path)
+            .filter_map(|(_, c)| cond_ranges(c))
+            .max_by_key(|(r, points)| (*points, r.len() == 1));
+        let Some((field_ranges, points)) = best else {
+            break;
+        };
+        if desc && !points {
+            break; // ranges over descending fields are left to the filter
+        }
+        if ranges.len() * field_ranges.len() > MAX_RANGES {
+            break;
+        }
+        let mut next = Vec::with_capacity(ranges.len() * field_ranges.len());
+        for r in &ranges {
+            for fr in &field_ranges {
+                let fr = if desc {
+                    // A point is a whole encoding: complemented, it is the desc key's prefix.
+                    let enc: Vec<u8> = fr.lo.iter().map(|b| !b).collect();
+                    KeyRange::point(&enc)
+                } else {
+                    fr.clone()
+                };
+                next.push(fr.after(&r.lo));
+            }
+        }
+        ranges = next;
+        bounded += 1;
+        if points && field_ranges.len() == 1 && single {
+            eq_fields += 1;
+            continue;
+        }
+        single = single && field_ranges.len() == 1;
+        if !points {
+            range = true;
+            break;
+        }
+    }
+    // The sort: the paths not fixed by an equality must be the index fields right after
+    // the equality fields, in order, all in the index's directions or all reversed, over one
+    // key range. A range on a sorted field does not qualify: an array's elements outside
+    // the range still set its sort key, so index order and sort order could differ.
+    let fixed = |p: &DocPath| paths.iter().take(eq_fields).any(|q| q == p);
+    let sort_rest: Vec<&(DocPath, bool)> = sort.iter().filter(|(p, _)| !fixed(p)).collect();
+    let ranged = if range { paths.get(bounded - 1) } else { None };
+    let mut sorted = ranges.len() == 1
+        && !sort_rest.is_empty()
+        && !sort_rest.iter().any(|(p, _)| Some(p) == ranged);
+    let mut reverse = None;
+    for (k, (p, desc)) in sort_rest.iter().enumerate() {
+        let at = eq_fields + k;
+        let ok = paths.get(at) == Some(p) && p.as_str() != "_id";
+        let flip = ix.def.descending.get(at).copied().unwrap_or(false) != *desc;
+        if !ok || reverse.is_some_and(|r| r != flip) {
+            sorted = false;
+            break;
+        }
+        reverse = Some(flip);
+    }
+    if bounded == 0 && !sorted {
+        return Err(format!(
+            "no condition on its first field ({}) and it does not serve the sort",
+            paths.first().map_or("", |p| p.as_str())
+        ));
+    }
+    Ok(Offer {
+        access: IndexAccess {
+            ix,
+            ranges,
+            reverse: sorted && reverse.unwrap_or(false),
+            sorted,
+        },
+        eq_fields,
+        range,
+    })
+}
+
+/// The access for `_id` conditions, if any.
+fn id_access(fields: &[(&DocPath, &Cond)]) -> Option<Chosen<'static>> {
+    let id_conds = fields
+        .iter()
+        .filter(|(p, _)| p.as_str() == "_id")
+        .map(|(_, c)| *c);
+    let mut range = None;
+    for c in id_conds {
+        let text = |op: &Operand| crate::query::execute::json_string_value(&op.json);
+        match c {
+            Cond::Eq(op) => return Some(Chosen::Ids(text(op).into_iter().collect())),
+            Cond::In(ops) => return Some(Chosen::Ids(ops.iter().filter_map(text).collect())),
+            Cond::Range { lo, hi } if range.is_none() => {
+                let lo_s = match lo {
+                    Some((op, incl)) => {
+                        let s = text(op)?;
+                        // An exclusive bound: the next id after it, byte-wise.
+                        Some(if *incl { s } else { format!("{s}\0") })
+                    }
+                    None => None,
+                };
+                let hi_s = match hi {
+                    Some((op, incl)) => Some((text(op)?, *incl)),
+                    None => None,
+                };
+                range = Some(Chosen::IdRange(lo_s, hi_s));
+            }
+            Cond::Prefix(p) if range.is_none() => {
+                let hi = prefix_successor(p.as_bytes())
+                    .and_then(|h| String::from_utf8(h).ok())
+                    .map(|h| (h, false));
+                range = Some(Chosen::IdRange(Some(p.clone()), hi));
+            }
+            _ => {}
+        }
+    }
+    range
+}
+
+/// Chooses the access for `filter` and `sort` over `indexes`; records the candidates.
+pub(crate) fn choose<'s>(
+    filter: &Filter,
+    sort: &[(DocPath, bool)],
+    indexes: &[&'s IndexState],
+    candidates: &mut Vec<Candidate>,
+) -> Chosen<'s> {
+    let mut fields = Vec::new();
+    let mut rest = Vec::new();
+    conjuncts(filter, &mut fields, &mut rest);
+    if let Some(ids) = id_access(&fields) {
+        for ix in indexes {
+            candidates.push(Candidate {
+                index: ix.def.name.clone(),
+                chosen: false,
+                reason: "the filter names documents by _id".to_owned(),
+            });
+        }
+        return ids;
+    }
+    let mut best: Option<(Offer<'s>, (usize, bool, bool, std::cmp::Reverse<usize>))> = None;
+    let mut reasons = Vec::new();
+    for ix in indexes {
+        match offer(ix, &fields, sort) {
+            Ok(o) => {
+                let score = (
+                    o.eq_fields,
+                    o.range,
+                    o.access.sorted,
+                    std::cmp::Reverse(ix.def.fields.len()),
+                );
+                let desc = format!(
+                    "{} equality field(s){}{}, {} key range(s)",
+                    o.eq_fields,
+                    if o.range { ", a range" } else { "" },
+                    if o.access.sorted && !sort.is_empty() {
+                        ", serves the sort"
+                    } else {
+                        ""
+                    },
+                    o.access.ranges.len()
+                );
+                reasons.push((ix.def.name.clone(), desc));
+                if best.as_ref().is_none_or(|(_, s)| score > *s) {
+                    best = Some((o, score));
+                }
+            }
+            Err(why) => reasons.push((ix.def.name.clone(), why)),
+        }
+    }
+    let chosen_name = best.as_ref().map(|(o, _)| o.access.ix.def.name.clone());
+    for (index, reason) in reasons {
+        let chosen = chosen_name.as_deref() == Some(index.as_str());
+        candidates.push(Candidate {
+            reason: if chosen || chosen_name.is_none() {
+                reason
+            } else {
+                format!("{reason}; another offered more")
+            },
+            index,
+            chosen,
+        });
+    }
+    if let Some((o, _)) = best {
+        return Chosen::Index(o.access);
+    }
+    // One index (or id access) per branch of a top-level $or, when every branch has one.
+    if let ([], [or]) = (fields.as_slice(), rest.as_slice())
+        && let Node::Or(branches) = &or.node
+    {
+        let mut parts = Vec::new();
+        for b in branches {
+            let mut ignored = Vec::new();
+            match choose(b, &[], indexes, &mut ignored) {
+                Chosen::Full => return Chosen::Full,
+                c => parts.push(c),
+            }
+        }
+        for c in candidates.iter_mut() {
+            c.reason = format!("{}; the $or branches are read through indexes", c.reason);
+        }
+        return Chosen::Union(parts);
+    }
+    Chosen::Full
+}
+
+/// Whether a condition can be decided from one index entry (its value in ascending form),
+/// so entries can be tested before their documents are read, or counted alone.
+fn key_decidable(cond: &Cond) -> bool {
+    let no_arrays = |op: &Operand| op.enc.first() != Some(&0x60);
+    match cond {
+        Cond::Eq(op) => no_arrays(op),
+        Cond::In(ops) => ops.iter().all(no_arrays),
+        Cond::Range { .. } | Cond::Prefix(_) | Cond::Exists(_) => true,
+        _ => false,
+    }
+}
+
+/// Whether the entry value `enc` (ascending form) meets `cond` (a [`key_decidable`] one).
+pub(crate) fn key_holds(cond: &Cond, enc: &[u8]) -> bool {
+    let eq = |op: &Operand| {
+        if op.is_null() {
+            enc == [MISSING] || enc == [0x10]
+        } else {
+            enc == op.enc.as_slice()
+        }
+    };
+    match cond {
+        Cond::Eq(op) => eq(op),
+        Cond::In(ops) => ops.iter().any(eq),
+        Cond::Range { lo, hi } => crate::query::filter::in_range(enc, lo.as_ref(), hi.as_ref()),
+        Cond::Prefix(p) => enc.starts_with(&string_prefix(p)),
+        Cond::Exists(want) => (enc != [MISSING]) == *want,
+        _ => false,
+    }
+}
+
+/// The conditions of `filter` each index field's entries can be tested with: per field, the
+/// one key-decidable condition on it (a field with two conditions gets none: two values of
+/// an array may meet one each). The bool says the conditions are the whole filter, so
+/// matching entries decide matching documents (a count from the index alone).
+pub(crate) fn key_conditions<'f>(
+    filter: &'f Filter,
+    ix: &IndexState,
+) -> (Vec<Option<&'f Cond>>, bool) {
+    let mut fields = Vec::new();
+    let mut rest = Vec::new();
+    conjuncts(filter, &mut fields, &mut rest);
+    let paths = ix.def.doc_paths();
+    let mut per: Vec<Option<&Cond>> = vec![None; paths.len()];
+    let mut whole = rest.is_empty();
+    for (i, path) in paths.iter().enumerate() {
+        let on: Vec<&Cond> = fields
+            .iter()
+            .filter(|(p, _)| *p == path)
+            .map(|(_, c)| *c)
+            .collect();
+        if let [c] = on.as_slice()
+            && key_decidable(c)
+            && let Some(slot) = per.get_mut(i)
+        {
+            *slot = Some(c);
+        }
+    }
+    for (path, cond) in &fields {
+        let used = paths
+            .iter()
+            .position(|p| p == *path)
+            .and_then(|i| per.get(i).copied().flatten())
+            .is_some_and(|c| std::ptr::eq(c, *cond));
+        whole &= used;
+    }
+    (per, whole)
+}

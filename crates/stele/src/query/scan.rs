@@ -1,0 +1,111 @@
+//! Full scans on all cores: the collection's packed blocks are cut into stretches of
+//! consecutive blocks (their last ids, read from the packs map without decompressing
+//! anything), and each stretch is read, filtered and collected on the thread pool. The
+//! stretches go in waves, in id order, so a scan whose rows arrive in order stops once it
+//! has enough. Documents are read in place: a filter reaches only the fields it names.
+
+use super::Query;
+use super::collect::Collector;
+use super::execute::Run;
+use crate::collection::Entries;
+use crate::error::Result;
+use crate::snapshot::Snapshot;
+use rayon::prelude::*;
+use std::ops::Bound;
+use std::sync::atomic::Ordering;
+
+/// Blocks per stretch, at most: small enough that a wave of stretches keeps every core busy
+/// and a scan in order stops soon after its limit.
+const MAX_BLOCKS_PER_STRETCH: usize = 64;
+
+/// The id ranges of the stretches, in order; together they cover every id.
+fn stretches(snap: &Snapshot, collection: &str) -> Result<Vec<(Bound<Vec<u8>>, Bound<Vec<u8>>)>> {
+    let Some(packs) = snap.state.packs(collection) else {
+        return Ok(vec![(Bound::Unbounded, Bound::Unbounded)]);
+    };
+    let mut lasts = Vec::new();
+    for entry in packs.iter() {
+        let (last_id, _) = entry?;
+        lasts.push(last_id.to_vec());
+    }
+    let threads = crate::cores::cores().max(1);
+    let per = lasts
+        .len()
+        .div_ceil(threads * 8)
+        .clamp(1, MAX_BLOCKS_PER_STRETCH);
+    let mut out = Vec::new();
+    let mut lo = Bound::Unbounded;
+    for chunk in lasts.chunks(per) {
+        let Some(last) = chunk.last() else { continue };
+        out.push((lo, Bound::Included(last.clone())));
+        lo = Bound::Excluded(last.clone());
+    }
+    // Documents written since the last packing may lie past the last block.
+    out.push((lo, Bound::Unbounded));
+    Ok(out)
+}
+
+fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    b.as_ref().map(Vec::as_slice)
+}
+
+fn scan_stretch(
+    snap: &Snapshot,
+    query: &Query,
+    run: &Run,
+    (lo, hi): &(Bound<Vec<u8>>, Bound<Vec<u8>>),
+    out: &mut dyn Collector,
+) -> Result<()> {
+    let entries = Entries::new(&snap.state, &query.collection, as_ref(lo), as_ref(hi), true)?;
+    let mut n = 0u64;
+    for entry in entries {
+        if n % 256 == 0 {
+            run.check()?;
+        }
+        n += 1;
+        let (id, doc) = entry?;
+        let Some(doc) = doc else { continue };
+        let id = String::from_utf8_lossy(&id);
+        let d = doc.document()?;
+        if query.filter.matches(d.root(), &id) && !out.take(&id, &d)? {
+            break;
+        }
+    }
+    run.docs.fetch_add(n, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Reads every document of the query's collection into `out`.
+pub(crate) fn full_scan(
+    snap: &Snapshot,
+    query: &Query,
+    run: &Run,
+    out: &mut dyn Collector,
+) -> Result<()> {
+    let parts = stretches(snap, &query.collection)?;
+    if parts.len() <= 1 {
+        for part in &parts {
+            scan_stretch(snap, query, run, part, out)?;
+        }
+        return Ok(());
+    }
+    let wave = crate::cores::cores().max(1) * 2;
+    for group in parts.chunks(wave) {
+        let forks: Vec<Box<dyn Collector>> = group.iter().map(|_| out.fork()).collect();
+        let forks: Vec<Result<Box<dyn Collector>>> = forks
+            .into_par_iter()
+            .zip(group.par_iter())
+            .map(|(mut fork, part)| {
+                scan_stretch(snap, query, run, part, fork.as_mut())?;
+                Ok(fork)
+            })
+            .collect();
+        for fork in forks {
+            out.absorb(fork?);
+        }
+        if out.full() {
+            break;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,37 @@
+//! Sort keys: the bytes whose order is a query's sort order.
+//!
+//! Per sort path, a document's value is its smallest index entry ascending and its largest
+//! descending (`crate::index::query_entries`: an array's elements, a missing field as the
+//! lowest marker), complemented for a descending path; then the id, so ties keep id order.
+//! The same entries make an index's order, so a sort served by an index and one done in
+//! memory agree.
+
+use crate::index::encode::encode_str;
+use crate::index::query_entries;
+use crate::query::path::DocPath;
+use stele_doc::Value;
+
+/// Appends the sort key of the document `root` with id `id` to `out`.
+pub(crate) fn sort_key(sort: &[(DocPath, bool)], root: Value<'_>, id: &str, out: &mut Vec<u8>) {
+    for (path, descending) in sort {
+        let start = out.len();
+        if path.as_str() == "_id" {
+            encode_str(id, out);
+        } else {
+            let entries = query_entries(path, root);
+            let pick = if *descending {
+                entries.into_iter().max()
+            } else {
+                entries.into_iter().min()
+            };
+            out.extend_from_slice(&pick.unwrap_or_default());
+        }
+        if *descending {
+            out.get_mut(start..)
+                .unwrap_or_default()
+                .iter_mut()
+                .for_each(|b| *b = !*b);
+        }
+    }
+    encode_str(id, out);
+}
