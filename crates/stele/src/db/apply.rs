@@ -5,7 +5,7 @@ use crate::error::{Error, Result};
 use crate::index::IndexDef;
 use crate::internal::{META, MetaKey, is_internal, packs_name};
 use crate::state::{IndexState, State};
-use crate::wal::LoggedOp;
+use crate::wal::{LoggedBatch, LoggedOp};
 use std::sync::Arc;
 use stele_durable::Store;
 
@@ -165,6 +165,26 @@ pub(crate) fn apply(store: &Store, state: &mut State, ops: &[LoggedOp], from: Op
         }
     }
     Ok(())
+}
+
+/// Applies the batches after `state`'s sequence number; `false` on a gap (the reader's
+/// view and the log disagree: load again).
+pub(super) fn apply_batches(
+    store: &Store,
+    state: &mut State,
+    batches: &[LoggedBatch],
+) -> Result<bool> {
+    for batch in batches {
+        if batch.seq <= state.seq {
+            continue;
+        }
+        if batch.seq != state.seq + 1 {
+            return Ok(false);
+        }
+        apply(store, state, &batch.ops, Ops::Log)?;
+        state.seq = batch.seq;
+    }
+    Ok(true)
 }
 
 /// Removes document `id` of `collection` if it is visible (else nothing changes): index

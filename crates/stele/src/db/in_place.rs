@@ -15,7 +15,7 @@
 //! document of the log that fails its check, a table that cannot be read) or a gap in
 //! the log takes every change of this refresh back before anything can read the state.
 
-use super::readonly::apply_batches;
+use super::apply::apply_batches;
 use crate::error::Result;
 use crate::internal::META;
 use crate::state::State;

@@ -18,6 +18,7 @@
 //! Loading retries from the manifest when the writer removed a table or segment between
 //! the reader's reading of the manifest and its opening of them.
 
+use super::apply::apply_batches;
 use super::open::{load_dictionaries, read_manifest, state_reusing};
 use super::{DatabaseOptions, TABLES_DIR, WAL_DIR};
 use crate::disk::DiskUsage;
@@ -331,26 +332,6 @@ fn tail(
         return Ok(None);
     }
     Ok(Some(batches))
-}
-
-/// Applies the batches after `state`'s sequence number; `false` on a gap (the reader's
-/// view and the log disagree: load again).
-pub(super) fn apply_batches(
-    store: &Store,
-    state: &mut State,
-    batches: &[LoggedBatch],
-) -> Result<bool> {
-    for batch in batches {
-        if batch.seq <= state.seq {
-            continue;
-        }
-        if batch.seq != state.seq + 1 {
-            return Ok(false);
-        }
-        super::apply::apply(store, state, &batch.ops, super::apply::Ops::Log)?;
-        state.seq = batch.seq;
-    }
-    Ok(true)
 }
 
 /// Why one load attempt did not finish.

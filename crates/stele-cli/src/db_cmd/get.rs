@@ -1,0 +1,67 @@
+//! `stele get`: documents by id.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+
+use super::{json_str, open_reading, require_in};
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  stele get shop.db orders o-1 o-2           one JSON document per line
+  stele get shop.db orders o-1 --pretty
+  stele get shop.db orders o-1 --json        {\"id\":\"o-1\",\"document\":{...}} per id
+
+Exit code 1 if any id is not found (the others are printed).")]
+pub struct GetArgs {
+    /// The database folder.
+    db: PathBuf,
+    /// The collection.
+    collection: String,
+    /// Document ids.
+    #[arg(required = true)]
+    ids: Vec<String>,
+    /// Indented output.
+    #[arg(long)]
+    pretty: bool,
+    /// One JSON object per id with its id and document (null when not found).
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn get(args: &GetArgs) -> Result<()> {
+    let snap = open_reading(&args.db)?.snapshot();
+    require_in(&snap, &args.db, &args.collection)?;
+    let opts = stele_doc::JsonOptions::new().pretty(args.pretty);
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut missing = Vec::new();
+    for id in &args.ids {
+        let doc = snap
+            .get(&args.collection, id)
+            .with_context(|| format!("reading {id:?} from collection {:?}", args.collection))?;
+        let text = match &doc {
+            Some(d) => Some(d.document()?.to_json_with(&opts)),
+            None => {
+                missing.push(id.as_str());
+                None
+            }
+        };
+        if args.json {
+            let text = text.as_deref().unwrap_or("null");
+            writeln!(out, "{{\"id\":{},\"document\":{text}}}", json_str(id))?;
+        } else if let Some(text) = text {
+            writeln!(out, "{text}")?;
+        }
+    }
+    out.flush()?;
+    if !missing.is_empty() {
+        bail!(
+            "not found in collection {:?}: {}",
+            args.collection,
+            missing.join(", ")
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,60 @@
+//! `stele put`: one document, creating the database and collection if needed.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use clap::Args;
+
+use super::write_creating;
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  stele put shop.db orders o-1 '{\"customer\":\"ada\",\"total\":12.50}'
+  curl -s https://example.org/o-2.json | stele put shop.db orders o-2 -")]
+pub struct PutArgs {
+    /// The database folder (created if missing).
+    db: PathBuf,
+    /// The collection (created if missing).
+    collection: String,
+    /// The document's id (replaces a document with the same id).
+    id: String,
+    /// The document as JSON text, or - to read it from standard input.
+    #[arg(value_name = "JSON")]
+    document: String,
+    /// Print the result as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn put(args: &PutArgs) -> Result<()> {
+    let text = if args.document == "-" {
+        crate::io::read_input(Path::new("-"))?
+    } else {
+        args.document.as_bytes().to_vec()
+    };
+    let source = if args.document == "-" {
+        "<stdin>"
+    } else {
+        "the JSON argument"
+    };
+    let existed = write_creating(&args.db, |db| {
+        let existed = db.snapshot().contains(&args.collection, &args.id)?;
+        let mut batch = db.batch();
+        batch
+            .put_json(&args.collection, &args.id, &text)
+            .with_context(|| format!("{source} (document {:?})", args.id))?;
+        db.commit(batch)
+            .with_context(|| format!("writing to database {}", args.db.display()))?;
+        Ok(existed)
+    })?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({"collection": args.collection, "id": args.id, "replaced": existed})
+        );
+    } else {
+        let what = if existed { "replaced" } else { "created" };
+        eprintln!("{what} {:?} in collection {:?}", args.id, args.collection);
+    }
+    Ok(())
+}
