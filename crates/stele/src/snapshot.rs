@@ -195,6 +195,11 @@ impl Snapshot {
             .unwrap_or_default()
     }
 
+    /// Facts about every index of `collection`, by name.
+    pub fn index_stats(&self, collection: &str) -> Vec<crate::IndexStats> {
+        crate::index::stats::index_stats(&self.state, collection)
+    }
+
     /// The indexes of `collection`, by name.
     pub fn indexes(&self, collection: &str) -> Vec<crate::IndexDef> {
         self.index_states(collection)

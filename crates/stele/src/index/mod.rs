@@ -13,12 +13,13 @@ pub(crate) mod build;
 pub(crate) mod build_tests;
 pub(crate) mod encode;
 pub(crate) mod packed;
+pub mod path;
 pub(crate) mod stats;
 
 pub use stats::IndexStats;
 
 use crate::error::{Error, Result};
-use crate::query::path::DocPath;
+use path::DocPath;
 use stele_doc::{Document, Value};
 
 /// One step of a field path.

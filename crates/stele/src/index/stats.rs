@@ -1,7 +1,6 @@
 //! How much room indexes take: per index (`Snapshot::index_stats`), per collection
 //! (`CollectionStats::index_bytes`) and per database (`DiskUsage::index_bytes`).
 
-use crate::snapshot::Snapshot;
 use crate::state::State;
 
 /// Facts about one index in a snapshot.
@@ -25,34 +24,32 @@ pub struct IndexStats {
     pub key_bytes: u64,
 }
 
-impl Snapshot {
-    /// Facts about every index of `collection`, by name.
-    pub fn index_stats(&self, collection: &str) -> Vec<IndexStats> {
-        self.state
-            .indexes_of(collection)
-            .map(|ix| {
-                let mut stats = IndexStats {
-                    name: ix.def.name.clone(),
-                    fields: ix
-                        .def
-                        .fields
-                        .iter()
-                        .map(|f| f.as_str().to_owned())
-                        .collect(),
-                    entries: crate::index::packed::count(&ix.map).unwrap_or(ix.map.len()),
-                    layers: 0,
-                    table_bytes: 0,
-                    key_bytes: 0,
-                };
-                for (_, t) in ix.map.table_stats() {
-                    stats.layers += 1;
-                    stats.table_bytes += t.file_bytes;
-                    stats.key_bytes += t.raw_key_bytes;
-                }
-                stats
-            })
-            .collect()
-    }
+/// Facts about every index of `collection` in `state`, by name.
+pub(crate) fn index_stats(state: &State, collection: &str) -> Vec<IndexStats> {
+    state
+        .indexes_of(collection)
+        .map(|ix| {
+            let mut stats = IndexStats {
+                name: ix.def.name.clone(),
+                fields: ix
+                    .def
+                    .fields
+                    .iter()
+                    .map(|f| f.as_str().to_owned())
+                    .collect(),
+                entries: crate::index::packed::count(&ix.map).unwrap_or(ix.map.len()),
+                layers: 0,
+                table_bytes: 0,
+                key_bytes: 0,
+            };
+            for (_, t) in ix.map.table_stats() {
+                stats.layers += 1;
+                stats.table_bytes += t.file_bytes;
+                stats.key_bytes += t.raw_key_bytes;
+            }
+            stats
+        })
+        .collect()
 }
 
 /// Bytes on disk of the tables of `collection`'s indexes (every index with `None`).

@@ -52,12 +52,12 @@ pub mod aggregate;
 pub(crate) mod collect;
 pub(crate) mod execute;
 pub mod filter;
-pub mod path;
 pub(crate) mod plan;
 pub(crate) mod project;
 pub(crate) mod scan;
 pub(crate) mod sort;
 
+pub use crate::index::path;
 pub use aggregate::{AggregateOutput, Pipeline};
 pub use filter::Filter;
 pub use path::DocPath;

@@ -6,7 +6,8 @@
 //! The same entries make an index's order, so a sort served by an index and one done in
 //! memory agree.
 
-use crate::index::encode::encode_str;
+use crate::index::encode::{encode_any, encode_str};
+use crate::index::path::Reached;
 use crate::index::query_entries;
 use crate::query::path::DocPath;
 use stele_doc::Value;
@@ -23,6 +24,11 @@ pub(crate) fn sort_key(
         let start = out.len();
         if let (Some(id), "_id") = (id, path.as_str()) {
             encode_str(id, out);
+        } else if let Reached::One([v]) = path.reach_fast(root)
+            && !matches!(v, Value::Array(_))
+        {
+            // One value, not an array: its own encoding (what `query_entries` would give).
+            encode_any(&v, out);
         } else {
             let entries = query_entries(path, root);
             let pick = if *descending {

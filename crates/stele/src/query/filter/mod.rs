@@ -19,16 +19,74 @@
 pub(crate) mod parse;
 
 use crate::index::encode::{class_of, encode_any};
-use crate::query::path::DocPath;
+use crate::query::path::{DocPath, Reached};
 use stele_doc::Value;
 
 /// A value a filter compares with, in the order encoding.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Operand {
     /// The value's order encoding (`crate::index::encode`).
     pub enc: Vec<u8>,
     /// The value as JSON text (for messages and explain).
     pub json: String,
+    /// The value in a form compared without encoding the document's value.
+    pub fast: Fast,
+}
+
+impl Eq for Operand {}
+
+/// An operand for comparisons without encoding: strings by their bytes, integers exactly,
+/// floats as floats. The order agrees with the encoding's (`crate::index::encode`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Fast {
+    Str(String),
+    Int(i128),
+    Float(f64),
+    Slow,
+}
+
+/// How a value compares with an operand without encoding it.
+enum Quick {
+    Cmp(std::cmp::Ordering),
+    /// A different type class: never equal, outside any one-class range.
+    OtherClass,
+    /// Needs the encodings (decimals, integers beyond 2^53 against floats, ...).
+    Slow,
+}
+
+/// Integers up to this magnitude convert to `f64` exactly.
+const EXACT_IN_F64: i128 = 1 << 53;
+
+fn quick(c: &Cand<'_>, op: &Operand) -> Quick {
+    let other = |v: &Value<'_>| match v {
+        Value::Decimal(_) | Value::Scaled(_) => Quick::Slow,
+        _ => Quick::OtherClass,
+    };
+    match (&op.fast, c) {
+        (Fast::Str(s), Cand::Id(id)) => Quick::Cmp(id.as_bytes().cmp(s.as_bytes())),
+        (Fast::Str(s), Cand::Val(Value::String(v))) => match v.as_borrowed() {
+            Some(b) => Quick::Cmp(b.as_bytes().cmp(s.as_bytes())),
+            None => Quick::Cmp(v.to_cow().as_bytes().cmp(s.as_bytes())),
+        },
+        (Fast::Str(_), Cand::Val(_)) => Quick::OtherClass,
+        (Fast::Int(_) | Fast::Float(_), Cand::Id(_)) => Quick::OtherClass,
+        (Fast::Int(i), Cand::Val(Value::Int(j))) => Quick::Cmp(i128::from(*j).cmp(i)),
+        (Fast::Int(i), Cand::Val(Value::UInt(j))) => Quick::Cmp(i128::from(*j).cmp(i)),
+        (Fast::Int(i), Cand::Val(Value::Float(f))) if i.abs() <= EXACT_IN_F64 => {
+            f.partial_cmp(&(*i as f64)).map_or(Quick::Slow, Quick::Cmp)
+        }
+        (Fast::Float(f), Cand::Val(Value::Float(g))) => {
+            g.partial_cmp(f).map_or(Quick::Slow, Quick::Cmp)
+        }
+        (Fast::Float(f), Cand::Val(Value::Int(j))) if i128::from(*j).abs() <= EXACT_IN_F64 => {
+            (*j as f64).partial_cmp(f).map_or(Quick::Slow, Quick::Cmp)
+        }
+        (Fast::Int(_) | Fast::Float(_), Cand::Val(v)) => match v {
+            Value::Int(_) | Value::UInt(_) | Value::Float(_) => Quick::Slow,
+            _ => other(v),
+        },
+        (Fast::Slow, _) => Quick::Slow,
+    }
 }
 
 impl Operand {
@@ -158,8 +216,13 @@ impl Filter {
                 if let (Some(id), true) = (id, path.as_str() == "_id") {
                     return cond_holds(cond, &[Cand::Id(id)], scratch);
                 }
-                let reached: Vec<Cand<'_>> = path.reach(root).into_iter().map(Cand::Val).collect();
-                cond_holds(cond, &reached, scratch)
+                match path.reach_fast(root) {
+                    Reached::One([v]) => cond_holds(cond, &[Cand::Val(v)], scratch),
+                    Reached::Many(values) => {
+                        let reached: Vec<Cand<'_>> = values.into_iter().map(Cand::Val).collect();
+                        cond_holds(cond, &reached, scratch)
+                    }
+                }
             }
         }
     }
@@ -189,7 +252,40 @@ fn equal_any(op: &Operand, reached: &[Cand<'_>], scratch: &mut Vec<u8>) -> bool 
     if op.is_null() && reached.is_empty() {
         return true;
     }
-    expand(reached).any(|c| encode(&c, scratch) == op.enc.as_slice())
+    expand(reached).any(|c| match quick(&c, op) {
+        Quick::Cmp(o) => o.is_eq(),
+        Quick::OtherClass => false,
+        Quick::Slow => encode(&c, scratch) == op.enc.as_slice(),
+    })
+}
+
+/// `in_range` for a value, comparing without encoding where it can.
+fn value_in_range(
+    c: &Cand<'_>,
+    lo: Option<&(Operand, bool)>,
+    hi: Option<&(Operand, bool)>,
+    scratch: &mut Vec<u8>,
+) -> bool {
+    let spans = matches!((lo, hi), (Some((a, _)), Some((b, _)))
+        if a.enc.first().map(|&x| class_of(x)) != b.enc.first().map(|&x| class_of(x)));
+    if !spans {
+        let check = |bound: Option<&(Operand, bool)>, below: bool| -> Option<bool> {
+            let Some((op, incl)) = bound else {
+                return Some(true);
+            };
+            match quick(c, op) {
+                Quick::Cmp(o) => {
+                    Some(o.is_eq() && *incl || if below { o.is_gt() } else { o.is_lt() })
+                }
+                Quick::OtherClass => Some(false),
+                Quick::Slow => None,
+            }
+        };
+        if let (Some(a), Some(b)) = (check(lo, true), check(hi, false)) {
+            return a && b;
+        }
+    }
+    in_range(encode(c, scratch), lo, hi)
 }
 
 /// Whether the encoding `enc` lies within the bounds. A bound alone keeps to its operand's
@@ -240,7 +336,7 @@ fn cond_holds(cond: &Cond, reached: &[Cand<'_>], scratch: &mut Vec<u8>) -> bool 
         Cond::Eq(op) => equal_any(op, reached, scratch),
         Cond::Ne(op) => !equal_any(op, reached, scratch),
         Cond::Range { lo, hi } => {
-            expand(reached).any(|c| in_range(encode(&c, scratch), lo.as_ref(), hi.as_ref()))
+            expand(reached).any(|c| value_in_range(&c, lo.as_ref(), hi.as_ref(), scratch))
         }
         Cond::In(ops) => ops.iter().any(|op| equal_any(op, reached, scratch)),
         Cond::Nin(ops) => !ops.iter().any(|op| equal_any(op, reached, scratch)),

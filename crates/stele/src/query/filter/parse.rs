@@ -7,7 +7,7 @@
 //! Every key of an object is a condition, and all must hold. Anything not understood is an
 //! error naming the operator and where it is (`$or[1].tags.$regex`), never ignored.
 
-use super::{Cond, Filter, JsonType, Node, Operand};
+use super::{Cond, Fast, Filter, JsonType, Node, Operand};
 use crate::error::{Error, Result};
 use crate::index::encode::encode_any;
 use crate::query::path::DocPath;
@@ -272,9 +272,17 @@ fn operator(op: &str, arg: Value<'_>, at: &str) -> Result<Cond> {
 pub(crate) fn operand(v: Value<'_>) -> Operand {
     let mut enc = Vec::new();
     encode_any(&v, &mut enc);
+    let fast = match v {
+        Value::String(s) => Fast::Str(s.to_cow().into_owned()),
+        Value::Int(i) => Fast::Int(i128::from(i)),
+        Value::UInt(u) => Fast::Int(i128::from(u)),
+        Value::Float(f) if f.is_finite() => Fast::Float(f),
+        _ => Fast::Slow,
+    };
     Operand {
         enc,
         json: v.to_json(),
+        fast,
     }
 }
 

@@ -1,5 +1,6 @@
 //! Dotted paths into documents, as in MongoDB: `address.city`, `items.sku`, `tags.0`.
 //!
+//! Queries and indexes read documents through them (`crate::query`, [`crate::index`]).
 //! A path reaches a set of values in a document:
 //! - a name step takes that property of an object; applied to an array, it takes that
 //!   property of every element that is an object (`items.sku` reaches every item's `sku`);
@@ -8,7 +9,7 @@
 //! - arrays nested directly in arrays are not entered by a name step.
 //!
 //! The values reached are not expanded further: a filter then looks at each value and, for
-//! an array, at each of its elements ([`candidates`]). A trailing `[]` on a step (the index
+//! an array, at each of its elements (`crate::query::filter`). A trailing `[]` on a step (the index
 //! syntax of earlier versions, `tags[]`) is accepted and means nothing more.
 
 use crate::error::{Error, Result};
@@ -19,6 +20,15 @@ use stele_doc::Value;
 pub struct DocPath {
     text: String,
     steps: Vec<String>,
+    /// Per step, the array position it names (all digits), if any.
+    positions: Vec<Option<usize>>,
+}
+
+/// The values a path reached: one (no array on the way, the common case, without
+/// allocating), or any number.
+pub(crate) enum Reached<'a> {
+    One([Value<'a>; 1]),
+    Many(Vec<Value<'a>>),
 }
 
 impl DocPath {
@@ -47,6 +57,7 @@ impl DocPath {
         }
         Ok(DocPath {
             text: text.to_owned(),
+            positions: steps.iter().map(|s| position(s)).collect(),
             steps,
         })
     }
@@ -63,10 +74,34 @@ impl DocPath {
 
     /// Every value the path reaches in `root` (empty: the field is missing).
     pub(crate) fn reach<'a>(&self, root: Value<'a>) -> Vec<Value<'a>> {
-        let mut current = vec![root];
+        match self.reach_fast(root) {
+            Reached::One([v]) => vec![v],
+            Reached::Many(v) => v,
+        }
+    }
+
+    /// The same, without allocating while no array is on the way.
+    pub(crate) fn reach_fast<'a>(&self, root: Value<'a>) -> Reached<'a> {
+        let mut v = root;
+        for (k, name) in self.steps.iter().enumerate() {
+            match v {
+                Value::Object(o) => match o.get(name) {
+                    Some(child) => v = child,
+                    None => return Reached::Many(Vec::new()),
+                },
+                Value::Array(_) => return Reached::Many(self.reach_from(v, k)),
+                _ => return Reached::Many(Vec::new()),
+            }
+        }
+        Reached::One([v])
+    }
+
+    /// The general walk, from `start` at step `from`.
+    fn reach_from<'a>(&self, start: Value<'a>, from: usize) -> Vec<Value<'a>> {
+        let mut current = vec![start];
         let mut next = Vec::new();
-        for name in &self.steps {
-            let index = position(name);
+        for (name, index) in self.steps.iter().zip(&self.positions).skip(from) {
+            let index = *index;
             for v in current.drain(..) {
                 match v {
                     Value::Object(o) => next.extend(o.get(name)),

@@ -1,0 +1,315 @@
+//! Queries on every collection of `../shared/data/collections`, Stele beside SQLite (the
+//! documents as JSON text, and as JSONB), the same question asked of each in one run:
+//!
+//! - full scans without an index: a filter on two fields (a count), a group-by count, the
+//!   top 20 by a number field (whole documents);
+//! - with a compound index on the same two fields (Stele `create_index(cat, num)`, SQLite an
+//!   expression index on `json_extract` of both): selective queries (one rare value of the
+//!   category and a range of the number; p50 and p99 over up to 200 values), sort + limit 20
+//!   within the commonest category (also timed without the index), and a count.
+//!
+//! The fields are chosen from each collection's documents (`fields.rs`). SQLite is the
+//! bundled build of `rusqlite` (3.45 or newer: JSONB). Stele's collection is written in
+//! batches of 10,000 and compacted (packed blocks), as an import leaves it.
+//!
+//! ```text
+//! cargo run --release -p stele-bench --bin query_bench -- [--quick] [--data DIR] [--only NAME] [--big N]
+//! ```
+//!
+//! `--quick`: 2,000 documents of three collections (the CI smoke run). `--big N`: also a
+//! collection of N documents made from the largest collection repeated with new ids.
+
+#[path = "../../doc/data.rs"]
+#[allow(
+    dead_code,
+    reason = "shared with the doc benchmark; this binary uses a part"
+)]
+mod data;
+mod fields;
+mod sqlite;
+#[path = "../../doc/table.rs"]
+#[allow(
+    dead_code,
+    reason = "shared with the doc benchmark; this binary uses a part"
+)]
+mod table;
+
+use anyhow::{Context, Result};
+use fields::Fields;
+use std::path::PathBuf;
+use std::time::Instant;
+use stele::{Database, Filter, Pipeline, Query};
+use table::{Table, f};
+
+struct Args {
+    quick: bool,
+    data: PathBuf,
+    only: Option<String>,
+    big: Option<usize>,
+}
+
+fn args() -> Result<Args> {
+    let mut a = Args {
+        quick: false,
+        data: data::default_data_dir(),
+        only: None,
+        big: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--quick" | "--test" => a.quick = true,
+            "--data" => a.data = it.next().context("--data takes a folder")?.into(),
+            "--only" => a.only = Some(it.next().context("--only takes a name")?),
+            "--big" => a.big = Some(it.next().context("--big takes a count")?.parse()?),
+            "--bench" => {}
+            other => anyhow::bail!(
+                "unknown argument {other:?} (use --quick, --data DIR, --only NAME, --big N)"
+            ),
+        }
+    }
+    Ok(a)
+}
+
+/// Median of `runs` timings of `f`, in milliseconds, and its last result.
+fn median_ms<T>(runs: usize, mut f: impl FnMut() -> Result<T>) -> Result<(f64, T)> {
+    let mut times = Vec::new();
+    let mut last = None;
+    for _ in 0..runs {
+        let t = Instant::now();
+        last = Some(f()?);
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    times.sort_by(|a, b| a.total_cmp(b));
+    Ok((times[times.len() / 2], last.context("no run")?))
+}
+
+/// p50 and p99 of the timings, in microseconds.
+fn percentiles(mut us: Vec<f64>) -> (f64, f64) {
+    us.sort_by(|a, b| a.total_cmp(b));
+    let at = |p: f64| {
+        us.get(((us.len() as f64 - 1.0) * p).round() as usize)
+            .copied()
+            .unwrap_or(0.0)
+    };
+    (at(0.5), at(0.99))
+}
+
+struct Row {
+    name: String,
+    docs: usize,
+    fields: String,
+    cells: Vec<(String, f64, f64, f64)>, // query, stele, sqlite text, sqlite jsonb
+    checks: Vec<String>,
+}
+
+fn stele_db(dir: &std::path::Path, docs: &[&[u8]]) -> Result<Database> {
+    let _ = std::fs::remove_dir_all(dir);
+    let db = Database::open(dir)?;
+    for (n, chunk) in docs.chunks(10_000).enumerate() {
+        let items: Vec<(String, &[u8])> = chunk
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (format!("{:09}", n * 10_000 + i), *d))
+            .collect();
+        let mut batch = db.batch();
+        batch.put_json_many("c", &items)?;
+        db.commit(batch)?;
+    }
+    db.compact()?;
+    Ok(db)
+}
+
+fn bench(name: &str, docs: &[&[u8]], work: &std::path::Path, quick: bool) -> Result<Option<Row>> {
+    let Some(fl) = fields::choose(docs) else {
+        eprintln!("{name}: no string and number fields to query, skipped");
+        return Ok(None);
+    };
+    let Fields {
+        cat,
+        num,
+        common,
+        rare,
+        median,
+    } = &fl;
+    let runs = if quick { 1 } else { 3 };
+    let db = stele_db(&work.join(format!("{name}.stele")), docs)?;
+    let sql = sqlite::Sql::build(&work.join(format!("{name}.sqlite")), docs, cat, num)?;
+    let snap = db.snapshot();
+    let q = |filter: &str| -> Result<Query> { Ok(Query::new("c").filter(Filter::parse(filter)?)) };
+    let qj = |s: &str| serde_json::to_string(s).unwrap_or_default();
+    let two = format!(
+        "{{{}: {common}, {}: {{\"$gt\": {median}}}}}",
+        qj(cat),
+        qj(num)
+    );
+    let mut cells = Vec::new();
+    let mut checks = Vec::new();
+
+    // The floor: every document read and validated, nothing tested (one thread).
+    let (floor_ms, _) = median_ms(runs, || {
+        let mut n = 0usize;
+        for entry in snap.iter("c") {
+            let (_, doc) = entry?;
+            n += doc.document()?.as_bytes().len();
+        }
+        Ok(n)
+    })?;
+    checks.push(format!(
+        "reading every document on one thread: {floor_ms:.1} ms"
+    ));
+    // Full scans, no index.
+    let (ts, n_s) = median_ms(runs, || Ok(snap.count_matching(&q(&two)?)?.count))?;
+    let (tt, n_t) = median_ms(runs, || sql.count_two(false, common, median))?;
+    let (tb, n_b) = median_ms(runs, || sql.count_two(true, common, median))?;
+    checks.push(format!("count {n_s}/{n_t}/{n_b}"));
+    cells.push(("scan: 2-field filter, count".to_owned(), ts, tt, tb));
+    let group = Pipeline::parse(&format!(
+        r#"[{{"$group": {{"_id": "${cat}", "n": {{"$sum": 1}}}}}}]"#
+    ))?;
+    let (ts, g_s) = median_ms(runs, || Ok(snap.aggregate("c", &group)?.rows.len()))?;
+    let (tt, g_t) = median_ms(runs, || sql.group(false))?;
+    let (tb, _) = median_ms(runs, || sql.group(true))?;
+    checks.push(format!("groups {g_s}/{g_t}"));
+    cells.push(("scan: group-by count".to_owned(), ts, tt, tb));
+    let top = Query::new("c").sort(num, true).limit(20);
+    let (ts, _) = median_ms(runs, || Ok(snap.query(&top)?.rows.len()))?;
+    let (tt, _) = median_ms(runs, || sql.top20(false))?;
+    let (tb, _) = median_ms(runs, || sql.top20(true))?;
+    cells.push(("scan: top 20 by number".to_owned(), ts, tt, tb));
+    let sorted_within = q(&format!("{{{}: {common}}}", qj(cat)))?
+        .sort(num, true)
+        .limit(20);
+    let (no_index_ms, _) = median_ms(runs, || Ok(snap.query(&sorted_within)?.rows.len()))?;
+
+    // With the compound index.
+    drop(snap);
+    db.create_index("c", "cat_num", &[cat.as_str(), num.as_str()])?;
+    sql.create_indexes(cat, num)?;
+    let snap = db.snapshot();
+    let mut lat = (Vec::new(), Vec::new(), Vec::new());
+    let mut hits = (0usize, 0usize);
+    for round in 0..runs {
+        for v in rare {
+            let f = format!("{{{}: {v}, {}: {{\"$gt\": {median}}}}}", qj(cat), qj(num));
+            let query = q(&f)?;
+            let t = Instant::now();
+            let n = snap.query(&query)?.rows.len();
+            lat.0.push(t.elapsed().as_secs_f64() * 1e6);
+            let t = Instant::now();
+            let m = sql.selective(false, v, median)?;
+            lat.1.push(t.elapsed().as_secs_f64() * 1e6);
+            let t = Instant::now();
+            sql.selective(true, v, median)?;
+            lat.2.push(t.elapsed().as_secs_f64() * 1e6);
+            if round == 0 {
+                hits.0 += n;
+                hits.1 += m;
+            }
+        }
+    }
+    if !rare.is_empty() {
+        let (s50, s99) = percentiles(lat.0);
+        let (t50, t99) = percentiles(lat.1);
+        let (b50, b99) = percentiles(lat.2);
+        cells.push(("indexed: selective, p50 (us)".to_owned(), s50, t50, b50));
+        cells.push(("indexed: selective, p99 (us)".to_owned(), s99, t99, b99));
+        checks.push(format!("selective rows {}/{}", hits.0, hits.1));
+    }
+    let plan = snap.explain(&sorted_within)?.plan;
+    let (ts, _) = median_ms(runs.max(5), || Ok(snap.query(&sorted_within)?.rows.len()))?;
+    let (tt, _) = median_ms(runs.max(5), || sql.sort_within(false, common))?;
+    let (tb, _) = median_ms(runs.max(5), || sql.sort_within(true, common))?;
+    cells.push(("indexed: sort + limit 20 (ms)".to_owned(), ts, tt, tb));
+    checks.push(format!(
+        "sort+limit: {plan}; without the index {no_index_ms:.2} ms ({:.0}x)",
+        no_index_ms / ts.max(1e-6)
+    ));
+    let counted = snap.count_matching(&q(&two)?)?;
+    let (ts, _) = median_ms(runs.max(5), || Ok(snap.count_matching(&q(&two)?)?.count))?;
+    let (tt, _) = median_ms(runs.max(5), || sql.count_two(false, common, median))?;
+    let (tb, _) = median_ms(runs.max(5), || sql.count_two(true, common, median))?;
+    cells.push(("indexed: count (ms)".to_owned(), ts, tt, tb));
+    checks.push(format!(
+        "count: {}, {} documents read",
+        counted.plan, counted.stats.docs_examined
+    ));
+    Ok(Some(Row {
+        name: name.to_owned(),
+        docs: docs.len(),
+        fields: format!("{cat}, {num}"),
+        cells,
+        checks,
+    }))
+}
+
+fn main() -> Result<()> {
+    let a = args()?;
+    let base = a.data.join("collections");
+    let files = data::bench_collections(&base, a.only.as_deref(), a.quick)?;
+    let work = data::work_dir("query-bench")?;
+    let limit = a.quick.then_some(2_000);
+    let mut rows = Vec::new();
+    let mut largest: Option<data::Collection> = None;
+    for path in &files {
+        let name = data::short_name(path, &base, ".jsonl.zst");
+        let c = data::load_jsonl_zst(path, name.clone(), limit)?;
+        let docs = c.doc_slices();
+        eprintln!("{name}: {} documents", docs.len());
+        if let Some(r) = bench(&name, &docs, &work, a.quick)? {
+            rows.push(r);
+        }
+        if largest.as_ref().is_none_or(|l| l.len() < c.len()) {
+            largest = Some(c);
+        }
+    }
+    if let (Some(n), Some(l)) = (a.big, largest.as_ref()) {
+        let base_docs = l.doc_slices();
+        let docs: Vec<&[u8]> = base_docs.iter().cycle().take(n).copied().collect();
+        let name = format!(
+            "{} x{:.0} ({n} docs)",
+            l.name,
+            n as f64 / base_docs.len() as f64
+        );
+        eprintln!("{name}");
+        if let Some(r) = bench(&name, &docs, &work, false)? {
+            rows.push(r);
+        }
+    }
+    println!(
+        "SQLite {} (bundled), JSON text and JSONB; Stele packed and compacted; medians of 3 runs (scans, ms), p50/p99 over the rare values (selective, us).\n",
+        rusqlite::version()
+    );
+    let mut t = Table::new(&[
+        "collection",
+        "docs",
+        "fields",
+        "query",
+        "Stele",
+        "SQLite text",
+        "SQLite JSONB",
+        "x text",
+        "x JSONB",
+    ]);
+    for r in &rows {
+        for (q, s, tt, tb) in &r.cells {
+            t.row(vec![
+                r.name.clone(),
+                r.docs.to_string(),
+                r.fields.clone(),
+                q.clone(),
+                f(*s, 2),
+                f(*tt, 2),
+                f(*tb, 2),
+                f(tt / s.max(1e-9), 2),
+                f(tb / s.max(1e-9), 2),
+            ]);
+        }
+    }
+    t.print();
+    println!("x text / x JSONB: SQLite's time over Stele's (above 1: Stele faster).\n");
+    for r in &rows {
+        println!("- {}: {}", r.name, r.checks.join("; "));
+    }
+    Ok(())
+}
