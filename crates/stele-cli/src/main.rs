@@ -50,9 +50,10 @@ enum Command {
     Compact(db_cmd::CompactArgs),
     /// Show a database's collections: documents, layers, bytes on disk, compression ratio and dictionaries.
     Stats(db_cmd::StatsArgs),
-    /// Find documents by equality, range or prefix on a field, with order, limit and projection.
+    /// Find or count documents: a filter on any fields (MongoDB's JSON form), sort, skip, limit,
+    /// projection; --explain shows the plan.
     Query(query_cmd::QueryArgs),
-    /// Secondary indexes: create, list, drop.
+    /// Secondary indexes on one or more fields (each ascending or descending): create, list, drop.
     #[command(subcommand)]
     Index(query_cmd::IndexCommand),
     /// Run the guided tour on the bundled sample: convert, read fields, sizes and timings.

@@ -3,45 +3,12 @@
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
 
-use assert_cmd::Command;
 use predicates::prelude::*;
 use std::path::Path;
 
-fn stele() -> Command {
-    Command::cargo_bin("stele").unwrap()
-}
-
-/// `stele CMD DB`, more arguments to follow.
-fn on(cmd: &str, db: &Path) -> Command {
-    let mut c = stele();
-    c.arg(cmd).arg(db);
-    c
-}
-
-const SAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/orders.jsonl");
-
-/// A database in a temporary folder (removed when the first value drops) with the sample
-/// orders imported.
-fn shop_with_orders() -> (tempfile::TempDir, std::path::PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("shop.db");
-    on("import", &db)
-        .args(["orders", SAMPLE, "--id-field", "id"])
-        .assert()
-        .success();
-    (dir, db)
-}
-
-fn stdout_of(args: &[&str], db: &Path) -> String {
-    let out = on(args[0], db)
-        .args(&args[1..])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    String::from_utf8(out).unwrap()
-}
+#[allow(dead_code, reason = "each test file uses some of the helpers")]
+mod common;
+use common::{SAMPLE, index_list, on, shop_with_orders, stdout_of, stele};
 
 #[test]
 fn import_get_export_round_trip_and_stats() {
@@ -366,7 +333,7 @@ fn query_and_index_commands() {
         .args(["orders", "--eq", "status=\"shipped\"", "--explain"])
         .assert()
         .success()
-        .stdout(predicate::str::starts_with("full scan filtering on status"));
+        .stdout(predicate::str::starts_with("plan: full scan\n"));
     let scanned = stdout_of(
         &[
             "query",
@@ -392,17 +359,8 @@ fn query_and_index_commands() {
         .args(["orders", "by_status", "status"])
         .assert()
         .success();
-    let listed = stele()
-        .args(["index", "list"])
-        .arg(&db)
-        .args(["orders", "--json"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
     assert_eq!(
-        String::from_utf8(listed).unwrap(),
+        index_list(&db),
         "{\"name\":\"by_status\",\"fields\":[\"status\"]}\n"
     );
     // Stats count the index's bytes, per index and in all.
@@ -430,7 +388,9 @@ fn query_and_index_commands() {
         .args(["orders", "--eq", "status=\"shipped\"", "--explain"])
         .assert()
         .success()
-        .stdout("index scan of \"by_status\" on status, in index order\n");
+        .stdout(predicate::str::starts_with(
+            "plan: index scan of \"by_status\" (1 key range(s))",
+        ));
     let indexed = stdout_of(
         &[
             "query",
@@ -465,17 +425,12 @@ fn query_and_index_commands() {
         &db,
     );
     assert_eq!(top.lines().count(), 3, "{top}");
-    // Errors: a string without quotes, two filters, a bad range, a missing index.
+    // Errors: a string without quotes, a bad range, a missing index.
     on("query", &db)
         .args(["orders", "--eq", "status=shipped"])
         .assert()
         .failure()
         .stderr(predicate::str::contains("a string needs quotes"));
-    on("query", &db)
-        .args(["orders", "--eq", "status=\"x\"", "--prefix", "status=s"])
-        .assert()
-        .failure()
-        .stderr(predicate::str::contains("one of --eq, --range or --prefix"));
     on("query", &db)
         .args(["orders", "--range", "total~3"])
         .assert()
@@ -570,14 +525,10 @@ fn arguments_that_cannot_mean_anything_are_errors() {
             vec!["--range", "total>20", "--range", "total<10"],
             "swap the bounds",
         ),
-        (
-            vec!["--range", "total>=1", "--range", "status<\"b\""],
-            "same field",
-        ),
         (vec!["--eq", "=1"], "--eq takes FIELD=VALUE"),
         (vec!["--eq", "status=shipped"], "a string needs quotes"),
-        (vec!["--select", "status,"], "invalid field path"),
-        (vec!["--order-by", "a..b"], "invalid field path"),
+        (vec!["--select", "status,"], "the field path \"\" is empty"),
+        (vec!["--order-by", "a..b"], "empty name between dots"),
     ] {
         let mut args = vec!["query", "orders"];
         args.extend(range);
