@@ -9,6 +9,7 @@ from ._errors import CorruptError as CorruptError
 from ._errors import FormatError as FormatError
 from ._errors import InUseError as InUseError
 from ._errors import InvalidInput as InvalidInput
+from ._errors import QueryTimeout as QueryTimeout
 from ._errors import SteleError as SteleError
 
 Buffer = bytes | bytearray | memoryview

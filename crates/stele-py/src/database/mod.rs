@@ -21,6 +21,7 @@
 
 mod batch;
 mod collection;
+mod find;
 mod import;
 mod query;
 mod snapshot;
@@ -35,6 +36,7 @@ use stele::{Batch, CollectionStats, Database, DatabaseOptions, Snapshot};
 
 pub(crate) use batch::PyBatch;
 pub(crate) use collection::{PyCollection, PyIdIter};
+pub(crate) use find::PyCursor;
 pub(crate) use import::at_least_one;
 pub(crate) use query::PyQueryResult;
 pub(crate) use snapshot::PySnapshot;
