@@ -42,7 +42,8 @@ pub use index::{FieldPath, IndexDef, IndexStats};
 pub use internal::check_collection_name;
 pub use pack::cache::BlockCacheStats;
 pub use query::{
-    Access, Candidate, CountOutput, DocPath, Filter, Plan, Query, QueryOutput, QueryStats, Row,
+    Access, AggregateOutput, Candidate, CountOutput, DocPath, Filter, Pipeline, Plan, Query,
+    QueryOutput, QueryStats, Row,
 };
 pub use snapshot::{CollectionStats, CompressionStats, Doc, Snapshot};
 pub use wal::MAX_RECORD_BYTES;

@@ -133,7 +133,7 @@ impl Rows {
         if self.sort.is_empty() {
             encode_str(id, &mut self.scratch);
         } else {
-            sort_key(&self.sort, doc.root(), id, &mut self.scratch);
+            sort_key(&self.sort, doc.root(), Some(id), &mut self.scratch);
         }
     }
 

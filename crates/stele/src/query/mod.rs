@@ -48,6 +48,7 @@
 //! values); a document without the field sorts first ascending and last descending.
 //! Ties keep id order.
 
+pub mod aggregate;
 pub(crate) mod collect;
 pub(crate) mod execute;
 pub mod filter;
@@ -57,6 +58,7 @@ pub(crate) mod project;
 pub(crate) mod scan;
 pub(crate) mod sort;
 
+pub use aggregate::{AggregateOutput, Pipeline};
 pub use filter::Filter;
 pub use path::DocPath;
 pub use plan::{Access, Candidate, Plan};

@@ -62,6 +62,19 @@ impl Projection {
         })
     }
 
+    /// Keeps (`include`) or drops `paths`, `_id` among them like any path.
+    pub(crate) fn of(include: bool, paths: &[&str]) -> Result<Projection> {
+        let mut tree = Tree::default();
+        for p in paths {
+            tree.add(&DocPath::parse(p)?);
+        }
+        Ok(Projection {
+            include,
+            tree,
+            paths: paths.iter().map(|p| (*p).to_owned()).collect(),
+        })
+    }
+
     /// Parses `{"a": 1, "b": 0}`-style JSON.
     pub(crate) fn parse(json: &str) -> Result<Projection> {
         let bad = |at: &str, reason: &str| Error::InvalidFilter {

@@ -11,11 +11,17 @@ use crate::index::query_entries;
 use crate::query::path::DocPath;
 use stele_doc::Value;
 
-/// Appends the sort key of the document `root` with id `id` to `out`.
-pub(crate) fn sort_key(sort: &[(DocPath, bool)], root: Value<'_>, id: &str, out: &mut Vec<u8>) {
+/// Appends the sort key of the document `root` with id `id` to `out` (`None`: the id is
+/// the document's own `_id` property, and ties keep their order).
+pub(crate) fn sort_key(
+    sort: &[(DocPath, bool)],
+    root: Value<'_>,
+    id: Option<&str>,
+    out: &mut Vec<u8>,
+) {
     for (path, descending) in sort {
         let start = out.len();
-        if path.as_str() == "_id" {
+        if let (Some(id), "_id") = (id, path.as_str()) {
             encode_str(id, out);
         } else {
             let entries = query_entries(path, root);
@@ -33,5 +39,7 @@ pub(crate) fn sort_key(sort: &[(DocPath, bool)], root: Value<'_>, id: &str, out:
                 .for_each(|b| *b = !*b);
         }
     }
-    encode_str(id, out);
+    if let Some(id) = id {
+        encode_str(id, out);
+    }
 }

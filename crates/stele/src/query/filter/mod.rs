@@ -140,8 +140,13 @@ impl Filter {
 
     /// Whether the document `root` with id `id` passes.
     pub(crate) fn matches(&self, root: Value<'_>, id: &str) -> bool {
+        self.matches_opt(root, Some(id))
+    }
+
+    /// The same, for a document whose id, when `None`, is its own `_id` property.
+    pub(crate) fn matches_opt(&self, root: Value<'_>, id: Option<&str>) -> bool {
         let mut scratch = Vec::with_capacity(32);
-        self.test(root, Some(id), &mut scratch)
+        self.test(root, id, &mut scratch)
     }
 
     fn test(&self, root: Value<'_>, id: Option<&str>, scratch: &mut Vec<u8>) -> bool {

@@ -1,0 +1,147 @@
+//! Expressions of a pipeline: field paths (`"$a.b"`), literals, and objects of expressions.
+//!
+//! A path reaching one value gives that value; reaching several (through an array of
+//! objects) gives the array of them; reaching none gives nothing (missing), which a group
+//! key or an object expression treats as `null` / leaves out.
+
+use crate::error::{Error, Result};
+use crate::index::encode::encode_any;
+use crate::query::path::DocPath;
+use crate::query::project::json_string;
+use stele_doc::{Document, JsonOptions, Value};
+
+/// An expression.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Expr {
+    Path(DocPath),
+    /// A literal, as a document of its own (so it reads like any value).
+    Literal(Vec<u8>),
+    Object(Vec<(String, Expr)>),
+}
+
+/// An evaluated expression.
+pub(crate) enum Out<'a> {
+    Missing,
+    One(Value<'a>),
+    /// A value built from several (JSON text).
+    Json(String),
+}
+
+impl Out<'_> {
+    /// The value as JSON text (`null` when missing).
+    pub(crate) fn json(&self) -> String {
+        match self {
+            Out::Missing => "null".to_owned(),
+            Out::One(v) => v.to_json(),
+            Out::Json(s) => s.clone(),
+        }
+    }
+
+    /// The value's order encoding (null's when missing).
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Out::Missing => out.push(0x10),
+            Out::One(v) => encode_any(v, out),
+            Out::Json(s) => match stele_doc::from_json(s.as_bytes()) {
+                Ok(bytes) => match Document::new(&bytes[..]) {
+                    Ok(doc) => encode_any(&doc.root(), out),
+                    Err(_) => out.push(0x10),
+                },
+                Err(_) => out.push(0x10),
+            },
+        }
+    }
+}
+
+/// JSON text of a value, for output.
+pub(crate) fn json_of(v: &Value<'_>) -> String {
+    let mut out = Vec::new();
+    v.write_json(&mut out, &JsonOptions::new());
+    String::from_utf8(out).unwrap_or_default()
+}
+
+impl Expr {
+    pub(crate) fn parse(v: Value<'_>, at: &str) -> Result<Expr> {
+        let bad = |reason: String| Error::InvalidFilter {
+            at: at.to_owned(),
+            reason,
+        };
+        match v {
+            Value::String(s) if s.to_cow().starts_with('$') => {
+                let text = s.to_cow();
+                if text.starts_with("$$") {
+                    return Err(bad(format!(
+                        "{text} is a variable; variables are not supported"
+                    )));
+                }
+                let path = DocPath::parse(&text[1..]).map_err(|e| bad(e.to_string()))?;
+                Ok(Expr::Path(path))
+            }
+            Value::Object(o) => {
+                let mut fields = Vec::new();
+                for (k, child) in o.iter_original() {
+                    if k.starts_with('$') {
+                        return Err(bad(format!(
+                            "{k} is not supported: expressions are field paths (\"$a.b\"), literals and objects of them"
+                        )));
+                    }
+                    fields.push((k.to_owned(), Expr::parse(child, &format!("{at}.{k}"))?));
+                }
+                Ok(Expr::Object(fields))
+            }
+            other => {
+                let bytes = stele_doc::from_json(json_of(&other).as_bytes())
+                    .map_err(|e| bad(e.to_string()))?;
+                Ok(Expr::Literal(bytes))
+            }
+        }
+    }
+
+    /// Evaluates against the document `root` (whose `_id` is `id` when given).
+    pub(crate) fn eval<'a>(&'a self, root: Value<'a>, id: Option<&str>) -> Out<'a> {
+        match self {
+            Expr::Path(p) if p.as_str() == "_id" && id.is_some() => {
+                let mut s = Vec::new();
+                json_string(id.unwrap_or_default(), &mut s);
+                Out::Json(String::from_utf8(s).unwrap_or_default())
+            }
+            Expr::Path(p) => {
+                let mut reached = p.reach(root);
+                match reached.len() {
+                    0 => Out::Missing,
+                    1 => reached.pop().map_or(Out::Missing, Out::One),
+                    _ => {
+                        let parts: Vec<String> = reached.iter().map(json_of).collect();
+                        Out::Json(format!("[{}]", parts.join(",")))
+                    }
+                }
+            }
+            Expr::Literal(bytes) => match Document::new(&bytes[..]) {
+                Ok(doc) => match doc.root() {
+                    // Scalars only borrow the literal's bytes through `doc`; copy them out.
+                    v => Out::Json(json_of(&v)),
+                },
+                Err(_) => Out::Missing,
+            },
+            Expr::Object(fields) => {
+                let mut out = Vec::from(&b"{"[..]);
+                let mut first = true;
+                for (k, e) in fields {
+                    let v = e.eval(root, id);
+                    if matches!(v, Out::Missing) {
+                        continue;
+                    }
+                    if !first {
+                        out.push(b',');
+                    }
+                    first = false;
+                    json_string(k, &mut out);
+                    out.push(b':');
+                    out.extend_from_slice(v.json().as_bytes());
+                }
+                out.push(b'}');
+                Out::Json(String::from_utf8(out).unwrap_or_default())
+            }
+        }
+    }
+}

@@ -1,0 +1,372 @@
+//! `$group`: documents by the value of a key expression, with accumulators per group.
+//!
+//! Groups are kept by their key's order encoding (numbers by value, objects by content) and
+//! come out in key order. `$sum` and `$avg` take numbers and skip other values (integers are
+//! summed exactly, then as floats once a float or a decimal joins); `$min` and `$max` use
+//! the total order and skip missing values and nulls; `$first` and `$last` follow the order
+//! of the input (id order for a collection); `$push` keeps every value but missing ones.
+
+use super::expr::{Expr, Out};
+use crate::error::{Error, Result};
+use crate::query::collect::Collector;
+use crate::query::project::json_string;
+use std::any::Any;
+use std::collections::HashMap;
+use stele_doc::{Document, Value};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AccOp {
+    Sum,
+    Avg,
+    Min,
+    Max,
+    Count,
+    First,
+    Last,
+    Push,
+}
+
+/// One accumulator: an output field, an operator and its expression.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Acc {
+    name: String,
+    op: AccOp,
+    expr: Expr,
+    /// A numeric literal operand (`{"$sum": 1}`), read once.
+    constant: Option<i64>,
+}
+
+/// A `$group` stage.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group {
+    key: Expr,
+    accs: Vec<Acc>,
+}
+
+/// The state of one accumulator in one group.
+#[derive(Debug, Clone)]
+enum State {
+    Sum { int: i128, float: f64, floats: bool },
+    Avg { sum: f64, n: u64 },
+    Extreme(Option<(Vec<u8>, String)>),
+    Count(u64),
+    Value(Option<String>),
+    Push(Vec<String>),
+}
+
+impl Group {
+    pub(crate) fn parse(v: Value<'_>, at: &str) -> Result<Group> {
+        let bad = |at: &str, reason: &str| Error::InvalidFilter {
+            at: at.to_owned(),
+            reason: reason.to_owned(),
+        };
+        let Value::Object(o) = v else {
+            return Err(bad(
+                at,
+                "takes an object: {\"_id\": \"$field\", \"n\": {\"$sum\": 1}}",
+            ));
+        };
+        let mut key = None;
+        let mut accs = Vec::new();
+        for (name, spec) in o.iter_original() {
+            let here = format!("{at}.{name}");
+            if name == "_id" {
+                key = Some(Expr::parse(spec, &here)?);
+                continue;
+            }
+            if name.starts_with('$') || name.contains('.') {
+                return Err(bad(
+                    &here,
+                    "an output field's name may not start with $ or hold a dot",
+                ));
+            }
+            let Value::Object(a) = spec else {
+                return Err(bad(&here, "takes an accumulator: {\"$sum\": 1}"));
+            };
+            let mut it = a.iter_original();
+            let (Some((op_name, arg)), None) = (it.next(), it.next()) else {
+                return Err(bad(&here, "takes one accumulator: {\"$sum\": \"$n\"}"));
+            };
+            let at_op = format!("{here}.{op_name}");
+            let op = match op_name {
+                "$sum" => AccOp::Sum,
+                "$avg" => AccOp::Avg,
+                "$min" => AccOp::Min,
+                "$max" => AccOp::Max,
+                "$count" => AccOp::Count,
+                "$first" => AccOp::First,
+                "$last" => AccOp::Last,
+                "$push" => AccOp::Push,
+                other => {
+                    return Err(bad(
+                        &at_op,
+                        &format!(
+                            "{other} is not a supported accumulator; use $sum $min $max $avg $count $first $last $push"
+                        ),
+                    ));
+                }
+            };
+            if op == AccOp::Count && !matches!(arg, Value::Object(c) if c.is_empty()) {
+                return Err(bad(&at_op, "takes an empty object: {\"$count\": {}}"));
+            }
+            let constant = match arg {
+                Value::Int(n) => Some(n),
+                _ => None,
+            };
+            accs.push(Acc {
+                name: name.to_owned(),
+                op,
+                expr: Expr::parse(arg, &at_op)?,
+                constant,
+            });
+        }
+        let Some(key) = key else {
+            return Err(bad(
+                at,
+                "needs an _id: the group key (\"$field\", or null for one group)",
+            ));
+        };
+        Ok(Group { key, accs })
+    }
+
+    fn new_states(&self) -> Vec<State> {
+        self.accs
+            .iter()
+            .map(|a| match a.op {
+                AccOp::Sum => State::Sum {
+                    int: 0,
+                    float: 0.0,
+                    floats: false,
+                },
+                AccOp::Avg => State::Avg { sum: 0.0, n: 0 },
+                AccOp::Min | AccOp::Max => State::Extreme(None),
+                AccOp::Count => State::Count(0),
+                AccOp::First | AccOp::Last => State::Value(None),
+                AccOp::Push => State::Push(Vec::new()),
+            })
+            .collect()
+    }
+}
+
+/// A number's value: exact for integers.
+fn number(out: &Out<'_>) -> Option<(i128, f64, bool)> {
+    let Out::One(v) = out else { return None };
+    match v {
+        Value::Int(i) => Some((i128::from(*i), *i as f64, false)),
+        Value::UInt(u) => Some((i128::from(*u), *u as f64, false)),
+        Value::Float(_) | Value::Decimal(_) | Value::Scaled(_) => v.as_f64().map(|f| (0, f, true)),
+        _ => None,
+    }
+}
+
+fn float_json(f: f64) -> String {
+    if f.is_finite() {
+        format!("{f:?}")
+    } else {
+        "null".to_owned()
+    }
+}
+
+/// Groups documents as they come; a collector of the query that reads the collection, and
+/// of the stages after it.
+pub(crate) struct Grouper {
+    group: Group,
+    groups: HashMap<Vec<u8>, (String, Vec<State>)>,
+    scratch: Vec<u8>,
+}
+
+impl Grouper {
+    pub(crate) fn new(group: Group) -> Grouper {
+        Grouper {
+            group,
+            groups: HashMap::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Adds the document `root` (with id `id` when it has one outside it).
+    pub(crate) fn add(&mut self, root: Value<'_>, id: Option<&str>) {
+        let key = self.group.key.eval(root, id);
+        self.scratch.clear();
+        key.encode(&mut self.scratch);
+        if !self.groups.contains_key(&self.scratch) {
+            let states = self.group.new_states();
+            self.groups
+                .insert(self.scratch.clone(), (key.json(), states));
+        }
+        let Some((_, states)) = self.groups.get_mut(&self.scratch) else {
+            return;
+        };
+        for (acc, state) in self.group.accs.iter().zip(states.iter_mut()) {
+            let value = || acc.expr.eval(root, id);
+            match state {
+                State::Sum { int, float, floats } => {
+                    let n = match acc.constant {
+                        Some(c) => Some((i128::from(c), c as f64, false)),
+                        None => number(&value()),
+                    };
+                    if let Some((i, f, is_float)) = n {
+                        *int = int.saturating_add(i);
+                        *float += f;
+                        *floats |= is_float;
+                    }
+                }
+                State::Avg { sum, n } => {
+                    let v = match acc.constant {
+                        Some(c) => Some(c as f64),
+                        None => number(&value()).map(|(_, f, _)| f),
+                    };
+                    if let Some(f) = v {
+                        *sum += f;
+                        *n += 1;
+                    }
+                }
+                State::Extreme(best) => {
+                    let v = value();
+                    if matches!(v, Out::Missing | Out::One(Value::Null)) {
+                        continue;
+                    }
+                    let mut enc = Vec::new();
+                    v.encode(&mut enc);
+                    let better = best.as_ref().is_none_or(|(b, _)| {
+                        if acc.op == AccOp::Min {
+                            enc < *b
+                        } else {
+                            enc > *b
+                        }
+                    });
+                    if better {
+                        *best = Some((enc, v.json()));
+                    }
+                }
+                State::Count(n) => *n += 1,
+                State::Value(slot) => {
+                    if acc.op == AccOp::Last || slot.is_none() {
+                        *slot = Some(value().json());
+                    }
+                }
+                State::Push(list) => {
+                    let v = value();
+                    if !matches!(v, Out::Missing) {
+                        list.push(v.json());
+                    }
+                }
+            }
+        }
+    }
+
+    fn merge(&mut self, other: Grouper) {
+        for (key, (json, theirs)) in other.groups {
+            match self.groups.get_mut(&key) {
+                None => {
+                    self.groups.insert(key, (json, theirs));
+                }
+                Some((_, ours)) => {
+                    for ((acc, a), b) in self.group.accs.iter().zip(ours.iter_mut()).zip(theirs) {
+                        match (a, b) {
+                            (
+                                State::Sum { int, float, floats },
+                                State::Sum {
+                                    int: i,
+                                    float: f,
+                                    floats: fl,
+                                },
+                            ) => {
+                                *int = int.saturating_add(i);
+                                *float += f;
+                                *floats |= fl;
+                            }
+                            (State::Avg { sum, n }, State::Avg { sum: s, n: m }) => {
+                                *sum += s;
+                                *n += m;
+                            }
+                            (State::Extreme(best), State::Extreme(Some((enc, json)))) => {
+                                let better = best.as_ref().is_none_or(|(b, _)| {
+                                    if acc.op == AccOp::Min {
+                                        enc < *b
+                                    } else {
+                                        enc > *b
+                                    }
+                                });
+                                if better {
+                                    *best = Some((enc, json));
+                                }
+                            }
+                            (State::Count(n), State::Count(m)) => *n += m,
+                            (State::Value(slot), State::Value(theirs)) => {
+                                if acc.op == AccOp::Last && theirs.is_some() || slot.is_none() {
+                                    *slot = theirs;
+                                }
+                            }
+                            (State::Push(list), State::Push(more)) => list.extend(more),
+                            _ => {}
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The groups as JSON documents, in key order.
+    pub(crate) fn finish(self) -> Vec<String> {
+        let mut groups: Vec<(Vec<u8>, (String, Vec<State>))> = self.groups.into_iter().collect();
+        groups.sort_by(|a, b| a.0.cmp(&b.0));
+        groups
+            .into_iter()
+            .map(|(_, (key, states))| {
+                let mut out = format!("{{\"_id\":{key}");
+                for (acc, state) in self.group.accs.iter().zip(states) {
+                    let mut name = Vec::new();
+                    json_string(&acc.name, &mut name);
+                    out.push(',');
+                    out.push_str(&String::from_utf8_lossy(&name));
+                    out.push(':');
+                    out.push_str(&match state {
+                        State::Sum { int, float, floats } => {
+                            if floats || i64::try_from(int).is_err() && u64::try_from(int).is_err()
+                            {
+                                float_json(float)
+                            } else {
+                                int.to_string()
+                            }
+                        }
+                        State::Avg { sum, n } => {
+                            if n == 0 {
+                                "null".to_owned()
+                            } else {
+                                float_json(sum / n as f64)
+                            }
+                        }
+                        State::Extreme(best) => best.map_or_else(|| "null".to_owned(), |(_, j)| j),
+                        State::Count(n) => n.to_string(),
+                        State::Value(v) => v.unwrap_or_else(|| "null".to_owned()),
+                        State::Push(list) => format!("[{}]", list.join(",")),
+                    });
+                }
+                out.push('}');
+                out
+            })
+            .collect()
+    }
+}
+
+impl Collector for Grouper {
+    fn take(&mut self, id: &str, doc: &Document<&[u8]>) -> Result<bool> {
+        self.add(doc.root(), Some(id));
+        Ok(true)
+    }
+
+    fn fork(&self) -> Box<dyn Collector> {
+        Box::new(Grouper::new(self.group.clone()))
+    }
+
+    fn absorb(&mut self, other: Box<dyn Collector>) {
+        if let Ok(o) = other.into_any().downcast::<Grouper>() {
+            self.merge(*o);
+        }
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+}

@@ -1,0 +1,517 @@
+//! The query language against a plain model over `serde_json` values: generated documents
+//! (mixed types, missing fields, arrays of scalars and of objects, nested paths, unicode,
+//! big numbers) and generated queries (every operator, `$and/$or/$nor`, sorts, skip, limit),
+//! answered by the model and by the database under every combination of indexes, before and
+//! after compaction, and through a snapshot taken before later writes.
+#![allow(
+    clippy::unwrap_used,
+    reason = "tests: a failed unwrap is a failed test"
+)]
+
+use proptest::prelude::*;
+use serde_json::{Value, json};
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use stele::{Database, DatabaseOptions, Filter, Query};
+
+// ---------- documents ----------
+
+fn scalar() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        (-4i64..5).prop_map(|n| json!(n)),
+        (-4i64..5).prop_map(|n| json!(n as f64 + 0.5)),
+        Just(serde_json::from_str("18446744073709551615").unwrap()),
+        Just(serde_json::from_str("2.50").unwrap()),
+        prop::sample::select(vec!["", "a", "ab", "b", "é", "ü✓", "a\u{0}b"]).prop_map(|s| json!(s)),
+    ]
+}
+
+fn value() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        4 => scalar(),
+        1 => prop::collection::vec(scalar(), 0..4).prop_map(Value::Array),
+        1 => scalar().prop_map(|c| json!({"c": c})),
+    ]
+}
+
+fn item() -> impl Strategy<Value = Value> {
+    (prop::option::of(scalar()), prop::option::of(-2i64..3)).prop_map(|(sku, qty)| {
+        let mut m = serde_json::Map::new();
+        if let Some(s) = sku {
+            m.insert("sku".into(), s);
+        }
+        if let Some(q) = qty {
+            m.insert("qty".into(), json!(q));
+        }
+        Value::Object(m)
+    })
+}
+
+fn document() -> impl Strategy<Value = Value> {
+    (
+        prop::option::of(value()),
+        prop::option::of(value()),
+        prop::option::of(prop::collection::vec(
+            prop::sample::select(vec!["x", "y", "z", "ab"]).prop_map(|s| json!(s)),
+            0..4,
+        )),
+        prop::option::of(prop::collection::vec(item(), 0..3)),
+    )
+        .prop_map(|(a, c, tags, items)| {
+            let mut m = serde_json::Map::new();
+            if let Some(a) = a {
+                m.insert("a".into(), a);
+            }
+            if let Some(c) = c {
+                m.insert("b".into(), json!({ "c": c }));
+            }
+            if let Some(t) = tags {
+                m.insert("tags".into(), Value::Array(t));
+            }
+            if let Some(i) = items {
+                m.insert("items".into(), Value::Array(i));
+            }
+            Value::Object(m)
+        })
+}
+
+// ---------- the model's order and paths ----------
+
+fn class(v: &Value) -> u8 {
+    match v {
+        Value::Null => 1,
+        Value::Bool(_) => 2,
+        Value::Number(_) => 3,
+        Value::String(_) => 4,
+        Value::Object(_) => 5,
+        Value::Array(_) => 6,
+    }
+}
+
+fn cmp_num(a: &serde_json::Number, b: &serde_json::Number) -> Ordering {
+    let int = |n: &serde_json::Number| n.to_string().parse::<i128>().ok();
+    match (int(a), int(b)) {
+        (Some(x), Some(y)) => x.cmp(&y),
+        _ => a
+            .as_f64()
+            .unwrap()
+            .partial_cmp(&b.as_f64().unwrap())
+            .unwrap(),
+    }
+}
+
+fn cmp(a: &Value, b: &Value) -> Ordering {
+    match (a, b) {
+        (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
+        (Value::Number(x), Value::Number(y)) => cmp_num(x, y),
+        (Value::String(x), Value::String(y)) => x.as_bytes().cmp(y.as_bytes()),
+        (Value::Array(x), Value::Array(y)) => {
+            for (p, q) in x.iter().zip(y) {
+                let o = cmp(p, q);
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+            x.len().cmp(&y.len())
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            let mut xs: Vec<_> = x.iter().collect();
+            let mut ys: Vec<_> = y.iter().collect();
+            xs.sort_by(|p, q| p.0.as_bytes().cmp(q.0.as_bytes()));
+            ys.sort_by(|p, q| p.0.as_bytes().cmp(q.0.as_bytes()));
+            for ((k1, v1), (k2, v2)) in xs.iter().zip(&ys) {
+                let o = k1.as_bytes().cmp(k2.as_bytes()).then_with(|| cmp(v1, v2));
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+            xs.len().cmp(&ys.len())
+        }
+        _ => class(a).cmp(&class(b)),
+    }
+}
+
+fn reach(doc: &Value, id: &str, path: &str) -> Vec<Value> {
+    if path == "_id" {
+        return vec![json!(id)];
+    }
+    let mut cur = vec![doc.clone()];
+    for step in path.split('.') {
+        let mut next = Vec::new();
+        for v in cur {
+            match v {
+                Value::Object(m) => next.extend(m.get(step).cloned()),
+                Value::Array(a) => match step.parse::<usize>() {
+                    Ok(i) => next.extend(a.get(i).cloned()),
+                    Err(_) => {
+                        for e in a {
+                            if let Value::Object(m) = e {
+                                next.extend(m.get(step).cloned());
+                            }
+                        }
+                    }
+                },
+                _ => {}
+            }
+        }
+        cur = next;
+    }
+    cur
+}
+
+fn expand(reached: &[Value]) -> Vec<Value> {
+    let mut out = Vec::new();
+    for v in reached {
+        out.push(v.clone());
+        if let Value::Array(a) = v {
+            out.extend(a.iter().cloned());
+        }
+    }
+    out
+}
+
+// ---------- filters: generated as JSON, evaluated by the model ----------
+
+const PATHS: [&str; 9] = [
+    "a",
+    "b.c",
+    "tags",
+    "tags.0",
+    "items.sku",
+    "items.qty",
+    "_id",
+    "nope",
+    "b",
+];
+
+fn operand() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        6 => scalar(),
+        1 => prop::sample::select(vec!["d03", "d10", "d2"]).prop_map(|s| json!(s)),
+        1 => prop::sample::select(vec!["x", "z"]).prop_map(|s| json!(s)),
+        1 => Just(json!({"c": 1})),
+        1 => Just(json!([1, 2])),
+    ]
+}
+
+fn condition() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        4 => operand(),
+        2 => (prop::sample::select(vec!["$eq", "$ne", "$gt", "$gte", "$lt", "$lte"]), operand())
+            .prop_map(|(op, v)| json!({ op: v })),
+        2 => (operand(), operand()).prop_filter_map("ordered", |(lo, hi)| {
+            (cmp(&lo, &hi) != Ordering::Greater).then(|| json!({"$gte": lo, "$lt": hi}))
+        }),
+        1 => (prop::sample::select(vec!["$in", "$nin", "$all"]), prop::collection::vec(operand(), 0..3))
+            .prop_filter("non-empty $all", |(op, v)| *op != "$all" || !v.is_empty())
+            .prop_map(|(op, v)| json!({ op: v })),
+        1 => any::<bool>().prop_map(|b| json!({"$exists": b})),
+        1 => prop::sample::select(vec!["null", "bool", "number", "integer", "string", "object", "array"])
+            .prop_map(|t| json!({"$type": t})),
+        1 => (0u64..3).prop_map(|n| json!({"$size": n})),
+        1 => prop::sample::select(vec!["", "a", "d0", "x"]).prop_map(|p| json!({"$prefix": p})),
+        1 => operand().prop_map(|v| json!({"$not": {"$gt": v}})),
+        1 => operand().prop_map(|v| json!({"$elemMatch": {"$gte": v}})),
+        1 => (-1i64..2).prop_map(|q| json!({"$elemMatch": {"qty": {"$gte": q}}})),
+    ]
+}
+
+fn filter() -> impl Strategy<Value = Value> {
+    let leaf =
+        (prop::sample::select(PATHS.to_vec()), condition()).prop_map(|(p, c)| json!({ p: c }));
+    leaf.prop_recursive(2, 6, 3, |inner| {
+        prop_oneof![
+            (
+                prop::sample::select(vec!["$and", "$or", "$nor"]),
+                prop::collection::vec(inner.clone(), 1..3)
+            )
+                .prop_map(|(op, fs)| json!({ op: fs })),
+            prop::collection::vec(inner, 1..3).prop_map(|fs| {
+                let mut m = serde_json::Map::new();
+                for f in fs {
+                    if let Value::Object(o) = f {
+                        m.extend(o);
+                    }
+                }
+                Value::Object(m)
+            }),
+        ]
+    })
+}
+
+fn eq_any(reached: &[Value], op: &Value) -> bool {
+    (op.is_null() && reached.is_empty())
+        || expand(reached)
+            .iter()
+            .any(|c| cmp(c, op) == Ordering::Equal)
+}
+
+fn in_range(c: &Value, lo: Option<(&Value, bool)>, hi: Option<(&Value, bool)>) -> bool {
+    let spans = matches!((lo, hi), (Some((a, _)), Some((b, _))) if class(a) != class(b));
+    let ok = |op: &Value| spans || class(op) == class(c);
+    lo.is_none_or(|(op, incl)| ok(op) && (cmp(c, op).is_gt() || (incl && cmp(c, op).is_eq())))
+        && hi
+            .is_none_or(|(op, incl)| ok(op) && (cmp(c, op).is_lt() || (incl && cmp(c, op).is_eq())))
+}
+
+fn type_ok(c: &Value, t: &str) -> bool {
+    match (t, c) {
+        ("null", Value::Null) | ("bool", Value::Bool(_)) | ("string", Value::String(_)) => true,
+        ("object", Value::Object(_))
+        | ("array", Value::Array(_))
+        | ("number", Value::Number(_)) => true,
+        ("integer", Value::Number(n)) => !n.to_string().contains(['.', 'e', 'E']),
+        _ => false,
+    }
+}
+
+/// The operator object (or plain value) `cond` on the values `reached`.
+fn holds(cond: &Value, reached: &[Value]) -> bool {
+    let Value::Object(ops) = cond else {
+        return eq_any(reached, cond);
+    };
+    if !ops.keys().next().is_some_and(|k| k.starts_with('$')) {
+        return eq_any(reached, cond);
+    }
+    let bound = |k: &str| ops.get(k);
+    let lo = bound("$gt")
+        .map(|v| (v, false))
+        .or(bound("$gte").map(|v| (v, true)));
+    let hi = bound("$lt")
+        .map(|v| (v, false))
+        .or(bound("$lte").map(|v| (v, true)));
+    if (lo.is_some() || hi.is_some()) && !expand(reached).iter().any(|c| in_range(c, lo, hi)) {
+        return false;
+    }
+    ops.iter().all(|(op, arg)| match op.as_str() {
+        "$gt" | "$gte" | "$lt" | "$lte" => true,
+        "$eq" => eq_any(reached, arg),
+        "$ne" => !eq_any(reached, arg),
+        "$in" => arg.as_array().unwrap().iter().any(|o| eq_any(reached, o)),
+        "$nin" => !arg.as_array().unwrap().iter().any(|o| eq_any(reached, o)),
+        "$all" => arg.as_array().unwrap().iter().all(|o| eq_any(reached, o)),
+        "$exists" => reached.is_empty() != arg.as_bool().unwrap(),
+        "$type" => expand(reached)
+            .iter()
+            .any(|c| type_ok(c, arg.as_str().unwrap())),
+        "$size" => reached.iter().any(|v| {
+            v.as_array()
+                .is_some_and(|a| a.len() as u64 == arg.as_u64().unwrap())
+        }),
+        "$prefix" => expand(reached).iter().any(|c| {
+            c.as_str()
+                .is_some_and(|s| s.starts_with(arg.as_str().unwrap()))
+        }),
+        "$not" => !holds(arg, reached),
+        "$elemMatch" => reached.iter().any(|v| {
+            v.as_array().is_some_and(|a| {
+                a.iter().any(|e| {
+                    let is_ops = arg.as_object().unwrap().keys().all(|k| k.starts_with('$'));
+                    if is_ops {
+                        holds(arg, std::slice::from_ref(e))
+                    } else {
+                        e.is_object() && matches(arg, e, None)
+                    }
+                })
+            })
+        }),
+        other => panic!("model: {other}"),
+    })
+}
+
+fn matches(filter: &Value, doc: &Value, id: Option<&str>) -> bool {
+    filter
+        .as_object()
+        .unwrap()
+        .iter()
+        .all(|(k, v)| match k.as_str() {
+            "$and" => v.as_array().unwrap().iter().all(|f| matches(f, doc, id)),
+            "$or" => v.as_array().unwrap().iter().any(|f| matches(f, doc, id)),
+            "$nor" => !v.as_array().unwrap().iter().any(|f| matches(f, doc, id)),
+            path => {
+                let reached = match (path, id) {
+                    ("_id", Some(id)) => vec![json!(id)],
+                    ("_id", None) => Vec::new(),
+                    _ => reach(doc, "", path),
+                };
+                holds(v, &reached)
+            }
+        })
+}
+
+/// The model's sort key for one path: the smallest (largest) entry; missing lowest.
+fn sort_value(doc: &Value, id: &str, path: &str, desc: bool) -> Option<Value> {
+    let mut entries = Vec::new();
+    for v in reach(doc, id, path) {
+        match v {
+            Value::Array(a) if !a.is_empty() => entries.extend(a),
+            other => entries.push(other),
+        }
+    }
+    let pick = if desc {
+        entries.into_iter().max_by(cmp)
+    } else {
+        entries.into_iter().min_by(cmp)
+    };
+    pick
+}
+
+fn cmp_opt(a: &Option<Value>, b: &Option<Value>) -> Ordering {
+    match (a, b) {
+        (None, None) => Ordering::Equal,
+        (None, Some(_)) => Ordering::Less,
+        (Some(_), None) => Ordering::Greater,
+        (Some(x), Some(y)) => cmp(x, y),
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Q {
+    filter: Value,
+    sort: Vec<(&'static str, bool)>,
+    skip: usize,
+    limit: Option<usize>,
+}
+
+fn query() -> impl Strategy<Value = Q> {
+    (
+        filter(),
+        prop::collection::vec(
+            (
+                prop::sample::select(vec!["a", "b.c", "tags", "items.qty", "_id"]),
+                any::<bool>(),
+            ),
+            0..3,
+        ),
+        prop_oneof![Just(0usize), 0usize..4],
+        prop::option::of(1usize..6),
+    )
+        .prop_map(|(filter, sort, skip, limit)| Q {
+            filter,
+            sort,
+            skip,
+            limit,
+        })
+}
+
+fn model(docs: &BTreeMap<String, Value>, q: &Q) -> Vec<String> {
+    let mut hits: Vec<(&String, &Value)> = docs
+        .iter()
+        .filter(|(id, d)| matches(&q.filter, d, Some(id)))
+        .collect();
+    hits.sort_by(|(ia, a), (ib, b)| {
+        for (path, desc) in &q.sort {
+            let o = cmp_opt(
+                &sort_value(a, ia, path, *desc),
+                &sort_value(b, ib, path, *desc),
+            );
+            let o = if *desc { o.reverse() } else { o };
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        ia.cmp(ib)
+    });
+    let ids = hits.into_iter().map(|(id, _)| id.clone()).skip(q.skip);
+    match q.limit {
+        Some(n) => ids.take(n).collect(),
+        None => ids.collect(),
+    }
+}
+
+fn stele_query(coll: &str, q: &Q) -> Query {
+    let mut query = Query::new(coll).filter(Filter::parse(&q.filter.to_string()).unwrap());
+    for (p, d) in &q.sort {
+        query = query.sort(p, *d);
+    }
+    query = query.skip(q.skip);
+    if let Some(n) = q.limit {
+        query = query.limit(n);
+    }
+    query
+}
+
+const INDEXES: [&[&str]; 5] = [
+    &["a"],
+    &["b.c", "a:desc"],
+    &["tags", "a"],
+    &["items.sku"],
+    &["a:desc", "tags:desc"],
+];
+
+fn check(
+    db: &Database,
+    snap: &stele::Snapshot,
+    docs: &BTreeMap<String, Value>,
+    queries: &[Q],
+    what: &str,
+) {
+    let _ = db;
+    for q in queries {
+        let want = model(docs, q);
+        let out = snap.query(&stele_query("c", q)).unwrap();
+        let got: Vec<String> = out.rows.iter().map(|r| r.id.clone()).collect();
+        assert_eq!(got, want, "{what}: {q:?}\nplan: {}", out.plan);
+        for r in &out.rows {
+            let stored: Value = serde_json::from_str(&r.json).unwrap();
+            assert_eq!(&stored, docs.get(&r.id).unwrap(), "{what}: row {}", r.id);
+        }
+        let count_q = Q {
+            sort: Vec::new(),
+            ..q.clone()
+        };
+        let count = snap.count_matching(&stele_query("c", &count_q)).unwrap();
+        assert_eq!(
+            count.count as usize,
+            model(docs, &count_q).len(),
+            "{what}: count {q:?}\nplan: {}",
+            count.plan
+        );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_query_answers_as_the_model_under_every_index_set(
+        docs in prop::collection::vec(document(), 1..30),
+        later in prop::collection::vec(document(), 0..6),
+        queries in prop::collection::vec(query(), 12),
+        index_mask in 0u8..32,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open_with(dir.path(), DatabaseOptions::default().compact_layers(2)).unwrap();
+        let mut model_docs = BTreeMap::new();
+        let mut batch = db.batch();
+        for (i, d) in docs.iter().enumerate() {
+            let id = format!("d{i:02}");
+            batch.put_json("c", &id, d.to_string().as_bytes()).unwrap();
+            model_docs.insert(id, d.clone());
+        }
+        db.commit(batch).unwrap();
+        for (i, fields) in INDEXES.iter().enumerate() {
+            if index_mask & (1 << i) != 0 {
+                db.create_index("c", &format!("ix{i}"), fields).unwrap();
+            }
+        }
+        check(&db, &db.snapshot(), &model_docs, &queries, "indexed");
+        // A snapshot keeps its answers while later writes land and the collection compacts.
+        let snap = db.snapshot();
+        let before = model_docs.clone();
+        let mut batch = db.batch();
+        for (i, d) in later.iter().enumerate() {
+            let id = format!("d{:02}", i * 3);
+            batch.put_json("c", &id, d.to_string().as_bytes()).unwrap();
+            model_docs.insert(id, d.clone());
+        }
+        batch.delete("c", "d01").unwrap();
+        model_docs.remove("d01");
+        db.commit(batch).unwrap();
+        db.compact().unwrap();
+        check(&db, &snap, &before, &queries, "snapshot");
+        check(&db, &db.snapshot(), &model_docs, &queries, "after compaction");
+    }
+}
