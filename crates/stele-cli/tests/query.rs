@@ -398,7 +398,12 @@ fn bad_filters_name_the_operator_and_its_place() {
 
 #[test]
 fn query_commands_have_examples() {
-    for cmd in [vec!["query"], vec!["index", "create"]] {
+    for cmd in [
+        vec!["query"],
+        vec!["aggregate"],
+        vec!["distinct"],
+        vec!["index", "create"],
+    ] {
         stele()
             .args(&cmd)
             .arg("--help")
@@ -406,4 +411,135 @@ fn query_commands_have_examples() {
             .success()
             .stdout(predicate::str::contains("Example"));
     }
+}
+
+/// stdout of `stele CMD DB orders ARGS..` (which must succeed), as JSON values.
+fn json_lines(db: &Path, cmd: &str, args: &[&str]) -> Vec<Value> {
+    stdout_of(&[&[cmd, "orders"], args].concat(), db)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn aggregate_groups_counts_and_unwinds_as_the_data_says() {
+    let (_dir, db) = shop();
+    let all = orders();
+    let by_status = json_lines(
+        &db,
+        "aggregate",
+        &[
+            r#"[{"$group": {"_id": "$status", "n": {"$sum": 1}, "top": {"$max": "$total"}}}, {"$sort": {"_id": 1}}]"#,
+        ],
+    );
+    let mut want = std::collections::BTreeMap::<String, (u64, f64)>::new();
+    for o in &all {
+        let e = want
+            .entry(o["status"].as_str().unwrap().to_owned())
+            .or_insert((0, f64::MIN));
+        e.0 += 1;
+        e.1 = e.1.max(total(o));
+    }
+    let got: Vec<(String, u64, f64)> = by_status
+        .iter()
+        .map(|g| {
+            (
+                g["_id"].as_str().unwrap().to_owned(),
+                g["n"].as_u64().unwrap(),
+                g["top"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, u64, f64)> = want.into_iter().map(|(k, (n, t))| (k, n, t)).collect();
+    assert_eq!(got, want);
+    // $count after a $match (null matches a missing field too).
+    let no_note = all.iter().filter(|o| o["note"].is_null()).count();
+    assert_eq!(
+        json_lines(
+            &db,
+            "aggregate",
+            &[r#"[{"$match": {"note": null}}, {"$count": "n"}]"#]
+        ),
+        [serde_json::json!({ "n": no_note })]
+    );
+    // $unwind then $group over array elements.
+    let sold = json_lines(
+        &db,
+        "aggregate",
+        &[
+            r#"[{"$match": {"status": "paid"}}, {"$unwind": "$items"}, {"$group": {"_id": "$items.sku", "qty": {"$sum": "$items.qty"}}}, {"$sort": {"_id": 1}}]"#,
+        ],
+    );
+    let mut want_sold = std::collections::BTreeMap::<String, u64>::new();
+    for o in all.iter().filter(|o| o["status"] == "paid") {
+        for i in o["items"].as_array().unwrap() {
+            *want_sold
+                .entry(i["sku"].as_str().unwrap().to_owned())
+                .or_default() += i["qty"].as_u64().unwrap();
+        }
+    }
+    let got_sold: Vec<(String, u64)> = sold
+        .iter()
+        .map(|g| {
+            (
+                g["_id"].as_str().unwrap().to_owned(),
+                g["qty"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(got_sold, want_sold.into_iter().collect::<Vec<_>>());
+    // Unsupported stages and accumulators are named with their place.
+    for (pipeline, says) in [
+        (
+            r#"[{"$group": {"_id": "$status", "n": {"$median": 1}}}]"#,
+            "$[0].$group.n.$median",
+        ),
+        (r#"[{"$match": {}}, {"$bogus": 1}]"#, "$[1].$bogus"),
+        (r#"{"$match": {}}"#, "a pipeline is a JSON array"),
+    ] {
+        on("aggregate", &db)
+            .args(["orders", pipeline])
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(says));
+    }
+}
+
+#[test]
+fn distinct_lists_values_in_order_with_a_filter() {
+    let (_dir, db) = shop();
+    let all = orders();
+    let statuses: std::collections::BTreeSet<&str> =
+        all.iter().map(|o| o["status"].as_str().unwrap()).collect();
+    let got = json_lines(&db, "distinct", &["status"]);
+    assert_eq!(
+        got,
+        statuses.iter().map(|s| Value::from(*s)).collect::<Vec<_>>()
+    );
+    // Array elements, of the documents the filter keeps.
+    let tags: std::collections::BTreeSet<&str> = all
+        .iter()
+        .filter(|o| o["status"] == "paid")
+        .flat_map(|o| {
+            o["tags"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t.as_str().unwrap())
+        })
+        .collect();
+    let got = json_lines(
+        &db,
+        "distinct",
+        &["tags", "--filter", r#"{"status": "paid"}"#],
+    );
+    assert_eq!(
+        got,
+        tags.iter().map(|s| Value::from(*s)).collect::<Vec<_>>()
+    );
+    on("distinct", &db)
+        .args(["orders", "tags", "--filter", r#"{"status": {"$eqq": 1}}"#])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("$.status.$eqq"));
 }

@@ -1,10 +1,13 @@
 //! The query commands: `query` (this file, with the old one-field flags in `shorthand.rs`
-//! and the `--explain` output in `explain.rs`) and `index create|list|drop` (`index.rs`).
+//! and the `--explain` output in `explain.rs`), `aggregate` and `distinct`
+//! (`aggregate.rs`) and `index create|list|drop` (`index.rs`).
 
+mod aggregate;
 mod explain;
 mod index;
 mod shorthand;
 
+pub use aggregate::{AggregateArgs, DistinctArgs, aggregate, distinct};
 pub use index::{IndexCommand, index};
 
 use std::io::Write;
@@ -165,21 +168,28 @@ pub fn query(args: &QueryArgs) -> Result<()> {
         explain::print(&mut w, &out.plan, &out.stats, None, args.json)?;
     } else {
         let out = snap.query(&q).context("running the query")?;
-        for row in &out.rows {
-            writeln!(
-                w,
-                "{{\"id\":{},\"document\":{}}}",
-                json_str(&row.id),
-                row.json
-            )?;
-        }
-        eprintln!(
-            "{}; {}",
-            crate::say::count(out.rows.len() as u64, "row", "rows"),
-            out.plan
-        );
+        let lines = out
+            .rows
+            .iter()
+            .map(|row| format!("{{\"id\":{},\"document\":{}}}", json_str(&row.id), row.json));
+        print_lines(&mut w, lines, &out.plan)?;
     }
     w.flush()?;
+    Ok(())
+}
+
+/// Writes one line per item, then says on stderr how many rows and the plan.
+fn print_lines(
+    w: &mut impl Write,
+    lines: impl Iterator<Item = impl std::fmt::Display>,
+    plan: &stele::Plan,
+) -> Result<()> {
+    let mut n = 0u64;
+    for line in lines {
+        writeln!(w, "{line}")?;
+        n += 1;
+    }
+    eprintln!("{}; {plan}", crate::say::count(n, "row", "rows"));
     Ok(())
 }
 
