@@ -19,6 +19,7 @@
 //! `snapshot.rs` and `batch.rs`. A class's methods are spread over several
 //! `#[pymethods]` blocks (pyo3's `multiple-pymethods` feature).
 
+mod aggregate;
 mod batch;
 mod collection;
 mod find;
