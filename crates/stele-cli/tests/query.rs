@@ -77,6 +77,27 @@ fn filters_on_several_fields_and_the_old_shorthands_agree_with_the_data() {
     // --filter and with each other.
     let by_flags = query(&db, &["--eq", "status=\"paid\"", "--range", "total>=100"]);
     assert_eq!(by_flags, by_filter);
+    // Ranges on two fields: each field takes its own bounds.
+    let two = query(
+        &db,
+        &[
+            "--range",
+            "total>=100",
+            "--range",
+            "created<\"2026-06\"",
+            "--eq",
+            "status=\"paid\"",
+        ],
+    );
+    let want_two: Vec<&str> = all
+        .iter()
+        .filter(|o| {
+            o["status"] == "paid" && total(o) >= 100.0 && o["created"].as_str().unwrap() < "2026-06"
+        })
+        .map(|o| o["id"].as_str().unwrap())
+        .collect();
+    assert!(!want_two.is_empty());
+    assert_eq!(ids(&two), want_two);
     let mixed = query(
         &db,
         &["--filter", r#"{"status": "paid"}"#, "--range", "total>=100"],

@@ -238,6 +238,24 @@ def test_a_missing_collection_is_an_error_not_nothing(tmp_path):
                 call(db["order"])
 
 
+def test_queries_read_a_snapshot_as_of_its_moment(tmp_path):
+    with stele.open(tmp_path / "db") as db:
+        coll = db["orders"]
+        coll.put_many(ORDERS.items())
+        snap = db.snapshot()
+        lazy = coll.find({"status": "paid"})  # the snapshot of this call
+        coll["new"] = {"status": "paid", "total": 1.0}
+        frozen = snap["orders"]
+        paid = [k for k, o in ORDERS.items() if o["status"] == "paid"]
+        assert ids(frozen.find({"status": "paid"})) == paid
+        assert ids(lazy) == paid
+        assert frozen.count({"status": "paid"}) == len(paid)
+        assert coll.count({"status": "paid"}) == len(paid) + 1
+        assert frozen.distinct("status") == sorted(STATUSES)
+        with pytest.raises(TypeError, match="read-only"):
+            frozen.create_index("total")
+
+
 def test_create_index_forms(orders):
     assert orders.create_index(["customer.city", ("total", -1)]) == "customer.city_1_total_-1"
     assert orders.create_index("created:desc", name="newest") == "newest"
