@@ -11,9 +11,9 @@ use crate::db_cmd::{open_reading, require_in};
 
 #[derive(Debug, Args)]
 #[command(after_help = r#"Examples:
-  stele aggregate shop.db orders '[{"$group": {"_id": "$status", "n": {"$sum": 1}}}, {"$sort": {"n": -1}}]'
+  stele aggregate shop.db orders '[{"$group": {"_id": "$status", "n": {"$sum": 1}}}]'
   stele aggregate shop.db orders '[{"$match": {"status": "paid"}}, {"$unwind": "$items"},
-      {"$group": {"_id": "$items.sku", "sold": {"$sum": "$items.qty"}, "avg": {"$avg": "$items.price"}}}]'
+    {"$group": {"_id": "$items.sku", "sold": {"$sum": "$items.qty"}}}, {"$sort": {"sold": -1}}]'
   stele aggregate shop.db orders '[{"$match": {"note": null}}, {"$count": "without_note"}]'
 
 The pipeline is MongoDB's JSON form: a list of stages $match $group $sort $limit $skip

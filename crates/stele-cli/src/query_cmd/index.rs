@@ -17,7 +17,7 @@ pub enum IndexCommand {
     #[command(after_help = "Examples:
   stele index create shop.db orders by_customer customer
   stele index create shop.db orders by_status_total status,total:desc
-  stele index create shop.db orders by_tag items.sku created:desc
+  stele index create shop.db orders by_sku_created items.sku created:desc
 
 Fields are dotted paths (an array's elements are indexed one entry each) separated by commas
 or spaces, each with an optional direction: `:desc` (or `:-1`) and `:asc` (the default).

@@ -23,8 +23,10 @@ use crate::db_cmd::{json_str, open_reading, require_in};
 #[derive(Debug, Args)]
 #[command(after_help = r#"Examples:
   stele query shop.db orders --filter '{"customer.name": "Ada", "total": {"$gte": 10}}'
-  stele query shop.db orders --filter '{"status": {"$in": ["paid", "shipped"]}}' --sort created:desc --limit 20
-  stele query shop.db orders --filter '{"$or": [{"tags": "gift"}, {"total": {"$gt": 100}}]}' --select id,total
+  stele query shop.db orders --filter '{"status": {"$in": ["paid", "shipped"]}}' --limit 20
+  stele query shop.db orders --sort customer.name,created:desc --skip 20 --limit 20
+  stele query shop.db orders --filter '{"$or": [{"tags": "gift"}, {"total": {"$gt": 100}}]}'
+  stele query shop.db orders --filter '{"items.sku": "kb-101"}' --select id,total,customer.name
   stele query shop.db orders --filter '{"note": null}' --count
   stele query shop.db orders --filter '{"status": "paid"}' --sort total:desc --limit 5 --explain
   stele query shop.db orders --eq 'status="paid"' --range 'total>=10' --order-by total --desc
