@@ -50,9 +50,14 @@ enum Command {
     Compact(db_cmd::CompactArgs),
     /// Show a database's collections: documents, layers, bytes on disk, compression ratio and dictionaries.
     Stats(db_cmd::StatsArgs),
-    /// Find documents by equality, range or prefix on a field, with order, limit and projection.
+    /// Find or count documents: a filter on any fields (MongoDB's JSON form), sort, skip, limit,
+    /// projection; --explain shows the plan.
     Query(query_cmd::QueryArgs),
-    /// Secondary indexes: create, list, drop.
+    /// Run an aggregation pipeline ($match $group $sort $limit $skip $project $count $unwind).
+    Aggregate(query_cmd::AggregateArgs),
+    /// Print the distinct values of a field, optionally of the documents matching a filter.
+    Distinct(query_cmd::DistinctArgs),
+    /// Secondary indexes on one or more fields (each ascending or descending): create, list, drop.
     #[command(subcommand)]
     Index(query_cmd::IndexCommand),
     /// Run the guided tour on the bundled sample: convert, read fields, sizes and timings.
@@ -93,6 +98,8 @@ fn main() -> ExitCode {
         Command::Compact(args) => db_cmd::compact(&args),
         Command::Stats(args) => db_cmd::stats(&args),
         Command::Query(args) => query_cmd::query(&args),
+        Command::Aggregate(args) => query_cmd::aggregate(&args),
+        Command::Distinct(args) => query_cmd::distinct(&args),
         Command::Index(cmd) => query_cmd::index(&cmd),
         Command::Tour(args) => tour::run(&args),
         Command::Completions { shell } => {

@@ -18,6 +18,7 @@ pub(crate) enum Kind {
     Format,
     InvalidInput,
     InUse,
+    Timeout,
 }
 
 impl Kind {
@@ -28,6 +29,7 @@ impl Kind {
             Kind::Format => "FormatError",
             Kind::InvalidInput => "InvalidInput",
             Kind::InUse => "InUseError",
+            Kind::Timeout => "QueryTimeout",
         }
     }
 }
@@ -170,6 +172,15 @@ pub(crate) fn db_err(py: Python<'_>, e: stele::Error) -> PyErr {
             let _ = value.setattr("path", path);
             return err;
         }
+        // A filter, sort, projection or pipeline: `at` says where in it (`$.price.$gte`).
+        E::InvalidFilter { ref at, .. } => {
+            let at = at.clone();
+            let err = new_err(py, Kind::InvalidInput, e.to_string());
+            // An attribute is a convenience: failing to set it must not hide the error.
+            let _ = err.value(py).setattr("at", at);
+            return err;
+        }
+        E::QueryTimeout { .. } => Kind::Timeout,
         E::InvalidCollectionName { .. }
         | E::InvalidId { .. }
         | E::BatchTooLarge { .. }

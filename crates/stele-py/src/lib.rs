@@ -34,6 +34,7 @@ fn _stele(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<database::PyCollection>()?;
     m.add_class::<database::PyIdIter>()?;
     m.add_class::<database::PyQueryResult>()?;
+    m.add_class::<database::PyCursor>()?;
     m.add_class::<database::PyBatch>()?;
     m.add_function(wrap_pyfunction!(columns::build_columns, m)?)?;
     m.add_function(wrap_pyfunction!(document::dumps, m)?)?;

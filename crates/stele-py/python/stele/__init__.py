@@ -20,13 +20,21 @@ from collections.abc import Mapping as _Mapping
 from collections.abc import MutableMapping as _MutableMapping
 from collections.abc import Sequence as _Sequence
 
-from ._errors import CorruptError, FormatError, InUseError, InvalidInput, SteleError
+from ._errors import (
+    CorruptError,
+    FormatError,
+    InUseError,
+    InvalidInput,
+    QueryTimeout,
+    SteleError,
+)
 from ._stele import (
     Array,
     ArrayIterator,
     Batch,
     Collection,
     CollectionIterator,
+    Cursor,
     Database,
     Document,
     DurableMap,
@@ -99,6 +107,7 @@ __all__ = [
     "Collection",
     "CollectionIterator",
     "CorruptError",
+    "Cursor",
     "Database",
     "Document",
     "DurableMap",
@@ -107,6 +116,7 @@ __all__ = [
     "InvalidInput",
     "Object",
     "QueryResult",
+    "QueryTimeout",
     "Snapshot",
     "SteleError",
     "Table",

@@ -1,6 +1,7 @@
 """Type stubs of the stele package (the native part is stele._stele)."""
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import timedelta
 from os import PathLike
 from pathlib import Path
 from typing import Any, Literal, TypeVar, overload
@@ -9,6 +10,7 @@ from ._errors import CorruptError as CorruptError
 from ._errors import FormatError as FormatError
 from ._errors import InUseError as InUseError
 from ._errors import InvalidInput as InvalidInput
+from ._errors import QueryTimeout as QueryTimeout
 from ._errors import SteleError as SteleError
 
 Buffer = bytes | bytearray | memoryview
@@ -276,6 +278,24 @@ class QueryResult:
     def __getitem__(self, i: slice) -> list[tuple[str, Document]]: ...
     def __iter__(self) -> Iterator[tuple[str, Document]]: ...
 
+Filter = Mapping[str, Any] | str
+"""A filter in MongoDB's JSON form, as a dict or JSON text: {"a.b": 5, "n": {"$gte": 1}}."""
+SortSpec = str | Mapping[str, int] | Sequence[str | tuple[str, int | str]]
+""""a", "a:desc", {"a": 1, "b": -1} or [("a", 1), ("b", -1)] (also "b:desc" in a list)."""
+Projection = Sequence[str] | Mapping[str, int] | str
+"""Paths to keep (["a", "b.c"]), or {"a": 1} to keep / {"a": 0} to drop."""
+TimeBudget = float | timedelta
+
+class Cursor(Iterator[tuple[str, Document]]):
+    """The lazy result of Collection.find: the query runs (without the GIL) when it is first
+    iterated, over the snapshot of the find() call; yields (id, Document) pairs."""
+
+    def __next__(self) -> tuple[str, Document]: ...
+    def explain(self) -> dict[str, Any]:
+        """Runs the query without keeping its rows and says how: {"plan", "index",
+        "full_scan", "covered", "sorted_in_memory", "candidates": [{"index", "chosen",
+        "reason"}], "keys_examined", "docs_examined", "rows", "elapsed_us"}."""
+
 class Collection:
     """Documents by id: a mapping of str to Document. Read-only if from a Snapshot."""
 
@@ -362,9 +382,70 @@ class Collection:
         select: list[str] | None = None,
     ) -> QueryResult:
         """One condition on one field (range: lo <= value < hi, None for an open side)."""
-    def create_index(self, name: str, fields: str | list[str]) -> None: ...
+    def find(
+        self,
+        filter: Filter | None = None,
+        *,
+        sort: SortSpec | None = None,
+        skip: int = 0,
+        limit: int | None = None,
+        projection: Projection | None = None,
+        time_budget: TimeBudget | None = None,
+    ) -> Cursor:
+        """The documents matching filter (None: all), as a lazy Cursor of (id, Document).
+
+        A filter, sort or projection that is not acceptable raises InvalidInput (a ValueError)
+        whose `at` names the place ("$.price.$gte"); past time_budget, QueryTimeout."""
+    def find_one(
+        self,
+        filter: Filter | None = None,
+        *,
+        sort: SortSpec | None = None,
+        skip: int = 0,
+        projection: Projection | None = None,
+        time_budget: TimeBudget | None = None,
+    ) -> tuple[str, Document] | None:
+        """The first result of find with the same arguments, or None."""
+    def count(
+        self,
+        filter: Filter | None = None,
+        *,
+        skip: int = 0,
+        limit: int | None = None,
+        time_budget: TimeBudget | None = None,
+    ) -> int:
+        """How many documents match (after skip and limit); from index keys alone when they
+        decide the filter."""
+    def count_explain(
+        self,
+        filter: Filter | None = None,
+        *,
+        skip: int = 0,
+        limit: int | None = None,
+        time_budget: TimeBudget | None = None,
+    ) -> dict[str, Any]:
+        """count with how it ran: Cursor.explain()'s dict plus "count"; "covered" is True when
+        no document was read."""
+    def distinct(self, field: str, filter: Filter | None = None) -> list[Any]:
+        """The distinct values of field (array elements count one by one), in value order."""
+    def aggregate(self, pipeline: Sequence[Mapping[str, Any]] | str) -> list[Any]:
+        """Runs a pipeline ($match $group $sort $limit $skip $project $count $unwind); the
+        output documents as dicts."""
+    @overload
+    def create_index(
+        self,
+        fields: str | Mapping[str, int] | Sequence[str | tuple[str, int | str]],
+        *,
+        name: str | None = None,
+    ) -> str:
+        """Indexes fields, each ascending or descending: "a", "a:desc", ["a", ("b", -1)] or
+        {"a": 1, "b": -1}. The name defaults to "a_1_b_-1"; returns it."""
+    @overload
+    def create_index(self, name: str, fields: str | list[str], /) -> str:
+        """The form of earlier versions: create_index(name, fields)."""
     def drop_index(self, name: str) -> None: ...
-    def indexes(self) -> dict[str, list[str]]: ...
+    def indexes(self) -> dict[str, list[str]]:
+        """{name: fields}; a descending field as "path:desc"."""
     def stats(self) -> dict[str, int]: ...
     def compression_stats(self) -> dict[str, float]:
         """{raw_bytes, stored_bytes, ratio}: bytes before and after compression (a pass over the values' headers)."""

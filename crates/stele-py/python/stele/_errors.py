@@ -18,12 +18,19 @@ class FormatError(SteleError):
 class InvalidInput(SteleError, ValueError):
     """Input or arguments are refused: malformed JSON, a duplicate key, a bad path or option.
 
-    For malformed JSON, ``line``, ``column`` (1-based) and ``offset`` (bytes) say where.
+    For malformed JSON, ``line``, ``column`` (1-based) and ``offset`` (bytes) say where; for
+    a filter, sort, projection or pipeline that is not acceptable, ``at`` is the place in it
+    (``$.price.$gte``, ``$.$or[1]``).
     """
 
     line: int | None = None
     column: int | None = None
     offset: int | None = None
+    at: str | None = None
+
+
+class QueryTimeout(SteleError, TimeoutError):
+    """A query ran past its ``time_budget`` and was stopped; nothing it found is returned."""
 
 
 class InUseError(SteleError):
@@ -36,4 +43,11 @@ class InUseError(SteleError):
     path: str | None = None
 
 
-__all__ = ["SteleError", "CorruptError", "FormatError", "InvalidInput", "InUseError"]
+__all__ = [
+    "SteleError",
+    "CorruptError",
+    "FormatError",
+    "InvalidInput",
+    "InUseError",
+    "QueryTimeout",
+]

@@ -19,8 +19,10 @@
 //! `snapshot.rs` and `batch.rs`. A class's methods are spread over several
 //! `#[pymethods]` blocks (pyo3's `multiple-pymethods` feature).
 
+mod aggregate;
 mod batch;
 mod collection;
+mod find;
 mod import;
 mod query;
 mod snapshot;
@@ -35,6 +37,7 @@ use stele::{Batch, CollectionStats, Database, DatabaseOptions, Snapshot};
 
 pub(crate) use batch::PyBatch;
 pub(crate) use collection::{PyCollection, PyIdIter};
+pub(crate) use find::PyCursor;
 pub(crate) use import::at_least_one;
 pub(crate) use query::PyQueryResult;
 pub(crate) use snapshot::PySnapshot;

@@ -6,7 +6,6 @@ use std::ops::Bound as ValueBound;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use stele::Query;
-use stele_doc::DocumentWriter;
 
 use super::collection::PyCollection;
 use crate::document::{PyDocument, python_to_json};
@@ -130,30 +129,9 @@ impl PyCollection {
             let fields: Vec<&str> = fields.iter().map(String::as_str).collect();
             q = q.select(&fields);
         }
-        let snap = self.snapshot(py)?;
-        if !snap.has_collection(&self.name) {
-            let have = snap.collections().join(", ");
-            return Err(new_err(
-                py,
-                Kind::InvalidInput,
-                format!(
-                    "no collection {:?} to query (the database has: {}); check the name",
-                    self.name,
-                    if have.is_empty() { "none yet" } else { &have }
-                ),
-            ));
-        }
-        let (plan, rows) = py
-            .detach(|| -> stele::Result<_> {
-                let out = snap.query(&q)?;
-                let mut writer = DocumentWriter::new();
-                let rows = out
-                    .rows
-                    .into_iter()
-                    .map(|row| Ok((row.id, writer.from_json(row.json.as_bytes())?)))
-                    .collect::<stele::Result<Vec<_>>>()?;
-                Ok((out.plan, rows))
-            })
+        let snap = self.queried(py)?;
+        let (rows, plan, _) = py
+            .detach(|| super::find::run(&snap, &q))
             .map_err(|e| db_err(py, e))?;
         let list = PyList::empty(py);
         for (id, bytes) in rows {
@@ -171,20 +149,66 @@ impl PyCollection {
         })
     }
 
-    /// create_index(name, fields): indexes the collection on `fields` (a field path or a
-    /// list of them; the first is what queries filter on) and builds it for the documents
-    /// already there, without the GIL; every write keeps it current.
-    fn create_index(&self, py: Python<'_>, name: &str, fields: &Bound<'_, PyAny>) -> PyResult<()> {
-        let db = self.writer(py)?;
-        let fields: Vec<String> = if let Ok(s) = fields.cast::<PyString>() {
-            vec![s.to_str()?.to_owned()]
-        } else {
-            fields.extract()?
+    /// create_index(fields, *, name=None) -> str
+    ///
+    /// Indexes the collection on `fields` ("a", "a:desc", ["a", ("b", -1)] or
+    /// {"a": 1, "b": -1}: dotted paths, each ascending or descending) and builds it for the
+    /// documents already there, without the GIL; every write keeps it current. The name
+    /// defaults to the fields and directions joined (`a_1_b_-1`); returns it. The form of
+    /// earlier versions, create_index(name, fields), still works.
+    #[pyo3(signature = (fields, old_fields = None, *, name = None))]
+    fn create_index(
+        &self,
+        py: Python<'_>,
+        fields: &Bound<'_, PyAny>,
+        old_fields: Option<&Bound<'_, PyAny>>,
+        name: Option<String>,
+    ) -> PyResult<String> {
+        let (name, fields) = match old_fields {
+            // create_index(name, fields): the form of earlier versions.
+            Some(old) => {
+                let Ok(given) = fields.extract::<String>() else {
+                    return Err(type_err(
+                        "create_index takes (fields, name=...) or (name, fields); the first of two arguments is the name",
+                        fields,
+                    ));
+                };
+                if name.is_some() {
+                    return Err(new_err(
+                        py,
+                        Kind::InvalidInput,
+                        format!(
+                            "create_index got the name twice ({given:?} and name=): give create_index(fields, name=...)"
+                        ),
+                    ));
+                }
+                (Some(given), super::find::fields_arg(py, old, "fields")?)
+            }
+            None => (name, super::find::fields_arg(py, fields, "fields")?),
         };
-        let fields: Vec<&str> = fields.iter().map(String::as_str).collect();
+        let specs: Vec<String> = fields
+            .iter()
+            .map(|(f, desc)| {
+                if *desc {
+                    format!("{f}:desc")
+                } else {
+                    f.clone()
+                }
+            })
+            .collect();
+        let name = name.unwrap_or_else(|| {
+            let parts: Vec<String> = fields
+                .iter()
+                .map(|(f, desc)| format!("{f}_{}", if *desc { "-1" } else { "1" }))
+                .collect();
+            parts.join("_")
+        });
+        let db = self.writer(py)?;
+        let refs: Vec<&str> = specs.iter().map(String::as_str).collect();
         let coll = self.name.as_str();
-        py.detach(|| db.create_index(coll, name, &fields))
-            .map_err(|e| db_err(py, e))
+        py.detach(|| db.create_index(coll, &name, &refs))
+            .map_err(|e| db_err(py, e))?;
+        Ok(name)
     }
 
     /// drop_index(name): drops index `name` (`InvalidInput` if there is none).
@@ -195,12 +219,11 @@ impl PyCollection {
             .map_err(|e| db_err(py, e))
     }
 
-    /// {index name: [field paths]} of this collection.
+    /// {index name: [field paths]} of this collection, a descending field as "path:desc".
     fn indexes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
         for def in self.snapshot(py)?.indexes(&self.name) {
-            let fields: Vec<&str> = def.fields.iter().map(|f| f.as_str()).collect();
-            d.set_item(&def.name, fields)?;
+            d.set_item(&def.name, def.field_specs())?;
         }
         Ok(d)
     }
