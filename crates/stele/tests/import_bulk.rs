@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use stele::import::{ImportError, ImportOptions, import_reader};
-use stele::{Database, DatabaseOptions, Plan, Query};
+use stele::{Database, DatabaseOptions, Query};
 use stele_testkit::faults::{Faults, FaultyStorage};
 use stele_testkit::{copy_dir, table_files};
 

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use stele::import::{ImportOptions, import_path, import_reader};
-use stele::{Database, DatabaseOptions, Plan, Query};
+use stele::{Database, DatabaseOptions, Query};
 use stele_table::Storage;
 use stele_testkit::{CrashState, ExploreOptions, SimDisk, explore};
 
@@ -229,7 +229,7 @@ fn check(state: &CrashState<'_>, record: &Record) -> Result<(), String> {
             let out = snap
                 .query(&Query::new("orders").eq("customer", &format!("\"{customer}\"")))
                 .map_err(|e| format!("query: {e}"))?;
-            if !out.plan.index().is_some() {
+            if out.plan.index().is_none() {
                 return Err(format!("the query did not use the index: {}", out.plan));
             }
             let mut got: Vec<String> = out.rows.into_iter().map(|r| r.id).collect();

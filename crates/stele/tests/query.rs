@@ -7,7 +7,7 @@
 
 use proptest::prelude::*;
 use std::ops::Bound;
-use stele::{Database, DatabaseOptions, Plan, Query};
+use stele::{Database, DatabaseOptions, Query};
 
 const CITIES: [&str; 5] = ["Oslo", "Lima", "Lyon", "Linz", "Rome"];
 

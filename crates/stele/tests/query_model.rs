@@ -350,12 +350,11 @@ fn sort_value(doc: &Value, id: &str, path: &str, desc: bool) -> Option<Value> {
             other => entries.push(other),
         }
     }
-    let pick = if desc {
+    if desc {
         entries.into_iter().max_by(cmp)
     } else {
         entries.into_iter().min_by(cmp)
-    };
-    pick
+    }
 }
 
 fn cmp_opt(a: &Option<Value>, b: &Option<Value>) -> Ordering {

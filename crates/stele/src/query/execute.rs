@@ -172,7 +172,7 @@ impl Snapshot {
                 };
                 let entries = Entries::new(&self.state, coll, lo_b, hi_b, true)?;
                 for (n, entry) in entries.enumerate() {
-                    if n % 256 == 0 {
+                    if n.is_multiple_of(256) {
                         run.check()?;
                     }
                     let (id, doc) = entry?;
@@ -209,7 +209,7 @@ impl Snapshot {
         out: &mut dyn Collector,
     ) -> Result<()> {
         for (n, id) in ids.enumerate() {
-            if n % 256 == 0 {
+            if n.is_multiple_of(256) {
                 run.check()?;
             }
             let Some(doc) = self.get(&query.collection, id)? else {
@@ -261,28 +261,21 @@ impl Snapshot {
         run: &Run,
         out: &mut dyn Collector,
     ) -> Result<()> {
-        let mut failed = None;
         index_entries(access, &query.filter, run, |id| {
-            let step = (|| {
-                let Some(doc) = self.get(&query.collection, id)? else {
-                    return Err(Error::InvalidQuery {
-                        reason: format!(
-                            "index {:?} names document {id:?}, which does not exist (drop the index and create it again)",
-                            access.ix.def.name
-                        ),
-                    });
-                };
-                run.docs.fetch_add(1, Ordering::Relaxed);
-                let d = doc.document()?;
-                if query.filter.matches(d.root(), id) {
-                    return out.take(id, &d);
-                }
-                Ok(true)
-            })();
-            step.map_err(|e| {
-                failed = Some(());
-                e
-            })
+            let Some(doc) = self.get(&query.collection, id)? else {
+                return Err(Error::InvalidQuery {
+                    reason: format!(
+                        "index {:?} names document {id:?}, which does not exist (drop the index and create it again)",
+                        access.ix.def.name
+                    ),
+                });
+            };
+            run.docs.fetch_add(1, Ordering::Relaxed);
+            let d = doc.document()?;
+            if query.filter.matches(d.root(), id) {
+                return out.take(id, &d);
+            }
+            Ok(true)
         })?;
         Ok(())
     }
@@ -330,7 +323,7 @@ pub(crate) fn index_entries(
         for (n, entry) in
             crate::index::packed::scan(&access.ix.map, lo, hi, access.reverse).enumerate()
         {
-            if n % 256 == 0 {
+            if n.is_multiple_of(256) {
                 run.check()?;
             }
             let key = entry?;

@@ -240,7 +240,7 @@ fn conjuncts<'f>(
 ) {
     match &filter.node {
         Node::And(parts) => parts.iter().for_each(|p| conjuncts(p, fields, rest)),
-        Node::Field(path, cond) => fields.push((path, cond)),
+        Node::Field(field) => fields.push((&field.0, &field.1)),
         _ => rest.push(filter),
     }
 }
@@ -451,6 +451,9 @@ fn id_access(fields: &[(&DocPath, &Cond)]) -> Option<Chosen<'static>> {
     range
 }
 
+/// How good an index's offer is: equality fields, a range, a served sort, fewer fields.
+type Score = (usize, bool, bool, std::cmp::Reverse<usize>);
+
 /// Chooses the access for `filter` and `sort` over `indexes`; records the candidates.
 pub(crate) fn choose<'s>(
     filter: &Filter,
@@ -471,7 +474,7 @@ pub(crate) fn choose<'s>(
         }
         return ids;
     }
-    let mut best: Option<(Offer<'s>, (usize, bool, bool, std::cmp::Reverse<usize>))> = None;
+    let mut best: Option<(Offer<'s>, Score)> = None;
     let mut reasons = Vec::new();
     for ix in indexes {
         match offer(ix, &fields, sort) {

@@ -19,7 +19,10 @@ use std::sync::atomic::Ordering;
 const MAX_BLOCKS_PER_STRETCH: usize = 64;
 
 /// The id ranges of the stretches, in order; together they cover every id.
-fn stretches(snap: &Snapshot, collection: &str) -> Result<Vec<(Bound<Vec<u8>>, Bound<Vec<u8>>)>> {
+/// An id range: its lower and upper bounds.
+type Stretch = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+
+fn stretches(snap: &Snapshot, collection: &str) -> Result<Vec<Stretch>> {
     let Some(packs) = snap.state.packs(collection) else {
         return Ok(vec![(Bound::Unbounded, Bound::Unbounded)]);
     };
@@ -53,13 +56,13 @@ fn scan_stretch(
     snap: &Snapshot,
     query: &Query,
     run: &Run,
-    (lo, hi): &(Bound<Vec<u8>>, Bound<Vec<u8>>),
+    (lo, hi): &Stretch,
     out: &mut dyn Collector,
 ) -> Result<()> {
     let entries = Entries::new(&snap.state, &query.collection, as_ref(lo), as_ref(hi), true)?;
     let mut n = 0u64;
     for entry in entries {
-        if n % 256 == 0 {
+        if n.is_multiple_of(256) {
             run.check()?;
         }
         n += 1;

@@ -116,11 +116,9 @@ impl Expr {
                     }
                 }
             }
+            // The literal's value borrows `doc`, a local: copied out as JSON.
             Expr::Literal(bytes) => match Document::new(&bytes[..]) {
-                Ok(doc) => match doc.root() {
-                    // Scalars only borrow the literal's bytes through `doc`; copy them out.
-                    v => Out::Json(json_of(&v)),
-                },
+                Ok(doc) => Out::Json(json_of(&doc.root())),
                 Err(_) => Out::Missing,
             },
             Expr::Object(fields) => {

@@ -167,11 +167,14 @@ fn float_json(f: f64) -> String {
     }
 }
 
+/// A group's key as JSON, and its accumulators' states.
+type GroupState = (String, Vec<State>);
+
 /// Groups documents as they come; a collector of the query that reads the collection, and
 /// of the stages after it.
 pub(crate) struct Grouper {
     group: Group,
-    groups: HashMap<Vec<u8>, (String, Vec<State>)>,
+    groups: HashMap<Vec<u8>, GroupState>,
     scratch: Vec<u8>,
 }
 
@@ -293,10 +296,10 @@ impl Grouper {
                                 }
                             }
                             (State::Count(n), State::Count(m)) => *n += m,
-                            (State::Value(slot), State::Value(theirs)) => {
-                                if acc.op == AccOp::Last && theirs.is_some() || slot.is_none() {
-                                    *slot = theirs;
-                                }
+                            (State::Value(slot), State::Value(theirs))
+                                if acc.op == AccOp::Last && theirs.is_some() || slot.is_none() =>
+                            {
+                                *slot = theirs;
                             }
                             (State::Push(list), State::Push(more)) => list.extend(more),
                             _ => {}
@@ -309,7 +312,7 @@ impl Grouper {
 
     /// The groups as JSON documents, in key order.
     pub(crate) fn finish(self) -> Vec<String> {
-        let mut groups: Vec<(Vec<u8>, (String, Vec<State>))> = self.groups.into_iter().collect();
+        let mut groups: Vec<(Vec<u8>, GroupState)> = self.groups.into_iter().collect();
         groups.sort_by(|a, b| a.0.cmp(&b.0));
         groups
             .into_iter()

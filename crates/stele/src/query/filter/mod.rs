@@ -153,7 +153,7 @@ pub(crate) enum Node {
     And(Vec<Filter>),
     Or(Vec<Filter>),
     Nor(Vec<Filter>),
-    Field(DocPath, Cond),
+    Field(Box<(DocPath, Cond)>),
 }
 
 /// The value a condition looks at: one reached in the document, or the document's id.
@@ -192,7 +192,7 @@ impl Filter {
 
     pub(crate) fn field(path: DocPath, cond: Cond) -> Filter {
         Filter {
-            node: Node::Field(path, cond),
+            node: Node::Field(Box::new((path, cond))),
         }
     }
 
@@ -212,7 +212,8 @@ impl Filter {
             Node::And(parts) => parts.iter().all(|f| f.test(root, id, scratch)),
             Node::Or(parts) => parts.iter().any(|f| f.test(root, id, scratch)),
             Node::Nor(parts) => !parts.iter().any(|f| f.test(root, id, scratch)),
-            Node::Field(path, cond) => {
+            Node::Field(field) => {
+                let (path, cond) = &**field;
                 if let (Some(id), true) = (id, path.as_str() == "_id") {
                     return cond_holds(cond, &[Cand::Id(id)], scratch);
                 }
