@@ -704,7 +704,7 @@ fn import_prints_what_landed_and_its_size_at_rest() {
             "id",
             "--json",
             "--memory",
-            "4",
+            "4MiB",
         ],
         &db,
     ))

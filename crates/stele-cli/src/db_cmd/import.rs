@@ -27,7 +27,7 @@ pub enum Format {
   stele import shop.db orders orders.json --id-field meta.id       a JSON array, nested id
   stele import shop.db people profiles/                            one document per .json file
   zstd -dc cities.jsonl.zst | stele import geo.db cities - --skip-bad
-  stele import big.db events events.jsonl --memory 128                  within 128 MiB
+  stele import big.db events events.jsonl --memory 128MiB               within 128 MiB
 
 The format is detected when not given: a folder is `dir`, input starting with `[` is `json`,
 anything else `jsonl`. Without --id-field, ids number the records from 1 (0000000001, ...;
@@ -39,7 +39,7 @@ field) is not sorted: its blocks are packed while it is read (--json: packed_whi
 A bad record stops the import with its file and line (nothing is written), unless
 --skip-bad. It prints what landed: documents, bytes at rest, and their ratio to the JSON.")]
 pub struct ImportArgs {
-    /// The database folder (created if missing).
+    /// The database folder (created if missing or empty; see --create-here).
     db: PathBuf,
     /// The collection to import into (created if missing; documents with the same id are replaced).
     collection: String,
@@ -63,9 +63,15 @@ pub struct ImportArgs {
     /// Documents per committed batch (at least 1).
     #[arg(long, default_value_t = 10_000, value_parser = crate::say::at_least_one())]
     batch: usize,
-    /// Memory the import may use, in MiB (at least 4); beyond it the sort spills to disk.
-    #[arg(long, default_value_t = (stele::import::DEFAULT_IMPORT_BUDGET_BYTES >> 20) as u64, value_parser = clap::value_parser!(u64).range(4..))]
-    memory: u64,
+    /// Memory the import may use (at least 4MiB); beyond it the sort spills to disk. A size:
+    /// 65536 (bytes), 64KiB, 256MiB, 1.5GiB (K, M, G alone: KiB, MiB, GiB; KB, MB, GB:
+    /// powers of 1000).
+    #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = crate::size::at_least(4 << 20))]
+    memory: usize,
+    /// Create the database even if the folder holds other files (by default a database is
+    /// created only in a new or empty folder).
+    #[arg(long)]
+    create_here: bool,
     /// Print the result as JSON.
     #[arg(long)]
     json: bool,
@@ -117,7 +123,7 @@ pub fn import(args: &ImportArgs) -> Result<()> {
     let mut opts = ImportOptions::new()
         .skip_bad(args.skip_bad)
         .batch_docs(args.batch)
-        .memory_budget_bytes(usize::try_from(args.memory << 20).unwrap_or(usize::MAX))
+        .memory_budget_bytes(args.memory)
         .write_options(
             stele::write_options()
                 .duplicate_keys(args.duplicates.into())
@@ -143,7 +149,7 @@ pub fn import(args: &ImportArgs) -> Result<()> {
         bail!("no file or folder {name}: check the path (or pass - to read standard input)");
     }
     let started = std::time::Instant::now();
-    let report = write_creating(&args.db, |db| {
+    let report = write_creating(&args.db, args.create_here, |db| {
         let bar = ProgressBar::new_spinner();
         let result = if from_stdin {
             stele::import::import_reader(

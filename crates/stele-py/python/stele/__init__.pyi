@@ -184,9 +184,12 @@ class Database:
         pack_level: int | None = None,
         pack_streams: bool = True,
         block_cache_bytes: int | None = None,
+        create_here: bool = False,
     ) -> None:
         """Opens or creates the database; InUseError (with pid) if another process has it
-        open for writing. readonly=True reads beside that writer (refresh() catches up).
+        open for writing. A database is created only in a folder that does not exist or is
+        empty: a folder of other files raises InvalidInput naming them (create_here=True
+        creates it beside them), a file raises InvalidInput. readonly=True reads beside that writer (refresh() catches up).
         A handle (and its snapshots and iterators) belongs to the process that opened it:
         open again after fork().
 
@@ -240,6 +243,7 @@ def open(
     pack_level: int | None = None,
     pack_streams: bool = True,
     block_cache_bytes: int | None = None,
+    create_here: bool = False,
 ) -> Database:
     """Same as Database(path, ...)."""
 

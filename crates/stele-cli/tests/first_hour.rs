@@ -1,0 +1,137 @@
+//! What a new user meets in the first hour (issue "The first hour, second pass"): folders
+//! that are not databases, sizes, collection names, empty and non-object imports, the
+//! tour's figures, salvaging a damaged collection.
+
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use std::path::Path;
+
+fn stele() -> Command {
+    Command::cargo_bin("stele").unwrap()
+}
+
+/// Runs `stele ARGS` expecting exit code `code`; returns stderr.
+fn fails(args: &[&str], code: i32) -> String {
+    let out = stele().args(args).output().unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
+    stderr
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn a_folder_of_other_files_is_not_taken_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let notdb = dir.path().join("notdb");
+    std::fs::create_dir(&notdb).unwrap();
+    std::fs::write(notdb.join("data.jsonl"), "{\"a\":1}\n").unwrap();
+    std::fs::write(notdb.join("readme.txt"), "mine").unwrap();
+    let listing = || {
+        let mut names: Vec<String> = std::fs::read_dir(&notdb)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    };
+    let input = notdb.join("data.jsonl");
+    for args in [
+        vec!["put", path(&notdb), "x", "k1", "{\"a\":1}"],
+        vec!["import", path(&notdb), "x", path(&input)],
+    ] {
+        let err = fails(&args, 1);
+        assert!(
+            err.contains("is not a database and not empty")
+                && err.contains("data.jsonl, readme.txt")
+                && err.contains("--create-here"),
+            "{err}"
+        );
+        assert_eq!(listing(), ["data.jsonl", "readme.txt"], "nothing written");
+    }
+    // A file is named as one, by the writing commands as by the reading ones.
+    let err = fails(&["put", path(&input), "x", "k1", "{}"], 1);
+    assert!(err.contains("is a file, not a database folder"), "{err}");
+    // Asked for: created beside the files; then it is a database and opens as usual.
+    stele()
+        .args(["put", path(&notdb), "x", "k1", "{\"a\":1}", "--create-here"])
+        .assert()
+        .success();
+    stele()
+        .args(["put", path(&notdb), "x", "k2", "{\"a\":2}"])
+        .assert()
+        .success();
+    assert!(listing().contains(&"wal".to_owned()));
+    // An empty folder is taken as a new one.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    stele()
+        .args(["import", path(&empty), "x", path(&input)])
+        .assert()
+        .success();
+}
+
+#[test]
+fn every_size_flag_takes_every_size_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.jsonl");
+    std::fs::write(&input, "{\"id\":\"a\",\"v\":1}\n{\"id\":\"b\",\"v\":2}\n").unwrap();
+    for (i, memory) in ["256MiB", "1GiB", "268435456", "0.5GiB", "64M"]
+        .into_iter()
+        .enumerate()
+    {
+        let db = dir.path().join(format!("db{i}"));
+        stele()
+            .args(["import", path(&db), "c", path(&input), "--memory", memory])
+            .assert()
+            .success();
+        let out = dir.path().join(format!("t{i}"));
+        stele()
+            .args(["table", "build", path(&input), "--key-field", "id"])
+            .args(["--memory", memory, "-o", path(&out)])
+            .assert()
+            .success();
+    }
+    // Too small, or not a size: said with the flag's name and the smallest size allowed.
+    let err = fails(
+        &[
+            "import",
+            path(&dir.path().join("small")),
+            "c",
+            path(&input),
+            "--memory",
+            "256",
+        ],
+        2,
+    );
+    assert!(
+        err.contains("'--memory <SIZE>'") && err.contains("at least 4MiB"),
+        "{err}"
+    );
+    let err = fails(
+        &["table", "build", path(&input), "--memory", "256", "-o", "x"],
+        2,
+    );
+    assert!(
+        err.contains("'--memory <SIZE>'")
+            && err.contains("at least 64KiB")
+            && !err.contains("memory_budget_bytes"),
+        "{err}"
+    );
+    let err = fails(&["convert", path(&input), "--compress-min", "lots"], 2);
+    assert!(err.contains("'--compress-min <SIZE>'"), "{err}");
+    for cmd in [vec!["import", "--help"], vec!["table", "build", "--help"]] {
+        stele()
+            .args(&cmd)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("--memory <SIZE>"))
+            .stdout(predicate::str::contains(
+                "65536 (bytes), 64KiB, 256MiB, 1.5GiB",
+            ));
+    }
+}
