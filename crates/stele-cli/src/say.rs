@@ -38,6 +38,10 @@ pub fn in_flags(message: &str) -> String {
             "raise --max-depth (at most 1024) if this input is expected",
         )
         .replace(
+            stele::import::NON_OBJECT_FIX,
+            "pass --wrap-non-objects FIELD to store such records as {FIELD: record}",
+        )
+        .replace(
             stele::CREATE_HERE_FIX,
             "pass --create-here to create the database beside them",
         )

@@ -135,3 +135,87 @@ fn every_size_flag_takes_every_size_form() {
             ));
     }
 }
+
+#[test]
+fn a_bad_collection_name_is_said_to_be_the_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("odd.db");
+    for (name, why) in [
+        ("my coll", "character 3 (' ') is not allowed"),
+        ("ünïcødé", "character 1 ('ü') is not allowed"),
+        ("_mine", "names starting with '_' are Stele's own"),
+    ] {
+        let err = fails(&["put", path(&db), name, "k1", "{\"a\":1}"], 1);
+        assert!(
+            err.contains("invalid collection name")
+                && err.contains(why)
+                && err.contains("ASCII letters")
+                && !err.contains("JSON argument"),
+            "{err}"
+        );
+    }
+    assert!(!db.exists(), "a refused name creates no database");
+}
+
+#[test]
+fn an_import_of_nothing_says_no_collection_was_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, input) = (dir.path().join("e.db"), dir.path().join("empty.jsonl"));
+    std::fs::write(&input, "").unwrap();
+    stele()
+        .args(["import", path(&db), "x", path(&input)])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("no collection \"x\" was made"))
+        .stdout(predicate::str::contains("at rest").not());
+    stele()
+        .args(["import", path(&db), "x", path(&input), "--json"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("\"collection_exists\":false"));
+    let err = fails(&["export", path(&db), "x"], 1);
+    assert!(err.contains("no collection \"x\""), "{err}");
+}
+
+#[test]
+fn a_record_that_is_not_an_object_is_refused_unless_wrapped() {
+    let dir = tempfile::tempdir().unwrap();
+    // A binary file whose one readable line is a bare number.
+    let binary = dir.path().join("blob.bin");
+    std::fs::write(&binary, b"\x00\x9f\x01garbage\xff\n2\n").unwrap();
+    let db = dir.path().join("b.db");
+    let out = stele()
+        .args(["import", path(&db), "c", path(&binary), "--skip-bad"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("imported 0 documents"), "{stdout}");
+    assert!(
+        stderr.contains(":2: record 2: the record is a number, not a JSON object"),
+        "{stderr}"
+    );
+    // Without --skip-bad: its line, its type and the way to keep it.
+    let mixed = dir.path().join("mixed.jsonl");
+    std::fs::write(&mixed, "{\"a\":1}\n[1,2]\n\"s\"\n").unwrap();
+    let err = fails(&["import", path(&dir.path().join("m.db")), "c", path(&mixed)], 1);
+    assert!(
+        err.contains("mixed.jsonl:2")
+            && err.contains("is an array, not a JSON object")
+            && err.contains("--wrap-non-objects FIELD"),
+        "{err}"
+    );
+    let db = dir.path().join("w.db");
+    stele()
+        .args(["import", path(&db), "c", path(&mixed), "--wrap-non-objects", "value"])
+        .assert()
+        .success();
+    stele()
+        .args(["export", path(&db), "c"])
+        .assert()
+        .success()
+        .stdout("{\"a\":1}\n{\"value\":[1,2]}\n{\"value\":\"s\"}\n");
+}

@@ -50,6 +50,10 @@ fn in_keywords(message: &str) -> String {
             "the Python package converts with this default limit: nest the input less deeply",
         )
         .replace(
+            stele::import::NON_OBJECT_FIX,
+            "pass wrap_non_objects=\"field\" to store such records as {\"field\": record}",
+        )
+        .replace(
             stele::CREATE_HERE_FIX,
             "pass create_here=True to create the database beside them",
         )

@@ -39,3 +39,26 @@ def test_a_file_is_said_to_be_one_as_the_cli_says(tmp_path):
         with pytest.raises(stele.InvalidInput, match="is a file, not a database folder"):
             stele.open(data, readonly=readonly)
     assert data.read_text() == '{"a": 1}\n'
+
+
+def test_a_bad_collection_name_says_which_rule_it_breaks(tmp_path):
+    with stele.open(tmp_path / "db") as db:
+        for name, why in [("my coll", "character 3 (' ')"), ("ünïcødé", "character 1 ('ü')")]:
+            with pytest.raises(stele.InvalidInput, match="ASCII letters") as info:
+                db[name]
+            assert why in str(info.value)
+
+
+def test_a_record_that_is_not_an_object_is_refused_unless_wrapped(tmp_path):
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text('{"a": 1}\n2\n"s"\n')
+    with stele.open(tmp_path / "db") as db:
+        with pytest.raises(stele.InvalidInput, match="is a number, not a JSON object") as info:
+            db["c"].import_jsonl(mixed)
+        assert info.value.line == 2
+        assert 'wrap_non_objects="field"' in str(info.value)
+        assert "c" not in db
+        report = db["c"].import_jsonl(mixed, skip_bad=True)
+        assert (report["imported"], report["skipped"]) == (1, 2)
+        db["w"].import_jsonl(mixed, wrap_non_objects="value")
+        assert [d.to_python() for d in db["w"].values()] == [{"a": 1}, {"value": 2}, {"value": "s"}]

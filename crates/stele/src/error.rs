@@ -84,11 +84,13 @@ pub enum Error {
     },
     /// Collection names are 1 to 100 of `A-Z a-z 0-9 _ - .`, not starting with `.` or `_`.
     #[error(
-        "invalid collection name {name:?}: use 1 to 100 letters, digits, '_', '-' or '.', not starting with '.' or '_'"
+        "invalid collection name {name:?}: {reason}; a name is 1 to 100 of the ASCII letters A-Z and a-z, the digits 0-9, '_', '-' and '.', not starting with '.' or '_'"
     )]
     InvalidCollectionName {
         /// The name given.
         name: String,
+        /// What is wrong with it: the first rule it breaks.
+        reason: String,
     },
     /// Document ids are 1 to 1024 bytes of UTF-8.
     #[error("invalid document id {id:?}: {reason}")]

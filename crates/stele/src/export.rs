@@ -111,7 +111,7 @@ pub fn export_jsonl(
 }
 
 /// Appends `s` as a JSON string literal.
-fn write_json_string(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn write_json_string(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
     for c in s.chars() {
         match c {

@@ -37,7 +37,7 @@ records are converted on every core, sorted by id (spilling to the database fold
 in at once. A JSON Lines file whose ids ascend (numbered records, or a file sorted by its id
 field) is not sorted: its blocks are packed while it is read (--json: packed_while_reading).
 A bad record stops the import with its file and line (nothing is written), unless
---skip-bad. It prints what landed: documents, bytes at rest, and their ratio to the JSON.")]
+--skip-bad; a record that is not a JSON object is bad unless --wrap-non-objects. It prints what landed: documents, bytes at rest, and their ratio to the JSON.")]
 pub struct ImportArgs {
     /// The database folder (created if missing or empty; see --create-here).
     db: PathBuf,
@@ -57,6 +57,10 @@ pub struct ImportArgs {
     /// Deepest nesting of arrays and objects accepted in a document (at most 1024).
     #[arg(long, default_value_t = stele_doc::DEFAULT_MAX_DEPTH)]
     max_depth: usize,
+    /// Store a record that is not a JSON object (a number, string, array, boolean or null)
+    /// as {FIELD: record}; without it such a record is bad (its line and type are said).
+    #[arg(long, value_name = "FIELD")]
+    wrap_non_objects: Option<String>,
     /// Skip bad records (the first ones are listed on stderr) instead of stopping.
     #[arg(long)]
     skip_bad: bool,
@@ -120,6 +124,8 @@ fn import_bar(bar: ProgressBar) -> impl FnMut(ImportProgress) {
 }
 
 pub fn import(args: &ImportArgs) -> Result<()> {
+    // Checked first: a bad name is not blamed on the input, and creates no database.
+    stele::check_collection_name(&args.collection)?;
     let mut opts = ImportOptions::new()
         .skip_bad(args.skip_bad)
         .batch_docs(args.batch)
@@ -138,6 +144,9 @@ pub fn import(args: &ImportArgs) -> Result<()> {
     }
     if let Some(field) = &args.id_field {
         opts = opts.id_field(field.clone());
+    }
+    if let Some(field) = &args.wrap_non_objects {
+        opts = opts.wrap_non_objects(field.clone());
     }
     let from_stdin = args.input.as_os_str() == "-";
     let name = if from_stdin {
@@ -194,9 +203,10 @@ pub fn import(args: &ImportArgs) -> Result<()> {
             report,
             at_rest,
             usage.total_bytes.saturating_sub(usage.log_zeroes_bytes),
+            snap.has_collection(&args.collection),
         ))
     })?;
-    let (report, at_rest, folder_bytes) = report;
+    let (report, at_rest, folder_bytes, exists) = report;
     let seconds = started.elapsed().as_secs_f64();
     if args.json {
         let bad: Vec<serde_json::Value> = report
@@ -220,6 +230,7 @@ pub fn import(args: &ImportArgs) -> Result<()> {
             "packed_while_reading": report.packed_while_reading,
             "restarted_sorted": report.restarted_sorted,
             "spilled_bytes": report.spilled_bytes,
+            "collection_exists": exists,
             "bytes_at_rest": at_rest,
             "folder_bytes": folder_bytes,
             "seconds": seconds,
@@ -239,6 +250,14 @@ pub fn import(args: &ImportArgs) -> Result<()> {
             report.skipped,
             count(report.bytes_read, "byte", "bytes"),
         );
+        // A collection exists once it holds a document: an import of none makes nothing.
+        if !exists {
+            println!(
+                "no collection {:?} was made: no document was imported",
+                args.collection
+            );
+            return Ok(());
+        }
         let ratio = |bytes: u64| match report.bytes_read {
             0 => String::new(),
             read => format!(" ({:.2}x the JSON read)", bytes as f64 / read as f64),

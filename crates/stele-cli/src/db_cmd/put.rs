@@ -31,6 +31,8 @@ pub struct PutArgs {
 }
 
 pub fn put(args: &PutArgs) -> Result<()> {
+    // Checked first: a bad name is not blamed on the input, and creates no database.
+    stele::check_collection_name(&args.collection)?;
     let text = if args.document == "-" {
         crate::io::read_input(Path::new("-"))?
     } else {

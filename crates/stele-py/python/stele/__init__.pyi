@@ -338,18 +338,22 @@ class Collection:
         format: Literal["json", "jsonl", "dir"] | None = None,
         id_field: str | None = None,
         skip_bad: bool = False,
+        wrap_non_objects: str | None = None,
         duplicates: DuplicateKeys = "last_wins",
         batch: int = 10_000,
     ) -> dict[str, Any]:
         """The store's import (as `stele import`): all or nothing; ids from id_field, else
         records numbered from 1 ("0000000001"). A bad record raises InvalidInput with `line`,
-        `column`, `record`. Returns {"imported", "skipped", "bad", "bytes_read", "batches"}."""
+        `column`, `record`; a record that is not a JSON object is bad unless
+        wrap_non_objects="field" stores it as {"field": record}. Returns {"imported",
+        "skipped", "bad", "bytes_read", "batches"}."""
     def import_jsonl(
         self,
         path: str | PathLike[str],
         *,
         id_field: str | None = None,
         skip_bad: bool = False,
+        wrap_non_objects: str | None = None,
         duplicates: DuplicateKeys = "last_wins",
         batch: int = 10_000,
     ) -> dict[str, Any]:

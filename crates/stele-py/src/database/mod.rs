@@ -327,7 +327,8 @@ impl PyDatabase {
     }
 
     /// `db[name]`: the collection `name` (it need not exist yet: the first write creates
-    /// it). `InvalidInput` for a bad name (1 to 100 of letters, digits, `_ - .`).
+    /// it). `InvalidInput` for a bad name (1 to 100 of the ASCII letters and digits, `_ - .`,
+    /// not starting with `.` or `_`; the message says which rule it breaks).
     fn __getitem__(slf: &Bound<'_, Self>, name: &str) -> PyResult<PyCollection> {
         PyDatabase::collection(slf, name)
     }
