@@ -386,7 +386,8 @@ pub struct RangeArgs {
     /// At most this many entries (at least 1).
     #[arg(short = 'n', long, value_parser = crate::say::at_least_one())]
     limit: Option<usize>,
-    /// Newest first: walk the range backwards.
+    /// Largest key first: walk the range backwards, in descending key order (with -n, the
+    /// last N keys of the range).
     #[arg(long)]
     reverse: bool,
 }

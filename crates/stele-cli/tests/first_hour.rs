@@ -201,7 +201,10 @@ fn a_record_that_is_not_an_object_is_refused_unless_wrapped() {
     // Without --skip-bad: its line, its type and the way to keep it.
     let mixed = dir.path().join("mixed.jsonl");
     std::fs::write(&mixed, "{\"a\":1}\n[1,2]\n\"s\"\n").unwrap();
-    let err = fails(&["import", path(&dir.path().join("m.db")), "c", path(&mixed)], 1);
+    let err = fails(
+        &["import", path(&dir.path().join("m.db")), "c", path(&mixed)],
+        1,
+    );
     assert!(
         err.contains("mixed.jsonl:2")
             && err.contains("is an array, not a JSON object")
@@ -210,7 +213,14 @@ fn a_record_that_is_not_an_object_is_refused_unless_wrapped() {
     );
     let db = dir.path().join("w.db");
     stele()
-        .args(["import", path(&db), "c", path(&mixed), "--wrap-non-objects", "value"])
+        .args([
+            "import",
+            path(&db),
+            "c",
+            path(&mixed),
+            "--wrap-non-objects",
+            "value",
+        ])
         .assert()
         .success();
     stele()
@@ -218,4 +228,33 @@ fn a_record_that_is_not_an_object_is_refused_unless_wrapped() {
         .assert()
         .success()
         .stdout("{\"a\":1}\n{\"value\":[1,2]}\n{\"value\":\"s\"}\n");
+}
+
+#[test]
+fn the_tour_says_one_size_of_its_input_and_no_empty_dictionary() {
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/orders.jsonl");
+    let size = std::fs::metadata(sample).unwrap().len();
+    let out = stele().arg("tour").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    // Every figure of the input's size is the file's.
+    for said in [
+        format!("{size} bytes of JSON, from"),
+        format!("JSON {size} bytes, documents"),
+        format!("of the {size} bytes of JSON"),
+    ] {
+        assert!(text.contains(&said), "no {said:?} in:\n{text}");
+    }
+    assert!(!text.contains("the 0-byte dictionary"), "{text}");
+}
+
+#[test]
+fn table_range_reverse_is_said_in_key_order() {
+    let out = stele().args(["table", "range", "--help"]).output().unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        !help.to_lowercase().contains("newest"),
+        "keys have no age:\n{help}"
+    );
+    assert!(help.contains("descending key order"), "{help}");
 }
