@@ -88,23 +88,6 @@ pub(super) fn convert(
     stem: Option<&str>,
     wrap: Option<&str>,
 ) -> Result<(String, Vec<u8>), (u64, Option<u64>, String)> {
-    let wrapped;
-    let text = match (non_object(text), wrap) {
-        (None, _) => text,
-        (Some(kind), None) => {
-            return Err((
-                at.line,
-                None,
-                format!(
-                    "the record is {kind}, not a JSON object: a collection holds objects; {NON_OBJECT_FIX}"
-                ),
-            ));
-        }
-        (Some(_), Some(field)) => {
-            wrapped = wrap_in(field, text);
-            wrapped.as_slice()
-        }
-    };
     let doc = writer.from_json(text).map_err(|e| match e {
         stele_doc::Error::Json {
             line,
@@ -127,6 +110,18 @@ pub(super) fn convert(
         other => (at.line, None, other.to_string()),
     })?;
     let bad = |reason: String| (at.line, None, reason);
+    // Checked once the text is known to be JSON, so that bad JSON is said to be that.
+    let doc = match (non_object(text), wrap) {
+        (None, _) => doc,
+        (Some(kind), None) => {
+            return Err(bad(format!(
+                "the record is {kind}, not a JSON object: a collection holds objects; {NON_OBJECT_FIX}"
+            )));
+        }
+        (Some(_), Some(field)) => writer
+            .from_json(&wrap_in(field, text))
+            .map_err(|e| bad(e.to_string()))?,
+    };
     let id = match ids {
         Ids::Counter(prefix) => format!("{prefix}{:010}", at.record),
         Ids::FileStem => stem.unwrap_or_default().to_owned(),
