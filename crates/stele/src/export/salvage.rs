@@ -140,6 +140,9 @@ struct Losses {
     done: Vec<Lost>,
     /// Indexes in `done` of losses of each source (map 0, blocks 1) awaiting `before`.
     open: [Vec<usize>; 2],
+    /// Each source's last unreadable entry: its position, and the first position of the run
+    /// of unreadable entries it ends (one damaged table block holds many).
+    run: [Option<(u64, u64)>; 2],
 }
 
 impl Losses {
@@ -147,9 +150,25 @@ impl Losses {
         self.done.push(lost);
     }
 
-    fn push_open(&mut self, source: usize, lost: Lost) {
+    /// Entry `at` of `total` (a `noun`) of source `source` could not be read: a loss, or,
+    /// right after one at the same damaged offset, a longer one.
+    fn push_entry(&mut self, source: usize, at: u64, total: u64, noun: &str, lost: Lost) {
+        let same_place = |last: &Lost| last.offset.is_some() && last.offset == lost.offset;
+        if let Some((last_at, first)) = self.run[source]
+            && last_at + 1 == at
+            && let Some(last) = self.open[source].last().and_then(|&i| self.done.get_mut(i))
+            && same_place(last)
+        {
+            last.part = format!("{noun}s {} to {} of {total}", first + 1, at + 1);
+            self.run[source] = Some((at, first));
+            return;
+        }
+        self.run[source] = Some((at, at));
         self.open[source].push(self.done.len());
-        self.done.push(lost);
+        self.done.push(Lost {
+            part: format!("{noun} {} of {total}", at + 1),
+            ..lost
+        });
     }
 
     /// Source `source` read `id`: the end of the range of its open losses.
@@ -224,10 +243,13 @@ impl<'a> Source<'a> {
                 Err(e) => {
                     let e = Error::from(e);
                     let (files, offset) = place(map, &e);
-                    lost.push_open(
+                    lost.push_entry(
                         0,
+                        at,
+                        map.len(),
+                        "unpacked entry",
                         Lost {
-                            part: format!("unpacked entry {} of {}", at + 1, map.len()),
+                            part: String::new(),
                             files,
                             offset,
                             ids: Vec::new(),
@@ -306,7 +328,6 @@ impl<'a> Blocks<'a> {
             }
             let at = self.next;
             self.next += 1;
-            let part = format!("packed block {} of {}", at + 1, packs.len());
             let read = match packs.nth(at) {
                 Ok(Some((last_id, value))) => {
                     let last_id = last_id.into_owned();
@@ -326,10 +347,13 @@ impl<'a> Blocks<'a> {
                 Ok(block) => self.current = Some((block, 0)),
                 Err((e, last_id)) => {
                     let (files, offset) = place(packs, &e);
-                    lost.push_open(
+                    lost.push_entry(
                         1,
+                        at,
+                        packs.len(),
+                        "packed block",
                         Lost {
-                            part,
+                            part: String::new(),
                             files,
                             offset,
                             ids: last_id.as_deref().map(lossy).into_iter().collect(),
@@ -345,5 +369,67 @@ impl<'a> Blocks<'a> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::export::{ExportOptions, export_salvage};
+    use crate::{Database, DatabaseOptions};
+
+    /// Documents written since the last packing (the map's diff table) with a byte flipped
+    /// in the middle of that table: the damaged table block is one loss, named by its file
+    /// and offset, and the documents before and after it are exported.
+    #[test]
+    fn a_damaged_unpacked_table_block_is_one_loss_and_the_rest_is_exported() {
+        let dir = tempfile::tempdir().expect("a folder");
+        let opts = DatabaseOptions::default()
+            .pack_on_close(false)
+            .idle_checkpoint(None);
+        let db = Database::open_with(dir.path(), opts).expect("open");
+        for chunk in 0..4 {
+            let mut batch = db.batch();
+            for i in chunk * 500..(chunk + 1) * 500 {
+                let json = format!("{{\"n\":{i},\"text\":\"{}\"}}", "word ".repeat(i % 30));
+                batch
+                    .put_json("c", &format!("k{i:05}"), json.as_bytes())
+                    .expect("put");
+            }
+            db.commit(batch).expect("commit");
+        }
+        db.close().expect("close");
+        let reader = Database::open_read_only(dir.path()).expect("open to read");
+        let layers = reader.snapshot().layers("c");
+        assert_eq!(layers.len(), 1, "{layers:?}");
+        let file = dir.path().join("tables").join(layers[0].file_name());
+        drop(reader);
+        let mut bytes = std::fs::read(&file).expect("the table");
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0x40;
+        std::fs::write(&file, bytes).expect("damaged");
+
+        let reader = Database::open_read_only(dir.path()).expect("open to read");
+        let mut out = Vec::new();
+        let report = export_salvage(&reader.snapshot(), "c", &mut out, &ExportOptions::new())
+            .expect("a salvage");
+        assert_eq!(report.lost.len(), 1, "{:?}", report.lost);
+        let lost = &report.lost[0];
+        assert!(lost.part.starts_with("unpacked entr"), "{lost:?}");
+        assert_eq!(lost.files, [file]);
+        assert!(lost.offset.is_some_and(|o| o <= middle as u64), "{lost:?}");
+        assert!(lost.after.is_some() && lost.before.is_some(), "{lost:?}");
+        let text = String::from_utf8(out).expect("UTF-8");
+        let n: Vec<u64> = text
+            .lines()
+            .map(|l| {
+                let at = l.find(':').expect("a field") + 1;
+                let end = l.find(',').expect("two fields");
+                l[at..end].parse().expect("a number")
+            })
+            .collect();
+        assert_eq!(n.len() as u64, report.documents);
+        assert!(n.len() > 1000 && n.len() < 2000, "{} exported", n.len());
+        assert!(n.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!((n[0], n[n.len() - 1]), (0, 1999), "both ends are whole");
     }
 }
