@@ -43,7 +43,14 @@ fn check_existing(dir: &Path) -> Result<()> {
 /// Opens the database at `dir` for writing with `opts`: creating it if the folder is new
 /// or empty (or `opts` say to create it beside other entries).
 fn open_writing(dir: &Path, opts: DatabaseOptions) -> Result<Database> {
-    Database::open_with(dir, opts).with_context(|| format!("opening database {}", dir.display()))
+    match Database::open_with(dir, opts) {
+        Ok(db) => Ok(db),
+        // These name the folder and say what is there: no "opening database" before them.
+        Err(e @ (stele::Error::NotADatabase { .. } | stele::Error::NotAFolder { .. })) => {
+            Err(e.into())
+        }
+        Err(e) => Err(anyhow::Error::new(e).context(format!("opening database {}", dir.display()))),
+    }
 }
 
 /// Closes `db` (the folder `dir`), reporting what closing did: a clean close leaves the
