@@ -59,9 +59,10 @@ pub struct ConvertArgs {
     /// Document output: deepest nesting accepted (at most 1024).
     #[arg(long, default_value_t = stele_doc::DEFAULT_MAX_DEPTH)]
     max_depth: usize,
-    /// Document output: compress strings of at least this many bytes with LZ4 when it pays;
-    /// 0 turns compression off.
-    #[arg(long, default_value_t = stele_doc::DEFAULT_COMPRESS_MIN_BYTES)]
+    /// Document output: compress strings of at least this size with LZ4 when it pays; 0
+    /// turns compression off. A size: 65536 (bytes), 64KiB, 1.5MiB (K, M, G alone: KiB, MiB,
+    /// GiB; KB, MB, GB: powers of 1000).
+    #[arg(long, value_name = "SIZE", default_value_t = stele_doc::DEFAULT_COMPRESS_MIN_BYTES, value_parser = crate::size::at_least(0))]
     compress_min: usize,
 }
 

@@ -9,6 +9,7 @@ mod io;
 mod query_cmd;
 mod say;
 mod set_cmd;
+mod size;
 mod table_cmd;
 mod tour;
 

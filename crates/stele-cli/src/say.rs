@@ -37,6 +37,14 @@ pub fn in_flags(message: &str) -> String {
             stele_doc::MAX_DEPTH_FIX,
             "raise --max-depth (at most 1024) if this input is expected",
         )
+        .replace(
+            stele::import::NON_OBJECT_FIX,
+            "pass --wrap-non-objects FIELD to store such records as {FIELD: record}",
+        )
+        .replace(
+            stele::CREATE_HERE_FIX,
+            "pass --create-here to create the database beside them",
+        )
 }
 
 /// `n` and the noun, singular for exactly one: `1 row`, `0 rows`, `2 rows`.

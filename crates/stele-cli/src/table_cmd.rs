@@ -70,8 +70,10 @@ pub struct BuildArgs {
     /// JSON Lines: the field holding each document's key (a string or a number).
     #[arg(long)]
     pub(crate) key_field: Option<String>,
-    /// Memory budget for sorting, e.g. 256MiB, 2GiB; beyond it sorted runs spill to disk.
-    #[arg(long, default_value = "1GiB", value_parser = parse_bytes)]
+    /// Memory budget for sorting (at least 64KiB); beyond it sorted runs spill to disk. A
+    /// size: 65536 (bytes), 64KiB, 256MiB, 1.5GiB (K, M, G alone: KiB, MiB, GiB; KB, MB, GB:
+    /// powers of 1000).
+    #[arg(long, value_name = "SIZE", default_value = "1GiB", value_parser = crate::size::at_least(stele_table::MIN_MEMORY_BUDGET_BYTES))]
     pub(crate) memory: usize,
     /// What to do with a key given more than once.
     #[arg(long, value_enum, default_value = "reject")]
@@ -90,28 +92,6 @@ pub struct BuildArgs {
     /// Print the result as JSON.
     #[arg(long)]
     pub(crate) json: bool,
-}
-
-/// Parses `256MiB`, `1GiB`, `500MB`, `64K`, or a plain number of bytes.
-fn parse_bytes(text: &str) -> Result<usize, String> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (digits, unit) = t.split_at(split);
-    let n: usize = digits
-        .parse()
-        .map_err(|_| format!("{text:?} is not a size: use e.g. 256MiB, 1GiB or 1000000"))?;
-    let mult: usize = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" => 1000,
-        "kib" => 1 << 10,
-        "m" | "mb" => 1_000_000,
-        "mib" => 1 << 20,
-        "g" | "gb" => 1_000_000_000,
-        "gib" => 1 << 30,
-        other => return Err(format!("unknown size unit {other:?}: use KiB, MiB or GiB")),
-    };
-    n.checked_mul(mult)
-        .ok_or_else(|| format!("{text:?} is too large"))
 }
 
 /// What `--duplicates` asks of the sorter or builder.
@@ -406,7 +386,8 @@ pub struct RangeArgs {
     /// At most this many entries (at least 1).
     #[arg(short = 'n', long, value_parser = crate::say::at_least_one())]
     limit: Option<usize>,
-    /// Newest first: walk the range backwards.
+    /// Largest key first: walk the range backwards, in descending key order (with -n, the
+    /// last N keys of the range).
     #[arg(long)]
     reverse: bool,
 }
@@ -539,20 +520,5 @@ pub fn run(cmd: &TableCommand) -> Result<()> {
         TableCommand::Prefix(a) => prefix(a),
         TableCommand::Stats(a) => stats(a),
         TableCommand::Commit(a) => crate::set_cmd::commit(a),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_bytes;
-
-    #[test]
-    fn sizes() {
-        assert_eq!(parse_bytes("256MiB"), Ok(256 << 20));
-        assert_eq!(parse_bytes("1GiB"), Ok(1 << 30));
-        assert_eq!(parse_bytes("1000"), Ok(1000));
-        assert_eq!(parse_bytes("2 GB"), Ok(2_000_000_000));
-        assert!(parse_bytes("lots").is_err());
-        assert!(parse_bytes("5XB").is_err());
     }
 }

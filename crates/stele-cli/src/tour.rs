@@ -87,7 +87,9 @@ pub fn run(args: &TourArgs) -> Result<()> {
     if lines.is_empty() {
         bail!("{name} has no documents: expected one JSON value per line");
     }
-    let json_bytes: usize = lines.iter().map(|l| l.len()).sum();
+    // The input's size as `ls` says it (line ends included), the one figure every step
+    // compares with.
+    let json_bytes = text.len();
     println!(
         "Stele tour: {} documents, {} bytes of JSON, from {name}\n",
         lines.len(),
@@ -250,13 +252,17 @@ fn database_step(name: &str, text: &str, views: &[Document<&[u8]>]) -> Result<()
     let stats = snap.stats("tour");
     let dict_bytes = snap.dictionary_bytes("tour")?;
     let at_rest = stats.table_bytes + dict_bytes;
+    // A small input trains no dictionary (its blocks are compressed without one).
+    let dictionary = match dict_bytes {
+        0 => "no dictionary: the input is too small to train one".to_owned(),
+        n => format!("with the {n}-byte dictionary trained on the input"),
+    };
     println!(
-        "   stats: {} in {} ({} bytes with the {}-byte dictionary trained \
-         on the input: {:.2}x of the {} bytes of JSON), written once by the import",
+        "   stats: {} in {} ({} bytes, {dictionary}: {:.2}x of the {} bytes of JSON), written \
+         once by the import",
         crate::say::count(stats.documents, "document", "documents"),
         crate::say::count(stats.packed_blocks, "compressed block", "compressed blocks"),
         at_rest,
-        dict_bytes,
         at_rest as f64 / text.len().max(1) as f64,
         text.len(),
     );

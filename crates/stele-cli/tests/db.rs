@@ -248,7 +248,7 @@ fn import_errors_name_file_and_line_and_leave_nothing_behind() {
     let folder = dir.path().join("docs");
     std::fs::create_dir(&folder).unwrap();
     std::fs::write(folder.join("one.json"), "{\"a\":1}").unwrap();
-    std::fs::write(folder.join("two.json"), "[2]").unwrap();
+    std::fs::write(folder.join("two.json"), "{\"b\":[2]}").unwrap();
     on("import", &db)
         .args(["files"])
         .arg(&folder)
@@ -258,7 +258,7 @@ fn import_errors_name_file_and_line_and_leave_nothing_behind() {
         .args(["files", "two"])
         .assert()
         .success()
-        .stdout("[2]\n");
+        .stdout("{\"b\":[2]}\n");
     on("import", &db)
         .args(["x", "/nonexistent/file.jsonl"])
         .assert()
@@ -529,7 +529,7 @@ fn import_prints_what_landed_and_its_size_at_rest() {
             "id",
             "--json",
             "--memory",
-            "4",
+            "4MiB",
         ],
         &db,
     ))

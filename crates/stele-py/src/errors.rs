@@ -51,6 +51,14 @@ fn in_keywords(message: &str) -> String {
             stele_doc::MAX_DEPTH_FIX,
             "the Python package converts with this default limit: nest the input less deeply",
         )
+        .replace(
+            stele::import::NON_OBJECT_FIX,
+            "pass wrap_non_objects=\"field\" to store such records as {\"field\": record}",
+        )
+        .replace(
+            stele::CREATE_HERE_FIX,
+            "pass create_here=True to create the database beside them",
+        )
 }
 
 pub(crate) fn new_err(py: Python<'_>, kind: Kind, message: String) -> PyErr {
@@ -182,6 +190,8 @@ pub(crate) fn db_err(py: Python<'_>, e: stele::Error) -> PyErr {
         }
         E::QueryTimeout { .. } => Kind::Timeout,
         E::InvalidCollectionName { .. }
+        | E::NotAFolder { .. }
+        | E::NotADatabase { .. }
         | E::InvalidId { .. }
         | E::BatchTooLarge { .. }
         | E::InvalidFieldPath { .. }

@@ -23,6 +23,7 @@ pub(crate) struct ImportArgs<'a> {
     pub(crate) format: Option<&'a str>,
     pub(crate) id_field: Option<&'a str>,
     pub(crate) skip_bad: bool,
+    pub(crate) wrap_non_objects: Option<&'a str>,
     pub(crate) duplicates: &'a str,
     pub(crate) batch: usize,
 }
@@ -56,6 +57,9 @@ fn options(py: Python<'_>, args: &ImportArgs<'_>) -> PyResult<ImportOptions> {
     }
     if let Some(field) = args.id_field {
         opts = opts.id_field(field);
+    }
+    if let Some(field) = args.wrap_non_objects {
+        opts = opts.wrap_non_objects(field);
     }
     Ok(opts)
 }

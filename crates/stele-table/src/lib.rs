@@ -54,7 +54,7 @@ pub use id::{ParseTableIdError, TableId};
 pub use list::{ListBuilder, TableList};
 pub use merge::{MergeIter, Merged, merge};
 pub use set::{SET_EXTENSION, SET_MAGIC, SET_VERSION, SetIter, ShardInfo, TableSet};
-pub use sorter::{SortedSink, Sorter, SorterOptions};
+pub use sorter::{MIN_MEMORY_BUDGET_BYTES, SortedSink, Sorter, SorterOptions};
 pub use storage::{
     FsStorage, Storage, StorageFile, TABLE_EXTENSION, create_dir_all, create_dir_all_unsynced,
     remove_partials, replace_file,

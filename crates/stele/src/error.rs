@@ -2,6 +2,11 @@
 
 use std::path::PathBuf;
 
+/// The fix [`Error::NotADatabase`] names, in Rust API terms; the command line and the
+/// Python package replace it with their own flag and keyword argument.
+pub const CREATE_HERE_FIX: &str =
+    "set DatabaseOptions::create_here(true) to create the database beside what it holds";
+
 /// Result alias used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -51,13 +56,41 @@ pub enum Error {
         /// The folder given.
         path: PathBuf,
     },
+    /// A write open of a path that is a file, not a folder.
+    #[error(
+        "{} is a file, not a database folder: give the database's folder (created if missing)",
+        path.display()
+    )]
+    NotAFolder {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// A write open of a folder that holds entries of its own and no database: a database
+    /// is only created in a new or empty folder, unless asked to (see
+    /// [`DatabaseOptions::create_here`](crate::DatabaseOptions::create_here)).
+    #[error(
+        "{} is not a database and not empty (it holds {}{}): nothing was written; give a new or empty folder, or {CREATE_HERE_FIX}",
+        path.display(),
+        first.join(", "),
+        if *entries > first.len() { format!(" and {} more", entries - first.len()) } else { String::new() }
+    )]
+    NotADatabase {
+        /// The folder given.
+        path: PathBuf,
+        /// How many entries it holds that are not a database's.
+        entries: usize,
+        /// The first of them by name (at most 5).
+        first: Vec<String>,
+    },
     /// Collection names are 1 to 100 of `A-Z a-z 0-9 _ - .`, not starting with `.` or `_`.
     #[error(
-        "invalid collection name {name:?}: use 1 to 100 letters, digits, '_', '-' or '.', not starting with '.' or '_'"
+        "invalid collection name {name:?}: {reason}; a name is 1 to 100 of the ASCII letters A-Z and a-z, the digits 0-9, '_', '-' and '.', not starting with '.' or '_'"
     )]
     InvalidCollectionName {
         /// The name given.
         name: String,
+        /// What is wrong with it: the first rule it breaks.
+        reason: String,
     },
     /// Document ids are 1 to 1024 bytes of UTF-8.
     #[error("invalid document id {id:?}: {reason}")]

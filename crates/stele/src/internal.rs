@@ -17,20 +17,27 @@ use crate::compress::DictionaryId;
 use crate::error::{Error, Result};
 
 /// Checks a collection name: 1 to 100 of `A-Z a-z 0-9 _ - .`, not starting with `.` or `_`
-/// (names starting with `_` are reserved).
+/// (names starting with `_` are reserved). ASCII only: a name is part of file and
+/// table names and command lines, where other characters would need care.
 pub fn check_collection_name(name: &str) -> Result<()> {
-    let ok = (1..=100).contains(&name.len())
-        && !name.starts_with(['.', '_'])
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
-    if ok {
-        Ok(())
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+    let reason = if name.is_empty() {
+        "it is empty".to_owned()
+    } else if name.len() > 100 {
+        format!("it is {} bytes long, over 100", name.len())
+    } else if name.starts_with('_') {
+        "names starting with '_' are Stele's own".to_owned()
+    } else if name.starts_with('.') {
+        "it starts with '.'".to_owned()
+    } else if let Some((i, c)) = name.chars().enumerate().find(|&(_, c)| !allowed(c)) {
+        format!("character {} ({c:?}) is not allowed", i + 1)
     } else {
-        Err(Error::InvalidCollectionName {
-            name: name.chars().take(120).collect(),
-        })
-    }
+        return Ok(());
+    };
+    Err(Error::InvalidCollectionName {
+        name: name.chars().take(120).collect(),
+        reason,
+    })
 }
 
 /// What every internal collection's name starts with (and no user collection's).

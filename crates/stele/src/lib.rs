@@ -37,7 +37,7 @@ mod wal;
 pub use batch::{Batch, MAX_ID_BYTES, PARALLEL_JSON_BYTES, write_options};
 pub use db::{Database, DatabaseOptions, ReadOnlyDatabase};
 pub use disk::DiskUsage;
-pub use error::{Error, Result};
+pub use error::{CREATE_HERE_FIX, Error, Result};
 pub use index::{FieldPath, IndexDef, IndexStats};
 pub use internal::check_collection_name;
 pub use pack::cache::BlockCacheStats;

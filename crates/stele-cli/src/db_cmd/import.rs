@@ -27,7 +27,7 @@ pub enum Format {
   stele import shop.db orders orders.json --id-field meta.id       a JSON array, nested id
   stele import shop.db people profiles/                            one document per .json file
   zstd -dc cities.jsonl.zst | stele import geo.db cities - --skip-bad
-  stele import big.db events events.jsonl --memory 128                  within 128 MiB
+  stele import big.db events events.jsonl --memory 128MiB               within 128 MiB
 
 The format is detected when not given: a folder is `dir`, input starting with `[` is `json`,
 anything else `jsonl`. Without --id-field, ids number the records from 1 (0000000001, ...;
@@ -37,9 +37,9 @@ records are converted on every core, sorted by id (spilling to the database fold
 in at once. A JSON Lines file whose ids ascend (numbered records, or a file sorted by its id
 field) is not sorted: its blocks are packed while it is read (--json: packed_while_reading).
 A bad record stops the import with its file and line (nothing is written), unless
---skip-bad. It prints what landed: documents, bytes at rest, and their ratio to the JSON.")]
+--skip-bad; a record that is not a JSON object is bad unless --wrap-non-objects. It prints what landed: documents, bytes at rest, and their ratio to the JSON.")]
 pub struct ImportArgs {
-    /// The database folder (created if missing).
+    /// The database folder (created if missing or empty; see --create-here).
     db: PathBuf,
     /// The collection to import into (created if missing; documents with the same id are replaced).
     collection: String,
@@ -57,15 +57,25 @@ pub struct ImportArgs {
     /// Deepest nesting of arrays and objects accepted in a document (at most 1024).
     #[arg(long, default_value_t = stele_doc::DEFAULT_MAX_DEPTH)]
     max_depth: usize,
+    /// Store a record that is not a JSON object (a number, string, array, boolean or null)
+    /// as {FIELD: record}; without it such a record is bad (its line and type are said).
+    #[arg(long, value_name = "FIELD")]
+    wrap_non_objects: Option<String>,
     /// Skip bad records (the first ones are listed on stderr) instead of stopping.
     #[arg(long)]
     skip_bad: bool,
     /// Documents per committed batch (at least 1).
     #[arg(long, default_value_t = 10_000, value_parser = crate::say::at_least_one())]
     batch: usize,
-    /// Memory the import may use, in MiB (at least 4); beyond it the sort spills to disk.
-    #[arg(long, default_value_t = (stele::import::DEFAULT_IMPORT_BUDGET_BYTES >> 20) as u64, value_parser = clap::value_parser!(u64).range(4..))]
-    memory: u64,
+    /// Memory the import may use (at least 4MiB); beyond it the sort spills to disk. A size:
+    /// 65536 (bytes), 64KiB, 256MiB, 1.5GiB (K, M, G alone: KiB, MiB, GiB; KB, MB, GB:
+    /// powers of 1000).
+    #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = crate::size::at_least(4 << 20))]
+    memory: usize,
+    /// Create the database even if the folder holds other files (by default a database is
+    /// created only in a new or empty folder).
+    #[arg(long)]
+    create_here: bool,
     /// Print the result as JSON.
     #[arg(long)]
     json: bool,
@@ -114,10 +124,12 @@ fn import_bar(bar: ProgressBar) -> impl FnMut(ImportProgress) {
 }
 
 pub fn import(args: &ImportArgs) -> Result<()> {
+    // Checked first: a bad name is not blamed on the input, and creates no database.
+    stele::check_collection_name(&args.collection)?;
     let mut opts = ImportOptions::new()
         .skip_bad(args.skip_bad)
         .batch_docs(args.batch)
-        .memory_budget_bytes(usize::try_from(args.memory << 20).unwrap_or(usize::MAX))
+        .memory_budget_bytes(args.memory)
         .write_options(
             stele::write_options()
                 .duplicate_keys(args.duplicates.into())
@@ -133,6 +145,9 @@ pub fn import(args: &ImportArgs) -> Result<()> {
     if let Some(field) = &args.id_field {
         opts = opts.id_field(field.clone());
     }
+    if let Some(field) = &args.wrap_non_objects {
+        opts = opts.wrap_non_objects(field.clone());
+    }
     let from_stdin = args.input.as_os_str() == "-";
     let name = if from_stdin {
         "<stdin>".to_owned()
@@ -143,7 +158,7 @@ pub fn import(args: &ImportArgs) -> Result<()> {
         bail!("no file or folder {name}: check the path (or pass - to read standard input)");
     }
     let started = std::time::Instant::now();
-    let report = write_creating(&args.db, |db| {
+    let report = write_creating(&args.db, args.create_here, |db| {
         let bar = ProgressBar::new_spinner();
         let result = if from_stdin {
             stele::import::import_reader(
@@ -188,9 +203,10 @@ pub fn import(args: &ImportArgs) -> Result<()> {
             report,
             at_rest,
             usage.total_bytes.saturating_sub(usage.log_zeroes_bytes),
+            snap.has_collection(&args.collection),
         ))
     })?;
-    let (report, at_rest, folder_bytes) = report;
+    let (report, at_rest, folder_bytes, exists) = report;
     let seconds = started.elapsed().as_secs_f64();
     if args.json {
         let bad: Vec<serde_json::Value> = report
@@ -214,6 +230,7 @@ pub fn import(args: &ImportArgs) -> Result<()> {
             "packed_while_reading": report.packed_while_reading,
             "restarted_sorted": report.restarted_sorted,
             "spilled_bytes": report.spilled_bytes,
+            "collection_exists": exists,
             "bytes_at_rest": at_rest,
             "folder_bytes": folder_bytes,
             "seconds": seconds,
@@ -233,6 +250,14 @@ pub fn import(args: &ImportArgs) -> Result<()> {
             report.skipped,
             count(report.bytes_read, "byte", "bytes"),
         );
+        // A collection exists once it holds a document: an import of none makes nothing.
+        if !exists {
+            println!(
+                "no collection {:?} was made: no document was imported",
+                args.collection
+            );
+            return Ok(());
+        }
         let ratio = |bytes: u64| match report.bytes_read {
             0 => String::new(),
             read => format!(" ({:.2}x the JSON read)", bytes as f64 / read as f64),

@@ -12,7 +12,7 @@ use super::write_creating;
   stele put shop.db orders o-1 '{\"customer\":\"ada\",\"total\":12.50}'
   curl -s https://example.org/o-2.json | stele put shop.db orders o-2 -")]
 pub struct PutArgs {
-    /// The database folder (created if missing).
+    /// The database folder (created if missing or empty; see --create-here).
     db: PathBuf,
     /// The collection (created if missing).
     collection: String,
@@ -21,12 +21,18 @@ pub struct PutArgs {
     /// The document as JSON text, or - to read it from standard input.
     #[arg(value_name = "JSON")]
     document: String,
+    /// Create the database even if the folder holds other files (by default a database is
+    /// created only in a new or empty folder).
+    #[arg(long)]
+    create_here: bool,
     /// Print the result as JSON.
     #[arg(long)]
     json: bool,
 }
 
 pub fn put(args: &PutArgs) -> Result<()> {
+    // Checked first: a bad name is not blamed on the input, and creates no database.
+    stele::check_collection_name(&args.collection)?;
     let text = if args.document == "-" {
         crate::io::read_input(Path::new("-"))?
     } else {
@@ -37,7 +43,7 @@ pub fn put(args: &PutArgs) -> Result<()> {
     } else {
         "the JSON argument"
     };
-    let existed = write_creating(&args.db, |db| {
+    let existed = write_creating(&args.db, args.create_here, |db| {
         let existed = db.snapshot().contains(&args.collection, &args.id)?;
         let mut batch = db.batch();
         batch

@@ -6,12 +6,12 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use stele::{Database, ReadOnlyDatabase, Snapshot};
+use stele::{Database, DatabaseOptions, ReadOnlyDatabase, Snapshot};
 
 /// Opens the database at `dir`, which must exist already.
 pub(crate) fn open_existing(dir: &Path) -> Result<Database> {
     check_existing(dir)?;
-    open_or_create(dir)
+    open_writing(dir, DatabaseOptions::default())
 }
 
 /// Opens the database at `dir`, which must exist already, for reading only: the read
@@ -40,15 +40,17 @@ fn check_existing(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Opens the database at `dir`, creating it if needed.
-pub(crate) fn open_or_create(dir: &Path) -> Result<Database> {
-    if dir.exists() && !dir.is_dir() {
-        bail!(
-            "{} is a file, not a database folder: give the database's folder (created if missing)",
-            dir.display()
-        );
+/// Opens the database at `dir` for writing with `opts`: creating it if the folder is new
+/// or empty (or `opts` say to create it beside other entries).
+fn open_writing(dir: &Path, opts: DatabaseOptions) -> Result<Database> {
+    match Database::open_with(dir, opts) {
+        Ok(db) => Ok(db),
+        // These name the folder and say what is there: no "opening database" before them.
+        Err(e @ (stele::Error::NotADatabase { .. } | stele::Error::NotAFolder { .. })) => {
+            Err(e.into())
+        }
+        Err(e) => Err(anyhow::Error::new(e).context(format!("opening database {}", dir.display()))),
     }
-    Database::open(dir).with_context(|| format!("opening database {}", dir.display()))
 }
 
 /// Closes `db` (the folder `dir`), reporting what closing did: a clean close leaves the
@@ -62,19 +64,22 @@ pub(crate) fn close_db(db: Database, dir: &Path) -> Result<()> {
     })
 }
 
-/// Runs `write` on the database at `dir`, creating it if needed, then closes it. If `write` fails on a
+/// Runs `write` on the database at `dir`, creating it if the folder is new or empty (or,
+/// with `create_here`, beside the entries it holds), then closes it. If `write` fails on a
 /// database this call created, what the call created is removed again: a failed first
 /// import or put leaves no folder behind. Entries that were in the folder before stay.
 pub(crate) fn write_creating<T>(
     dir: &Path,
+    create_here: bool,
     write: impl FnOnce(&Database) -> Result<T>,
 ) -> Result<T> {
+    let opts = || DatabaseOptions::default().create_here(create_here);
     let write_and_close = |db: Database| {
         let out = write(&db)?;
         close_db(db, dir).map(|()| out)
     };
     if dir.join("wal").is_dir() {
-        return write_and_close(open_or_create(dir)?);
+        return write_and_close(open_writing(dir, opts())?);
     }
     // What to clean up after a failure: the top-most folder this call creates (the database
     // folder or a missing parent of it), or else the entries it adds to an existing folder.
@@ -102,7 +107,7 @@ pub(crate) fn write_creating<T>(
         }
         Err(_) => Before::Unknown,
     };
-    let result = open_or_create(dir).and_then(write_and_close);
+    let result = open_writing(dir, opts()).and_then(write_and_close);
     // The database is closed here (the `Database` was closed or dropped above), so its lock is free.
     if result.is_err() {
         match &before {

@@ -64,8 +64,13 @@ def open(
     pack_level: int | None = None,
     pack_streams: bool = True,
     block_cache_bytes: int | None = None,
+    create_here: bool = False,
 ) -> Database:
-    """Opens (creating if needed) the database in folder ``path``; same as ``Database(...)``.
+    """Opens the database in folder ``path``; same as ``Database(...)``.
+
+    A database is created only in a folder that does not exist or is empty: a folder that
+    holds other files raises ``InvalidInput`` naming them (``create_here=True`` creates the
+    database beside them), and so does a path that is a file.
 
     Use it as a context manager to close it. ``InUseError`` if another process has it open
     for writing. ``readonly=True`` opens it for reading beside that writer (any number of
@@ -89,6 +94,7 @@ def open(
         pack_level=pack_level,
         pack_streams=pack_streams,
         block_cache_bytes=block_cache_bytes,
+        create_here=create_here,
     )
 
 

@@ -186,9 +186,12 @@ class Database:
         pack_level: int | None = None,
         pack_streams: bool = True,
         block_cache_bytes: int | None = None,
+        create_here: bool = False,
     ) -> None:
         """Opens or creates the database; InUseError (with pid) if another process has it
-        open for writing. readonly=True reads beside that writer (refresh() catches up).
+        open for writing. A database is created only in a folder that does not exist or is
+        empty: a folder of other files raises InvalidInput naming them (create_here=True
+        creates it beside them), a file raises InvalidInput. readonly=True reads beside that writer (refresh() catches up).
         A handle (and its snapshots and iterators) belongs to the process that opened it:
         open again after fork().
 
@@ -242,6 +245,7 @@ def open(
     pack_level: int | None = None,
     pack_streams: bool = True,
     block_cache_bytes: int | None = None,
+    create_here: bool = False,
 ) -> Database:
     """Same as Database(path, ...)."""
 
@@ -354,18 +358,22 @@ class Collection:
         format: Literal["json", "jsonl", "dir"] | None = None,
         id_field: str | None = None,
         skip_bad: bool = False,
+        wrap_non_objects: str | None = None,
         duplicates: DuplicateKeys = "last_wins",
         batch: int = 10_000,
     ) -> dict[str, Any]:
         """The store's import (as `stele import`): all or nothing; ids from id_field, else
         records numbered from 1 ("0000000001"). A bad record raises InvalidInput with `line`,
-        `column`, `record`. Returns {"imported", "skipped", "bad", "bytes_read", "batches"}."""
+        `column`, `record`; a record that is not a JSON object is bad unless
+        wrap_non_objects="field" stores it as {"field": record}. Returns {"imported",
+        "skipped", "bad", "bytes_read", "batches"}."""
     def import_jsonl(
         self,
         path: str | PathLike[str],
         *,
         id_field: str | None = None,
         skip_bad: bool = False,
+        wrap_non_objects: str | None = None,
         duplicates: DuplicateKeys = "last_wins",
         batch: int = 10_000,
     ) -> dict[str, Any]:

@@ -178,7 +178,7 @@ impl PyCollection {
     }
 
     /// import_file(path, *, format=None, id_field=None, skip_bad=False,
-    /// duplicates="last_wins", batch=10000) -> dict
+    /// wrap_non_objects=None, duplicates="last_wins", batch=10000) -> dict
     ///
     /// Imports a JSON array, JSON Lines or a folder of `.json` files with the store's own
     /// import (as `stele import` does): all or nothing, even if the process is killed; same
@@ -186,9 +186,11 @@ impl PyCollection {
     /// zero-padded to 10 digits, "0000000001"; folders: file names). `format` is "json",
     /// "jsonl" or "dir" (default: detected). A bad record raises `InvalidInput` with `line`,
     /// `column` and `record` (nothing is imported), or with `skip_bad=True` is counted and
-    /// listed. Runs without the GIL; Ctrl-C cancels it (nothing is imported). Returns
+    /// listed. A record that is not a JSON object (a number, string, array, ...) is bad,
+    /// unless `wrap_non_objects="field"` stores it as `{"field": record}`. An import of no
+    /// document makes no collection. Runs without the GIL; Ctrl-C cancels it (nothing is imported). Returns
     /// {"imported", "skipped", "bad": [first 100 bad records], "bytes_read", "batches"}.
-    #[pyo3(signature = (path, *, format = None, id_field = None, skip_bad = false, duplicates = "last_wins", batch = 10_000))]
+    #[pyo3(signature = (path, *, format = None, id_field = None, skip_bad = false, wrap_non_objects = None, duplicates = "last_wins", batch = 10_000))]
     #[allow(clippy::too_many_arguments)]
     fn import_file<'py>(
         &self,
@@ -197,6 +199,7 @@ impl PyCollection {
         format: Option<&str>,
         id_field: Option<&str>,
         skip_bad: bool,
+        wrap_non_objects: Option<&str>,
         duplicates: &str,
         batch: usize,
     ) -> PyResult<Bound<'py, PyDict>> {
@@ -205,21 +208,24 @@ impl PyCollection {
             format,
             id_field,
             skip_bad,
+            wrap_non_objects,
             duplicates,
             batch,
         };
         crate::import::import_file(py, &db, &self.name, &path, &opts)
     }
 
-    /// import_jsonl(path, *, id_field=None, skip_bad=False, duplicates="last_wins",
-    /// batch=10000) -> dict: `import_file` of a JSON Lines file.
-    #[pyo3(signature = (path, *, id_field = None, skip_bad = false, duplicates = "last_wins", batch = 10_000))]
+    /// import_jsonl(path, *, id_field=None, skip_bad=False, wrap_non_objects=None,
+    /// duplicates="last_wins", batch=10000) -> dict: `import_file` of a JSON Lines file.
+    #[pyo3(signature = (path, *, id_field = None, skip_bad = false, wrap_non_objects = None, duplicates = "last_wins", batch = 10_000))]
+    #[allow(clippy::too_many_arguments)]
     fn import_jsonl<'py>(
         &self,
         py: Python<'py>,
         path: PathBuf,
         id_field: Option<&str>,
         skip_bad: bool,
+        wrap_non_objects: Option<&str>,
         duplicates: &str,
         batch: usize,
     ) -> PyResult<Bound<'py, PyDict>> {
@@ -229,6 +235,7 @@ impl PyCollection {
             Some("jsonl"),
             id_field,
             skip_bad,
+            wrap_non_objects,
             duplicates,
             batch,
         )

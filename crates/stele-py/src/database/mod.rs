@@ -180,10 +180,12 @@ impl PyDatabase {
 impl PyDatabase {
     /// Database(path, *, readonly=False, decimals="float", trusted=False,
     /// checkpoint_bytes=64 MiB, compact_layers=8, pack_block_bytes=32 KiB, pack_level=9,
-    /// pack_streams=True, block_cache_bytes=64 MiB)
+    /// pack_streams=True, block_cache_bytes=64 MiB, create_here=False)
     ///
-    /// Opens the database in folder `path`, creating it if needed, and recovers from its
-    /// log (without the GIL). One writing process at a time: `InUseError` (with `pid`) if
+    /// Opens the database in folder `path` and recovers from its log (without the GIL).
+    /// It is created if the folder does not exist or is empty; a folder that holds other
+    /// files raises `InvalidInput` naming them (`create_here=True` creates the database
+    /// beside them), and so does a path that is a file. One writing process at a time: `InUseError` (with `pid`) if
     /// another has it open for writing, and a second open in this process fails the same
     /// way until the first is closed. `readonly=True` opens an existing database for
     /// reading beside its writer (any number of readers, in any processes): it writes
@@ -199,7 +201,7 @@ impl PyDatabase {
     /// packed documents in their stream form (smaller; each rebuilt on its first read);
     /// `block_cache_bytes`: memory for decoded blocks (see the Rust `DatabaseOptions`).
     #[new]
-    #[pyo3(signature = (path, *, readonly = false, decimals = "float", trusted = false, checkpoint_bytes = None, compact_layers = None, pack_block_bytes = None, pack_level = None, pack_streams = true, block_cache_bytes = None))]
+    #[pyo3(signature = (path, *, readonly = false, decimals = "float", trusted = false, checkpoint_bytes = None, compact_layers = None, pack_block_bytes = None, pack_level = None, pack_streams = true, block_cache_bytes = None, create_here = false))]
     #[expect(
         clippy::too_many_arguments,
         reason = "the Python constructor's keyword arguments, one per option"
@@ -216,6 +218,7 @@ impl PyDatabase {
         pack_level: Option<i32>,
         pack_streams: bool,
         block_cache_bytes: Option<usize>,
+        create_here: bool,
     ) -> PyResult<PyDatabase> {
         let decimals = Decimals::parse(py, decimals)?;
         let mut opts = DatabaseOptions::default();
@@ -231,7 +234,7 @@ impl PyDatabase {
         if let Some(level) = pack_level {
             opts = opts.pack_level(level);
         }
-        opts = opts.pack_streams(pack_streams);
+        opts = opts.pack_streams(pack_streams).create_here(create_here);
         if let Some(bytes) = block_cache_bytes {
             opts = opts.block_cache_bytes(bytes);
         }
@@ -327,7 +330,8 @@ impl PyDatabase {
     }
 
     /// `db[name]`: the collection `name` (it need not exist yet: the first write creates
-    /// it). `InvalidInput` for a bad name (1 to 100 of letters, digits, `_ - .`).
+    /// it). `InvalidInput` for a bad name (1 to 100 of the ASCII letters and digits, `_ - .`,
+    /// not starting with `.` or `_`; the message says which rule it breaks).
     fn __getitem__(slf: &Bound<'_, Self>, name: &str) -> PyResult<PyCollection> {
         PyDatabase::collection(slf, name)
     }

@@ -112,15 +112,18 @@ pub struct Sorter {
     run_buffer_bytes: usize,
 }
 
+/// The smallest memory budget a [`Sorter`] takes (64 KiB).
+pub const MIN_MEMORY_BUDGET_BYTES: u64 = 64 << 10;
+
 impl Sorter {
     /// A new, empty sorter.
     pub fn new(opts: SorterOptions) -> Result<Self> {
         opts.table.validate()?;
-        if opts.memory_budget_bytes < 64 << 10 {
+        if (opts.memory_budget_bytes as u64) < MIN_MEMORY_BUDGET_BYTES {
             return Err(Error::InvalidOption {
                 name: "memory_budget_bytes",
                 value: opts.memory_budget_bytes as u64,
-                reason: "must be at least 65536",
+                reason: "must be at least 65536 (MIN_MEMORY_BUDGET_BYTES)",
             });
         }
         let policy = opts.table.duplicates;

@@ -16,6 +16,7 @@ mod close;
 mod commit;
 mod compaction;
 mod compression;
+mod create;
 mod dictionaries;
 mod folders;
 mod idle;

@@ -265,8 +265,10 @@ fn import_leftovers(state: &State) -> Vec<String> {
 }
 
 impl Database {
-    /// Opens the database in folder `dir`, creating it if needed, and recovers from the
-    /// log. Fails with [`Error::InUse`] if another process has it open for writing (reader
+    /// Opens the database in folder `dir`, creating it if the folder does not exist or is
+    /// empty, and recovers from the log. Fails with [`Error::NotADatabase`] for a folder of
+    /// other files (see [`DatabaseOptions::create_here`]), [`Error::NotAFolder`] for a file,
+    /// and with [`Error::InUse`] if another process has it open for writing (reader
     /// processes, [`Database::open_read_only`], do not count).
     pub fn open(dir: impl AsRef<Path>) -> Result<Database> {
         Self::open_with(dir, DatabaseOptions::default())
@@ -274,7 +276,7 @@ impl Database {
 
     /// Opens with options.
     ///
-    /// Steps, in this order: create the folders, take the folder lock, open the store, read
+    /// Steps, in this order: check the folder may hold a database, create the folders, take the folder lock, open the store, read
     /// the state the manifest records and its dictionaries, replay the log onto it, open the
     /// log writer where replay ended, assemble the database, start its compaction thread,
     /// drop the import leftovers (the only batch opening logs), and last remove the tables
@@ -284,6 +286,7 @@ impl Database {
         let wal_dir = dir.join(WAL_DIR);
         // A new database (no tables folder yet) has no garbage to collect at open.
         let new = !dir.join(TABLES_DIR).is_dir();
+        super::create::check_folder(&dir, opts.create_here)?;
         let unsynced = create_folders(&*opts.storage, &dir)?;
         let lock = take_lock(&dir)?;
         let store = Store::open_with(

@@ -19,6 +19,7 @@ pub struct DatabaseOptions {
     pub(crate) block_cache_bytes: usize,
     pub(crate) idle_checkpoint: Option<Duration>,
     pub(crate) pack_on_close: bool,
+    pub(crate) create_here: bool,
 }
 
 impl Default for DatabaseOptions {
@@ -36,6 +37,7 @@ impl Default for DatabaseOptions {
             block_cache_bytes: 64 << 20,
             idle_checkpoint: Some(Duration::from_secs(3)),
             pack_on_close: true,
+            create_here: false,
         }
     }
 }
@@ -179,6 +181,17 @@ impl DatabaseOptions {
     #[must_use]
     pub fn pack_on_close(mut self, on: bool) -> Self {
         self.pack_on_close = on;
+        self
+    }
+
+    /// Whether a write open may create the database in a folder that holds other entries
+    /// (default: off). Off, a database is created only in a folder that does not exist or
+    /// is empty: opening a folder of other files fails with
+    /// [`Error::NotADatabase`](crate::Error::NotADatabase), naming them, and writes
+    /// nothing. A folder that is a database opens either way.
+    #[must_use]
+    pub fn create_here(mut self, on: bool) -> Self {
+        self.create_here = on;
         self
     }
 

@@ -105,7 +105,7 @@ impl super::Database {
     /// one does: see [`ReadOnlyDatabase`]. Writes nothing and creates no file, so it works
     /// on a folder this process may not write; takes no folder lock, so any number of
     /// readers and one writer share the database. Fails with [`Error::NoDatabase`] if
-    /// `dir` holds no database.
+    /// `dir` holds no database, [`Error::NotAFolder`] if it is a file.
     pub fn open_read_only(dir: impl AsRef<Path>) -> Result<ReadOnlyDatabase> {
         ReadOnlyDatabase::open_with(dir, DatabaseOptions::default())
     }
@@ -124,6 +124,9 @@ impl ReadOnlyDatabase {
     fn open_with(dir: impl AsRef<Path>, opts: DatabaseOptions) -> Result<ReadOnlyDatabase> {
         let dir = dir.as_ref().to_path_buf();
         if !dir.join(WAL_DIR).is_dir() && !dir.join(manifest::FILE_NAME).is_file() {
+            if dir.is_file() {
+                return Err(Error::NotAFolder { path: dir });
+            }
             return Err(Error::NoDatabase { path: dir });
         }
         let store = Store::open_read_only_with(

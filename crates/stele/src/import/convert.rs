@@ -1,7 +1,7 @@
 //! Converting records to documents on every core, a batch at a time, while the importer
 //! reads the next batch ([`Conversion`]).
 
-use super::options::{IResult, ImportError};
+use super::options::{IResult, ImportError, NON_OBJECT_FIX};
 use super::{Ids, RawRecord};
 use crate::batch::check_id;
 use crate::error::Error;
@@ -24,17 +24,18 @@ pub(super) struct Conversion {
 
 impl Conversion {
     /// Starts converting the records of `text` (each ending where its record says) with
-    /// `write` and ids from `ids`.
+    /// `write`, ids from `ids` and non-objects wrapped under `wrap` (else refused).
     pub(super) fn start(
         text: Vec<u8>,
         records: Vec<RawRecord>,
         write: WriteOptions,
         ids: Ids,
+        wrap: Option<String>,
     ) -> Conversion {
         let (sender, done) = mpsc::channel();
         rayon::spawn(move || {
             let converted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                convert_all(&text, &records, &write, &ids)
+                convert_all(&text, &records, &write, &ids, wrap.as_deref())
             }));
             // The receiver is gone only if the import already failed.
             let _ = sender.send((records, converted));
@@ -60,6 +61,7 @@ pub(super) fn convert_all(
     records: &[RawRecord],
     write: &WriteOptions,
     ids: &Ids,
+    wrap: Option<&str>,
 ) -> Vec<Converted> {
     let ends: Vec<usize> = records.iter().map(|r| r.end).collect();
     let texts = crate::bytes::split_at_ends(text, &ends);
@@ -68,7 +70,7 @@ pub(super) fn convert_all(
         .zip(records.par_iter())
         .map_init(
             || (DocumentWriter::with_options(write.clone()), ids.clone()),
-            |(writer, ids), (text, r)| convert(writer, ids, text, r.at, r.stem.as_deref()),
+            |(writer, ids), (text, r)| convert(writer, ids, text, r.at, r.stem.as_deref(), wrap),
         )
         .collect()
 }
@@ -84,6 +86,7 @@ pub(super) fn convert(
     text: &[u8],
     at: super::spool::Origin,
     stem: Option<&str>,
+    wrap: Option<&str>,
 ) -> Result<(String, Vec<u8>), (u64, Option<u64>, String)> {
     let doc = writer.from_json(text).map_err(|e| match e {
         stele_doc::Error::Json {
@@ -107,6 +110,18 @@ pub(super) fn convert(
         other => (at.line, None, other.to_string()),
     })?;
     let bad = |reason: String| (at.line, None, reason);
+    // Checked once the text is known to be JSON, so that bad JSON is said to be that.
+    let doc = match (non_object(text), wrap) {
+        (None, _) => doc,
+        (Some(kind), None) => {
+            return Err(bad(format!(
+                "the record is {kind}, not a JSON object: a collection holds objects; {NON_OBJECT_FIX}"
+            )));
+        }
+        (Some(_), Some(field)) => writer
+            .from_json(&wrap_in(field, text))
+            .map_err(|e| bad(e.to_string()))?,
+    };
     let id = match ids {
         Ids::Counter(prefix) => format!("{prefix}{:010}", at.record),
         Ids::FileStem => stem.unwrap_or_default().to_owned(),
@@ -129,6 +144,33 @@ pub(super) fn convert(
     };
     check_id(&id).map_err(|e| bad(e.to_string()))?;
     Ok((id, doc))
+}
+
+/// What the JSON text `text` is when it is not an object ("a number", ...), from its first
+/// byte past white space and a byte order mark; `None` for an object, and for text that is
+/// not JSON at all (its conversion says what is wrong).
+fn non_object(text: &[u8]) -> Option<&'static str> {
+    let text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
+    let first = text.iter().find(|b| !b.is_ascii_whitespace())?;
+    Some(match first {
+        b'[' => "an array",
+        b'"' => "a string",
+        b'-' | b'0'..=b'9' => "a number",
+        b't' | b'f' => "a boolean",
+        b'n' => "null",
+        _ => return None,
+    })
+}
+
+/// `{"field": text}`, the JSON text of the object a non-object record is stored as.
+fn wrap_in(field: &str, text: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(field.len() + text.len() + 5);
+    out.push(b'{');
+    crate::export::write_json_string(&mut out, field);
+    out.push(b':');
+    out.extend_from_slice(text);
+    out.push(b'}');
+    out
 }
 
 /// The id of `doc` at `path`: a string, or an integer written as JSON; else the type of

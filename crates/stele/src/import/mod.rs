@@ -71,7 +71,7 @@ mod spool;
 pub use documents::BulkImport;
 pub use options::{
     BadRecord, DEFAULT_IMPORT_BUDGET_BYTES, DEFAULT_IMPORT_PACK_LEVEL, IdSource, ImportError,
-    ImportFormat, ImportOptions, ImportPhase, ImportProgress, ImportReport,
+    ImportFormat, ImportOptions, ImportPhase, ImportProgress, ImportReport, NON_OBJECT_FIX,
     SMALL_IMPORT_PACK_LEVEL,
 };
 
@@ -391,10 +391,18 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
         let text = std::mem::take(&mut self.pending.text);
         let records = std::mem::take(&mut self.pending.records);
         if rayon::current_thread_index().is_some() {
-            let converted = convert::convert_all(&text, &records, &self.opts.write, &self.ids);
+            let wrap = self.opts.wrap_non_objects.as_deref();
+            let converted =
+                convert::convert_all(&text, &records, &self.opts.write, &self.ids, wrap);
             return self.hand_on(records, converted);
         }
-        let next = Conversion::start(text, records, self.opts.write.clone(), self.ids.clone());
+        let next = Conversion::start(
+            text,
+            records,
+            self.opts.write.clone(),
+            self.ids.clone(),
+            self.opts.wrap_non_objects.clone(),
+        );
         match self.converting.replace(next) {
             Some(before) => {
                 let (records, converted) = before.wait()?;

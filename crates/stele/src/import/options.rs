@@ -50,7 +50,14 @@ pub struct ImportOptions {
     /// `None`: [`DEFAULT_IMPORT_PACK_LEVEL`], or [`SMALL_IMPORT_PACK_LEVEL`] for a small
     /// import.
     pub(super) pack_level: Option<i32>,
+    /// The field a record that is not a JSON object is stored under; `None`: refused.
+    pub(super) wrap_non_objects: Option<String>,
 }
+
+/// The fix a refused non-object record names, in Rust API terms; the command line and the
+/// Python package replace it with their own flag and keyword argument.
+pub const NON_OBJECT_FIX: &str =
+    "set ImportOptions::wrap_non_objects(field) to store such records as {field: value}";
 
 /// Default zstd level of the blocks a bulk import packs ([`ImportOptions::pack_level`]).
 pub const DEFAULT_IMPORT_PACK_LEVEL: i32 = 6;
@@ -82,6 +89,7 @@ impl Default for ImportOptions {
             memory_budget_bytes: DEFAULT_IMPORT_BUDGET_BYTES,
             bulk: true,
             pack_level: None,
+            wrap_non_objects: None,
         }
     }
 }
@@ -130,6 +138,16 @@ impl ImportOptions {
     #[must_use]
     pub fn skip_bad(mut self, skip: bool) -> Self {
         self.skip_bad = skip;
+        self
+    }
+
+    /// Stores a record that is not a JSON object (a number, string, array, boolean or null)
+    /// as the object `{field: record}` (default: such a record is bad, with its line and
+    /// type: a collection holds objects, and a stray value is most often input that is not
+    /// what it seems, such as a binary file).
+    #[must_use]
+    pub fn wrap_non_objects(mut self, field: impl Into<String>) -> Self {
+        self.wrap_non_objects = Some(field.into());
         self
     }
 

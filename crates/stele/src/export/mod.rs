@@ -15,6 +15,10 @@
 //! not part of a document: when they came from a field, they are in the output already;
 //! otherwise [`ExportOptions::id_field`] adds them as a first field.
 
+mod salvage;
+
+pub use salvage::{Lost, SalvageReport, export_salvage};
+
 use crate::error::Error;
 use crate::snapshot::Snapshot;
 use std::io::{BufWriter, Write};
@@ -78,30 +82,7 @@ pub fn export_jsonl(
     let json = JsonOptions::default();
     for entry in snapshot.iter(collection) {
         let (id, doc) = entry?;
-        let view = doc.document()?;
-        line.clear();
-        let add_id = opts
-            .id_field
-            .as_deref()
-            .filter(|f| view.root().as_object().is_some_and(|o| !o.contains_key(f)));
-        match add_id {
-            Some(field) => {
-                let mut body = Vec::new();
-                view.write_json(&mut body, &json);
-                line.push(b'{');
-                write_json_string(&mut line, field);
-                line.push(b':');
-                write_json_string(&mut line, &id);
-                // `body` is `{...}`: keep everything after its `{`, with a comma unless empty.
-                let rest = body.get(1..).unwrap_or_default();
-                if rest != b"}" {
-                    line.push(b',');
-                }
-                line.extend_from_slice(rest);
-            }
-            None => view.write_json(&mut line, &json),
-        }
-        line.push(b'\n');
+        json_line(&mut line, &id, &doc.document()?, opts, &json);
         out.write_all(&line)?;
         report.documents += 1;
         report.bytes += line.len() as u64;
@@ -110,8 +91,42 @@ pub fn export_jsonl(
     Ok(report)
 }
 
+/// Sets `line` to the export's line of document `id`: its JSON (with the id added as
+/// [`ExportOptions::id_field`] says) and a line end.
+fn json_line(
+    line: &mut Vec<u8>,
+    id: &str,
+    view: &stele_doc::Document<&[u8]>,
+    opts: &ExportOptions,
+    json: &JsonOptions,
+) {
+    line.clear();
+    let add_id = opts
+        .id_field
+        .as_deref()
+        .filter(|f| view.root().as_object().is_some_and(|o| !o.contains_key(f)));
+    match add_id {
+        Some(field) => {
+            let mut body = Vec::new();
+            view.write_json(&mut body, json);
+            line.push(b'{');
+            write_json_string(line, field);
+            line.push(b':');
+            write_json_string(line, id);
+            // `body` is `{...}`: keep everything after its `{`, with a comma unless empty.
+            let rest = body.get(1..).unwrap_or_default();
+            if rest != b"}" {
+                line.push(b',');
+            }
+            line.extend_from_slice(rest);
+        }
+        None => view.write_json(line, json),
+    }
+    line.push(b'\n');
+}
+
 /// Appends `s` as a JSON string literal.
-fn write_json_string(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn write_json_string(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
     for c in s.chars() {
         match c {
