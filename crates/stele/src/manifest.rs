@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! 0   8 bytes magic "STELEMAN"
-//! 8   u32 version (4; versions 1 to 3 are read too)
+//! 8   u32 version (5; versions 1 to 4 are read too)
 //! 12  u32 number of collections
 //! 16  u64 sequence number of the last batch the tables contain
 //! 24  per collection, sorted by name: varint name length, name (UTF-8),
@@ -18,7 +18,7 @@
 //!
 //! Version 1 had no document counts (a collection's map length was its count: there were
 //! no removal marks) and no packed blocks. Version 2 had no packed index blocks, version 3
-//! no compressed dictionaries (same layout).
+//! no compressed dictionaries, version 4 no text blocks (same layout).
 //!
 //! Recovery opens the tables named here and replays log records with a higher sequence
 //! number. Replaying a record the tables already contain is harmless: every operation sets
@@ -36,9 +36,11 @@ const MAGIC: [u8; 8] = *b"STELEMAN";
 /// 3: index maps may hold compressed blocks of keys (`crate::index::packed`), which builds
 /// that read version 2 would not see. 4: dictionaries in the meta collection may be stored
 /// compressed (`crate::compress::dictionary_to_stored`), which builds that read version 3
-/// would load as raw-content dictionaries and decode values with wrongly. Otherwise laid
-/// out as version 2.
-const VERSION: u32 = 4;
+/// would load as raw-content dictionaries and decode values with wrongly. 5: packed blocks
+/// may be text blocks (codec 7, `crate::compress::Codec::TextBlock`: documents kept as the
+/// JSON text an import read), which builds that read version 4 would report as corrupt.
+/// Otherwise laid out as version 2.
+const VERSION: u32 = 5;
 /// File name of the manifest in the database folder.
 pub(crate) const FILE_NAME: &str = "MANIFEST";
 

@@ -268,8 +268,9 @@ impl BulkWriter {
     ) -> IResult<Self> {
         debug_assert_eq!(self.doc_bytes, 0, "streaming from the first document on");
         let share = usize::try_from(est_doc_bytes / SAMPLE_SHARE).unwrap_or(usize::MAX);
-        let refs: Vec<&[u8]> = sample.docs.iter().map(Vec::as_slice).collect();
-        let refs = spread(&refs, sample.doc_bytes, share);
+        // The text forms the blocks will hold (`super::convert::convert_all`).
+        let refs: Vec<&[u8]> = sample.texts.iter().map(Vec::as_slice).collect();
+        let refs = spread(&refs, sample.json_bytes, share);
         let dictionary = train(&self.compressor, &refs, self.settings, est_docs)?;
         let state = db.visible_state();
         let current = crate::pack::last_dictionary(&state, collection)?;
@@ -285,8 +286,8 @@ impl BulkWriter {
         )?;
         if self.converted {
             // SAFETY: `converted` is set only by `BulkWriter::converted`, whose caller
-            // promised valid documents; a streaming writer hands them to the packer
-            // straight from memory.
+            // promised valid documents or text forms; a streaming writer hands them to the
+            // packer straight from memory.
             packer = unsafe { packer.trusting_documents() };
         }
         Ok(BulkWriter {
@@ -314,8 +315,9 @@ impl BulkWriter {
     ///
     /// # Safety
     ///
-    /// Every document later pushed must be one that `stele_doc::validate` accepts: packed
-    /// without validating it again when the sorter kept every document in memory.
+    /// Every document later pushed must be one that `stele_doc::validate` accepts, or a
+    /// text form (`crate::compress::is_text_form`, rebuilt by parsing it): packed without
+    /// validating it again when the sorter kept every document in memory.
     #[must_use]
     pub(super) unsafe fn converted(mut self) -> Self {
         self.converted = true;
@@ -424,8 +426,8 @@ impl BulkWriter {
         )?;
         if converted && spilled_bytes == 0 {
             // SAFETY: `converted` is set only by `BulkWriter::converted`, whose caller
-            // promised valid documents (each just written by a `DocumentWriter`); with
-            // nothing spilled the sorter hands back the bytes it was given, from memory.
+            // promised valid documents (each just written by a `DocumentWriter`) or text
+            // forms; with nothing spilled the sorter hands back the bytes it was given, from memory.
             // Spilled runs are read back from files without a checksum: those documents
             // are validated again, as any packing does.
             packer = unsafe { packer.trusting_documents() };

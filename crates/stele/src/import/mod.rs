@@ -276,7 +276,8 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
                     opts.memory_budget_bytes,
                 )?;
                 // SAFETY: the importer pushes only documents `convert` just wrote with
-                // `DocumentWriter::from_json` (`Importer::hand_on`), as written.
+                // `DocumentWriter::from_json` (`Importer::hand_on`), as written, or text
+                // forms (`convert::convert_all`), which the packer never takes for documents.
                 Sink::Bulk(Box::new(unsafe { writer.converted() }))
             }
             _ => Sink::Staged(Spool::new(db.dir())?),
@@ -390,11 +391,19 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
         }
         let text = std::mem::take(&mut self.pending.text);
         let records = std::mem::take(&mut self.pending.records);
+        let texts = matches!(self.sink, Some(Sink::Bulk(_)));
         if rayon::current_thread_index().is_some() {
-            let converted = convert::convert_all(&text, &records, &self.opts.write, &self.ids);
+            let converted =
+                convert::convert_all(&text, &records, &self.opts.write, &self.ids, texts);
             return self.hand_on(records, converted);
         }
-        let next = Conversion::start(text, records, self.opts.write.clone(), self.ids.clone());
+        let next = Conversion::start(
+            text,
+            records,
+            self.opts.write.clone(),
+            self.ids.clone(),
+            texts,
+        );
         match self.converting.replace(next) {
             Some(before) => {
                 let (records, converted) = before.wait()?;
