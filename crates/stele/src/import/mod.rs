@@ -275,6 +275,10 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
                     small_level,
                     opts.memory_budget_bytes,
                 )?;
+                let writer = match opts.pack_level {
+                    None => writer.level_from_sample(small_level),
+                    Some(_) => writer,
+                };
                 // SAFETY: the importer pushes only documents `convert` just wrote with
                 // `DocumentWriter::from_json` (`Importer::hand_on`), as written, or text
                 // forms (`convert::convert_all`), which the packer never takes for documents.
