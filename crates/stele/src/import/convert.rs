@@ -130,7 +130,7 @@ pub(super) fn convert(
     })?;
     let bad = |reason: String| (at.line, None, reason);
     let id = match ids {
-        Ids::Counter(prefix) => format!("{prefix}{:010}", at.record),
+        Ids::Counter(prefix) => super::numbered_id(prefix, at.record),
         Ids::FileStem => stem.unwrap_or_default().to_owned(),
         Ids::Field(path, name) => {
             let view = Document::new(doc.as_slice()).map_err(|e| bad(e.to_string()))?;

@@ -72,7 +72,7 @@ pub use documents::BulkImport;
 pub use options::{
     BadRecord, DEFAULT_IMPORT_BUDGET_BYTES, DEFAULT_IMPORT_PACK_LEVEL, IdSource, ImportError,
     ImportFormat, ImportOptions, ImportPhase, ImportProgress, ImportReport,
-    SMALL_IMPORT_PACK_LEVEL,
+    SMALL_IMPORT_PACK_LEVEL, numbered_id, numbered_id_for,
 };
 
 use crate::db::Database;
