@@ -570,3 +570,35 @@ fn import_prints_what_landed_and_its_size_at_rest() {
         .failure()
         .stderr(predicate::str::contains("--memory"));
 }
+
+/// Numbered records (imported without an id field) are found by their number as people
+/// write it: `42` is `0000000042`; `--json` names the id found; an id that is not a number
+/// of a record is still not found.
+#[test]
+fn numbered_records_are_found_by_their_number() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("n.db");
+    on("import", &db)
+        .args(["orders", SAMPLE])
+        .assert()
+        .success();
+    let sample = std::fs::read_to_string(SAMPLE).unwrap();
+    let line = |n: usize| sample.lines().nth(n - 1).unwrap().to_owned();
+    let got = stdout_of(&["get", "orders", "42", "0000000043", "1000"], &db);
+    assert_eq!(
+        got.lines().collect::<Vec<_>>(),
+        [line(42), line(43), line(1000)]
+    );
+    let json = stdout_of(&["get", "orders", "7", "--json"], &db);
+    assert!(
+        json.starts_with("{\"id\":\"0000000007\",\"document\":"),
+        "{json}"
+    );
+    on("get", &db)
+        .args(["orders", "1001"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "not found in collection \"orders\": 1001",
+        ));
+}

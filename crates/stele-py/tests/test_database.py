@@ -694,3 +694,15 @@ def test_writers_in_threads(db):
     for t in threads:
         t.join()
     assert len(c) == 200 and c["t3-49"]["i"] == 49
+
+
+def test_a_numbered_record_asked_for_by_an_int_names_its_id(db, tmp_path):
+    path = tmp_path / "n.jsonl"
+    path.write_text("".join(json.dumps({"n": i}) + "\n" for i in range(1, 51)))
+    c = db["c"]
+    assert c.import_jsonl(path)["imported"] == 50
+    with pytest.raises(TypeError, match=r'not int; .* use "0000000042"'):
+        c[42]
+    assert c["0000000042"]["n"] == 42
+    with pytest.raises(TypeError, match="document ids are str, not float"):
+        c[4.2]

@@ -5,14 +5,14 @@
 //!
 //! ```text
 //! 0   8 bytes magic "STELEMAN"
-//! 8   u32 version (5; versions 1 to 4 are read too)
+//! 8   u32 version (6; versions 1 to 5 are read too)
 //! 12  u32 number of collections
 //! 16  u64 sequence number of the last batch the tables contain
 //! 24  per collection, sorted by name: varint name length, name (UTF-8),
 //!     16 bytes top table id (all zero: no table yet), varint number of documents (v2)
 //! ..  u32 number of indexes, then per index: varint length + collection, varint length +
-//!     index name, u8 kind (v5: 1 keys by the query rules, 0 an earlier version's keys),
-//!     varint field count, per field varint length + path and (v5) u8 flags (bit 0:
+//!     index name, u8 kind (v6: 1 keys by the query rules, 0 an earlier version's keys),
+//!     varint field count, per field varint length + path and (v6) u8 flags (bit 0:
 //!     descending), 16 bytes table id
 //! ..  u64 next packed block number (v2)
 //! end u64 XXH3-64 of every byte before it
@@ -20,8 +20,9 @@
 //!
 //! Version 1 had no document counts (a collection's map length was its count: there were
 //! no removal marks) and no packed blocks. Version 2 had no packed index blocks, version 3
-//! no compressed dictionaries (same layout). Before version 5 indexes had no kind and no
-//! field flags: their keys are an earlier version's (`IndexDef::query_keys` false).
+//! no compressed dictionaries, version 4 no text blocks (same layout). Before version 6
+//! indexes had no kind and no field flags: their keys are an earlier version's
+//! (`IndexDef::query_keys` false).
 //!
 //! Recovery opens the tables named here and replays log records with a higher sequence
 //! number. Replaying a record the tables already contain is harmless: every operation sets
@@ -39,10 +40,12 @@ const MAGIC: [u8; 8] = *b"STELEMAN";
 /// 3: index maps may hold compressed blocks of keys (`crate::index::packed`), which builds
 /// that read version 2 would not see. 4: dictionaries in the meta collection may be stored
 /// compressed (`crate::compress::dictionary_to_stored`), which builds that read version 3
-/// would load as raw-content dictionaries and decode values with wrongly. Otherwise laid
-/// out as version 2. 5: an index kind and field flags (indexes by the query rules, descending
-/// fields), which builds that read version 4 would not see.
-const VERSION: u32 = 5;
+/// would load as raw-content dictionaries and decode values with wrongly. 5: packed blocks
+/// may be text blocks (codec 7, `crate::compress::Codec::TextBlock`: documents kept as the
+/// JSON text an import read), which builds that read version 4 would report as corrupt.
+/// Otherwise laid out as version 2. 6: an index kind and field flags (indexes by the query
+/// rules, descending fields), which builds that read version 5 would not see.
+const VERSION: u32 = 6;
 /// File name of the manifest in the database folder.
 pub(crate) const FILE_NAME: &str = "MANIFEST";
 
@@ -111,7 +114,7 @@ impl Manifest {
             return Err(bad("unsupported manifest version"));
         }
         let v2 = version >= 2;
-        let v5 = version >= 5;
+        let v6 = version >= 6;
         let count = r.u32().ok_or_else(|| bad("truncated"))?;
         let seq = r.u64().ok_or_else(|| bad("truncated"))?;
         let mut collections = BTreeMap::new();
@@ -140,7 +143,7 @@ impl Manifest {
             let entry = (|| {
                 let collection = r.text()?;
                 let name = r.text()?;
-                let query_keys = match (v5, v5.then(|| r.u8()).flatten()) {
+                let query_keys = match (v6, v6.then(|| r.u8()).flatten()) {
                     (false, _) => false,
                     (true, Some(0)) => false,
                     (true, Some(1)) => true,
@@ -154,7 +157,7 @@ impl Manifest {
                 let mut descending = Vec::new();
                 for _ in 0..n {
                     fields.push(r.text()?);
-                    descending.push(match (v5, v5.then(|| r.u8()).flatten()) {
+                    descending.push(match (v6, v6.then(|| r.u8()).flatten()) {
                         (false, _) | (true, Some(0)) => false,
                         (true, Some(1)) => true,
                         (true, _) => return None,

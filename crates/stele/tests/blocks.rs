@@ -1,4 +1,4 @@
-//! Blocks of documents (codec 3), keyed blocks (codec 5) and stream blocks (codec 6, what
+//! Blocks of documents (codec 3), keyed blocks (codec 5, counted keys too) and stream blocks (codec 6, what
 //! the database packs documents into): round trips, and decoded frames whose tables do not
 //! fit or whose stream forms do not decode.
 
@@ -111,8 +111,13 @@ fn keyed_block_tables_that_do_not_fit_are_refused() {
             (2, b"\x00\x02ab\x02\x00\x03\x01xyzw", "adds 0"),
             // The second key is smaller than the first ("aa" after "ab").
             (2, b"\x00\x02ab\x01\x01a\x03\x01xyzw", "not greater"),
-            // A first key cannot share anything.
-            (1, b"\x01\x01a\x01x", "shares 1 bytes"),
+            // A first key cannot share anything (a first byte 1 says the keys are counted).
+            (1, b"\x02\x01a\x01x", "shares 2 bytes"),
+            // Counted keys: "a" has no number to count up, "9" none that keeps its width.
+            (2, b"\x01\x01a\x01\x00x", "does not follow"),
+            (2, b"\x01\x019\x01\x00x", "does not follow"),
+            // A counted first key runs past the frame.
+            (2, b"\x01\x09abcdefg", "cut short"),
             // A suffix runs past the frame.
             (1, b"\x00\x09ab", "cut short"),
             // Value lengths add up to more, and to less, than the frame holds.

@@ -313,8 +313,8 @@ fn missing_dictionary_and_bad_headers_are_named() {
         matches!(err, Error::CorruptValue { offset: 0, .. }),
         "{err}"
     );
-    let err = decode(&[7, 1, 2], &dicts).unwrap_err();
-    assert!(err.to_string().contains("unknown codec byte 0x07"), "{err}");
+    let err = decode(&[8, 1, 2], &dicts).unwrap_err();
+    assert!(err.to_string().contains("unknown codec byte 0x08"), "{err}");
     // The mark of a removed document decodes to nothing.
     let err = decode(&[4], &dicts).unwrap_err();
     assert!(err.to_string().contains("removed document"), "{err}");

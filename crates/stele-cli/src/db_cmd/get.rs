@@ -20,7 +20,7 @@ pub struct GetArgs {
     db: PathBuf,
     /// The collection.
     collection: String,
-    /// Document ids.
+    /// Document ids (a numbered record's by its number too: 42 finds 0000000042).
     #[arg(required = true)]
     ids: Vec<String>,
     /// Indented output.
@@ -38,13 +38,26 @@ pub fn get(args: &GetArgs) -> Result<()> {
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut missing = Vec::new();
     for id in &args.ids {
-        let doc = snap
-            .get(&args.collection, id)
-            .with_context(|| format!("reading {id:?} from collection {:?}", args.collection))?;
+        let read = |id: &str| {
+            snap.get(&args.collection, id)
+                .with_context(|| format!("reading {id:?} from collection {:?}", args.collection))
+        };
+        let mut doc = read(id)?;
+        let mut id = id.clone();
+        // A numbered record asked for by its number: `123456` is `0000123456`.
+        if doc.is_none()
+            && let Some(numbered) = stele::import::numbered_id_for(&id)
+        {
+            doc = read(&numbered)?;
+            if doc.is_some() {
+                id = numbered;
+            }
+        }
+        let id = &id;
         let text = match &doc {
             Some(d) => Some(d.document()?.to_json_with(&opts)),
             None => {
-                missing.push(id.as_str());
+                missing.push(id.clone());
                 None
             }
         };

@@ -94,11 +94,23 @@ impl<'a> Payload<'a> {
     }
 }
 
-/// A document id given by Python: a `str`.
+/// A document id given by Python: a `str`. An `int` is refused with the id of the numbered
+/// record it may mean (`c[42]`: use `c["0000000042"]`).
 fn id_arg<'a>(id: &'a Bound<'_, PyAny>) -> PyResult<&'a str> {
     match id.cast::<PyString>() {
         Ok(s) => s.to_str(),
-        Err(_) => Err(type_err("document ids are str", id)),
+        Err(_) => {
+            let numbered = id
+                .extract::<u64>()
+                .ok()
+                .and_then(|n| stele::import::numbered_id_for(&n.to_string()));
+            Err(match numbered {
+                Some(n) => pyo3::exceptions::PyTypeError::new_err(format!(
+                    "document ids are str, not int; records imported without an id field are numbered in 10 digits: use {n:?}"
+                )),
+                None => type_err("document ids are str", id),
+            })
+        }
     }
 }
 

@@ -154,7 +154,11 @@ impl Decoder {
         let payload = stored.get(h.payload_at..).unwrap_or_default();
         match h.codec {
             Codec::Raw => return Ok(Cow::Borrowed(payload)),
-            Codec::Block | Codec::KeyedBlock | Codec::StreamBlock | Codec::Removed => {
+            Codec::Block
+            | Codec::KeyedBlock
+            | Codec::StreamBlock
+            | Codec::TextBlock
+            | Codec::Removed => {
                 return Err(not_single(&h));
             }
             Codec::Zstd | Codec::ZstdDict => {}
@@ -179,7 +183,11 @@ impl Decoder {
                 out.extend_from_slice(payload);
                 return Ok(());
             }
-            Codec::Block | Codec::KeyedBlock | Codec::StreamBlock | Codec::Removed => {
+            Codec::Block
+            | Codec::KeyedBlock
+            | Codec::StreamBlock
+            | Codec::TextBlock
+            | Codec::Removed => {
                 return Err(not_single(&h));
             }
             Codec::Zstd | Codec::ZstdDict => {}
@@ -209,7 +217,7 @@ impl Decoder {
         self.decompress(&h, payload, dicts, &mut bytes)?;
         match h.codec {
             Codec::KeyedBlock => return super::keyed::split(&h, &bytes),
-            Codec::StreamBlock => {
+            Codec::StreamBlock | Codec::TextBlock => {
                 let mut block = super::keyed::split(&h, &bytes)?;
                 block.streams_from = Some(block.len() / 2);
                 return Ok(block);

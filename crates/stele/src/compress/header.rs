@@ -28,6 +28,9 @@ pub enum Codec {
     /// (`stele_doc::stream`: smaller once compressed, rebuilt when read), or documents
     /// where a stream would not rebuild them exactly ([`Block::document`] reads either).
     StreamBlock = 6,
+    /// A stream block whose values may also be text forms (a document's JSON text, rebuilt
+    /// when read; `super::streams`): what an import of JSON text packs (manifest version 5).
+    TextBlock = 7,
 }
 
 impl Codec {
@@ -41,13 +44,17 @@ impl Codec {
             4 => Some(Codec::Removed),
             5 => Some(Codec::KeyedBlock),
             6 => Some(Codec::StreamBlock),
+            7 => Some(Codec::TextBlock),
             _ => None,
         }
     }
 
     /// Whether values of this codec hold several entries ([`Decoder::decode_block`]).
     pub fn is_block(self) -> bool {
-        matches!(self, Codec::Block | Codec::KeyedBlock | Codec::StreamBlock)
+        matches!(
+            self,
+            Codec::Block | Codec::KeyedBlock | Codec::StreamBlock | Codec::TextBlock
+        )
     }
 }
 
@@ -188,7 +195,9 @@ pub(super) fn parse_block(stored: &[u8], codec: Codec) -> Result<Header> {
     pos = p;
     // Each length takes at least one byte of the decoded frame (a key and its value three).
     let (min_bytes, entries) = match codec {
-        Codec::KeyedBlock | Codec::StreamBlock => (count * MIN_ENTRY_BYTES, count * 2),
+        Codec::KeyedBlock | Codec::StreamBlock | Codec::TextBlock => {
+            (count * MIN_ENTRY_BYTES, count * 2)
+        }
         _ => (count, count),
     };
     if min_bytes > raw_len {

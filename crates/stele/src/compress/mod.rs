@@ -43,8 +43,9 @@ pub use options::{CompressOptions, PARALLEL_COMPRESS_BYTES};
 pub use packer::BlockPacker;
 pub use retrain::{
     BlockTrained, BlockTraining, MAX_BLOCK_GROWTH, MIN_BLOCK_DOCS, PackTarget, block_is_full,
+    cheapest_level,
 };
-pub use streams::{TRIAL_EVERY_BLOCKS, to_document};
+pub use streams::{TRIAL_EVERY_BLOCKS, is_text_form, text_form_rebuilds, to_document};
 /// The trainer with its choices exposed: for the benchmarks (`bench-internals`) and the
 /// test that makes the fuzz targets' seeds (`fuzzing`); not part of the supported API.
 #[cfg(any(feature = "bench-internals", feature = "fuzzing"))]

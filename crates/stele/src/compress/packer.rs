@@ -7,7 +7,8 @@ use super::context::{block_context, compress_joined, encode_block};
 use super::header::{Codec, DictionaryId, MAX_BLOCK_DOCS};
 use super::keyed::join;
 use super::streams::{
-    FormChoice, Forms, TRIAL_EVERY_BLOCKS, push_stream, push_stream_trusted, to_document,
+    FormChoice, Forms, TRIAL_EVERY_BLOCKS, is_text_form, push_stream, push_stream_trusted,
+    to_document,
 };
 use crate::{Error, Result};
 
@@ -88,7 +89,8 @@ impl BlockPacker {
     }
 
     /// [`Self::pack_keyed`] under `codec` ([`Codec::KeyedBlock`], or [`Codec::StreamBlock`]
-    /// when the values are stream forms; the layout is the same).
+    /// when the values are stream forms, [`Codec::TextBlock`] when text forms are among
+    /// them; the layout is the same).
     pub(super) fn pack_keyed_as(
         &mut self,
         codec: Codec,
@@ -136,8 +138,8 @@ impl BlockPacker {
     ///
     /// # Safety
     ///
-    /// Every value later given to [`BlockPacker::pack_documents`] must be a stream form or a
-    /// document that `stele_doc::validate` accepts (for example, one `DocumentWriter` just
+    /// Every value later given to [`BlockPacker::pack_documents`] must be a stream form, a
+    /// text form or a document that `stele_doc::validate` accepts (for example, one `DocumentWriter` just
     /// wrote in this process and nothing read back from disk since).
     #[must_use]
     pub(crate) unsafe fn trusting_documents(mut self) -> Self {
@@ -146,9 +148,10 @@ impl BlockPacker {
     }
 
     /// Compresses `keys` (strictly ascending, at most [`super::MAX_KEY_BYTES`] each) and their
-    /// documents (1 to [`super::MAX_BLOCK_DOCS`], one per key; each a document or a stream
-    /// form read from another block) into one block value in `out` (cleared first): a stream
-    /// block or a keyed block of documents, whichever the packer's last trial found smaller.
+    /// documents (1 to [`super::MAX_BLOCK_DOCS`], one per key; each a document, a stream
+    /// form read from another block, or a text form an import checked) into one block value
+    /// in `out` (cleared first): a stream block (a text block where text forms are among
+    /// them) or a keyed block of documents, whichever the packer's last trial found smaller.
     /// [`super::Decoder::decode_block`] yields the keys, then the entries
     /// [`super::Block::document`] reads as documents. Returns the codec used.
     pub fn pack_documents(
@@ -167,8 +170,10 @@ impl BlockPacker {
         let mut doc_forms = std::mem::take(&mut self.doc_forms);
         stream_forms.clear();
         doc_forms.clear();
+        let mut texts = false;
         if streams {
             for v in values {
+                texts |= is_text_form(v);
                 if self.trusted {
                     // SAFETY: `trusted` is set only by `trusting_documents`, whose caller
                     // promised that every value given here is a stream form or a valid
@@ -186,7 +191,7 @@ impl BlockPacker {
                 doc_forms.ends.push(doc_forms.bytes.len());
             }
         }
-        let result = self.pack_forms(keys, &stream_forms, &doc_forms, trial, out);
+        let result = self.pack_forms(keys, &stream_forms, &doc_forms, trial, texts, out);
         (self.stream_forms, self.doc_forms) = (stream_forms, doc_forms);
         result
     }
@@ -197,14 +202,14 @@ impl BlockPacker {
         stream_forms: &Forms,
         doc_forms: &Forms,
         trial: bool,
+        texts: bool,
         out: &mut Vec<u8>,
     ) -> Result<Codec> {
-        let codec_of = |streams: bool| {
-            if streams {
-                Codec::StreamBlock
-            } else {
-                Codec::KeyedBlock
-            }
+        // Stream forms, and text forms among them where the values hold some.
+        let codec_of = |streams: bool| match (streams, texts) {
+            (true, true) => Codec::TextBlock,
+            (true, false) => Codec::StreamBlock,
+            (false, _) => Codec::KeyedBlock,
         };
         if !trial {
             let forms = if self.forms.streams {
@@ -219,7 +224,7 @@ impl BlockPacker {
         }
         let mut as_docs = std::mem::take(&mut self.alternative);
         self.pack_keyed_as(Codec::KeyedBlock, keys, &doc_forms.parts(), &mut as_docs)?;
-        self.pack_keyed_as(Codec::StreamBlock, keys, &stream_forms.parts(), out)?;
+        self.pack_keyed_as(codec_of(true), keys, &stream_forms.parts(), out)?;
         self.forms.streams = out.len() <= as_docs.len();
         if !self.forms.streams {
             std::mem::swap(out, &mut as_docs);

@@ -163,6 +163,10 @@ pub(super) struct BulkWriter {
     /// Whether every document pushed was just written by a `DocumentWriter` of this
     /// import ([`BulkWriter::converted`]).
     converted: bool,
+    /// The zstd level the blocks are packed at when a dictionary is trained and blocks of
+    /// the sample come out nearly as small with it as at `settings.level`
+    /// ([`BulkWriter::level_from_sample`]).
+    fast_level: Option<i32>,
 }
 
 /// How the documents reach their blocks.
@@ -230,7 +234,17 @@ impl BulkWriter {
             small_level,
             compressor,
             converted: false,
+            fast_level: None,
         })
+    }
+
+    /// This writer, packing at zstd level `fast` rather than its settings' level where a
+    /// sample of the import packs nearly as small at it (`crate::compress::cheapest_level`):
+    /// for an import whose level nobody chose.
+    #[must_use]
+    pub(super) fn level_from_sample(mut self, fast: i32) -> Self {
+        self.fast_level = Some(fast);
+        self
     }
 
     /// How this writer packs: what [`Self::streams`] judges an import by.
@@ -268,8 +282,9 @@ impl BulkWriter {
     ) -> IResult<Self> {
         debug_assert_eq!(self.doc_bytes, 0, "streaming from the first document on");
         let share = usize::try_from(est_doc_bytes / SAMPLE_SHARE).unwrap_or(usize::MAX);
-        let refs: Vec<&[u8]> = sample.docs.iter().map(Vec::as_slice).collect();
-        let refs = spread(&refs, sample.doc_bytes, share);
+        // The text forms the blocks will hold (`super::convert::convert_all`).
+        let refs: Vec<&[u8]> = sample.texts.iter().map(Vec::as_slice).collect();
+        let refs = spread(&refs, sample.json_bytes, share);
         let dictionary = train(&self.compressor, &refs, self.settings, est_docs)?;
         let state = db.visible_state();
         let current = crate::pack::last_dictionary(&state, collection)?;
@@ -277,16 +292,17 @@ impl BulkWriter {
             Some(d) => Some((d.id(), d.bytes())),
             None => current.as_ref().map(|(id, b)| (*id, b.as_slice())),
         };
+        let settings = choose_level(self.settings, self.fast_level, &refs, dict_for_blocks)?;
         let mut packer = SortedPacker::new(
             &db.inner.store,
             Arc::clone(&state.packing),
-            self.settings,
+            settings,
             dict_for_blocks,
         )?;
         if self.converted {
             // SAFETY: `converted` is set only by `BulkWriter::converted`, whose caller
-            // promised valid documents; a streaming writer hands them to the packer
-            // straight from memory.
+            // promised valid documents or text forms; a streaming writer hands them to the
+            // packer straight from memory.
             packer = unsafe { packer.trusting_documents() };
         }
         Ok(BulkWriter {
@@ -297,6 +313,7 @@ impl BulkWriter {
                 pushed: 0,
                 out_of_order,
             })),
+            settings,
             ..self
         })
     }
@@ -314,8 +331,9 @@ impl BulkWriter {
     ///
     /// # Safety
     ///
-    /// Every document later pushed must be one that `stele_doc::validate` accepts: packed
-    /// without validating it again when the sorter kept every document in memory.
+    /// Every document later pushed must be one that `stele_doc::validate` accepts, or a
+    /// text form (`crate::compress::is_text_form`, rebuilt by parsing it): packed without
+    /// validating it again when the sorter kept every document in memory.
     #[must_use]
     pub(super) unsafe fn converted(mut self) -> Self {
         self.converted = true;
@@ -370,6 +388,7 @@ impl BulkWriter {
             small_level,
             compressor,
             converted,
+            fast_level,
         } = self;
         let (sorter, sample) = match mode {
             Mode::Sorting { sorter, sample } => (sorter, sample),
@@ -397,6 +416,7 @@ impl BulkWriter {
         let spilled_bytes = sorter.spilled_bytes();
         let docs = sample.seen;
         let small = doc_bytes < (settings.block_bytes * DICTIONARY_MIN_BLOCKS) as u64;
+        let mut refs = Vec::new();
         let dictionary = if small {
             // One block or less: the level's cost is microseconds, and such a collection
             // (sessions: 1 document of 560 bytes of JSON, 1.33x it at rest with the
@@ -407,15 +427,20 @@ impl BulkWriter {
             None
         } else {
             let share = usize::try_from(doc_bytes / SAMPLE_SHARE).unwrap_or(usize::MAX);
-            train(&compressor, &sample.spread(share), settings, docs)?
+            refs = sample.spread(share);
+            train(&compressor, &refs, settings, docs)?
         };
-        drop(sample);
         let state = db.visible_state();
         let current = crate::pack::last_dictionary(&state, collection)?;
         let dict_for_blocks = match &dictionary {
             Some(d) => Some((d.id(), d.bytes())),
             None => current.as_ref().map(|(id, b)| (*id, b.as_slice())),
         };
+        if dictionary.is_some() {
+            settings = choose_level(settings, fast_level, &refs, dict_for_blocks)?;
+        }
+        drop(refs);
+        drop(sample);
         let mut packer = SortedPacker::new(
             &db.inner.store,
             Arc::clone(&state.packing),
@@ -424,8 +449,8 @@ impl BulkWriter {
         )?;
         if converted && spilled_bytes == 0 {
             // SAFETY: `converted` is set only by `BulkWriter::converted`, whose caller
-            // promised valid documents (each just written by a `DocumentWriter`); with
-            // nothing spilled the sorter hands back the bytes it was given, from memory.
+            // promised valid documents (each just written by a `DocumentWriter`) or text
+            // forms; with nothing spilled the sorter hands back the bytes it was given, from memory.
             // Spilled runs are read back from files without a checksum: those documents
             // are validated again, as any packing does.
             packer = unsafe { packer.trusting_documents() };
@@ -460,6 +485,23 @@ impl BulkWriter {
             compressor,
         )
     }
+}
+
+/// `settings` at the level `crate::compress::cheapest_level` chooses between theirs and
+/// `fast` (if any) for blocks like `refs` compressed with `dict`.
+fn choose_level(
+    settings: PackSettings,
+    fast: Option<i32>,
+    refs: &[&[u8]],
+    dict: Option<(crate::compress::DictionaryId, &[u8])>,
+) -> Result<PackSettings> {
+    let Some(fast) = fast else {
+        return Ok(settings);
+    };
+    let dict = dict.map(|(_, bytes)| bytes);
+    let level =
+        crate::compress::cheapest_level(refs, dict, settings.block_bytes, settings.level, fast)?;
+    Ok(PackSettings { level, ..settings })
 }
 
 /// Switches the packed documents in (`Database::land_import`).

@@ -4,12 +4,14 @@
 use super::options::{IResult, ImportError, NON_OBJECT_FIX};
 use super::{Ids, RawRecord};
 use crate::batch::check_id;
+use crate::compress::text_form_rebuilds;
 use crate::error::Error;
 use rayon::prelude::*;
 use std::sync::mpsc;
-use stele_doc::{CachedPath, Document, DocumentWriter, Value, WriteOptions};
+use stele_doc::{CachedPath, Document, DocumentWriter, Value, WriteOptions, stream};
 
-/// A converted record: its id and document, or where (line, column) and why it is bad.
+/// A converted record: its id and document (or its text form, see [`convert_all`]), or
+/// where (line, column) and why it is bad.
 pub(super) type Converted = Result<(String, Vec<u8>), (u64, Option<u64>, String)>;
 
 /// What a conversion sends back: its records and their conversions (or the panic that
@@ -24,18 +26,20 @@ pub(super) struct Conversion {
 
 impl Conversion {
     /// Starts converting the records of `text` (each ending where its record says) with
-    /// `write`, ids from `ids` and non-objects wrapped under `wrap` (else refused).
+    /// `write`, ids from `ids`, non-objects wrapped under `wrap` (else refused), keeping
+    /// text forms where `texts` (see [`convert_all`]).
     pub(super) fn start(
         text: Vec<u8>,
         records: Vec<RawRecord>,
         write: WriteOptions,
         ids: Ids,
         wrap: Option<String>,
+        texts: bool,
     ) -> Conversion {
         let (sender, done) = mpsc::channel();
         rayon::spawn(move || {
             let converted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                convert_all(&text, &records, &write, &ids, wrap.as_deref())
+                convert_all(&text, &records, &write, &ids, wrap.as_deref(), texts)
             }));
             // The receiver is gone only if the import already failed.
             let _ = sender.send((records, converted));
@@ -55,22 +59,41 @@ impl Conversion {
     }
 }
 
-/// Converts the records of `text` on every core, in order.
+/// Converts the records of `text` on every core, in order. With `texts` (a bulk import,
+/// whose packer takes text forms: `crate::compress::to_document`), a record whose JSON text
+/// (without the blanks around it) rebuilds exactly its document is handed on as that text,
+/// the text form, instead of the document: it packs smaller, and its stream form need not
+/// be made and checked.
 pub(super) fn convert_all(
     text: &[u8],
     records: &[RawRecord],
     write: &WriteOptions,
     ids: &Ids,
     wrap: Option<&str>,
+    texts: bool,
 ) -> Vec<Converted> {
     let ends: Vec<usize> = records.iter().map(|r| r.end).collect();
-    let texts = crate::bytes::split_at_ends(text, &ends);
-    texts
+    let parts = crate::bytes::split_at_ends(text, &ends);
+    parts
         .par_iter()
         .zip(records.par_iter())
         .map_init(
-            || (DocumentWriter::with_options(write.clone()), ids.clone()),
-            |(writer, ids), (text, r)| convert(writer, ids, text, r.at, r.stem.as_deref(), wrap),
+            || {
+                let check = texts.then(|| DocumentWriter::with_options(stream::write_options()));
+                (
+                    DocumentWriter::with_options(write.clone()),
+                    ids.clone(),
+                    check,
+                )
+            },
+            |(writer, ids, check), (text, r)| {
+                let (id, doc) = convert(writer, ids, text, r.at, r.stem.as_deref(), wrap)?;
+                let trimmed = text.trim_ascii();
+                let text_form = check
+                    .as_mut()
+                    .is_some_and(|check| text_form_rebuilds(trimmed, &doc, check));
+                Ok((id, if text_form { trimmed.to_vec() } else { doc }))
+            },
         )
         .collect()
 }
@@ -123,7 +146,7 @@ pub(super) fn convert(
             .map_err(|e| bad(e.to_string()))?,
     };
     let id = match ids {
-        Ids::Counter(prefix) => format!("{prefix}{:010}", at.record),
+        Ids::Counter(prefix) => super::numbered_id(prefix, at.record),
         Ids::FileStem => stem.unwrap_or_default().to_owned(),
         Ids::Field(path, name) => {
             let view = Document::new(doc.as_slice()).map_err(|e| bad(e.to_string()))?;

@@ -72,7 +72,7 @@ pub use documents::BulkImport;
 pub use options::{
     BadRecord, DEFAULT_IMPORT_BUDGET_BYTES, DEFAULT_IMPORT_PACK_LEVEL, IdSource, ImportError,
     ImportFormat, ImportOptions, ImportPhase, ImportProgress, ImportReport, NON_OBJECT_FIX,
-    SMALL_IMPORT_PACK_LEVEL,
+    SMALL_IMPORT_PACK_LEVEL, numbered_id, numbered_id_for,
 };
 
 use crate::db::Database;
@@ -275,8 +275,13 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
                     small_level,
                     opts.memory_budget_bytes,
                 )?;
+                let writer = match opts.pack_level {
+                    None => writer.level_from_sample(small_level),
+                    Some(_) => writer,
+                };
                 // SAFETY: the importer pushes only documents `convert` just wrote with
-                // `DocumentWriter::from_json` (`Importer::hand_on`), as written.
+                // `DocumentWriter::from_json` (`Importer::hand_on`), as written, or text
+                // forms (`convert::convert_all`), which the packer never takes for documents.
                 Sink::Bulk(Box::new(unsafe { writer.converted() }))
             }
             _ => Sink::Staged(Spool::new(db.dir())?),
@@ -390,10 +395,11 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
         }
         let text = std::mem::take(&mut self.pending.text);
         let records = std::mem::take(&mut self.pending.records);
+        let texts = matches!(self.sink, Some(Sink::Bulk(_)));
         if rayon::current_thread_index().is_some() {
             let wrap = self.opts.wrap_non_objects.as_deref();
             let converted =
-                convert::convert_all(&text, &records, &self.opts.write, &self.ids, wrap);
+                convert::convert_all(&text, &records, &self.opts.write, &self.ids, wrap, texts);
             return self.hand_on(records, converted);
         }
         let next = Conversion::start(
@@ -402,6 +408,7 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
             self.opts.write.clone(),
             self.ids.clone(),
             self.opts.wrap_non_objects.clone(),
+            texts,
         );
         match self.converting.replace(next) {
             Some(before) => {

@@ -33,6 +33,21 @@ pub enum IdSource {
     FileStem,
 }
 
+/// The id [`IdSource::Counter`] gives record `number` (from 1) after `prefix`: the number
+/// zero-padded to 10 digits, so that ids sort in input order (`"0000000042"`).
+pub fn numbered_id(prefix: &str, number: u64) -> String {
+    format!("{prefix}{number:010}")
+}
+
+/// The id of numbered record `id` when `id` is its number as people write it (1 to 9
+/// digits, `"123456"` -> `"0000123456"`): what a lookup that finds no document `id` tries
+/// next, or names in its error. `None` for anything else (10 digits or more are an id as
+/// it is).
+pub fn numbered_id_for(id: &str) -> Option<String> {
+    let digits = (1..10).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_digit());
+    digits.then(|| id.parse().ok().map(|n| numbered_id("", n)))?
+}
+
 /// Options of an import. The defaults: format detected from the input, ids from a counter
 /// (from the file stem for folders), stop at the first bad record, batches of 10,000
 /// documents or 8 MiB.

@@ -31,6 +31,10 @@ const MAX_LINE_BYTES: usize = 1 << 20;
 pub(super) struct Presample {
     /// The documents, in file order.
     pub(super) docs: Vec<Vec<u8>>,
+    /// Their JSON texts (without the blanks around them): what a bulk import packs where
+    /// they rebuild the documents (text forms, `super::convert::convert_all`), and so what
+    /// its dictionary trains on.
+    pub(super) texts: Vec<Vec<u8>>,
     /// Bytes of the JSON lines they were converted from (line breaks not counted).
     pub(super) json_bytes: u64,
     /// Bytes of the documents.
@@ -121,6 +125,7 @@ pub(super) fn presample(
             };
             taken_docs += 1;
             taken_bytes += doc.len();
+            sample.texts.push(text.trim_ascii().to_vec());
             sample.json_bytes += text.len() as u64;
             sample.doc_bytes += doc.len() as u64;
             sample.docs.push(doc);
