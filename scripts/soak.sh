@@ -5,6 +5,7 @@
 # database) with a new seed each run.
 # Usage: scripts/soak.sh [crash rounds, default 300] [model cases, default 2000]
 #                        [power-loss states per workload, default 100000]
+#                        [states per recovery (next-session) workload, default 10000]
 # About 20 minutes with the defaults on 2 cores (the power-loss part about 14). CI
 # (scripts/check.sh) runs 50 rounds, 48 cases and about 4,000 power-loss states in all.
 set -euo pipefail
@@ -12,6 +13,7 @@ cd "$(dirname "$0")/.."
 rounds=${1:-300}
 cases=${2:-2000}
 states=${3:-100000}
+recovery_states=${4:-10000}
 export STELE_CRASH_ROUNDS=$rounds STELE_MODEL_CASES=$cases
 echo "== crash tests, $rounds rounds each"
 cargo test --release --locked -p stele-durable --test crash
@@ -26,4 +28,10 @@ echo "seed $seed"
 STELE_CRASH_STATES=$states STELE_CRASH_SEED=$seed cargo test --release --locked \
   -p stele-table -p stele-durable -p stele --test power_loss -- --nocapture 2>&1 |
   grep -E '^(table builds|durable maps|store):|^test |panicked|violates|^    '
-echo "soak passed: $rounds crash rounds, $cases model cases, $states power-loss states per workload"
+echo "== power loss during recovery, $recovery_states states per workload"
+# Crash states of the store workload as starting folders of a next session (opening,
+# commits, checkpoint, compaction, close), itself cut at every moment.
+STELE_CRASH_STATES=$recovery_states STELE_CRASH_SEED=$seed cargo test --release --locked \
+  -p stele --test power_loss_recovery -- --nocapture --test-threads 1 2>&1 |
+  grep -E '^(recovery|torn tail)|^test |panicked|violates|^    '
+echo "soak passed: $rounds crash rounds, $cases model cases, $states power-loss states per workload, $recovery_states per recovery workload"

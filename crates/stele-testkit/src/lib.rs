@@ -19,11 +19,13 @@ pub mod faults;
 mod model;
 mod nosync;
 mod rng;
+mod sessions;
 mod sim;
 
 pub use model::Pick;
 pub use nosync::{NoSync, no_sync};
 pub use rng::Rng;
+pub use sessions::{OpInfo, OpKind, SessionsExplored, Start, explore_sessions};
 pub use sim::{Recording, Replay, SimDisk};
 
 use std::fmt::Write as _;
