@@ -119,7 +119,7 @@ pub struct SessionsExplored {
 /// recording there (what the folder holds is the durable base), runs `session` on it (the
 /// next session: opening, which recovers, then more work; it returns what the check needs,
 /// or an error) and explores the states a cut at any moment of that session could leave
-/// with `check`, `opts.states` spread over the starts. Panics at the first violation, with
+/// with `check`, `opts.states` shared by the starts. Panics at the first violation, with
 /// the start's moment, pick and reason.
 pub fn explore_sessions<R>(
     recording: &Recording,
@@ -139,10 +139,6 @@ pub fn explore_sessions<R>(
         })
         .collect();
     order.sort_by_key(|(at, _, _)| *at);
-    let per_start = ExploreOptions {
-        states: (opts.states / starts.len().max(1)).max(1),
-        seed: opts.seed,
-    };
     let base = scratch_dir("stele-sessions-");
     let mut replay = recording.replay();
     let (mut states, mut ops) = (0, 0);
@@ -164,9 +160,12 @@ pub fn explore_sessions<R>(
         ops += next.len();
         // The states of each session are picked with their own seed: the same start
         // explored alone (a shorter list) makes the same picks.
+        // The budget left, shared by the starts left: what one explored short of its share
+        // (a whole number of states per moment) goes to the next ones.
+        let left = starts.len() - i;
         let opts = ExploreOptions {
-            seed: per_start.seed ^ (at as u64).rotate_left(32),
-            ..per_start.clone()
+            states: (opts.states.saturating_sub(states) / left).max(1),
+            seed: opts.seed ^ (at as u64).rotate_left(32),
         };
         let explored = explore(&next, &opts, |state| {
             check(&result, state).map_err(|e| format!("{e}\n  in the {what}"))
