@@ -6,14 +6,19 @@
 # Usage: scripts/soak.sh [crash rounds, default 300] [model cases, default 2000]
 #                        [power-loss states per workload, default 100000]
 #                        [states per recovery (next-session) workload, default 10000]
-# About 20 minutes with the defaults on 2 cores (the power-loss part about 14). CI
-# (scripts/check.sh) runs 50 rounds, 48 cases and about 4,000 power-loss states in all.
+#                        [seconds per fuzz target, default 600]
+# Then every fuzz target (scripts/fuzz.sh). About 3 hours with the defaults on 2 cores:
+# the tests about 25 minutes (the power-loss part about 14, recovery 3), fuzzing 15 targets
+# x 10 minutes. CI
+# (scripts/check.sh) runs 50 rounds, 48 cases, about 5,900 power-loss states in all and
+# every fuzz target for 4 s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-300}
 cases=${2:-2000}
 states=${3:-100000}
 recovery_states=${4:-10000}
+fuzz_seconds=${5:-600}
 export STELE_CRASH_ROUNDS=$rounds STELE_MODEL_CASES=$cases
 echo "== crash tests, $rounds rounds each"
 cargo test --release --locked -p stele-durable --test crash
@@ -34,4 +39,6 @@ echo "== power loss during recovery, $recovery_states states per workload"
 STELE_CRASH_STATES=$recovery_states STELE_CRASH_SEED=$seed cargo test --release --locked \
   -p stele --test power_loss_recovery -- --nocapture --test-threads 1 2>&1 |
   grep -E '^(recovery|torn tail)|^test |panicked|violates|^    '
-echo "soak passed: $rounds crash rounds, $cases model cases, $states power-loss states per workload, $recovery_states per recovery workload"
+echo "== fuzzing, $fuzz_seconds s per target"
+scripts/fuzz.sh all "$fuzz_seconds"
+echo "soak passed: $rounds crash rounds, $cases model cases, $states power-loss states per workload, $recovery_states per recovery workload, $fuzz_seconds s per fuzz target"

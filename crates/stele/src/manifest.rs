@@ -38,7 +38,7 @@ const MAGIC: [u8; 8] = *b"STELEMAN";
 /// compressed (`crate::compress::dictionary_to_stored`), which builds that read version 3
 /// would load as raw-content dictionaries and decode values with wrongly. Otherwise laid
 /// out as version 2.
-const VERSION: u32 = 4;
+pub(crate) const VERSION: u32 = 4;
 /// File name of the manifest in the database folder.
 pub(crate) const FILE_NAME: &str = "MANIFEST";
 
