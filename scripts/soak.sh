@@ -7,9 +7,9 @@
 #                        [power-loss states per workload, default 100000]
 #                        [states per recovery (next-session) workload, default 10000]
 #                        [seconds per fuzz target, default 600]
-# Then every fuzz target (scripts/fuzz.sh). About 3 hours with the defaults on 2 cores:
-# the tests about 25 minutes (the power-loss part about 14, recovery 3), fuzzing 15 targets
-# x 10 minutes. CI
+# Then the standing mutants (scripts/mutants.sh) and every fuzz target (scripts/fuzz.sh).
+# About 3 hours with the defaults on 2 cores: the tests about 25 minutes (the power-loss
+# part about 14, recovery 3), the mutants about 25, fuzzing 15 targets x 10 minutes. CI
 # (scripts/check.sh) runs 50 rounds, 48 cases, about 5,900 power-loss states in all and
 # every fuzz target for 4 s.
 set -euo pipefail
@@ -39,6 +39,8 @@ echo "== power loss during recovery, $recovery_states states per workload"
 STELE_CRASH_STATES=$recovery_states STELE_CRASH_SEED=$seed cargo test --release --locked \
   -p stele --test power_loss_recovery -- --nocapture --test-threads 1 2>&1 |
   grep -E '^(recovery|torn tail)|^test |panicked|violates|^    '
+echo "== standing mutants (each durability bug planted in a scratch copy must be caught)"
+scripts/mutants.sh
 echo "== fuzzing, $fuzz_seconds s per target"
 scripts/fuzz.sh all "$fuzz_seconds"
-echo "soak passed: $rounds crash rounds, $cases model cases, $states power-loss states per workload, $recovery_states per recovery workload, $fuzz_seconds s per fuzz target"
+echo "soak passed: $rounds crash rounds, $cases model cases, $states power-loss states per workload, $recovery_states per recovery workload, every mutant caught, $fuzz_seconds s per fuzz target"

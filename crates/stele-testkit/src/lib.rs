@@ -6,7 +6,8 @@
 //! cuts, creations, renames, links, removals, folder creations and every kind of sync. A
 //! [`Recording`] of that log can then [`explore`] the states a power cut at any moment could
 //! leave, each materialised into a fresh folder where the real code opens it. The crash model
-//! is described in `docs/POWER-LOSS.md`.
+//! is described in `docs/POWER-LOSS.md`. [`explore_sessions`] starts a next session (a
+//! recovery, then more work) from chosen crash states and explores it the same way.
 //!
 //! [`faults::FaultyStorage`] is the real file system with injected I/O errors: a shared
 //! [`faults::Faults`] control fails the n-th operation of chosen kinds (a full disk, say)
