@@ -10,7 +10,7 @@
 # Then the standing mutants (scripts/mutants.sh) and every fuzz target (scripts/fuzz.sh).
 # About 3 hours with the defaults on 2 cores: the tests about 25 minutes (the power-loss
 # part about 14, recovery 3), the mutants about 25, fuzzing 15 targets x 10 minutes. CI
-# (scripts/check.sh) runs 50 rounds, 48 cases, about 5,900 power-loss states in all and
+# (scripts/check.sh) runs 50 rounds, 48 cases, about 6,200 power-loss states in all and
 # every fuzz target for 4 s.
 set -euo pipefail
 cd "$(dirname "$0")/.."

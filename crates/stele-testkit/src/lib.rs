@@ -120,8 +120,13 @@ pub fn explore(
             .collect();
         moments.dedup();
     }
-    let mut jobs = Vec::with_capacity(moments.len() * per_moment);
-    for &moment in &moments {
+    // What the whole moments leave of the budget: one more random pick for the first ones,
+    // so that a budget above four per moment is met exactly.
+    let n = moments.len().max(1);
+    let rest = opts.states.saturating_sub(moments.len() * per_moment);
+    let mut jobs = Vec::with_capacity(opts.states.max(moments.len() * per_moment));
+    for (i, &moment) in moments.iter().enumerate() {
+        let here = per_moment + rest / n + usize::from(i < rest % n);
         // The last operation lost is the state of one operation earlier with everything
         // kept: checked first, since the replay only moves forward.
         if moment > 0 {
@@ -129,7 +134,7 @@ pub fn explore(
         }
         jobs.push((moment, Pick::AllLost));
         jobs.push((moment, Pick::AllKept));
-        for _ in 3..per_moment {
+        for _ in 3..here {
             jobs.push((moment, Pick::Random(rng.next_u64())));
         }
     }
