@@ -6,7 +6,8 @@
 # Targets: document json json_scanners lz4 table stored_value stream log_segment log_tail manifest root packed_block
 #          dictionary index_key index_block (several: quote them, "root manifest")
 # Findings land in fuzz/artifacts/<target>/; the committed seeds are in fuzz/corpus/<target>/
-# (those of the store's files are made by crates/stele/tests/fuzz_seeds.rs).
+# (seed<n>: made by the real writers, crates/stele/tests/fuzz_seeds.rs, for every target that reads
+# stored bytes; hand<n> and the seeds of json, json_scanners and lz4: hand-made inputs).
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 seconds=${2:-60}
