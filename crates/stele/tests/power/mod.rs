@@ -16,7 +16,8 @@ use stele_table::Storage;
 use stele_testkit::{CrashState, SimDisk};
 
 /// A batch the workload wrote: its documents (collection, id, JSON), when its commit
-/// returned, and when a later batch that deleted all of them returned.
+/// returned, and when a later batch that deleted all of them returned (for a next session,
+/// moment 0 with `acked` never: gone when the session started, so never back).
 #[derive(Debug, Clone)]
 pub struct Written {
     pub docs: Vec<(&'static str, String, String)>,
@@ -206,7 +207,8 @@ pub fn check(state: &CrashState<'_>, record: &Record) -> Result<(), String> {
         let deleted = b.deleted.is_some_and(|d| d <= moment);
         if deleted && present > 0 {
             return Err(format!(
-                "batch of {first} is back after its deletion was acknowledged"
+                "batch of {first} is back after it was gone (its deletion acknowledged, or \
+                 gone when the session started)"
             ));
         }
         if b.acked <= moment && b.deleted.is_none() && present == 0 {
