@@ -5,13 +5,20 @@
 # database) with a new seed each run.
 # Usage: scripts/soak.sh [crash rounds, default 300] [model cases, default 2000]
 #                        [power-loss states per workload, default 100000]
-# About 20 minutes with the defaults on 2 cores (the power-loss part about 14). CI
-# (scripts/check.sh) runs 50 rounds, 48 cases and about 4,000 power-loss states in all.
+#                        [states per recovery (next-session) workload, default 10000]
+#                        [seconds per fuzz target, default 600]
+# Then the standing mutants (scripts/mutants.sh) and every fuzz target (scripts/fuzz.sh).
+# About 3 hours with the defaults on 2 cores: the tests about 25 minutes (the power-loss
+# part about 14, recovery 3), the mutants about 25, fuzzing 15 targets x 10 minutes. CI
+# (scripts/check.sh) runs 50 rounds, 48 cases, about 6,200 power-loss states in all and
+# every fuzz target for 4 s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-300}
 cases=${2:-2000}
 states=${3:-100000}
+recovery_states=${4:-10000}
+fuzz_seconds=${5:-600}
 export STELE_CRASH_ROUNDS=$rounds STELE_MODEL_CASES=$cases
 echo "== crash tests, $rounds rounds each"
 cargo test --release --locked -p stele-durable --test crash
@@ -26,4 +33,14 @@ echo "seed $seed"
 STELE_CRASH_STATES=$states STELE_CRASH_SEED=$seed cargo test --release --locked \
   -p stele-table -p stele-durable -p stele --test power_loss -- --nocapture 2>&1 |
   grep -E '^(table builds|durable maps|store):|^test |panicked|violates|^    '
-echo "soak passed: $rounds crash rounds, $cases model cases, $states power-loss states per workload"
+echo "== power loss during recovery, $recovery_states states per workload"
+# Crash states of the store workload as starting folders of a next session (opening,
+# commits, checkpoint, compaction, close), itself cut at every moment.
+STELE_CRASH_STATES=$recovery_states STELE_CRASH_SEED=$seed cargo test --release --locked \
+  -p stele --test power_loss_recovery -- --nocapture --test-threads 1 2>&1 |
+  grep -E '^(recovery|torn tail)|^test |panicked|violates|^    '
+echo "== standing mutants (each durability bug planted in a scratch copy must be caught)"
+scripts/mutants.sh
+echo "== fuzzing, $fuzz_seconds s per target"
+scripts/fuzz.sh all "$fuzz_seconds"
+echo "soak passed: $rounds crash rounds, $cases model cases, $states power-loss states per workload, $recovery_states per recovery workload, every mutant caught, $fuzz_seconds s per fuzz target"

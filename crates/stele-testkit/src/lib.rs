@@ -6,7 +6,8 @@
 //! cuts, creations, renames, links, removals, folder creations and every kind of sync. A
 //! [`Recording`] of that log can then [`explore`] the states a power cut at any moment could
 //! leave, each materialised into a fresh folder where the real code opens it. The crash model
-//! is described in `docs/POWER-LOSS.md`.
+//! is described in `docs/POWER-LOSS.md`. [`explore_sessions`] starts a next session (a
+//! recovery, then more work) from chosen crash states and explores it the same way.
 //!
 //! [`faults::FaultyStorage`] is the real file system with injected I/O errors: a shared
 //! [`faults::Faults`] control fails the n-th operation of chosen kinds (a full disk, say)
@@ -19,11 +20,13 @@ pub mod faults;
 mod model;
 mod nosync;
 mod rng;
+mod sessions;
 mod sim;
 
 pub use model::Pick;
 pub use nosync::{NoSync, no_sync};
 pub use rng::Rng;
+pub use sessions::{OpInfo, OpKind, SessionsExplored, Start, explore_sessions};
 pub use sim::{Recording, Replay, SimDisk};
 
 use std::fmt::Write as _;
@@ -117,68 +120,114 @@ pub fn explore(
             .collect();
         moments.dedup();
     }
-    // States live in memory where there is a tmpfs: on this project's VMs removing and
-    // creating the files of a state on the disk took 20-30 ms, more than opening it.
-    let shm = Path::new("/dev/shm");
-    let mut builder = tempfile::Builder::new();
-    builder.prefix("stele-crash-");
-    let base = if shm.is_dir() {
-        builder.tempdir_in(shm).or_else(|_| builder.tempdir())
-    } else {
-        builder.tempdir()
-    }
-    .unwrap_or_else(|e| panic!("creating a folder for crash states: {e}"));
-    let mut replay = recording.replay();
-    let mut states = 0;
-    for &moment in &moments {
+    // What the whole moments leave of the budget: one more random pick for the first ones,
+    // so that a budget above four per moment is met exactly.
+    let n = moments.len().max(1);
+    let rest = opts.states.saturating_sub(moments.len() * per_moment);
+    let mut jobs = Vec::with_capacity(opts.states.max(moments.len() * per_moment));
+    for (i, &moment) in moments.iter().enumerate() {
+        let here = per_moment + rest / n + usize::from(i < rest % n);
         // The last operation lost is the state of one operation earlier with everything
         // kept: checked first, since the replay only moves forward.
-        let mut jobs = Vec::with_capacity(per_moment);
         if moment > 0 {
             jobs.push((moment - 1, Pick::LastOpLost));
         }
         jobs.push((moment, Pick::AllLost));
         jobs.push((moment, Pick::AllKept));
-        for _ in 3..per_moment {
+        for _ in 3..here {
             jobs.push((moment, Pick::Random(rng.next_u64())));
         }
-        for (at, pick) in jobs {
-            replay.advance_to(at);
-            let dir = base.path().join(format!("s{states}"));
-            let what = replay.materialise(&dir, pick).and_then(|()| {
-                let state = CrashState {
-                    dir: &dir,
-                    moment: at,
-                    pick,
-                };
-                match catch_unwind(AssertUnwindSafe(|| check(&state))) {
-                    Ok(r) => r,
-                    Err(payload) => Err(format!("panicked: {}", panic_text(&*payload))),
-                }
-            });
-            if let Err(violation) = what {
-                let mut msg = format!(
-                    "power-loss state violates an invariant: {violation}\n  cut after {at} of {} \
-                     operations, pick {pick:?}, seed {} (STELE_CRASH_SEED)\n  operations around \
-                     the cut:\n",
-                    recording.len(),
-                    opts.seed
-                );
-                for line in recording.describe_around(at, 12) {
-                    let _ = writeln!(msg, "    {line}");
-                }
-                panic!("{msg}");
-            }
-            let _ = std::fs::remove_dir_all(&dir);
-            states += 1;
-        }
     }
+    let states = check_states(recording, opts, &jobs, &mut check);
     Explored {
         states,
         moments: moments.len(),
         sync_points: syncs.len(),
         elapsed: started.elapsed(),
     }
+}
+
+/// Like [`explore`], with every state cut at one moment: `opts.states` of them, random
+/// picks after the extremes. For a regression test whose bug shows in a few states of one
+/// moment only (say one random pick in fifteen after the last operation).
+pub fn explore_at(
+    recording: &Recording,
+    moment: usize,
+    opts: &ExploreOptions,
+    mut check: impl FnMut(&CrashState<'_>) -> Result<(), String>,
+) -> Explored {
+    let started = Instant::now();
+    let mut rng = Rng::new(opts.seed);
+    let mut jobs = vec![(moment, Pick::AllLost), (moment, Pick::AllKept)];
+    while jobs.len() < opts.states {
+        jobs.push((moment, Pick::Random(rng.next_u64())));
+    }
+    let states = check_states(recording, opts, &jobs, &mut check);
+    Explored {
+        states,
+        moments: 1,
+        sync_points: recording.sync_moments().len(),
+        elapsed: started.elapsed(),
+    }
+}
+
+/// Materialises and checks the states `jobs` name (moments in order); panics at the first
+/// violation. Returns how many were checked.
+fn check_states(
+    recording: &Recording,
+    opts: &ExploreOptions,
+    jobs: &[(usize, Pick)],
+    check: &mut dyn FnMut(&CrashState<'_>) -> Result<(), String>,
+) -> usize {
+    let base = scratch_dir("stele-crash-");
+    let mut replay = recording.replay();
+    let mut states = 0;
+    for &(at, pick) in jobs {
+        replay.advance_to(at);
+        let dir = base.path().join(format!("s{states}"));
+        let what = replay.materialise(&dir, pick).and_then(|()| {
+            let state = CrashState {
+                dir: &dir,
+                moment: at,
+                pick,
+            };
+            match catch_unwind(AssertUnwindSafe(|| check(&state))) {
+                Ok(r) => r,
+                Err(payload) => Err(format!("panicked: {}", panic_text(&*payload))),
+            }
+        });
+        if let Err(violation) = what {
+            let mut msg = format!(
+                "power-loss state violates an invariant: {violation}\n  cut after {at} of {} \
+                 operations, pick {pick:?}, seed {} (STELE_CRASH_SEED)\n  operations around \
+                 the cut:\n",
+                recording.len(),
+                opts.seed
+            );
+            for line in recording.describe_around(at, 12) {
+                let _ = writeln!(msg, "    {line}");
+            }
+            panic!("{msg}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        states += 1;
+    }
+    states
+}
+
+/// A new folder for crash states, removed when dropped. In memory where there is a tmpfs:
+/// on this project's VMs removing and creating the files of a state on the disk took
+/// 20-30 ms, more than opening it.
+pub(crate) fn scratch_dir(prefix: &str) -> tempfile::TempDir {
+    let shm = Path::new("/dev/shm");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(prefix);
+    if shm.is_dir() {
+        builder.tempdir_in(shm).or_else(|_| builder.tempdir())
+    } else {
+        builder.tempdir()
+    }
+    .unwrap_or_else(|e| panic!("creating a folder for crash states: {e}"))
 }
 
 fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {

@@ -313,8 +313,8 @@ impl StorageFile for SimFile {
 /// The operations a [`SimDisk`] recorded, and the base state before them.
 #[derive(Debug, Clone)]
 pub struct Recording {
-    base: Arc<Base>,
-    ops: Vec<Op>,
+    pub(crate) base: Arc<Base>,
+    pub(crate) ops: Vec<Op>,
 }
 
 impl Recording {

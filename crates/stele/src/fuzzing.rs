@@ -115,6 +115,45 @@ pub fn reencode_manifest(bytes: &[u8]) -> Result<Vec<u8>> {
     Ok(crate::manifest::Manifest::decode(bytes, Path::new("MANIFEST"))?.encode())
 }
 
+/// The manifest version the database writes; older ones are read and written again as it.
+pub const MANIFEST_VERSION: u32 = crate::manifest::VERSION;
+
+/// What a `MANIFEST` file says (every field it decodes to, as text), for comparing a
+/// manifest of an older version with its encoding as the current one. A version 1
+/// manifest has no document counts: it says 0 for each collection, as it is written
+/// again (the database computes the counts from the maps before it writes one).
+pub fn manifest_meaning(bytes: &[u8]) -> Result<String> {
+    let mut m = crate::manifest::Manifest::decode(bytes, Path::new("MANIFEST"))?;
+    if m.counts.is_none() {
+        m.counts = Some(m.collections.keys().map(|c| (c.clone(), 0)).collect());
+    }
+    Ok(format!("{m:?}"))
+}
+
+/// The version field of a manifest's bytes, whether or not they read.
+pub fn manifest_version(bytes: &[u8]) -> Option<u32> {
+    let field: [u8; 4] = bytes.get(8..12)?.try_into().ok()?;
+    Some(u32::from_le_bytes(field))
+}
+
+/// `bytes` (a manifest) as version `version`, with its checksum made right: the manifests
+/// of versions 2 to 4 are laid out alike, so the current writer's bytes with an older
+/// version are the manifest as that version's writer wrote it (the fuzz seeds of the older
+/// versions are made so).
+pub fn manifest_as_version(bytes: &[u8], version: u32) -> Vec<u8> {
+    let mut out = bytes.to_vec();
+    if let Some(field) = out.get_mut(8..12) {
+        field.copy_from_slice(&version.to_le_bytes());
+    }
+    if let Some(body_len) = out.len().checked_sub(8) {
+        let sum = xxhash_rust::xxh3::xxh3_64(out.get(..body_len).unwrap_or_default());
+        if let Some(slot) = out.get_mut(body_len..) {
+            slot.copy_from_slice(&sum.to_le_bytes());
+        }
+    }
+    out
+}
+
 /// The ids of a packed block, each with its document.
 pub type PackedEntries = Vec<(Vec<u8>, Vec<u8>)>;
 

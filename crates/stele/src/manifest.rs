@@ -45,7 +45,7 @@ const MAGIC: [u8; 8] = *b"STELEMAN";
 /// JSON text an import read), which builds that read version 4 would report as corrupt.
 /// Otherwise laid out as version 2. 6: an index kind and field flags (indexes by the query
 /// rules, descending fields), which builds that read version 5 would not see.
-const VERSION: u32 = 6;
+pub(crate) const VERSION: u32 = 6;
 /// File name of the manifest in the database folder.
 pub(crate) const FILE_NAME: &str = "MANIFEST";
 

@@ -393,6 +393,12 @@ impl WalWriter {
             Some(_) if zeroes_after => Some(file_bytes.max(valid_bytes)),
             other => {
                 if file_bytes > valid_bytes {
+                    // The cut is synced before anything else happens: the next checkpoint
+                    // makes a new segment and removes this one without syncing the folder,
+                    // so a power cut can bring this one back, no longer the last segment,
+                    // where its old torn tail is corruption (the database would not open).
+                    // The folder needs no sync for it: the cut changes no name.
+                    // (`power_loss_recovery.rs`, `a_torn_log_tail_cut_at_open_survives_a_power_cut`.)
                     file.set_len(valid_bytes)
                         .map_err(|e| Error::io("cutting the torn tail of log segment", &path, e))?;
                     file.sync()
