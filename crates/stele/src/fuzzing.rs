@@ -136,11 +136,13 @@ pub fn manifest_version(bytes: &[u8]) -> Option<u32> {
     Some(u32::from_le_bytes(field))
 }
 
-/// `bytes` (a manifest) as version `version`, with its checksum made right: the manifests
-/// of versions 2 to 4 are laid out alike, so the current writer's bytes with an older
-/// version are the manifest as that version's writer wrote it (the fuzz seeds of the older
-/// versions are made so).
+/// `bytes` (a manifest) as version `version` writes it (before version 6 without index
+/// kinds and field flags), with its checksum made right (the fuzz seeds of the older
+/// versions are made so). Bytes that do not read are relabelled as they are.
 pub fn manifest_as_version(bytes: &[u8], version: u32) -> Vec<u8> {
+    if let Ok(m) = crate::manifest::Manifest::decode(bytes, Path::new("MANIFEST")) {
+        return m.encode_as(version);
+    }
     let mut out = bytes.to_vec();
     if let Some(field) = out.get_mut(8..12) {
         field.copy_from_slice(&version.to_le_bytes());

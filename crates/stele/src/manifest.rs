@@ -62,9 +62,17 @@ pub(crate) struct Manifest {
 
 impl Manifest {
     pub(crate) fn encode(&self) -> Vec<u8> {
+        self.encode_as(VERSION)
+    }
+
+    /// The manifest laid out as version `version` (2 to the current one) writes it: before
+    /// version 6 without index kinds and field flags. Older versions are written only to
+    /// make fuzz seeds and test what older builds left.
+    pub(crate) fn encode_as(&self, version: u32) -> Vec<u8> {
+        let v6 = version >= 6;
         let mut out = Vec::new();
         out.extend_from_slice(&MAGIC);
-        out.extend_from_slice(&VERSION.to_le_bytes());
+        out.extend_from_slice(&version.to_le_bytes());
         out.extend_from_slice(&(self.collections.len() as u32).to_le_bytes());
         out.extend_from_slice(&self.seq.to_le_bytes());
         for (name, id) in &self.collections {
@@ -77,11 +85,15 @@ impl Manifest {
         for (def, id) in &self.indexes {
             put_bytes(&mut out, def.collection.as_bytes());
             put_bytes(&mut out, def.name.as_bytes());
-            out.push(u8::from(def.query_keys));
+            if v6 {
+                out.push(u8::from(def.query_keys));
+            }
             put_varint(&mut out, def.fields.len() as u64);
             for (f, &desc) in def.fields.iter().zip(&def.descending) {
                 put_bytes(&mut out, f.as_str().as_bytes());
-                out.push(u8::from(desc));
+                if v6 {
+                    out.push(u8::from(desc));
+                }
             }
             out.extend_from_slice(&id.map_or([0; 16], TableId::to_bytes));
         }
