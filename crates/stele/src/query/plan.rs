@@ -312,6 +312,8 @@ const MAX_RANGES: usize = 4096;
 struct Offer<'s> {
     access: IndexAccess<'s>,
     eq_fields: usize,
+    /// Leading fields that narrow the key ranges.
+    bounded: usize,
     range: bool,
 }
 
@@ -396,8 +398,9 @@ fn offer<'s>(
     }
     if bounded == 0 && !sorted {
         return Err(format!(
-            "no condition on its first field ({}) and it does not serve the sort",
-            paths.first().map_or("", |p| p.as_str())
+            "no condition on its first field ({}){}",
+            paths.first().map_or("", |p| p.as_str()),
+            if sort.is_empty() { "" } else { " and it does not serve the sort" }
         ));
     }
     Ok(Offer {
@@ -408,6 +411,7 @@ fn offer<'s>(
             sorted,
         },
         eq_fields,
+        bounded,
         range,
     })
 }
@@ -486,9 +490,10 @@ pub(crate) fn choose<'s>(
                     std::cmp::Reverse(ix.def.fields.len()),
                 );
                 let desc = format!(
-                    "{} equality field(s){}{}, {} key range(s)",
+                    "{} field(s) narrowing the scan ({} to one value{}){}, {} key range(s)",
+                    o.bounded,
                     o.eq_fields,
-                    if o.range { ", a range" } else { "" },
+                    if o.range { ", then a range" } else { "" },
                     if o.access.sorted && !sort.is_empty() {
                         ", serves the sort"
                     } else {
@@ -496,22 +501,22 @@ pub(crate) fn choose<'s>(
                     },
                     o.access.ranges.len()
                 );
-                reasons.push((ix.def.name.clone(), desc));
+                reasons.push((ix.def.name.clone(), desc, true));
                 if best.as_ref().is_none_or(|(_, s)| score > *s) {
                     best = Some((o, score));
                 }
             }
-            Err(why) => reasons.push((ix.def.name.clone(), why)),
+            Err(why) => reasons.push((ix.def.name.clone(), why, false)),
         }
     }
     let chosen_name = best.as_ref().map(|(o, _)| o.access.ix.def.name.clone());
-    for (index, reason) in reasons {
+    for (index, reason, offered) in reasons {
         let chosen = chosen_name.as_deref() == Some(index.as_str());
         candidates.push(Candidate {
-            reason: if chosen || chosen_name.is_none() {
-                reason
-            } else {
+            reason: if offered && !chosen {
                 format!("{reason}; another offered more")
+            } else {
+                reason
             },
             index,
             chosen,
