@@ -41,6 +41,8 @@ from ._stele import (
     dumps,
     json_to_document,
     loads,
+    restore,
+    verify,
 )
 
 
@@ -118,4 +120,6 @@ __all__ = [
     "json_to_document",
     "loads",
     "open",
+    "restore",
+    "verify",
 ]
