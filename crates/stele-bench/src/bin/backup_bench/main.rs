@@ -260,7 +260,7 @@ fn build(args: &Args, dir: &Path) -> Result<(u64, Ids)> {
                     db.commit(std::mem::replace(&mut batch, db.batch()))?;
                     in_batch = 0;
                 }
-                if written >= target && folder_bytes(dir) >= target {
+                if written >= target && db.disk_usage().total_bytes >= target {
                     db.commit(batch)?;
                     break 'rounds;
                 }
@@ -365,17 +365,9 @@ fn incremental(src: &Path, dest: &Path) -> Result<u64> {
     Ok(stele::backup::backup_with(src, dest, &opts)?.bytes_written)
 }
 
-pub(crate) fn folder_bytes(dir: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .map(|e| match e.file_type() {
-            Ok(t) if t.is_dir() => folder_bytes(&e.path()),
-            _ => e.metadata().map_or(0, |m| m.len()),
-        })
-        .sum()
+/// Bytes of the database folder `dir` on disk.
+fn folder_bytes(dir: &Path) -> u64 {
+    Database::open_read_only(dir).map_or(0, |db| db.disk_usage().total_bytes)
 }
 
 /// SQLite with the same documents: its backup API and `VACUUM INTO`, at rest.
