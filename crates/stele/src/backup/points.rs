@@ -119,7 +119,10 @@ pub(crate) fn shipped_log(dir: &Path) -> Result<Vec<(u64, SystemTime)>> {
         Err(e) => return Err(Error::io("reading shipping log", &path, e)),
     };
     let mut out = Vec::new();
-    for line in text.split(|&b| b == b'\n') {
+    // Whole lines only: what follows the last newline is empty, or a line a crash tore
+    // (its time could be cut short and read as another).
+    let whole = whole_lines(&text);
+    for line in whole.split(|&b| b == b'\n') {
         let Ok(line) = std::str::from_utf8(line) else {
             continue;
         };
@@ -133,6 +136,12 @@ pub(crate) fn shipped_log(dir: &Path) -> Result<Vec<(u64, SystemTime)>> {
         out.push((seq, UNIX_EPOCH + Duration::from_millis(ms)));
     }
     Ok(out)
+}
+
+/// The bytes of `text` up to and including its last newline.
+fn whole_lines(text: &[u8]) -> &[u8] {
+    let end = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    text.get(..end).unwrap_or_default()
 }
 
 /// Appends a line for version `seq`, shipped now, and syncs it.

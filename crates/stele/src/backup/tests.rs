@@ -46,3 +46,18 @@ fn points_in_time_parse_versions_times_and_offsets() {
         assert!(At::parse(bad).is_err(), "{bad}");
     }
 }
+
+/// A line a crash tore at the end of the shipping log is not read (its time could be cut
+/// short); whole lines are, whatever came before.
+#[test]
+fn the_shipping_log_reads_whole_lines_only() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let points = dir.path().join(super::POINTS_DIR);
+    std::fs::create_dir(&points).unwrap_or_else(|e| panic!("{e}"));
+    let log = points.join(super::SHIPPED_LOG);
+    std::fs::write(&log, "\n5 1000\n\n7 2000\n9 30").unwrap_or_else(|e| panic!("{e}"));
+    let read = super::points::shipped_log(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+    let seqs: Vec<u64> = read.iter().map(|(s, _)| *s).collect();
+    assert_eq!(seqs, [5, 7]);
+    assert_eq!(read[1].1, UNIX_EPOCH + Duration::from_millis(2000));
+}
