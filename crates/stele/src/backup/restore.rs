@@ -14,7 +14,7 @@ use crate::db::{TABLES_DIR, WAL_DIR};
 use crate::error::{Error, Result};
 use crate::manifest::{self, Manifest};
 use crate::wal;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use stele_table::{Storage, TableId};
@@ -217,21 +217,19 @@ pub(crate) fn restore(
             asked: seq.to_string(),
             held: held.describe(),
         })?;
-    let report = super::verify::verify(dir)?;
     let bytes =
         std::fs::read(&point.path).map_err(|e| Error::io("reading point", &point.path, e))?;
-    let manifest = Manifest::decode(&bytes, &point.path)?;
-    let tables = needed_tables(&dir.join(TABLES_DIR), &manifest)?;
-    let needed: Vec<PathBuf> = tables
-        .iter()
-        .map(|id| dir.join(TABLES_DIR).join(id.file_name()))
-        .chain([point.path.clone()])
-        .collect();
-    let problems: Vec<_> = report
-        .findings
-        .iter()
-        .filter(|f| f.damage && needed.contains(&f.path))
-        .collect();
+    let manifest = Manifest::decode(&bytes, &point.path).map_err(|e| BackupError::Damaged {
+        path: dir.to_path_buf(),
+        seq,
+        count: 1,
+        first: e.to_string(),
+    })?;
+    // Only what this version needs is checked (every byte of it): a damaged file of
+    // another point does not stop this restore.
+    let mut report = super::verify::VerifyReport::default();
+    let tables = needed_tables(&dir.join(TABLES_DIR), &manifest, &mut report);
+    let problems: Vec<_> = report.findings.iter().filter(|f| f.damage).collect();
     if let Some(first) = problems.first() {
         return Err(BackupError::Damaged {
             path: dir.to_path_buf(),
@@ -290,8 +288,12 @@ pub(crate) fn restore(
 }
 
 /// Every table of the stacks `manifest` names (the empty map, which has no file, left
-/// out), each once.
-fn needed_tables(dir: &Path, manifest: &Manifest) -> Result<Vec<TableId>> {
+/// out), each once, each checked whole (problems go to `report`: damaged, or missing).
+fn needed_tables(
+    dir: &Path,
+    manifest: &Manifest,
+    report: &mut super::verify::VerifyReport,
+) -> Vec<TableId> {
     let empty = stele_table::empty_map_id();
     let mut out = Vec::new();
     for top in super::cut::manifest_tables(manifest) {
@@ -301,18 +303,22 @@ fn needed_tables(dir: &Path, manifest: &Manifest) -> Result<Vec<TableId>> {
                 break;
             }
             let path = dir.join(id.file_name());
-            if id == empty && !path.exists() {
+            if !path.exists() {
+                if id != empty {
+                    report.findings.push(super::verify::Finding {
+                        path,
+                        offset: None,
+                        problem: "missing".into(),
+                        damage: true,
+                    });
+                }
                 break;
             }
             out.push(id);
-            // A missing or damaged table is reported by verify; the walk stops at it.
-            next = stele_table::Table::open(&path)
-                .ok()
-                .and_then(|t| t.diff_info())
-                .map(|d| d.parent);
+            next = super::verify::check_table(&path, id, report).flatten();
         }
     }
-    Ok(out)
+    out
 }
 
 /// The bytes of each segment needed to go from the point at `from` to version `to`: from

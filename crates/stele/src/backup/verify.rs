@@ -148,45 +148,59 @@ fn check_tables(
         let Some(id) = TableId::from_path(&path) else {
             continue;
         };
-        report.tables += 1;
-        match hash_file(&path) {
-            Ok((found, len)) => {
-                report.table_bytes += len;
-                if found != id {
-                    report.damage(
-                        &path,
-                        None,
-                        format!("its bytes hash to {found}, not to its name (changed, cut short or replaced)"),
-                    );
-                }
-            }
-            Err(e) => {
-                report.damage(&path, None, format!("cannot be read: {e}"));
-                continue;
-            }
-        }
-        let checked = stele_table::Table::open(&path).and_then(|t| {
-            t.verify_all()?;
-            Ok(t.diff_info().map(|d| d.parent))
-        });
-        match checked {
-            Ok(parent) => {
-                good.insert(id, parent);
-            }
-            Err(e) => {
-                let offset = match &e {
-                    stele_table::Error::ChecksumMismatch { part, .. }
-                    | stele_table::Error::Corrupt { part, .. } => match part {
-                        stele_table::Part::Block { offset, .. } => Some(*offset),
-                        _ => None,
-                    },
-                    _ => None,
-                };
-                report.damage(&path, offset, e.to_string());
-            }
+        if let Some(parent) = check_table(&path, id, report) {
+            good.insert(id, parent);
         }
     }
     Ok(good)
+}
+
+/// Checks the table file `path` named `id` (its bytes against the id, its footer, index and
+/// every block); reports what is wrong to `report`. Returns, if it is whole, the parent its
+/// footer names (a diff's).
+pub(super) fn check_table(
+    path: &Path,
+    id: TableId,
+    report: &mut VerifyReport,
+) -> Option<Option<TableId>> {
+    report.tables += 1;
+    let named_right = match hash_file(path) {
+        Ok((found, len)) => {
+            report.table_bytes += len;
+            if found != id {
+                report.damage(
+                    path,
+                    None,
+                    format!("its bytes hash to {found}, not to its name (changed, cut short or replaced)"),
+                );
+            }
+            found == id
+        }
+        Err(e) => {
+            report.damage(path, None, format!("cannot be read: {e}"));
+            return None;
+        }
+    };
+    let checked = stele_table::Table::open(path).and_then(|t| {
+        t.verify_all()?;
+        Ok(t.diff_info().map(|d| d.parent))
+    });
+    match checked {
+        Ok(parent) if named_right => Some(parent),
+        Ok(_) => None,
+        Err(e) => {
+            let offset = match &e {
+                stele_table::Error::ChecksumMismatch { part, .. }
+                | stele_table::Error::Corrupt { part, .. } => match part {
+                    stele_table::Part::Block { offset, .. } => Some(*offset),
+                    _ => None,
+                },
+                _ => None,
+            };
+            report.damage(path, offset, e.to_string());
+            None
+        }
+    }
 }
 
 /// XXH3-128 of a file's bytes, and its length.
