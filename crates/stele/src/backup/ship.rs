@@ -134,26 +134,26 @@ impl Dest {
             ..Shipment::default()
         };
         let tables = self.dir.join(TABLES_DIR);
+        // Copies are synced after the others of their group are written: the disk writes
+        // one table back while the next is copied, instead of each waiting for its sync.
+        let mut copying = Vec::new();
         for &id in &cut.tables {
             let to = tables.join(id.file_name());
             if to.exists() {
                 report.tables_kept += 1;
                 continue;
             }
-            match put_table(
-                &*self.storage,
-                &cut.tables_dir.join(id.file_name()),
-                &to,
-                id,
-                self.link,
-            )? {
-                Put::Linked => report.tables_linked += 1,
-                Put::Copied(n) => {
-                    report.tables_copied += 1;
-                    report.bytes_written += n;
-                }
+            let from = cut.tables_dir.join(id.file_name());
+            match start_table(&*self.storage, &from, &to, id, self.link) {
+                Ok(Started::Linked) => report.tables_linked += 1,
+                Ok(Started::Copying(c)) => copying.push(c),
+                Err(e) => return Err(abandon(&*self.storage, copying, e)),
+            }
+            if copying.len() >= SYNC_GROUP {
+                self.finish_all(&mut copying, &mut report)?;
             }
         }
+        self.finish_all(&mut copying, &mut report)?;
         if report.tables_copied + report.tables_linked > 0 {
             self.storage
                 .sync_dir(&tables)
@@ -197,6 +197,21 @@ impl Dest {
         Ok(report)
     }
 
+    /// Syncs and names every copy of `copying` (on an error, removes those left).
+    fn finish_all(&self, copying: &mut Vec<Copying>, report: &mut Shipment) -> Result<()> {
+        let mut left = std::mem::take(copying).into_iter();
+        while let Some(c) = left.next() {
+            match c.finish(&*self.storage) {
+                Ok(n) => {
+                    report.tables_copied += 1;
+                    report.bytes_written += n;
+                }
+                Err(e) => return Err(abandon(&*self.storage, left.collect(), e)),
+            }
+        }
+        Ok(())
+    }
+
     fn replace(&self, path: &Path, bytes: &[u8]) -> Result<()> {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
         let temp = path.with_file_name(format!(".{name}.tmp"));
@@ -228,6 +243,9 @@ impl Dest {
     }
 }
 
+/// Copies written before their syncs, at most: bounds the files open at once.
+const SYNC_GROUP: usize = 64;
+
 /// How a table got into the destination.
 pub(crate) enum Put {
     Linked,
@@ -235,10 +253,53 @@ pub(crate) enum Put {
     Copied(u64),
 }
 
-/// Puts table `id` from `from` at `to`: a hard link when `link` and the file system allow
-/// (the table is checked to open: footer and index), else a copy whose bytes are checked
-/// against the id as they are written, synced under a temp name, then named. The caller
-/// syncs the folder.
+/// A table being put into the destination.
+pub(crate) enum Started {
+    Linked,
+    Copying(Copying),
+}
+
+/// A table copied under a temp name and checked against its id, not synced or named yet.
+pub(crate) struct Copying {
+    temp: PathBuf,
+    to: PathBuf,
+    file: Box<dyn stele_table::StorageFile>,
+    bytes: u64,
+}
+
+impl Copying {
+    /// Syncs the copy and gives it its name; returns its bytes. On an error the temp file
+    /// is removed.
+    pub(crate) fn finish(mut self, storage: &dyn Storage) -> Result<u64> {
+        let synced = self
+            .file
+            .flush()
+            .and_then(|()| self.file.sync())
+            .map_err(|e| Error::io("syncing table copy", &self.temp, e));
+        drop(self.file);
+        let named = synced.and_then(|()| {
+            storage
+                .rename_new(&self.temp, &self.to)
+                .map_err(|e| Error::io("naming copied table", &self.to, e))
+        });
+        if named.is_err() {
+            let _ = storage.remove(&self.temp);
+        }
+        named.map(|_| self.bytes)
+    }
+}
+
+/// Removes the temp files of `copying` (best effort) and returns `e`.
+fn abandon(storage: &dyn Storage, copying: Vec<Copying>, e: Error) -> Error {
+    for c in copying {
+        drop(c.file);
+        let _ = storage.remove(&c.temp);
+    }
+    e
+}
+
+/// Puts table `id` from `from` at `to` (see [`start_table`]), synced and named. The
+/// caller syncs the folder.
 pub(crate) fn put_table(
     storage: &dyn Storage,
     from: &Path,
@@ -246,6 +307,23 @@ pub(crate) fn put_table(
     id: TableId,
     link: bool,
 ) -> Result<Put> {
+    Ok(match start_table(storage, from, to, id, link)? {
+        Started::Linked => Put::Linked,
+        Started::Copying(c) => Put::Copied(c.finish(storage)?),
+    })
+}
+
+/// Starts putting table `id` from `from` at `to`: a hard link when `link` and the file
+/// system allow (the table is checked to open: footer and index), else a copy under a temp
+/// name whose bytes are checked against the id as they are written, to be synced and named
+/// by [`Copying::finish`].
+pub(crate) fn start_table(
+    storage: &dyn Storage,
+    from: &Path,
+    to: &Path,
+    id: TableId,
+    link: bool,
+) -> Result<Started> {
     if link {
         match std::fs::hard_link(from, to) {
             Ok(()) => {
@@ -253,9 +331,9 @@ pub(crate) fn put_table(
                     let _ = storage.remove(to);
                     return Err(e.into());
                 }
-                return Ok(Put::Linked);
+                return Ok(Started::Linked);
             }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(Put::Linked),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(Started::Linked),
             // Another file system, or none that links: copy.
             Err(_) => {}
         }
@@ -263,23 +341,29 @@ pub(crate) fn put_table(
     // The extension of a table's temp file: garbage collection removes it after a crash.
     let temp = to.with_file_name(format!(".backup-{}-{id}.partial", std::process::id()));
     let _ = std::fs::remove_file(&temp);
-    let copied = copy_checked(storage, from, &temp, id);
-    let bytes = match copied {
-        Ok(n) => n,
+    match copy_checked(storage, from, &temp, id) {
+        Ok((file, bytes)) => Ok(Started::Copying(Copying {
+            temp,
+            to: to.to_path_buf(),
+            file,
+            bytes,
+        })),
         Err(e) => {
             let _ = storage.remove(&temp);
-            return Err(e);
+            Err(e)
         }
-    };
-    storage
-        .rename_new(&temp, to)
-        .map_err(|e| Error::io("naming copied table", to, e))?;
-    Ok(Put::Copied(bytes))
+    }
 }
 
 /// Copies `from` to the new file `to` through `storage`, hashing what is written; fails
-/// (leaving `to` for the caller to remove) if the hash is not `id`. Syncs `to`.
-fn copy_checked(storage: &dyn Storage, from: &Path, to: &Path, id: TableId) -> Result<u64> {
+/// (leaving `to` for the caller to remove) if the hash is not `id`. Returns the file, not
+/// synced, and the bytes written.
+fn copy_checked(
+    storage: &dyn Storage,
+    from: &Path,
+    to: &Path,
+    id: TableId,
+) -> Result<(Box<dyn stele_table::StorageFile>, u64)> {
     let mut src = File::open(from).map_err(|e| Error::io("opening table", from, e))?;
     let mut out = storage
         .create(to)
@@ -294,10 +378,7 @@ fn copy_checked(storage: &dyn Storage, from: &Path, to: &Path, id: TableId) -> R
         }
         .into());
     }
-    out.flush()
-        .and_then(|()| out.sync())
-        .map_err(|e| Error::io("syncing table copy", to, e))?;
-    Ok(total)
+    Ok((out, total))
 }
 
 /// Reads `src` to its end in chunks, handing each to `each`; returns the XXH3-128 of the
