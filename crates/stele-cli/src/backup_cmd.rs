@@ -159,6 +159,8 @@ pub fn replicate(args: &ReplicateArgs) -> Result<()> {
     let opts = options(args.copy, args.keep.as_deref())?;
     let mut rep = Replicator::new(&args.db, &args.dest, opts)
         .with_context(|| format!("opening replica {}", args.dest.display()))?;
+    // With --follow, a shipment that found nothing new prints nothing.
+    let mut printed: Option<u64> = None;
     loop {
         let started = Instant::now();
         let step = rep.step().with_context(|| {
@@ -172,14 +174,20 @@ pub fn replicate(args: &ReplicateArgs) -> Result<()> {
         } else {
             String::new()
         };
+        let idle = printed == Some(step.shipment.seq)
+            && step.shipment.bytes_written == 0
+            && step.points_pruned == 0;
+        printed = Some(step.shipment.seq);
         // A commit made just after this shipment's cut is shipped by the next one: the lag
         // is at most the interval plus a shipment's time.
-        println!(
-            "shipped {} in {} ms{pruned}; lag at most {} ms",
-            describe(&step.shipment),
-            step.took.as_millis(),
-            (interval + step.took).as_millis()
-        );
+        if !idle {
+            println!(
+                "shipped {} in {} ms{pruned}; lag at most {} ms",
+                describe(&step.shipment),
+                step.took.as_millis(),
+                (interval + step.took).as_millis()
+            );
+        }
         if !args.follow {
             return Ok(());
         }
