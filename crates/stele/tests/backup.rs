@@ -359,3 +359,65 @@ fn last_segment(dir: &Path) -> std::path::PathBuf {
     segs.sort();
     segs.pop().unwrap()
 }
+
+/// A shipment that took a record whose sync then failed (the writer cut it off and
+/// reported the commit failed): the next shipment replaces the destination's copy of the
+/// segment, even while the source is behind it, and a reader of the replica loads again and
+/// drops the commit that failed.
+#[test]
+fn a_record_the_writer_cut_back_is_replaced_in_the_replica() {
+    use stele_testkit::faults::{Faults, FaultyStorage, Op};
+    let root = tempfile::tempdir().unwrap();
+    let (src, dest) = (root.path().join("db"), root.path().join("replica"));
+    let rep = Arc::new(std::sync::Mutex::new(None::<Replicator>));
+    let arm = Arc::new(AtomicBool::new(false));
+    let faults = {
+        let (rep, arm) = (Arc::clone(&rep), Arc::clone(&arm));
+        Faults::new()
+            .kinds(&[Op::SyncData])
+            .fail_at(0)
+            .only(|p| p.extension().is_some_and(|e| e == "log"))
+            .on_op(move |op, _| {
+                // Ships the record written, before its sync fails.
+                if op == Op::SyncData
+                    && arm.load(Ordering::SeqCst)
+                    && let Some(r) = rep.lock().unwrap().as_mut()
+                {
+                    r.ship().unwrap();
+                }
+            })
+            .disarmed()
+            .shared()
+    };
+    let opts = small_log()
+        .idle_checkpoint(None)
+        .storage(FaultyStorage::with_faults(&faults));
+    let db = Database::open_with(&src, opts).unwrap();
+    commit_upto(&db, 0, 5);
+    let mut first = Replicator::new(&src, &dest, BackupOptions::default()).unwrap();
+    first.ship().unwrap();
+    *rep.lock().unwrap() = Some(first);
+    let reader = Database::open_read_only(&dest).unwrap();
+    let good = db.snapshot().seq();
+    faults.arm();
+    arm.store(true, Ordering::SeqCst);
+    let mut b = db.batch();
+    b.put_json("meta", "last", br#"{"n":999}"#).unwrap();
+    assert!(db.commit(b).is_err());
+    arm.store(false, Ordering::SeqCst);
+    faults.disarm();
+    // The replica took the failed commit; the source is behind it now.
+    assert_eq!(reader.refresh().unwrap(), good + 1);
+    assert_eq!(db.snapshot().seq(), good);
+    let mut rep = rep.lock().unwrap().take().unwrap();
+    assert_eq!(rep.ship().unwrap().seq, good);
+    assert_eq!(reader.refresh().unwrap(), good);
+    commit_upto(&db, 5, 6);
+    rep.ship().unwrap();
+    assert_eq!(reader.refresh().unwrap(), good + 1);
+    let snap = reader.snapshot();
+    let last = snap.get("meta", "last").unwrap().unwrap();
+    assert_eq!(last.to_json().unwrap(), r#"{"n":6}"#);
+    assert_eq!(whole_version(&dest), 6);
+    assert!(backup::verify(&dest).unwrap().is_ok());
+}

@@ -120,7 +120,14 @@ impl Dest {
 
     /// Writes `cut` into the destination (see the module's comment for the order).
     pub(crate) fn ship(&mut self, cut: &Cut) -> Result<Shipment> {
-        if self.last_seq > cut.last_seq {
+        // A segment shipped before whose records the source no longer holds as shipped:
+        // the writer cut a record off after its sync failed (an unacknowledged commit this
+        // destination took). The source's log replaces it, and may be behind it.
+        let rewrites = cut
+            .segments
+            .iter()
+            .any(|s| s.from == 0 && self.shipped.get(&s.first).is_some_and(|p| p.read_bytes > 0));
+        if self.last_seq > cut.last_seq && !rewrites {
             return Err(BackupError::DestinationAhead {
                 path: self.dir.clone(),
                 dest_seq: self.last_seq,
@@ -189,6 +196,11 @@ impl Dest {
             report.log_bytes += seg.bytes.len() as u64;
             report.bytes_written += seg.bytes.len() as u64;
             self.shipped.insert(seg.first, seg.end.clone());
+        }
+        if rewrites {
+            // Readers of the destination hold the replaced segment's old file: a new
+            // manifest file (the same bytes) makes them load again.
+            self.replace(&current, &cut.manifest_bytes)?;
         }
         if cut.last_seq != self.last_seq || self.last_seq == 0 {
             super::points::note_shipped(&*self.storage, &self.dir, cut.last_seq)?;
