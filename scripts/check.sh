@@ -70,6 +70,7 @@ step "bench durable --test" cargo run --release --locked -q -p stele-bench --bin
 step "bench compress --quick" cargo run --release --locked -q -p stele-bench --bin compress_bench -- --quick
 step "bench query --quick" cargo run --release --locked -q -p stele-bench --bin query_bench -- --quick
 step "bench readers --quick" cargo run --release --locked -q -p stele-bench --bin readers_bench -- --quick
+step "bench backup --quick" cargo run --release --locked -q -p stele-bench --bin backup_bench -- --quick
 step "plots up to date" python3 scripts/plots.py --check
 # The Python package: a venv of our own (.venv, git-ignored) with the pinned tools, reused
 # between runs; build (maturin), pytest, benchmark smoke run.

@@ -3,6 +3,7 @@
 //! Each group of subcommands lives in its own module; this file parses the command line,
 //! dispatches, and turns errors into a message and an exit code.
 
+mod backup_cmd;
 mod db_cmd;
 mod doc_cmd;
 mod io;
@@ -61,6 +62,14 @@ enum Command {
     /// Secondary indexes on one or more fields (each ascending or descending): create, list, drop.
     #[command(subcommand)]
     Index(query_cmd::IndexCommand),
+    /// Back a database up while its writer runs: a new backup, or only what is new since the last.
+    Backup(backup_cmd::BackupArgs),
+    /// Check every file of a database or backup; each problem with its file and offset.
+    Verify(backup_cmd::VerifyArgs),
+    /// Ship a database's new tables and log records to a replica folder, once or continuously.
+    Replicate(backup_cmd::ReplicateArgs),
+    /// Make a new database from a backup at its latest version, a version or a time; --at lists them.
+    Restore(backup_cmd::RestoreArgs),
     /// Run the guided tour on the bundled sample: convert, read fields, sizes and timings.
     Tour(tour::TourArgs),
     /// Print shell completions for bash, zsh, fish, elvish or powershell.
@@ -102,6 +111,10 @@ fn main() -> ExitCode {
         Command::Aggregate(args) => query_cmd::aggregate(&args),
         Command::Distinct(args) => query_cmd::distinct(&args),
         Command::Index(cmd) => query_cmd::index(&cmd),
+        Command::Backup(args) => backup_cmd::backup(&args),
+        Command::Verify(args) => backup_cmd::verify(&args),
+        Command::Replicate(args) => backup_cmd::replicate(&args),
+        Command::Restore(args) => backup_cmd::restore(&args),
         Command::Tour(args) => tour::run(&args),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "stele", &mut std::io::stdout());

@@ -5,6 +5,7 @@
 //! re-exports it with the exception classes, type stubs and `collections.abc` registrations.
 //! Build with maturin (`pyproject.toml` turns on the `extension-module` feature).
 
+mod backup;
 mod columns;
 mod database;
 mod document;
@@ -36,6 +37,8 @@ fn _stele(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<database::PyQueryResult>()?;
     m.add_class::<database::PyCursor>()?;
     m.add_class::<database::PyBatch>()?;
+    m.add_function(wrap_pyfunction!(backup::verify, m)?)?;
+    m.add_function(wrap_pyfunction!(backup::restore, m)?)?;
     m.add_function(wrap_pyfunction!(columns::build_columns, m)?)?;
     m.add_function(wrap_pyfunction!(document::dumps, m)?)?;
     m.add_function(wrap_pyfunction!(document::loads, m)?)?;

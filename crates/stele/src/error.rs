@@ -256,6 +256,9 @@ pub enum Error {
         /// The dictionary's id within its collection.
         id: u32,
     },
+    /// A backup, shipment or restore failed (see [`crate::backup`]).
+    #[error(transparent)]
+    Backup(#[from] crate::backup::BackupError),
     /// zstd failed outside decoding (creating a context, compressing, loading a dictionary).
     #[error("zstd could not {op}: {message}")]
     Zstd {

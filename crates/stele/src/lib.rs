@@ -11,6 +11,7 @@
 //!
 //! Layout of the folder and of every file: `docs/FORMAT.md` ("Document store").
 
+pub mod backup;
 mod batch;
 mod bytes;
 mod collection;

@@ -43,7 +43,7 @@ const OP_MERGE_COLLECTION: u8 = 6;
 const OP_CREATE_QUERY_INDEX: u8 = 7;
 /// Largest payload of one record (one batch).
 pub const MAX_RECORD_BYTES: usize = 1 << 30;
-const HEADER_BYTES: usize = 12;
+pub(crate) const HEADER_BYTES: usize = 12;
 
 /// One operation of a batch as logged.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -49,6 +49,8 @@ from ._stele import (
     dumps,
     json_to_document,
     loads,
+    restore,
+    verify,
 )
 
 
@@ -134,4 +136,6 @@ __all__ = [
     "json_to_document",
     "loads",
     "open",
+    "restore",
+    "verify",
 ]

@@ -227,6 +227,15 @@ class Database:
         Other threads' writes go on while it merges."""
     def stats(self) -> dict[str, dict[str, int]]:
         """{collection: {documents, layers, table_bytes, stored_bytes, unsaved_changes, packed_blocks, pack_bytes, index_bytes, dictionaries}}."""
+    def backup(
+        self, dest: str | PathLike[str], *, copy: bool = False, keep: str | None = None
+    ) -> dict[str, int]:
+        """Backs the database up into folder dest while writes go on: a new backup, or only
+        what is new since one made before (tables hard-linked on the same file system unless
+        copy=True, else copied and checked against their names; the manifest last). keep: the
+        points kept, a count ("10") or an age ("24h"). Returns {version, manifest_version,
+        tables_copied, tables_linked, tables_kept, log_bytes, bytes_written}. The backup opens
+        read-only as a database; restore() makes a new one from it."""
     def disk_usage(self) -> dict[str, int]:
         """{total_bytes, log_bytes, log_zeroes_bytes, index_bytes}: bytes the folder takes on
         disk now, how many of them are the write-ahead log's records, the zeroes the log keeps
@@ -530,6 +539,19 @@ def json_to_document(
     text: str | Buffer, *, duplicates: DuplicateKeys = "last_wins", sort_keys: bool = False
 ) -> bytes:
     """Document bytes of JSON text."""
+
+def verify(path: str | PathLike[str]) -> dict[str, Any]:
+    """Checks every file of a database or backup: manifests, every table's bytes against its
+    name and every block's checksum, every log record. Returns {ok, last_version, tables,
+    records, problems: [{path, offset, problem, damage}]}; ok is False if anything is damaged."""
+
+def restore(
+    backup_dir: str | PathLike[str], out: str | PathLike[str], *, at: int | str | None = None
+) -> int:
+    """Makes the new database folder out from a backup, all or nothing, at the latest version
+    (at=None), a version (an int) or a time ("2026-11-28T12:30:00Z", "@unix-seconds", "-10m").
+    A damaged or missing file it needs raises SteleError, and nothing is written.
+    Returns the version restored."""
 
 def document_to_json(data: Buffer, *, pretty: bool = False, sorted: bool = False) -> str:
     """JSON text of document bytes (validated first)."""

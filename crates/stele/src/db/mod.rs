@@ -27,6 +27,7 @@ mod readonly;
 
 pub use options::DatabaseOptions;
 pub use readonly::ReadOnlyDatabase;
+pub(crate) use readonly::{Attempt, retry};
 
 pub(crate) use bulk::{Landed, Landing, SORT_PREFIX};
 
@@ -46,8 +47,8 @@ use std::sync::{Arc, Condvar, Mutex, RwLock, mpsc};
 use stele_durable::Store;
 
 const LOCK_FILE: &str = "LOCK";
-const WAL_DIR: &str = "wal";
-const TABLES_DIR: &str = "tables";
+pub(crate) const WAL_DIR: &str = "wal";
+pub(crate) const TABLES_DIR: &str = "tables";
 
 #[derive(Debug)]
 pub(crate) struct Inner {

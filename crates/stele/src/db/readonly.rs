@@ -337,8 +337,8 @@ fn tail(
     Ok(Some(batches))
 }
 
-/// Why one load attempt did not finish.
-enum Attempt {
+/// Why one load attempt did not finish (also a backup's cut: `crate::backup`).
+pub(crate) enum Attempt {
     /// The writer moved on under it (a table or segment gone, the segments not following
     /// the manifest): try again from the manifest.
     Again(Error),
@@ -365,16 +365,22 @@ fn load(
     opts: &DatabaseOptions,
     previous: Option<&State>,
 ) -> Result<(View, State)> {
-    let mut attempt = 0;
+    retry(|| load_once(dir, store, opts, previous))
+}
+
+/// Runs `attempt` until it finishes, or fails otherwise than by the writer moving on under
+/// it, or has started over [`LOAD_ATTEMPTS`] times (waiting a little longer each time).
+pub(crate) fn retry<T>(mut attempt: impl FnMut() -> std::result::Result<T, Attempt>) -> Result<T> {
+    let mut n = 0;
     loop {
-        match load_once(dir, store, opts, previous) {
-            Ok(view) => return Ok(view),
+        match attempt() {
+            Ok(done) => return Ok(done),
             Err(Attempt::Again(e)) => {
-                attempt += 1;
-                if attempt >= LOAD_ATTEMPTS {
+                n += 1;
+                if n >= LOAD_ATTEMPTS {
                     return Err(e);
                 }
-                std::thread::sleep(std::time::Duration::from_micros(100 * u64::from(attempt)));
+                std::thread::sleep(std::time::Duration::from_micros(100 * u64::from(n)));
             }
             Err(Attempt::Failed(e)) => return Err(e),
         }

@@ -93,15 +93,41 @@ impl SegmentReader {
 
     /// Reads the whole records written after those taken so far.
     pub(crate) fn read_new(&mut self) -> Result<Read> {
+        Ok(self.read_new_bytes()?.0)
+    }
+
+    /// [`read_new`](Self::read_new), with the bytes of the whole records taken (what a
+    /// backup copies: `crate::backup`).
+    pub(crate) fn read_new_bytes(&mut self) -> Result<(Read, Vec<u8>)> {
         if let Some((at, header)) = self.at.last_record {
             let mut now = [0u8; HEADER_BYTES];
             if !read_exact_at(&self.file, &mut now, at, &self.path)? || now != header {
-                return Ok(Read::CutBack);
+                return Ok((Read::CutBack, Vec::new()));
             }
         }
         let mut tail = Vec::new();
-        read_records_at(&self.file, &mut tail, self.at.read_bytes, &self.path)?;
-        Ok(Read::Batches(self.at.take(&tail)))
+        let before = self.at.read_bytes;
+        read_records_at(&self.file, &mut tail, before, &self.path)?;
+        let batches = self.at.take(&tail);
+        let taken = usize::try_from(self.at.read_bytes - before).unwrap_or(usize::MAX);
+        tail.truncate(taken);
+        Ok((Read::Batches(batches), tail))
+    }
+
+    /// The open file (share-locked).
+    pub(crate) fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// Where this reader stands in the segment.
+    pub(crate) fn position(&self) -> &Position {
+        &self.at
+    }
+
+    /// Goes on from `at` (where an earlier reader of the same file stopped) instead of the
+    /// start: the next read checks that its last record is still there.
+    pub(crate) fn resume(&mut self, at: Position) {
+        self.at = at;
     }
 }
 
@@ -214,7 +240,7 @@ fn records_end(bytes: &[u8], walked: &mut usize) -> End {
 
 /// Removes segment `path` if no reader holds it (an exclusive lock taken without waiting);
 /// returns whether it did. A segment already gone counts as removed.
-fn remove_if_unheld(storage: &dyn Storage, path: &Path) -> Result<bool> {
+pub(crate) fn remove_if_unheld(storage: &dyn Storage, path: &Path) -> Result<bool> {
     let file = match File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(true),

@@ -46,3 +46,10 @@ pub fn content(
         })
         .collect()
 }
+
+/// Batches numbered 1, 2, 3 ... for the backup tests (`tests/backup.rs`, `backup_faults.rs`).
+#[allow(
+    dead_code,
+    reason = "each test file is its own crate, and only the backup tests use these"
+)]
+pub mod backups;

@@ -1,0 +1,468 @@
+//! Backups of a live database (`stele::backup`) against `cp -r` of its folder and SQLite's
+//! online backup API and `VACUUM INTO` on the same documents, in one run.
+//!
+//! ```text
+//! cargo run --release -p stele-bench --bin backup_bench -- [--quick] [--mb MB]
+//!     [--seconds S] [--work DIR] [--data DIR]
+//! ```
+//!
+//! 1. A database of at least `--mb` megabytes on disk (default 1024) is built from every
+//!    collection of `../shared/data/collections`, repeated with new ids (`<id>~<round>`),
+//!    stored uncompressed (so that the bytes on disk are the documents' own, not a 10x
+//!    compression of them), committed in batches and compacted.
+//! 2. A writer thread commits batches of 100 small documents, durable each; its commits/s
+//!    are measured alone, then while `cp -r` copies the folder, then while this binary
+//!    (again, as a separate process: a reader of the database) backs it up with copies
+//!    (`--copy`) and with hard links, each to a new folder on the same file system.
+//! 3. Incremental: 1% of the documents replaced, then a compaction, then a backup into the
+//!    copy made in 2: bytes written over the database's bytes; also after the same change
+//!    with a checkpoint only.
+//! 4. Replica lag: a writer committing every 10 ms while a replicator process ships every
+//!    interval: for each commit, the time from its acknowledgement to the end of the first
+//!    shipment holding it (p50, p99, max) against the interval.
+//! 5. A restore of the replica (latest version) against opening it read-only.
+//! 6. SQLite (WAL, one table id TEXT PRIMARY KEY, body TEXT) with the same documents: the
+//!    online backup API (`sqlite3_backup_step` of 1,024 pages at a time) and `VACUUM INTO`,
+//!    at rest.
+//!
+//! `--quick`: 8 MB, 0.3 s per measure (the CI smoke run). Page cache warm throughout (the
+//! database was just written): times are of copying from memory to the disk.
+
+mod child;
+mod lag;
+
+use anyhow::{Context, Result, bail};
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use stele::{Database, DatabaseOptions};
+
+#[derive(Debug, Clone)]
+pub(crate) struct Args {
+    quick: bool,
+    mb: u64,
+    seconds: f64,
+    work: Option<PathBuf>,
+    data: PathBuf,
+}
+
+fn parse_args(raw: &[String]) -> Result<Args> {
+    let mut args = Args {
+        quick: false,
+        mb: 1024,
+        seconds: 5.0,
+        work: None,
+        data: Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
+    };
+    let mut it = raw.iter();
+    while let Some(a) = it.next() {
+        let mut value = || it.next().context("a value after the flag");
+        match a.as_str() {
+            "--quick" => {
+                args.quick = true;
+                args.mb = 8;
+                args.seconds = 0.3;
+            }
+            "--mb" => args.mb = value()?.parse()?,
+            "--seconds" => args.seconds = value()?.parse()?,
+            "--work" => args.work = Some(PathBuf::from(value()?)),
+            "--data" => args.data = PathBuf::from(value()?),
+            other => bail!(
+                "backup_bench: unknown argument {other:?}\n\nusage: backup_bench [--quick] [--mb MB] [--seconds S] [--work DIR] [--data DIR]"
+            ),
+        }
+    }
+    Ok(args)
+}
+
+fn main() -> Result<()> {
+    let raw: Vec<String> = std::env::args().skip(1).collect();
+    if raw.first().is_some_and(|a| a.starts_with("child-")) {
+        return child::run(&raw);
+    }
+    let args = parse_args(&raw)?;
+    let load = |label: &str| {
+        let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+        println!(
+            "load average {label}: {}",
+            text.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+    };
+    load("at start");
+    let tmp = tempfile::Builder::new()
+        .prefix("backup-bench-")
+        .tempdir_in(args.work.clone().unwrap_or_else(std::env::temp_dir))?;
+    let work = tmp.path();
+    let src = work.join("db");
+    let started = Instant::now();
+    let (docs, ids) = build(&args, &src)?;
+    let db_bytes = folder_bytes(&src);
+    println!(
+        "database: {docs} documents, {:.1} MB on disk, built in {:.1} s",
+        db_bytes as f64 / 1e6,
+        started.elapsed().as_secs_f64()
+    );
+    let db = Database::open_with(&src, options())?;
+    let period = Duration::from_secs_f64(args.seconds);
+    // 2. Writer alone, beside cp -r, beside backups.
+    let alone = writer_rate(&db, || {
+        std::thread::sleep(period);
+        Ok(period)
+    })?;
+    let mut rows = Vec::new();
+    let cp_dest = work.join("cp");
+    let cp = writer_rate(&db, || {
+        timed_command(Command::new("cp").arg("-r").arg(&src).arg(&cp_dest))
+    })?;
+    // cp -r returns with the copy in the page cache; a backup returns with it on the disk.
+    // `sync FILE...` fsyncs each file (coreutils), as a backup does.
+    let cp_sync_dest = work.join("cp-sync");
+    let cp_sync = writer_rate(&db, || {
+        timed_command(Command::new("sh").arg("-c").arg(format!(
+            "cp -r '{}' '{}' && find '{}' -type f -exec sync {{}} +",
+            src.display(),
+            cp_sync_dest.display(),
+            cp_sync_dest.display()
+        )))
+    })?;
+    let copy_dest = work.join("bk-copy");
+    let copied = writer_rate(&db, || backup_child(&src, &copy_dest, true))?;
+    let link_dest = work.join("bk-link");
+    let linked = writer_rate(&db, || backup_child(&src, &link_dest, false))?;
+    println!(
+        "\n| run | time s | vs cp -r | vs cp -r + sync | writer commits/s | vs writer alone |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|");
+    println!("| writer alone | - | - | - | {:.0} | 1.00 |", alone.1);
+    for (name, (t, rate)) in [
+        ("cp -r", cp),
+        ("cp -r, then sync of its files", cp_sync),
+        ("stele backup --copy", copied),
+        ("stele backup (hard links)", linked),
+    ] {
+        println!(
+            "| {name} | {:.3} | {:.2} | {:.2} | {rate:.0} | {:.2} |",
+            t.as_secs_f64(),
+            t.as_secs_f64() / cp.0.as_secs_f64(),
+            t.as_secs_f64() / cp_sync.0.as_secs_f64(),
+            rate / alone.1
+        );
+        rows.push((name, t, rate));
+    }
+    // 3. Incremental after 1% changed.
+    let changed = change_one_percent(&db, &ids)?;
+    db.checkpoint()?;
+    let after_checkpoint = incremental(&src, &copy_dest)?;
+    change_one_percent(&db, &ids)?;
+    db.compact()?;
+    let after_compaction = incremental(&src, &copy_dest)?;
+    let now_bytes = folder_bytes(&src) as f64;
+    println!(
+        "\n| incremental backup after {changed} documents (1%) changed | bytes written | / database bytes |"
+    );
+    println!("|---|---:|---:|");
+    for (name, b) in [
+        ("and a checkpoint", after_checkpoint),
+        ("and a compaction", after_compaction),
+    ] {
+        println!("| {name} | {b} | {:.4} |", b as f64 / now_bytes);
+    }
+    // 4. Replica lag; 5. restore against open.
+    println!(
+        "\n| replica: interval | shipments | commits | lag p50 ms | lag p99 ms | lag max ms | p99 / interval |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    let intervals: &[u64] = if args.quick { &[100] } else { &[250, 1000] };
+    let mut replica = PathBuf::new();
+    for &ms in intervals {
+        replica = work.join(format!("replica-{ms}"));
+        let r = lag::measure(
+            &db,
+            &src,
+            &replica,
+            Duration::from_millis(ms),
+            period.max(Duration::from_millis(10 * ms)),
+        )?;
+        println!(
+            "| {ms} ms | {} | {} | {:.0} | {:.0} | {:.0} | {:.2} |",
+            r.shipments,
+            r.commits,
+            r.p50_ms,
+            r.p99_ms,
+            r.max_ms,
+            r.p99_ms / ms as f64
+        );
+    }
+    let t = Instant::now();
+    drop(Database::open_read_only(&replica)?);
+    let open = t.elapsed();
+    let t = Instant::now();
+    let restored =
+        stele::backup::restore(&replica, work.join("restored"), stele::backup::At::Latest)?;
+    let restore = t.elapsed();
+    println!(
+        "\nrestore of the replica (version {}): {:.3} s; opening it read-only: {:.3} s (restore / open {:.2})",
+        restored.seq,
+        restore.as_secs_f64(),
+        open.as_secs_f64(),
+        restore.as_secs_f64() / open.as_secs_f64().max(1e-9)
+    );
+    drop(db);
+    // 6. SQLite.
+    sqlite(&args, work, &rows, cp.0)?;
+    load("at end");
+    Ok(())
+}
+
+pub(crate) fn options() -> DatabaseOptions {
+    DatabaseOptions::default().idle_checkpoint(None)
+}
+
+/// Per collection, the ids written.
+type Ids = Vec<(String, Vec<String>)>;
+
+/// Builds the database; returns the documents and the ids.
+fn build(args: &Args, dir: &Path) -> Result<(u64, Ids)> {
+    let db = Database::open_with(dir, options())?;
+    let mut files: Vec<PathBuf> = std::fs::read_dir(args.data.join("collections"))
+        .with_context(|| format!("listing {}/collections", args.data.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with(".jsonl.zst"))
+        .collect();
+    files.sort();
+    let target = args.mb * 1_000_000;
+    let mut ids: Vec<(String, Vec<String>)> = Vec::new();
+    let mut docs = 0u64;
+    let mut written = 0u64;
+    'rounds: for round in 0.. {
+        for file in &files {
+            let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("c");
+            let coll: String = name
+                .trim_end_matches(".jsonl.zst")
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect();
+            if round == 0 {
+                db.set_compression(&coll, false)?;
+                ids.push((coll.clone(), Vec::new()));
+            }
+            let reader = std::io::BufReader::new(zstd::stream::read::Decoder::new(
+                std::fs::File::open(file)?,
+            )?);
+            let mut batch = db.batch();
+            let mut in_batch = 0;
+            for (i, line) in reader.lines().enumerate() {
+                let line = line?;
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let id = format!("{i}~{round}");
+                batch.put_json(&coll, &id, line.as_bytes())?;
+                written += line.len() as u64;
+                docs += 1;
+                in_batch += 1;
+                if let Some((_, list)) = ids.iter_mut().find(|(c, _)| *c == coll) {
+                    list.push(id);
+                }
+                if in_batch == 5000 {
+                    db.commit(std::mem::replace(&mut batch, db.batch()))?;
+                    in_batch = 0;
+                }
+                if written >= target && db.disk_usage().total_bytes >= target {
+                    db.commit(batch)?;
+                    break 'rounds;
+                }
+            }
+            db.commit(batch)?;
+        }
+    }
+    db.compact()?;
+    db.close()?;
+    Ok((docs, ids))
+}
+
+/// Runs `during` while a writer thread commits batches of 100 documents; returns what
+/// `during` timed and the writer's commits per second meanwhile.
+fn writer_rate(
+    db: &Database,
+    during: impl FnOnce() -> Result<Duration>,
+) -> Result<(Duration, f64)> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let commits = Arc::new(AtomicU64::new(0));
+    let writer = {
+        let (db, stop, commits) = (db.clone(), Arc::clone(&stop), Arc::clone(&commits));
+        std::thread::spawn(move || -> Result<()> {
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let mut b = db.batch();
+                for _ in 0..100 {
+                    n += 1;
+                    b.put_json(
+                        "bench-writer",
+                        &format!("w{}", n % 100_000),
+                        format!(
+                            r#"{{"n":{n},"text":"a small document written while the backup runs"}}"#
+                        )
+                        .as_bytes(),
+                    )?;
+                }
+                db.commit(b)?;
+                commits.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(())
+        })
+    };
+    let start = Instant::now();
+    let before = commits.load(Ordering::Relaxed);
+    let timed = during();
+    let elapsed = start.elapsed();
+    let done = commits.load(Ordering::Relaxed) - before;
+    stop.store(true, Ordering::Relaxed);
+    writer
+        .join()
+        .map_err(|_| anyhow::anyhow!("the writer panicked"))??;
+    Ok((timed?, done as f64 / elapsed.as_secs_f64()))
+}
+
+fn timed_command(cmd: &mut Command) -> Result<Duration> {
+    let start = Instant::now();
+    let status = cmd.status().with_context(|| format!("running {cmd:?}"))?;
+    if !status.success() {
+        bail!("{cmd:?} failed: {status}");
+    }
+    Ok(start.elapsed())
+}
+
+/// A backup by this binary run again (a separate reader process, as `stele backup` is).
+fn backup_child(src: &Path, dest: &Path, copy: bool) -> Result<Duration> {
+    let exe = std::env::current_exe()?;
+    let mut cmd = Command::new(exe);
+    cmd.arg("child-backup")
+        .arg(src)
+        .arg(dest)
+        .arg(if copy { "copy" } else { "link" });
+    timed_command(&mut cmd)
+}
+
+/// Replaces 1% of every collection's documents (a field added); returns how many.
+fn change_one_percent(db: &Database, ids: &Ids) -> Result<u64> {
+    let snap = db.snapshot();
+    let mut changed = 0;
+    for (coll, list) in ids {
+        let mut batch = db.batch();
+        for id in list.iter().step_by(100) {
+            if let Some(doc) = snap.get(coll, id)? {
+                let json = doc.to_json()?;
+                let edited = match json.strip_suffix('}') {
+                    Some(head) if head.len() > 1 => {
+                        format!(r#"{head},"bench_changed":{changed}}}"#)
+                    }
+                    _ => json,
+                };
+                batch.put_json(coll, id, edited.as_bytes())?;
+                changed += 1;
+            }
+        }
+        db.commit(batch)?;
+    }
+    Ok(changed)
+}
+
+fn incremental(src: &Path, dest: &Path) -> Result<u64> {
+    let opts = stele::backup::BackupOptions::default().link(false);
+    Ok(stele::backup::backup_with(src, dest, &opts)?.bytes_written)
+}
+
+/// Bytes of the database folder `dir` on disk.
+fn folder_bytes(dir: &Path) -> u64 {
+    Database::open_read_only(dir).map_or(0, |db| db.disk_usage().total_bytes)
+}
+
+/// SQLite with the same documents: its backup API and `VACUUM INTO`, at rest.
+fn sqlite(args: &Args, work: &Path, rows: &[(&str, Duration, f64)], cp: Duration) -> Result<()> {
+    let path = work.join("sqlite.db");
+    let start = Instant::now();
+    let con = rusqlite::Connection::open(&path)?;
+    con.pragma_update(None, "journal_mode", "WAL")?;
+    con.execute("CREATE TABLE t (id TEXT PRIMARY KEY, body TEXT)", [])?;
+    let src = work.join("db");
+    let db = Database::open_read_only(&src)?;
+    let snap = db.snapshot();
+    let mut docs = 0u64;
+    // The built collections only (not what the writers of the runs added).
+    for coll in snap
+        .collections()
+        .into_iter()
+        .filter(|c| !c.starts_with("bench-"))
+    {
+        let tx = con.unchecked_transaction()?;
+        {
+            let mut stmt = tx.prepare("INSERT INTO t (id, body) VALUES (?1, ?2)")?;
+            for entry in snap.iter(coll) {
+                let (id, doc) = entry?;
+                stmt.execute(rusqlite::params![format!("{coll}/{id}"), doc.to_json()?])?;
+                docs += 1;
+            }
+        }
+        tx.commit()?;
+    }
+    con.pragma_update(None, "wal_checkpoint", "TRUNCATE")?;
+    let bytes = folder_bytes_matching(work, "sqlite.db");
+    println!(
+        "\nSQLite: {docs} documents, {:.1} MB, built in {:.1} s",
+        bytes as f64 / 1e6,
+        start.elapsed().as_secs_f64()
+    );
+    let t = Instant::now();
+    {
+        let mut dest = rusqlite::Connection::open(work.join("sqlite-backup.db"))?;
+        let backup = rusqlite::backup::Backup::new(&con, &mut dest)?;
+        backup.run_to_completion(1024, Duration::ZERO, None)?;
+    }
+    let api = t.elapsed();
+    let t = Instant::now();
+    con.execute(
+        "VACUUM INTO ?1",
+        [work.join("sqlite-vacuum.db").to_string_lossy()],
+    )?;
+    let vacuum = t.elapsed();
+    let stele_copy = rows
+        .iter()
+        .find(|r| r.0 == "stele backup --copy")
+        .map_or(Duration::ZERO, |r| r.1);
+    println!("\n| same documents | backup s | MB/s | vs cp -r of Stele's folder |");
+    println!("|---|---:|---:|---:|");
+    let stele_mb = folder_bytes(&src) as f64 / 1e6;
+    for (name, t, mb) in [
+        ("Stele backup --copy (writer running)", stele_copy, stele_mb),
+        ("SQLite backup API (at rest)", api, bytes as f64 / 1e6),
+        ("SQLite VACUUM INTO (at rest)", vacuum, bytes as f64 / 1e6),
+    ] {
+        println!(
+            "| {name} | {:.3} | {:.0} | {:.2} |",
+            t.as_secs_f64(),
+            mb / t.as_secs_f64().max(1e-9),
+            t.as_secs_f64() / cp.as_secs_f64()
+        );
+    }
+    let _ = args;
+    Ok(())
+}
+
+fn folder_bytes_matching(dir: &Path, prefix: &str) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|it| {
+            it.flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+                .map(|e| e.metadata().map_or(0, |m| m.len()))
+                .sum()
+        })
+        .unwrap_or(0)
+}
