@@ -400,7 +400,11 @@ fn offer<'s>(
         return Err(format!(
             "no condition on its first field ({}){}",
             paths.first().map_or("", |p| p.as_str()),
-            if sort.is_empty() { "" } else { " and it does not serve the sort" }
+            if sort.is_empty() {
+                ""
+            } else {
+                " and it does not serve the sort"
+            }
         ));
     }
     Ok(Offer {
