@@ -100,6 +100,8 @@ struct Row {
     docs: usize,
     fields: String,
     cells: Vec<(String, f64, f64, f64)>, // query, stele, sqlite text, sqlite jsonb
+    /// DuckDB's times of the three scans (count, group, top 20), when it ran.
+    duck: Option<[f64; 3]>,
     checks: Vec<String>,
 }
 
@@ -234,13 +236,76 @@ fn bench(name: &str, docs: &[&[u8]], work: &std::path::Path, quick: bool) -> Res
         "count: {}, {} documents read",
         counted.plan, counted.stats.docs_examined
     ));
+    let duck = duckdb(work, name, docs, &fl, runs, &mut checks);
     Ok(Some(Row {
         name: name.to_owned(),
         docs: docs.len(),
         fields: format!("{cat}, {num}"),
         cells,
+        duck,
         checks,
     }))
+}
+
+/// DuckDB's times for the three scans, from `scripts/duckdb_queries.py` run by `$STELE_PYTHON`
+/// (default `python3`) over the documents written as JSON Lines; `None` (and a note) when
+/// that Python has no duckdb.
+fn duckdb(
+    work: &std::path::Path,
+    name: &str,
+    docs: &[&[u8]],
+    fl: &Fields,
+    runs: usize,
+    checks: &mut Vec<String>,
+) -> Option<[f64; 3]> {
+    let file = work.join(format!("{}.jsonl", name.replace([' ', '/', '(', ')'], "_")));
+    let text: Vec<u8> = docs
+        .iter()
+        .flat_map(|d| d.iter().copied().chain([b'\n']))
+        .collect();
+    std::fs::write(&file, text).ok()?;
+    let python = std::env::var("STELE_PYTHON").unwrap_or_else(|_| "python3".into());
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/duckdb_queries.py");
+    let out = std::process::Command::new(&python)
+        .arg(script)
+        .arg(&file)
+        .args([&fl.cat, &fl.num, &fl.common, &fl.median])
+        .arg(runs.to_string())
+        .output();
+    let _ = std::fs::remove_file(&file);
+    let out = match out {
+        Ok(o) if o.status.success() => o,
+        Ok(o) => {
+            let why = if o.status.code() == Some(3) {
+                "no duckdb".to_owned()
+            } else {
+                String::from_utf8_lossy(&o.stderr)
+                    .lines()
+                    .last()
+                    .unwrap_or("failed")
+                    .to_owned()
+            };
+            checks.push(format!(
+                "DuckDB not run ({python}: {why}; set STELE_PYTHON to a Python with duckdb)"
+            ));
+            return None;
+        }
+        Err(e) => {
+            checks.push(format!("DuckDB not run ({python}: {e})"));
+            return None;
+        }
+    };
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    let ms = |k: &str| {
+        v.get(k)
+            .and_then(serde_json::Value::as_f64)
+            .unwrap_or(f64::NAN)
+    };
+    checks.push(format!(
+        "DuckDB read_json into a table: {:.0} ms",
+        ms("load")
+    ));
+    Some([ms("count"), ms("group"), ms("top20")])
 }
 
 fn main() -> Result<()> {
@@ -290,9 +355,14 @@ fn main() -> Result<()> {
         "SQLite JSONB",
         "x text",
         "x JSONB",
+        "DuckDB",
     ]);
     for r in &rows {
-        for (q, s, tt, tb) in &r.cells {
+        for (i, (q, s, tt, tb)) in r.cells.iter().enumerate() {
+            let duck = r
+                .duck
+                .and_then(|d| d.get(i).copied())
+                .map_or("-".to_owned(), |d| f(d, 2));
             t.row(vec![
                 r.name.clone(),
                 r.docs.to_string(),
@@ -303,11 +373,26 @@ fn main() -> Result<()> {
                 f(*tb, 2),
                 f(tt / s.max(1e-9), 2),
                 f(tb / s.max(1e-9), 2),
+                duck,
             ]);
         }
     }
     t.print();
-    println!("x text / x JSONB: SQLite's time over Stele's (above 1: Stele faster).\n");
+    println!(
+        "x text / x JSONB: SQLite's time over Stele's (above 1: Stele faster). DuckDB: the three scans over a table `read_json` made (columnar; reported, not a target).\n"
+    );
+    let geo = |pick: fn(&(String, f64, f64, f64)) -> f64| {
+        let xs: Vec<f64> = rows
+            .iter()
+            .flat_map(|r| r.cells.iter().take(3).map(pick))
+            .collect();
+        table::geomean(&xs)
+    };
+    println!(
+        "Full scans, geometric mean over the collections' three scans: {:.2}x SQLite text, {:.2}x SQLite JSONB.\n",
+        geo(|c| c.2 / c.1.max(1e-9)),
+        geo(|c| c.3 / c.1.max(1e-9))
+    );
     for r in &rows {
         println!("- {}: {}", r.name, r.checks.join("; "));
     }
