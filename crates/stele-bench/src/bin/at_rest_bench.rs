@@ -113,18 +113,25 @@ fn string_field(c: &data::Collection) -> Result<Option<(String, u64, u64)>> {
     let (mut pairs, mut bytes) = (0u64, 0u64);
     for (i, json) in c.docs().enumerate() {
         let v: serde_json::Value = serde_json::from_slice(json)?;
-        // The index takes every scalar (a few documents hold a number or null there): its
-        // JSON text counts for a number, true, false and null, the UTF-8 for a string.
-        let value_bytes = match v.get(&field) {
-            Some(serde_json::Value::String(s)) => s.len(),
-            Some(x @ (serde_json::Value::Number(_) | serde_json::Value::Bool(_))) => {
-                x.to_string().len()
+        // The index takes every value by the query rules: a scalar or an object as one entry
+        // (its JSON text counted for a number, true, false and null, the UTF-8 for a
+        // string), an array's distinct elements, and the missing marker (1 byte) for a
+        // document without the field.
+        let values: Vec<usize> = match v.get(&field) {
+            None => vec![1],
+            Some(serde_json::Value::String(s)) => vec![s.len()],
+            Some(serde_json::Value::Array(a)) if !a.is_empty() => {
+                let mut texts: Vec<String> = a.iter().map(|e| e.to_string()).collect();
+                texts.sort();
+                texts.dedup();
+                texts.iter().map(String::len).collect()
             }
-            Some(serde_json::Value::Null) => 4,
-            _ => continue,
+            Some(x) => vec![x.to_string().len()],
         };
-        pairs += 1;
-        bytes += (value_bytes + id_of(i).len()) as u64;
+        for value_bytes in values {
+            pairs += 1;
+            bytes += (value_bytes + id_of(i).len()) as u64;
+        }
     }
     Ok(Some((field, pairs, bytes)))
 }
