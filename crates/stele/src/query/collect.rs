@@ -92,10 +92,19 @@ impl Rows {
             (false, Some(k)) => Mode::TopK(k),
             (false, None) => Mode::All,
         };
+        Rows::empty(mode, query.sort.clone(), query.projection.clone(), want)
+    }
+
+    fn empty(
+        mode: Mode,
+        sort: Vec<(DocPath, bool)>,
+        projection: Option<Projection>,
+        want: Option<usize>,
+    ) -> Rows {
         Rows {
             mode,
-            sort: query.sort.clone(),
-            projection: query.projection.clone(),
+            sort,
+            projection,
             want,
             count: 0,
             rows: Vec::new(),
@@ -232,19 +241,12 @@ impl Collector for Rows {
     }
 
     fn fork(&self) -> Box<dyn Collector> {
-        Box::new(Rows {
-            mode: self.mode.clone(),
-            sort: self.sort.clone(),
-            projection: self.projection.clone(),
-            want: self.want,
-            count: 0,
-            rows: Vec::new(),
-            group: Vec::new(),
-            group_key: Vec::new(),
-            keyed: Vec::new(),
-            heap: BinaryHeap::new(),
-            scratch: Vec::new(),
-        })
+        Box::new(Rows::empty(
+            self.mode.clone(),
+            self.sort.clone(),
+            self.projection.clone(),
+            self.want,
+        ))
     }
 
     fn absorb(&mut self, other: Box<dyn Collector>) {

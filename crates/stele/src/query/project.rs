@@ -194,26 +194,9 @@ impl Projection {
     }
 }
 
-/// Appends `s` as a JSON string, quoted and escaped.
+/// Appends `s` as a JSON string, quoted and escaped (the export's escaping).
 pub(crate) fn json_string(s: &str, out: &mut Vec<u8>) {
-    out.push(b'"');
-    for c in s.chars() {
-        match c {
-            '"' => out.extend_from_slice(b"\\\""),
-            '\\' => out.extend_from_slice(b"\\\\"),
-            '\n' => out.extend_from_slice(b"\\n"),
-            '\r' => out.extend_from_slice(b"\\r"),
-            '\t' => out.extend_from_slice(b"\\t"),
-            c if (c as u32) < 0x20 => {
-                out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes());
-            }
-            c => {
-                let mut buf = [0u8; 4];
-                out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
-            }
-        }
-    }
-    out.push(b'"');
+    crate::export::write_json_string(out, s);
 }
 
 #[cfg(test)]

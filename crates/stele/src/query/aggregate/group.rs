@@ -159,6 +159,17 @@ fn number(out: &Out<'_>) -> Option<(i128, f64, bool)> {
     }
 }
 
+/// Whether `enc` beats the best so far of a `$min` (smaller) or `$max` (larger).
+fn better(op: AccOp, enc: &[u8], best: Option<&(Vec<u8>, String)>) -> bool {
+    best.is_none_or(|(b, _)| {
+        if op == AccOp::Min {
+            enc < b.as_slice()
+        } else {
+            enc > b.as_slice()
+        }
+    })
+}
+
 fn float_json(f: f64) -> String {
     if f.is_finite() {
         format!("{f:?}")
@@ -231,14 +242,7 @@ impl Grouper {
                     }
                     let mut enc = Vec::new();
                     v.encode(&mut enc);
-                    let better = best.as_ref().is_none_or(|(b, _)| {
-                        if acc.op == AccOp::Min {
-                            enc < *b
-                        } else {
-                            enc > *b
-                        }
-                    });
-                    if better {
+                    if better(acc.op, &enc, best.as_ref()) {
                         *best = Some((enc, v.json()));
                     }
                 }
@@ -283,17 +287,10 @@ impl Grouper {
                                 *sum += s;
                                 *n += m;
                             }
-                            (State::Extreme(best), State::Extreme(Some((enc, json)))) => {
-                                let better = best.as_ref().is_none_or(|(b, _)| {
-                                    if acc.op == AccOp::Min {
-                                        enc < *b
-                                    } else {
-                                        enc > *b
-                                    }
-                                });
-                                if better {
-                                    *best = Some((enc, json));
-                                }
+                            (State::Extreme(best), State::Extreme(Some((enc, json))))
+                                if better(acc.op, &enc, best.as_ref()) =>
+                            {
+                                *best = Some((enc, json));
                             }
                             (State::Count(n), State::Count(m)) => *n += m,
                             (State::Value(slot), State::Value(theirs))
