@@ -197,7 +197,7 @@ mod tests {
             s.json_bytes,
             ns.iter()
                 .map(|n| format!("{{\"n\":{n}}}").len() as u64)
-                .sum()
+                .sum::<u64>()
         );
         let est = s.estimated_docs(text.len() as u64);
         assert!((190_000..210_000).contains(&est), "{est}");

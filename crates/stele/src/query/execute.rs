@@ -108,7 +108,7 @@ impl Snapshot {
         };
         let (chosen, mut plan) = self.plan(&unsorted);
         let mut count = match &chosen {
-            Chosen::Index(access) if plan::key_conditions(&query.filter, access.ix).1 => {
+            Chosen::Index(access) if super::keys::key_conditions(&query.filter, access.ix).1 => {
                 if let plan::Access::Index { covered, .. } = &mut plan.access {
                     *covered = true;
                 }
@@ -306,7 +306,7 @@ pub(crate) fn index_entries(
     mut f: impl FnMut(&str) -> Result<bool>,
 ) -> Result<()> {
     let def = &access.ix.def;
-    let (conds, _) = plan::key_conditions(filter, access.ix);
+    let (conds, _) = super::keys::key_conditions(filter, access.ix);
     let mut seen: HashSet<Vec<u8>> = HashSet::new();
     let mut value = Vec::new();
     let ranges: Box<dyn Iterator<Item = &plan::KeyRange>> = if access.reverse {
@@ -354,7 +354,7 @@ pub(crate) fn index_entries(
                             .iter()
                             .map(|b| b ^ flip),
                     );
-                    if !plan::key_holds(cond, &value) {
+                    if !super::keys::key_holds(cond, &value) {
                         pass = false;
                         break;
                     }
