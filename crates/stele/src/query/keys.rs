@@ -14,7 +14,8 @@ fn key_decidable(cond: &Cond) -> bool {
     match cond {
         Cond::Eq(op) => no_arrays(op),
         Cond::In(ops) => ops.iter().all(no_arrays),
-        Cond::Range { .. } | Cond::Prefix(_) | Cond::Exists(_) => true,
+        Cond::Range { lo, hi } => [lo, hi].into_iter().flatten().all(|(op, _)| no_arrays(op)),
+        Cond::Prefix(_) | Cond::Exists(_) => true,
         _ => false,
     }
 }

@@ -273,6 +273,15 @@ fn cond_ranges(cond: &Cond) -> Option<(Vec<KeyRange>, bool)> {
         }
         Cond::All(ops) => Some((vec![point(ops.first()?)?], true)),
         Cond::Range { lo, hi } => {
+            // A bound that is an array lets whole arrays match, and index entries hold an
+            // array's elements, not the array.
+            if [lo, hi]
+                .into_iter()
+                .flatten()
+                .any(|(op, _)| op.enc.first() == Some(&0x60))
+            {
+                return None;
+            }
             let class = |op: &Operand| op.enc.first().map(|&b| class_of(b));
             let lo_class = lo.as_ref().map(|(op, _)| class(op));
             let hi_class = hi.as_ref().map(|(op, _)| class(op));
@@ -375,12 +384,13 @@ fn offer<'s>(
             break;
         }
     }
-    // The sort: the paths not fixed by an equality must be the index fields right after
-    // the equality fields, in order, all in the index's directions or all reversed, over one
-    // key range. A range on a sorted field does not qualify: an array's elements outside
-    // the range still set its sort key, so index order and sort order could differ.
-    let fixed = |p: &DocPath| paths.iter().take(eq_fields).any(|q| q == p);
-    let sort_rest: Vec<&(DocPath, bool)> = sort.iter().filter(|(p, _)| !fixed(p)).collect();
+    // The sort: its paths must be the index fields right after the equality fields, in
+    // order, all in the index's directions or all reversed, over one key range. A path
+    // fixed by an equality still counts: an array holding the value sorts by its smallest
+    // (largest) element, which may be another. A range on a sorted field does not qualify
+    // either: an array's elements outside the range still set its sort key, so index order
+    // and sort order could differ.
+    let sort_rest: Vec<&(DocPath, bool)> = sort.iter().collect();
     let ranged = if range { paths.get(bounded - 1) } else { None };
     let mut sorted = ranges.len() == 1
         && !sort_rest.is_empty()
