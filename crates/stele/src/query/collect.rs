@@ -117,9 +117,7 @@ impl Rows {
     }
 
     pub(crate) fn counting() -> Rows {
-        let mut rows = Rows::new(&Query::new(""), false);
-        rows.mode = Mode::Count;
-        rows
+        Rows::empty(Mode::Count, Vec::new(), None, None)
     }
 
     pub(crate) fn count(&self) -> u64 {
@@ -136,13 +134,15 @@ impl Rows {
         }
     }
 
-    /// The sort key (or the id's encoding without a sort) into `scratch`.
-    fn key(&mut self, id: &str, doc: &Document<&[u8]>) {
+    /// The sort key (or the id's encoding without a sort) into `scratch`; returns the
+    /// length of its part before the id.
+    fn key(&mut self, id: &str, doc: &Document<&[u8]>) -> usize {
         self.scratch.clear();
         if self.sort.is_empty() {
             encode_str(id, &mut self.scratch);
+            0
         } else {
-            sort_key(&self.sort, doc.root(), Some(id), &mut self.scratch);
+            sort_key(&self.sort, doc.root(), Some(id), &mut self.scratch)
         }
     }
 
@@ -192,13 +192,7 @@ impl Collector for Rows {
                 } else {
                     // Ties on the sort paths come in index order: hold them until the key
                     // changes, then put them in id order.
-                    self.key(id, doc);
-                    let id_len = {
-                        let mut e = Vec::new();
-                        encode_str(id, &mut e);
-                        e.len()
-                    };
-                    let fields_len = self.scratch.len().saturating_sub(id_len);
+                    let fields_len = self.key(id, doc);
                     if self.scratch.get(..fields_len) != Some(self.group_key.as_slice()) {
                         self.flush_group();
                         if self.want.is_some_and(|w| self.rows.len() >= w) {

@@ -4,7 +4,6 @@
 use super::collect::{Collector, Rows};
 use super::plan::{self, Chosen, IndexAccess, Plan};
 use super::{CountOutput, Query, QueryOutput, QueryStats};
-use crate::collection::Entries;
 use crate::error::{Error, Result};
 use crate::index::encode::encoded_len_flipped;
 use crate::snapshot::Snapshot;
@@ -13,14 +12,6 @@ use std::collections::{BTreeSet, HashSet};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use stele_doc::Document;
-
-/// The text of a JSON string literal (`"\"a\""` gives `a`); `None` for other values.
-pub(crate) fn json_string_value(json: &str) -> Option<String> {
-    let bytes = stele_doc::from_json(json.as_bytes()).ok()?;
-    let doc = Document::new(&bytes[..]).ok()?;
-    doc.root().as_str().map(|s| s.into_owned())
-}
 
 /// Counters shared by the threads of one run, and its clock.
 pub(crate) struct Run {
@@ -158,33 +149,18 @@ impl Snapshot {
         run: &Run,
         out: &mut dyn Collector,
     ) -> Result<()> {
-        let coll = query.collection.as_str();
         match chosen {
             Chosen::Full => super::scan::full_scan(self, query, run, out),
             Chosen::IdRange(lo, hi) => {
-                let lo_b = lo
-                    .as_deref()
-                    .map_or(Bound::Unbounded, |s| Bound::Included(s.as_bytes()));
-                let hi_b = match hi {
-                    Some((h, true)) => Bound::Included(h.as_bytes()),
-                    Some((h, false)) => Bound::Excluded(h.as_bytes()),
+                let lo = lo
+                    .as_ref()
+                    .map_or(Bound::Unbounded, |s| Bound::Included(s.as_bytes().to_vec()));
+                let hi = match hi {
+                    Some((h, true)) => Bound::Included(h.as_bytes().to_vec()),
+                    Some((h, false)) => Bound::Excluded(h.as_bytes().to_vec()),
                     None => Bound::Unbounded,
                 };
-                let entries = Entries::new(&self.state, coll, lo_b, hi_b, true)?;
-                for (n, entry) in entries.enumerate() {
-                    if n.is_multiple_of(256) {
-                        run.check()?;
-                    }
-                    let (id, doc) = entry?;
-                    let Some(doc) = doc else { continue };
-                    let id = String::from_utf8_lossy(&id);
-                    run.docs.fetch_add(1, Ordering::Relaxed);
-                    let d = doc.document()?;
-                    if query.filter.matches(d.root(), &id) && !out.take(&id, &d)? {
-                        break;
-                    }
-                }
-                Ok(())
+                super::scan::scan_stretch(self, query, run, &(lo, hi), out)
             }
             Chosen::Ids(ids) => {
                 let ids: BTreeSet<&String> = ids.iter().collect();
@@ -212,16 +188,31 @@ impl Snapshot {
             if n.is_multiple_of(256) {
                 run.check()?;
             }
-            let Some(doc) = self.get(&query.collection, id)? else {
-                continue;
-            };
-            run.docs.fetch_add(1, Ordering::Relaxed);
-            let d = doc.document()?;
-            if query.filter.matches(d.root(), id) && !out.take(id, &d)? {
+            if self.fetch(query, id, run, out)? == Some(false) {
                 break;
             }
         }
         Ok(())
+    }
+
+    /// Reads document `id`, tests it and hands it to `out` if it passes: `None` if there is
+    /// no such document, else whether `out` wants more.
+    fn fetch(
+        &self,
+        query: &Query,
+        id: &str,
+        run: &Run,
+        out: &mut dyn Collector,
+    ) -> Result<Option<bool>> {
+        let Some(doc) = self.get(&query.collection, id)? else {
+            return Ok(None);
+        };
+        run.docs.fetch_add(1, Ordering::Relaxed);
+        let d = doc.document()?;
+        if query.filter.matches(d.root(), id) {
+            return out.take(id, &d).map(Some);
+        }
+        Ok(Some(true))
     }
 
     /// The ids an access yields (a `$or` branch), without reading documents where an index
@@ -262,20 +253,12 @@ impl Snapshot {
         out: &mut dyn Collector,
     ) -> Result<()> {
         index_entries(access, &query.filter, run, |id| {
-            let Some(doc) = self.get(&query.collection, id)? else {
-                return Err(Error::InvalidQuery {
-                    reason: format!(
-                        "index {:?} names document {id:?}, which does not exist (drop the index and create it again)",
-                        access.ix.def.name
-                    ),
-                });
-            };
-            run.docs.fetch_add(1, Ordering::Relaxed);
-            let d = doc.document()?;
-            if query.filter.matches(d.root(), id) {
-                return out.take(id, &d);
-            }
-            Ok(true)
+            self.fetch(query, id, run, out)?.ok_or_else(|| Error::InvalidQuery {
+                reason: format!(
+                    "index {:?} names document {id:?}, which does not exist (drop the index and create it again)",
+                    access.ix.def.name
+                ),
+            })
         })?;
         Ok(())
     }

@@ -16,7 +16,7 @@
 //! so an index only narrows what is read, never the answer.
 
 use crate::index::encode::{MISSING, class_end, class_of, string_prefix};
-use crate::query::filter::{Cond, Filter, Node, Operand};
+use crate::query::filter::{Cond, Fast, Filter, Node, Operand};
 use crate::query::path::DocPath;
 use crate::state::IndexState;
 use std::fmt;
@@ -438,7 +438,10 @@ fn id_access(fields: &[(&DocPath, &Cond)]) -> Option<Chosen<'static>> {
         .map(|(_, c)| *c);
     let mut range = None;
     for c in id_conds {
-        let text = |op: &Operand| crate::query::execute::json_string_value(&op.json);
+        let text = |op: &Operand| match &op.fast {
+            Fast::Str(s) => Some(s.clone()),
+            _ => None,
+        };
         match c {
             Cond::Eq(op) => return Some(Chosen::Ids(text(op).into_iter().collect())),
             Cond::In(ops) => return Some(Chosen::Ids(ops.iter().filter_map(text).collect())),

@@ -52,7 +52,7 @@ fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
     b.as_ref().map(Vec::as_slice)
 }
 
-fn scan_stretch(
+pub(crate) fn scan_stretch(
     snap: &Snapshot,
     query: &Query,
     run: &Run,

@@ -13,13 +13,14 @@ use crate::query::path::DocPath;
 use stele_doc::Value;
 
 /// Appends the sort key of the document `root` with id `id` to `out` (`None`: the id is
-/// the document's own `_id` property, and ties keep their order).
+/// the document's own `_id` property, and ties keep their order). Returns the length of
+/// `out` before the id: the key of the sort paths alone.
 pub(crate) fn sort_key(
     sort: &[(DocPath, bool)],
     root: Value<'_>,
     id: Option<&str>,
     out: &mut Vec<u8>,
-) {
+) -> usize {
     for (path, descending) in sort {
         let start = out.len();
         if let (Some(id), "_id") = (id, path.as_str()) {
@@ -45,7 +46,9 @@ pub(crate) fn sort_key(
                 .for_each(|b| *b = !*b);
         }
     }
+    let fields_len = out.len();
     if let Some(id) = id {
         encode_str(id, out);
     }
+    fields_len
 }
