@@ -144,8 +144,14 @@ pub fn verify(args: &VerifyArgs) -> Result<()> {
     );
     if !report.is_ok() {
         let damaged = report.findings.iter().filter(|f| f.damage).count();
+        // A backup (it keeps its points) can give an earlier point; a database needs a backup.
+        let remedy = if backup::is_backup(&args.path) {
+            "restore an earlier version of this backup with `stele restore --at`, or use another backup"
+        } else {
+            "restore it from a backup (`stele restore BACKUP OUT`)"
+        };
         bail!(
-            "{} is damaged: {} ({summary}); restore it from a backup, or restore an earlier version of this backup with `stele restore --at`",
+            "{} is damaged: {} ({summary}); {remedy}",
             args.path.display(),
             count(damaged as u64, "problem", "problems")
         );

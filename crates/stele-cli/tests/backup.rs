@@ -114,5 +114,9 @@ fn backup_verify_replicate_and_restore_at_a_version() {
         .stdout(predicate::str::contains(
             table.file_name().unwrap().to_str().unwrap(),
         ))
-        .stderr(predicate::str::contains("damaged"));
+        .stderr(
+            predicate::str::contains("damaged").and(predicate::str::contains(
+                "restore an earlier version of this backup with `stele restore --at`",
+            )),
+        );
 }

@@ -28,7 +28,7 @@ mod ship;
 mod verify;
 
 pub use error::BackupError;
-pub use points::{Point, Retention, points};
+pub use points::{Point, Retention, is_backup, points};
 pub use restore::{At, Held, Restored, held};
 pub use ship::Shipment;
 pub use verify::{Finding, VerifyReport, verify};

@@ -83,6 +83,11 @@ pub(crate) fn point_path(dir: &Path, seq: u64) -> PathBuf {
         .join(format!("{seq:020}.{POINT_EXTENSION}"))
 }
 
+/// Whether `dir` is a backup or replica (it keeps points to restore), not a plain database.
+pub fn is_backup(dir: &Path) -> bool {
+    dir.join(POINTS_DIR).is_dir()
+}
+
 /// The points of the backup in `dir`, oldest first.
 pub fn points(dir: &Path) -> Result<Vec<Point>> {
     let folder = dir.join(POINTS_DIR);
