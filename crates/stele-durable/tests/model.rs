@@ -18,6 +18,11 @@ enum MapOp {
     Snapshot,
     /// Compacts what is saved now, on the side (as a background compaction would).
     StartCompaction,
+    /// Merges, on the side, the saved diffs above the base into one (as a size-tiered
+    /// background compaction would); swapped in by `FinishCompaction`.
+    StartDiffMerge,
+    /// Merges the saved diffs above the base into one, in place.
+    MergeDiffs,
     /// Swaps the side compaction in with `rebase`.
     FinishCompaction,
 }
@@ -35,6 +40,8 @@ fn map_op() -> impl Strategy<Value = MapOp> {
         1 => Just(MapOp::Reopen),
         1 => Just(MapOp::Snapshot),
         1 => Just(MapOp::StartCompaction),
+        1 => Just(MapOp::StartDiffMerge),
+        1 => Just(MapOp::MergeDiffs),
         1 => Just(MapOp::FinishCompaction),
     ]
 }
@@ -198,13 +205,33 @@ proptest! {
                         pending = Some((covered, side.compact().unwrap()));
                     }
                 }
+                MapOp::StartDiffMerge => {
+                    let mut side = map.saved_only();
+                    let covered = side.layer_ids();
+                    if let Some(top) = side.merge_diffs().unwrap() {
+                        // The base stays; at most one diff on it.
+                        let ids = side.layer_ids();
+                        prop_assert_eq!(ids.first(), covered.first());
+                        prop_assert!(ids.len() <= 2);
+                        pending = Some((covered, top));
+                    }
+                }
+                MapOp::MergeDiffs => {
+                    let before = map.layer_ids();
+                    let unsaved = map.unsaved_changes();
+                    map.merge_diffs().unwrap();
+                    let ids = map.layer_ids();
+                    prop_assert_eq!(ids.first(), before.first());
+                    prop_assert_eq!(ids.len(), before.len().min(2));
+                    prop_assert_eq!(map.unsaved_changes(), unsaved);
+                }
                 MapOp::FinishCompaction => {
                     if let Some((covered, base)) = pending.take() {
                         let before = map.layer_ids();
                         let swapped = map.rebase(&covered, base).unwrap();
                         prop_assert_eq!(swapped, before.starts_with(&covered));
                         if swapped {
-                            prop_assert!(map.layer_ids().len() <= 2);
+                            prop_assert!(map.layer_ids().len() <= 3);
                         }
                     }
                 }

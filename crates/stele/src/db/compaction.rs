@@ -39,6 +39,41 @@ pub(super) fn pack_settings(opts: &DatabaseOptions) -> crate::pack::PackSettings
     }
 }
 
+/// Whether a compaction that is not full merges only the layers above the base of user
+/// collection `c` (whose map is `map`; `packed`: its documents are packed in blocks, and its
+/// map holds only what changed since): those layers hold under 1/`compact_base_ratio` of the
+/// bytes below them (see [`DatabaseOptions::compact_base_ratio`]).
+fn merges_above_base_only(
+    opts: &DatabaseOptions,
+    state: &State,
+    c: &str,
+    map: &DurableMap,
+    packed: bool,
+) -> bool {
+    let bytes = |stats: &[(TableId, stele_table::TableStats)]| -> u64 {
+        stats.iter().map(|(_, s)| s.file_bytes).sum()
+    };
+    let stats = map.table_stats();
+    let (above, below) = if packed {
+        // Everything the map holds is above the blocks.
+        let packs = state
+            .collections
+            .get(&packs_name(c))
+            .map_or(0, |p| bytes(&p.table_stats()));
+        (bytes(&stats), packs)
+    } else {
+        // A base and at least two diffs: one diff on the base is merged already.
+        let [(_, base), diffs @ ..] = stats.as_slice() else {
+            return false;
+        };
+        if diffs.len() < 2 {
+            return false;
+        }
+        (bytes(diffs), base.file_bytes)
+    };
+    opts.compact_base_ratio > 0 && above.saturating_mul(opts.compact_base_ratio) < below
+}
+
 /// Rewrites the map of user collection `collection` (`source`: its layers, read
 /// sequentially) as one table, dropping removal marks that hide no packed document.
 pub(super) fn merge_plain(
@@ -90,8 +125,20 @@ pub(super) fn compact_in_line(
         state.collections.insert(c.clone(), map);
         return Ok(());
     }
+    let packed = packs_collection(opts, state, c)?;
+    if !full && merges_above_base_only(opts, state, c, map, packed) {
+        let mut map = map.clone();
+        if packed {
+            let source = map.sequential()?;
+            map = merge_plain(store, state, c, &source)?;
+        } else {
+            map.merge_diffs()?;
+        }
+        state.collections.insert(c.clone(), map);
+        return Ok(());
+    }
     let source = map.sequential()?;
-    if packs_collection(opts, state, c)? {
+    if packed {
         let (packs, docs) = crate::pack::pack(store, state, c, &source, full, pack_settings(opts))?;
         drop(source);
         // Everything the map held went into the blocks.
@@ -190,6 +237,15 @@ pub(super) fn compact_on_the_side(
     };
     match r {
         MapRef::Collection(c) if !is_internal(c) => {
+            if !full && merges_above_base_only(&opts, &state, c, &side, packed) {
+                if packed {
+                    let source = side.sequential()?;
+                    let base = merge_plain(&store, &state, c, &source)?;
+                    return Ok(Some(side_of(base, None)));
+                }
+                side.merge_diffs()?;
+                return Ok(Some(side_of(side, None)));
+            }
             let source = side.sequential()?;
             if packed {
                 let (packs, _) =

@@ -10,6 +10,7 @@ pub struct DatabaseOptions {
     pub(crate) storage: Arc<dyn Storage>,
     pub(crate) checkpoint_bytes: u64,
     pub(crate) compact_layers: usize,
+    pub(crate) compact_base_ratio: u64,
     pub(crate) background_compaction: bool,
     pub(crate) background_training: bool,
     pub(crate) table: TableOptions,
@@ -28,6 +29,7 @@ impl Default for DatabaseOptions {
             storage: Arc::new(FsStorage),
             checkpoint_bytes: 64 << 20,
             compact_layers: 8,
+            compact_base_ratio: 8,
             background_compaction: true,
             background_training: true,
             table: TableOptions::default(),
@@ -59,6 +61,23 @@ impl DatabaseOptions {
     #[must_use]
     pub fn compact_layers(mut self, layers: usize) -> Self {
         self.compact_layers = layers.max(1);
+        self
+    }
+
+    /// How a compaction a checkpoint starts (a collection with more than
+    /// [`compact_layers`](Self::compact_layers) layers) treats the collection's base, the
+    /// large table at the bottom of its stack (default 8). While the layers above the base
+    /// hold under 1/`ratio` of its bytes (for a collection with compression on: the
+    /// documents outside packed blocks, against the blocks), only those layers are merged,
+    /// into one table on the base: small changes to a large collection rewrite the changes,
+    /// not the collection, and an incremental backup after such a compaction copies only
+    /// them. Past that share, the base is rewritten (packed) with them. Reads then look at
+    /// one more table until the next full merge; [`Database::compact`](crate::Database::compact)
+    /// always merges everything. 0: every compaction rewrites the base (the smallest stack,
+    /// at the price of rewriting the whole collection every few checkpoints).
+    #[must_use]
+    pub fn compact_base_ratio(mut self, ratio: u64) -> Self {
+        self.compact_base_ratio = ratio;
         self
     }
 
