@@ -1,6 +1,7 @@
-//! Power cuts at every moment of durable-map commits (save and root switch), compactions,
-//! maps built through the sorter and garbage collection: in every state a cut can leave
-//! (`stele_testkit`'s crash model, `docs/POWER-LOSS.md`), each root holds a whole
+//! Power cuts at every moment of durable-map commits (save and root switch), compactions
+//! (full, and of the diffs above the base into one), maps built through the sorter and
+//! garbage collection: in every state a cut can leave (`stele_testkit`'s crash model,
+//! `docs/POWER-LOSS.md`), each root holds a whole
 //! generation, the last acknowledged one or a later one, never a mix; and garbage
 //! collection run in that state keeps everything the roots need. `STELE_CRASH_STATES` sets
 //! how many states are checked.
@@ -113,8 +114,12 @@ fn durable_maps_survive_power_cuts() {
         }
         map.commit().unwrap();
         acks.push((disk.moment(), g));
-        if g % 3 == 0 {
+        if g % 6 == 0 {
             map.compact().unwrap();
+            map.commit().unwrap();
+        } else if g % 3 == 0 {
+            // A size-tiered compaction: the diffs merged into one on the base.
+            map.merge_diffs().unwrap();
             map.commit().unwrap();
         }
         if g % 4 == 0 {
