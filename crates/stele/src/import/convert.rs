@@ -1,8 +1,9 @@
 //! Converting records to documents on every core, a batch at a time, while the importer
 //! reads the next batch ([`Conversion`]).
 
+use super::Ids;
 use super::options::{IResult, ImportError, NON_OBJECT_FIX};
-use super::{Ids, RawRecord};
+use super::pending::RawRecord;
 use crate::batch::check_id;
 use crate::compress::text_form_rebuilds;
 use crate::error::Error;
