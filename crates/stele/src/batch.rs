@@ -1,6 +1,7 @@
 //! Batches: operations across collections committed all or nothing.
 
 use crate::error::{Error, Result};
+use crate::ids::{IdKind, int_key};
 use crate::internal::check_collection_name;
 use crate::wal::LoggedOp;
 use stele_doc::{Document, DocumentWriter, WriteOptions};
@@ -101,6 +102,8 @@ fn split_by_bytes<I, J: AsRef<[u8]>>(
 #[derive(Debug)]
 pub struct Batch {
     ops: Vec<LoggedOp>,
+    /// The kind of id each operation of `ops` was given with (`crate::db::id_kinds`).
+    kinds: Vec<IdKind>,
     writer: DocumentWriter,
     /// The stored form of the document being converted, reused.
     buf: Vec<u8>,
@@ -116,6 +119,7 @@ impl Batch {
     pub(crate) fn new() -> Self {
         Batch {
             ops: Vec::new(),
+            kinds: Vec::new(),
             writer: DocumentWriter::with_options(write_options()),
             buf: Vec::new(),
         }
@@ -128,6 +132,46 @@ impl Batch {
         check_id(id)?;
         let value = crate::stored::encode_json(&mut self.writer, json, &mut self.buf)?;
         self.ops.push(put_op(collection, id, value));
+        self.kinds.push(IdKind::Text);
+        Ok(())
+    }
+
+    /// Inserts or replaces document `id` of `collection`, an integer id, with JSON text.
+    /// The first integer id written to an empty collection makes it a collection of
+    /// integer ids, in numeric order ([`IdKind::Int`]); a collection of text ids refuses
+    /// it when the batch is committed ([`Error::IdKindMismatch`]).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let db = stele::Database::open(dir.path())?;
+    /// let mut batch = db.batch();
+    /// for id in [10, -3, 2] {
+    ///     batch.put_json_int("things", id, br#"{"n": 1}"#)?;
+    /// }
+    /// db.commit(batch)?;
+    /// let snap = db.snapshot();
+    /// assert_eq!(snap.id_kind("things"), Some(stele::IdKind::Int));
+    /// let ids: Vec<String> = snap.ids("things").collect::<stele::Result<_>>()?;
+    /// assert_eq!(ids, ["-3", "2", "10"]);
+    /// assert!(snap.get("things", "10")?.is_some());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn put_json_int(&mut self, collection: &str, id: i64, json: &[u8]) -> Result<()> {
+        check_collection_name(collection)?;
+        let value = crate::stored::encode_json(&mut self.writer, json, &mut self.buf)?;
+        self.ops.push(put_op(collection, &int_key(id), value));
+        self.kinds.push(IdKind::Int);
+        Ok(())
+    }
+
+    /// Deletes document `id`, an integer id, of `collection` (nothing happens if it does
+    /// not exist).
+    pub fn delete_int(&mut self, collection: &str, id: i64) -> Result<()> {
+        check_collection_name(collection)?;
+        self.push(collection, &int_key(id), None);
+        if let Some(kind) = self.kinds.last_mut() {
+            *kind = IdKind::Int;
+        }
         Ok(())
     }
 
@@ -208,6 +252,8 @@ impl Batch {
             ops
         };
         debug_assert_eq!(ops.len(), docs.len());
+        self.kinds
+            .extend(std::iter::repeat_n(IdKind::Text, ops.len()));
         self.ops.extend(ops);
         Ok(())
     }
@@ -244,6 +290,7 @@ impl Batch {
                 id: id.as_bytes().to_vec(),
             },
         });
+        self.kinds.push(IdKind::Text);
     }
 
     /// Number of operations.
@@ -258,6 +305,11 @@ impl Batch {
 
     pub(crate) fn into_ops(self) -> Vec<LoggedOp> {
         self.ops
+    }
+
+    /// The operations and the kind of id each was given with.
+    pub(crate) fn into_parts(self) -> (Vec<LoggedOp>, Vec<IdKind>) {
+        (self.ops, self.kinds)
     }
 }
 

@@ -1,0 +1,173 @@
+//! Collections of integer ids: numeric order, lookups by the number's text, the kind kept
+//! across a reopen (from the checkpoint and from the log), and ids of the other kind refused
+//! with an error that says which kind the collection holds.
+
+#![expect(clippy::unwrap_used, reason = "tests")]
+
+use stele::{Database, DatabaseOptions, Error, IdKind};
+
+fn ids(db: &Database, c: &str) -> Vec<String> {
+    db.snapshot().ids(c).collect::<stele::Result<_>>().unwrap()
+}
+
+#[test]
+fn integer_ids_sort_as_numbers_and_are_found_by_their_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    let mut batch = db.batch();
+    for id in [10, 10122, 1, -3, i64::MAX, i64::MIN, 0, 10014] {
+        batch
+            .put_json_int("n", id, format!(r#"{{"v":{id}}}"#).as_bytes())
+            .unwrap();
+    }
+    db.commit(batch).unwrap();
+    let want = [
+        i64::MIN.to_string().as_str(),
+        "-3",
+        "0",
+        "1",
+        "10",
+        "10014",
+        "10122",
+        &i64::MAX.to_string(),
+    ]
+    .map(str::to_owned);
+    assert_eq!(ids(&db, "n"), want);
+    let snap = db.snapshot();
+    assert_eq!(snap.id_kind("n"), Some(IdKind::Int));
+    assert_eq!(snap.id_kind("nothing"), None);
+    let doc = snap.get("n", "-3").unwrap().unwrap();
+    assert_eq!(doc.to_json().unwrap(), r#"{"v":-3}"#);
+    assert!(snap.contains("n", "10014").unwrap());
+    assert!(!snap.contains("n", "2").unwrap());
+    // A range by numbers, not by text ("10" < "2" < "9" as text).
+    let in_range: Vec<String> = snap
+        .range("n", "2".."10123")
+        .map(|e| e.map(|(id, _)| id))
+        .collect::<stele::Result<_>>()
+        .unwrap();
+    assert_eq!(in_range, ["10", "10014", "10122"]);
+    // Text that is not an integer is an error naming the kind, in reads and writes.
+    let err = snap.get("n", "abc").unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::IdKindMismatch {
+                holds: IdKind::Int,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("holds integer ids"), "{err}");
+    assert!(snap.get("n", "007").is_err());
+    let mut batch = db.batch();
+    batch.put_json("n", "abc", b"{}").unwrap();
+    let err = db.commit(batch).unwrap_err();
+    assert!(err.to_string().contains("\"abc\""), "{err}");
+    assert_eq!(db.snapshot().count("n"), 8);
+    // An integer written as text joins the integers.
+    let mut batch = db.batch();
+    batch.put_json("n", "2", br#"{"v":2}"#).unwrap();
+    batch.delete("n", "10").unwrap();
+    db.commit(batch).unwrap();
+    assert_eq!(ids(&db, "n")[3..6], ["1", "2", "10014"]);
+}
+
+#[test]
+fn a_collection_of_text_ids_refuses_integers() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    let mut batch = db.batch();
+    batch.put_json("t", "1", b"{}").unwrap();
+    db.commit(batch).unwrap();
+    assert_eq!(db.snapshot().id_kind("t"), Some(IdKind::Text));
+    let mut batch = db.batch();
+    batch.put_json_int("t", 5, b"{}").unwrap();
+    let err = db.commit(batch).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::IdKindMismatch {
+                holds: IdKind::Text,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("holds text ids"), "{err}");
+    // Emptied, a collection takes either kind again.
+    let mut batch = db.batch();
+    batch.delete("t", "1").unwrap();
+    db.commit(batch).unwrap();
+    let mut batch = db.batch();
+    batch.put_json_int("t", 5, b"{}").unwrap();
+    db.commit(batch).unwrap();
+    assert_eq!(db.snapshot().id_kind("t"), Some(IdKind::Int));
+    let mut batch = db.batch();
+    batch.delete_int("t", 5).unwrap();
+    db.commit(batch).unwrap();
+    let mut batch = db.batch();
+    batch.put_json("t", "x", b"{}").unwrap();
+    db.commit(batch).unwrap();
+    assert_eq!(db.snapshot().id_kind("t"), Some(IdKind::Text));
+    assert_eq!(ids(&db, "t"), ["x"]);
+}
+
+#[test]
+fn the_kind_survives_a_reopen_from_the_log_and_from_a_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    for checkpoint in [false, true] {
+        let c = if checkpoint { "after" } else { "before" };
+        {
+            let db = Database::open(dir.path()).unwrap();
+            let mut batch = db.batch();
+            for id in [100, 9, -1] {
+                batch.put_json_int(c, id, b"{}").unwrap();
+            }
+            db.commit(batch).unwrap();
+            if checkpoint {
+                db.checkpoint().unwrap();
+            }
+        }
+        let db = Database::open_with(dir.path(), DatabaseOptions::default()).unwrap();
+        assert_eq!(ids(&db, c), ["-1", "9", "100"], "{c}");
+        assert_eq!(db.snapshot().id_kind(c), Some(IdKind::Int));
+        let ro = Database::open_read_only(dir.path()).unwrap();
+        assert!(ro.snapshot().get(c, "9").unwrap().is_some());
+    }
+}
+
+/// Packed at compaction, integer ids keep their order and are found (blocks are keyed
+/// and searched by the stored keys).
+#[test]
+fn packed_integer_ids_keep_order_and_are_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    let mut batch = db.batch();
+    let mut all: Vec<i64> = (-2000..3000).map(|i| i * 7919 % 100_003).collect();
+    for &id in &all {
+        let json = format!(
+            r#"{{"id":{id},"pad":"{}"}}"#,
+            "x".repeat(id.rem_euclid(50) as usize)
+        );
+        batch.put_json_int("p", id, json.as_bytes()).unwrap();
+    }
+    db.commit(batch).unwrap();
+    db.compact().unwrap();
+    all.sort_unstable();
+    all.dedup();
+    let want: Vec<String> = all.iter().map(i64::to_string).collect();
+    assert_eq!(ids(&db, "p"), want);
+    let snap = db.snapshot();
+    assert!(snap.stats("p").packed_blocks > 0);
+    for id in [all[0], all[1234], *all.last().unwrap()] {
+        let doc = snap.get("p", &id.to_string()).unwrap().unwrap();
+        assert!(
+            doc.to_json()
+                .unwrap()
+                .starts_with(&format!(r#"{{"id":{id},"#))
+        );
+    }
+    assert!(snap.get("p", "100004").unwrap().is_none());
+}
