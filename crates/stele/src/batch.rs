@@ -303,6 +303,7 @@ impl Batch {
         self.ops.is_empty()
     }
 
+    #[cfg(test)]
     pub(crate) fn into_ops(self) -> Vec<LoggedOp> {
         self.ops
     }

@@ -4,6 +4,8 @@
 
 #![expect(clippy::unwrap_used, reason = "tests")]
 
+use stele::export::{ExportOptions, export_jsonl};
+use stele::import::{ImportOptions, import_reader};
 use stele::{Database, DatabaseOptions, Error, IdKind};
 
 fn ids(db: &Database, c: &str) -> Vec<String> {
@@ -170,4 +172,90 @@ fn packed_integer_ids_keep_order_and_are_found() {
         );
     }
     assert!(snap.get("p", "100004").unwrap().is_none());
+}
+
+fn import(db: &Database, c: &str, text: &str, opts: &ImportOptions) -> Result<u64, String> {
+    import_reader(db, c, "in", text.as_bytes(), None, opts, |_| {})
+        .map(|r| r.documents)
+        .map_err(|e| e.to_string())
+}
+
+fn export(db: &Database, c: &str, opts: &ExportOptions) -> String {
+    let mut out = Vec::new();
+    export_jsonl(&db.snapshot(), c, &mut out, opts).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+/// An id field of integers makes a collection of integer ids, bulk or staged: numeric
+/// order, found by number, exported as the input (key order included).
+#[test]
+fn imported_integer_ids_keep_their_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    let lines = [
+        r#"{"name":"b","newid":10014}"#,
+        r#"{"newid":1,"name":"a"}"#,
+        r#"{"newid":-5,"x":[1,2]}"#,
+        r#"{"name":"c","newid":10122}"#,
+        r#"{"newid":9223372036854775807}"#,
+    ];
+    let text = lines.join("\n");
+    for bulk in [true, false] {
+        let c = if bulk { "bulk" } else { "staged" };
+        let opts = ImportOptions::new().id_field("newid").bulk(bulk);
+        assert_eq!(import(&db, c, &text, &opts), Ok(5), "{c}");
+        let snap = db.snapshot();
+        assert_eq!(snap.id_kind(c), Some(IdKind::Int), "{c}");
+        assert_eq!(
+            ids(&db, c),
+            ["-5", "1", "10014", "10122", "9223372036854775807"]
+        );
+        assert!(snap.get(c, "10014").unwrap().is_some());
+        let out = export(&db, c, &ExportOptions::new());
+        let want = [lines[2], lines[1], lines[0], lines[3], lines[4]].join("\n") + "\n";
+        assert_eq!(out, want, "{c}");
+    }
+    // Exported with ids added, integers stay numbers.
+    let mut batch = db.batch();
+    batch.put_json_int("plain", 3, br#"{"a":1}"#).unwrap();
+    db.commit(batch).unwrap();
+    let out = export(&db, "plain", &ExportOptions::new().id_field("_id"));
+    assert_eq!(out, "{\"_id\":3,\"a\":1}\n");
+}
+
+/// Mixed kinds, floats and integers beyond `i64` are bad records naming the rule.
+#[test]
+fn ids_of_another_kind_floats_and_huge_integers_are_bad_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    let opts = ImportOptions::new().id_field("id");
+    let err = import(&db, "m", "{\"id\":1}\n{\"id\":\"x\"}\n", &opts).unwrap_err();
+    assert!(err.contains("in:2: record 2"), "{err}");
+    assert!(
+        err.contains("id \"x\" is a string, but the import's ids are integer ids (line 1's was)"),
+        "{err}"
+    );
+    let err = import(&db, "m", "{\"id\":\"x\"}\n{\"id\":2}\n", &opts).unwrap_err();
+    assert!(err.contains("id 2 is an integer"), "{err}");
+    let err = import(&db, "m", "{\"id\":1.5}\n", &opts).unwrap_err();
+    assert!(
+        err.contains("1.5, a number that is not an integer"),
+        "{err}"
+    );
+    let err = import(&db, "m", "{\"id\":18446744073709551615}\n", &opts).unwrap_err();
+    assert!(err.contains("beyond the range of integer ids"), "{err}");
+    let err = import(&db, "m", "{\"id\":-99999999999999999999}\n", &opts).unwrap_err();
+    assert!(err.contains("beyond the range of integer ids"), "{err}");
+    assert_eq!(db.snapshot().count("m"), 0);
+    // Skipped, the import keeps the first kind; into a collection, its kind decides.
+    let skip = opts.clone().skip_bad(true);
+    assert_eq!(
+        import(&db, "m", "{\"id\":1}\n{\"id\":\"x\"}\n", &skip),
+        Ok(1)
+    );
+    let err = import(&db, "m", "{\"id\":\"y\"}\n", &opts).unwrap_err();
+    assert!(err.contains("collection \"m\" holds integer ids"), "{err}");
+    // Numbered records are text ids: refused by a collection of integers.
+    let err = import(&db, "m", "{\"a\":1}\n", &ImportOptions::new()).unwrap_err();
+    assert!(err.contains("holds integer ids"), "{err}");
 }

@@ -109,3 +109,28 @@ pub(super) fn settle(state: &State, ops: &mut Vec<LoggedOp>, kinds: &[IdKind]) -
     ops.extend(marks);
     Ok(())
 }
+
+impl super::Database {
+    /// Marks `collection` as holding ids of kind `kind` before a write that bypasses
+    /// batches lands (a bulk or staged import, which checked each id's kind against the
+    /// collection's). The mark is a write of its own: if the import then fails, it is left
+    /// on a collection that holds no documents of the other kind, and the collection's
+    /// next documents decide again ([`State::id_kind`]).
+    pub(crate) fn claim_id_kind(&self, collection: &str, kind: IdKind) -> Result<()> {
+        let marked = self.snapshot_state().int_ids.contains(collection);
+        let key = MetaKey::int_ids(collection);
+        let op = match (kind, marked) {
+            (IdKind::Int, false) => LoggedOp::Put {
+                collection: META.to_owned(),
+                id: key,
+                value: Arc::from(INT_MARK),
+            },
+            (IdKind::Text, true) => LoggedOp::Delete {
+                collection: META.to_owned(),
+                id: key,
+            },
+            _ => return Ok(()),
+        };
+        self.commit_ops(vec![op])
+    }
+}

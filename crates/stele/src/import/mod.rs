@@ -63,6 +63,7 @@
 mod bulk;
 mod convert;
 mod documents;
+mod kinds;
 mod options;
 mod pending;
 mod presample;
@@ -205,7 +206,8 @@ fn ids_ascend(path: &mut CachedPath, docs: &[Vec<u8>]) -> bool {
         let Ok(view) = stele_doc::Document::new(doc.as_slice()) else {
             return false;
         };
-        let Ok(id) = convert::field_id(path, &view) else {
+        // Stored keys: integer ids ascend as numbers.
+        let Ok((id, _)) = convert::field_id(path, &view, "") else {
             return false;
         };
         if last.as_ref().is_some_and(|l| id.as_bytes() <= l.as_bytes()) {
@@ -230,6 +232,8 @@ struct Importer<'a, P> {
     opts: &'a ImportOptions,
     format: ImportFormat,
     ids: Ids,
+    /// The kind of the ids, from the collection or the first record.
+    id_kind: kinds::ImportKind,
     /// Taken when the write starts.
     sink: Option<Sink>,
     pending: Pending,
@@ -294,6 +298,7 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
             opts,
             format,
             ids,
+            id_kind: kinds::ImportKind::of(&db.snapshot(), collection),
             sink: Some(sink),
             pending: Pending::new(opts.memory_budget_bytes),
             converting: None,
@@ -436,6 +441,13 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
     /// bad ones.
     fn hand_on(&mut self, records: Vec<RawRecord>, converted: Vec<Converted>) -> IResult<()> {
         for (result, r) in converted.into_iter().zip(records) {
+            let result = result.and_then(|(id, kind, doc)| {
+                let line = r.at.line;
+                self.id_kind
+                    .check(&id, kind, line)
+                    .map_err(|reason| (line, None, reason))?;
+                Ok((id, doc))
+            });
             match result {
                 Ok((id, doc)) => {
                     if let Some(sink) = self.sink.as_mut() {

@@ -24,6 +24,11 @@ impl<P: FnMut(ImportProgress)> Importer<'_, P> {
         self.finish_converting()?;
         self.report_progress()?;
         self.progress.phase = ImportPhase::Writing;
+        if let Some(kind) = self.id_kind.kind()
+            && self.progress.documents > 0
+        {
+            self.db.claim_id_kind(self.collection, kind)?;
+        }
         self.report.skipped = self.progress.skipped;
         self.report.bytes_read = self.progress.bytes_read;
         match self.sink.take() {
