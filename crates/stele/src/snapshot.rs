@@ -105,10 +105,16 @@ impl Snapshot {
     /// ([`Snapshot::id_kind`]) `id` is the integer as text (`"42"`, `"-7"`); a text id
     /// there is an [`Error::IdKindMismatch`](crate::Error::IdKindMismatch).
     pub fn get(&self, collection: &str, id: &str) -> Result<Option<Doc<'_>>> {
-        let Some(key) = self.key(collection, id)? else {
-            return Ok(None);
-        };
-        Ok(crate::collection::get(&self.state, collection, &key)?.map(|bytes| Doc { bytes }))
+        match self.key(collection, id)? {
+            Some(key) => self.get_key(collection, &key),
+            None => Ok(None),
+        }
+    }
+
+    /// The document whose stored key is `key` (`crate::ids`: an integer id's is not its
+    /// text).
+    pub(crate) fn get_key(&self, collection: &str, key: &[u8]) -> Result<Option<Doc<'_>>> {
+        Ok(crate::collection::get(&self.state, collection, key)?.map(|bytes| Doc { bytes }))
     }
 
     /// True if document `id` exists in `collection` (`id` as [`get`](Self::get) takes it).

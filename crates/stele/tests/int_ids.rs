@@ -6,7 +6,7 @@
 
 use stele::export::{ExportOptions, export_jsonl};
 use stele::import::{ImportOptions, import_reader};
-use stele::{Database, DatabaseOptions, Error, IdKind};
+use stele::{Database, DatabaseOptions, Error, Filter, IdKind, Query};
 
 fn ids(db: &Database, c: &str) -> Vec<String> {
     db.snapshot().ids(c).collect::<stele::Result<_>>().unwrap()
@@ -258,4 +258,52 @@ fn ids_of_another_kind_floats_and_huge_integers_are_bad_records() {
     // Numbered records are text ids: refused by a collection of integers.
     let err = import(&db, "m", "{\"a\":1}\n", &ImportOptions::new()).unwrap_err();
     assert!(err.contains("holds integer ids"), "{err}");
+}
+
+/// `_id` in queries of a collection of integer ids compares as numbers (filters, ranges,
+/// sorts, counts), with or without an index on another field; rows give the integers.
+#[test]
+fn queries_compare_integer_ids_as_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    let mut batch = db.batch();
+    for id in [-20, 3, 9, 10, 25, 100, 1000] {
+        let json = format!(r#"{{"even":{}}}"#, id % 2 == 0);
+        batch.put_json_int("q", id, json.as_bytes()).unwrap();
+    }
+    db.commit(batch).unwrap();
+    let run = |filter: &str, sort: Option<bool>| -> Vec<String> {
+        let mut q = Query::new("q").filter(Filter::parse(filter).unwrap());
+        if let Some(desc) = sort {
+            q = q.sort("_id", desc);
+        }
+        let out = db.snapshot().query(&q).unwrap();
+        out.rows.into_iter().map(|r| r.id).collect()
+    };
+    for indexed in [false, true] {
+        if indexed {
+            db.create_index("q", "by_even", &["even"]).unwrap();
+        }
+        assert_eq!(
+            run(r#"{"_id": {"$gt": 5, "$lt": 100}}"#, None),
+            ["9", "10", "25"]
+        );
+        assert_eq!(run(r#"{"_id": {"$lte": 3}}"#, Some(true)), ["3", "-20"]);
+        assert_eq!(
+            run(r#"{"_id": {"$in": [1000, -20, 7]}}"#, None),
+            ["-20", "1000"]
+        );
+        assert_eq!(
+            run(r#"{"even": true, "_id": {"$gte": 10}}"#, Some(false)),
+            ["10", "100", "1000"]
+        );
+        assert_eq!(run(r#"{"_id": 25}"#, None), ["25"]);
+        let all = run("{}", Some(true));
+        assert_eq!(all, ["1000", "100", "25", "10", "9", "3", "-20"]);
+        let q = Query::new("q").filter(Filter::parse(r#"{"_id": {"$gt": 9}}"#).unwrap());
+        assert_eq!(db.snapshot().count_matching(&q).unwrap().count, 4);
+    }
+    let q = Query::new("q").filter(Filter::parse(r#"{"_id": "abc"}"#).unwrap());
+    let err = db.snapshot().query(&q).unwrap_err();
+    assert!(err.to_string().contains("holds integer ids"), "{err}");
 }
