@@ -62,7 +62,7 @@ impl Snapshot {
     /// [module documentation](crate::query) for the language.
     pub fn query(&self, query: &Query) -> Result<QueryOutput> {
         query.check()?;
-        let query = &*super::int_ids::for_state(&self.state, query)?;
+        let query = &*super::int_ids::for_state(&self.state, query);
         let run = Run::new(query.time_budget);
         let (chosen, plan) = self.plan(query);
         let mut rows = Rows::new(query, chosen.sorted(&query.sort));
@@ -93,7 +93,7 @@ impl Snapshot {
     /// [`QueryStats::docs_examined`] is 0.
     pub fn count_matching(&self, query: &Query) -> Result<CountOutput> {
         query.check()?;
-        let query = &*super::int_ids::for_state(&self.state, query)?;
+        let query = &*super::int_ids::for_state(&self.state, query);
         let run = Run::new(query.time_budget);
         let unsorted = Query {
             sort: Vec::new(),
