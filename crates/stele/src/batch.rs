@@ -164,6 +164,34 @@ impl Batch {
         Ok(())
     }
 
+    /// Inserts or replaces many documents of `collection` by integer id, as
+    /// [`put_json_many`](Self::put_json_many) does by text id (see
+    /// [`put_json_int`](Self::put_json_int) for what integer ids do).
+    pub fn put_json_many_int<J: AsRef<[u8]> + Sync>(
+        &mut self,
+        collection: &str,
+        docs: &[(i64, J)],
+    ) -> Result<()> {
+        let keyed: Vec<(String, &[u8])> = docs
+            .iter()
+            .map(|(id, json)| (int_key(*id), json.as_ref()))
+            .collect();
+        self.put_json_many(collection, &keyed)?;
+        let start = self.kinds.len() - docs.len();
+        self.kinds[start..].fill(IdKind::Int);
+        Ok(())
+    }
+
+    /// Inserts or replaces document `id`, an integer id, with a document already in
+    /// Stele's binary format (validated), as [`put_document`](Self::put_document) does.
+    pub fn put_document_int(&mut self, collection: &str, id: i64, doc: &[u8]) -> Result<()> {
+        self.put_document(collection, &int_key(id), doc)?;
+        if let Some(kind) = self.kinds.last_mut() {
+            *kind = IdKind::Int;
+        }
+        Ok(())
+    }
+
     /// Deletes document `id`, an integer id, of `collection` (nothing happens if it does
     /// not exist).
     pub fn delete_int(&mut self, collection: &str, id: i64) -> Result<()> {
