@@ -303,6 +303,25 @@ fn queries_compare_integer_ids_as_numbers() {
         let q = Query::new("q").filter(Filter::parse(r#"{"_id": {"$gt": 9}}"#).unwrap());
         assert_eq!(db.snapshot().count_matching(&q).unwrap().count, 4);
     }
+    // Aggregations and distinct values filter the same way.
+    let snap = db.snapshot();
+    for (pipeline, want) in [
+        (
+            r#"[{"$match": {"_id": {"$gt": 9}}}, {"$count": "n"}]"#,
+            r#"{"n":4}"#,
+        ),
+        (
+            r#"[{"$match": {"_id": {"$lt": 10}}}, {"$group": {"_id": "$even", "n": {"$sum": 1}}}]"#,
+            r#"{"_id":false,"n":2}"#,
+        ),
+    ] {
+        let out = snap
+            .aggregate("q", &stele::Pipeline::parse(pipeline).unwrap())
+            .unwrap();
+        assert_eq!(out.rows[0], want, "{pipeline}");
+    }
+    let q = Query::new("q").filter(Filter::parse(r#"{"_id": {"$gte": 100}}"#).unwrap());
+    assert_eq!(snap.distinct(&q, "even").unwrap(), ["true"]);
     // As on a field holding the integer: no string equals it, fractions fall between.
     assert!(run(r#"{"_id": "abc"}"#, None).is_empty());
     assert_eq!(

@@ -196,6 +196,9 @@ impl Snapshot {
             query.limit = Some(*n);
             at += 1;
         }
+        // What `plan` and `feed` run: conditions on `_id` of integer ids as conditions on
+        // keys (`query::int_ids`; `query` and `count_matching` do that themselves).
+        let keyed = crate::query::int_ids::for_state(&self.state, &query).into_owned();
         let rest = pipeline.stages.get(at..).unwrap_or_default();
         let plain = query.sort.is_empty() && query.skip == 0 && query.limit.is_none();
         let run = Run::new(None);
@@ -213,9 +216,9 @@ impl Snapshot {
                 (rest, out.plan, out.stats)
             }
             Some(Stage::Group(group)) if plain => {
-                let (chosen, plan) = self.plan(&query);
+                let (chosen, plan) = self.plan(&keyed);
                 let mut g = Grouper::new(group.clone());
-                self.feed(&query, &chosen, &run, &mut g)?;
+                self.feed(&keyed, &chosen, &run, &mut g)?;
                 let stats = run.stats(0);
                 let docs = g
                     .finish()
@@ -227,11 +230,11 @@ impl Snapshot {
             }
             _ => {
                 query.check()?;
-                let (chosen, plan) = self.plan(&query);
+                let (chosen, plan) = self.plan(&keyed);
                 let in_order = chosen.sorted(&query.sort);
                 let docs = if plain && in_order {
                     let mut w = WithIds(Vec::new());
-                    self.feed(&query, &chosen, &run, &mut w)?;
+                    self.feed(&keyed, &chosen, &run, &mut w)?;
                     w.0
                 } else {
                     // Sorted, skipped or limited: through the query's own collector.
@@ -271,7 +274,7 @@ impl Snapshot {
         let run = Run::new(query.time_budget);
         let q = Query {
             sort: Vec::new(),
-            ..query.clone()
+            ..crate::query::int_ids::for_state(&self.state, query).into_owned()
         };
         let (chosen, _) = self.plan(&q);
         let mut d = Distinct {
