@@ -314,6 +314,15 @@ fn queries_compare_integer_ids_as_numbers() {
             r#"[{"$match": {"_id": {"$lt": 10}}}, {"$group": {"_id": "$even", "n": {"$sum": 1}}}]"#,
             r#"{"_id":false,"n":2}"#,
         ),
+        // `_id` as the number, whether the documents come in id order or sorted.
+        (
+            r#"[{"$match": {"_id": {"$gte": 1000}}}, {"$project": {"even": 0}}]"#,
+            r#"{"_id":1000}"#,
+        ),
+        (
+            r#"[{"$sort": {"_id": -1}}, {"$limit": 1}, {"$project": {"even": 0}}]"#,
+            r#"{"_id":1000}"#,
+        ),
     ] {
         let out = snap
             .aggregate("q", &stele::Pipeline::parse(pipeline).unwrap())
