@@ -50,7 +50,7 @@ def test_a_collection_of_text_ids_refuses_int(db):
         t[2] = {}
     with pytest.raises(TypeError, match='collection "t" holds text ids, not int'):
         t[1]
-    assert list(t) == ["1"]
+    assert list(t) == ["1"] and 1 not in t and "1" in t
     with pytest.raises(OverflowError, match="beyond the range of integer ids"):
         db["big"][2**63] = {}
     with pytest.raises(TypeError, match="document ids are str or int, not float"):

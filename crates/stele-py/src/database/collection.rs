@@ -112,13 +112,14 @@ impl PyCollection {
             return Ok(false);
         };
         let snap = self.snapshot(py)?;
-        // An id of the other kind is in no collection.
-        let kind = snap.id_kind(&self.name);
-        let other = match id {
-            PyId::Int(_) => kind == Some(stele::IdKind::Text),
-            PyId::Text(_) => kind == Some(stele::IdKind::Int),
+        // An id of the other kind is in no collection (but "42" is 42 where ints are held,
+        // as for every read).
+        let other = match (&id, snap.id_kind(&self.name)) {
+            (PyId::Int(_), Some(stele::IdKind::Text)) => true,
+            (PyId::Text(t), Some(stele::IdKind::Int)) => stele::parse_int_id(t).is_none(),
+            _ => false,
         };
-        if other && stele::parse_int_id(&id.text()).is_none() {
+        if other {
             return Ok(false);
         }
         snap.contains(&self.name, &id.text())
