@@ -193,6 +193,7 @@ pub(crate) fn db_err(py: Python<'_>, e: stele::Error) -> PyErr {
         | E::NotAFolder { .. }
         | E::NotADatabase { .. }
         | E::InvalidId { .. }
+        | E::IdKindMismatch { .. }
         | E::BatchTooLarge { .. }
         | E::InvalidFieldPath { .. }
         | E::InvalidIndex { .. }

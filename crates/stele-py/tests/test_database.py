@@ -121,7 +121,7 @@ def test_collection_mapping(db, books):
     assert books.get("b2")["year"] == 1815
     with pytest.raises(KeyError):
         books["nope"]
-    with pytest.raises(TypeError, match="str"):
+    with pytest.raises(TypeError, match='"books" holds text ids, not int'):
         books[5]
     assert [(k, v.to_python()) for k, v in books.items()] == list(BOOKS.items())
     assert [v.to_python() for v in books.values()] == list(BOOKS.values())
@@ -159,8 +159,8 @@ def test_bad_values_and_ids(db):
         c[""] = {}
     with pytest.raises(stele.InvalidInput, match="invalid document id"):
         c["x" * 1025] = {}
-    with pytest.raises(TypeError, match="str"):
-        c[1] = {}
+    with pytest.raises(TypeError, match="str or int"):
+        c[1.5] = {}
     with pytest.raises(stele.InvalidInput, match="invalid collection name"):
         db["_reserved"]
     with pytest.raises(stele.InvalidInput, match="invalid collection name"):
@@ -249,11 +249,15 @@ def test_pack_streams_shrinks_nested_documents_and_reads_them_back(tmp_path):
 
 def test_put_many_with_id_field(db):
     c = db["people"]
-    people = [{"id": i, "name": f"p{i}"} for i in range(25)] + [{"id": "s", "name": "str id"}]
+    people = [{"id": i, "name": f"p{i}"} for i in range(26)]
     assert c.put_many(iter(people), id_field="id", batch=10) == 26
-    assert c["7"]["name"] == "p7" and c["s"]["name"] == "str id"
+    assert c[7]["name"] == "p7" and list(c)[:3] == [0, 1, 2]
+    # A collection's ids are all ints or all strs.
+    with pytest.raises(stele.InvalidInput, match='holds integer ids, and "s" is not one'):
+        c.put_many([{"id": "s", "name": "str id"}], id_field="id")
     docs = [stele.Document.from_python({"key": "d1", "v": 1})]
-    assert c.put_many(docs, id_field="key") == 1 and c["d1"]["v"] == 1
+    keyed = db["keyed"]
+    assert keyed.put_many(docs, id_field="key") == 1 and keyed["d1"]["v"] == 1
     with pytest.raises(stele.InvalidInput, match="no field"):
         c.put_many([{"name": "no id"}], id_field="id")
     with pytest.raises(TypeError, match="str or an int"):
@@ -594,9 +598,11 @@ def test_import_jsonl_bad_lines(db, tmp_path):
     assert info.value.line == 2 and info.value.record == 2
     assert len(c) == 0, "all or nothing"
     report = c.import_jsonl(path, id_field="id", skip_bad=True)
-    assert report["imported"] == 2 and report["skipped"] == 3
-    assert [b["line"] for b in report["bad"]] == [2, 3, 4]
-    assert sorted(c) == ["7", "a"]
+    # Line 5's id is an int where line 1's was a str: a bad record too.
+    assert report["imported"] == 1 and report["skipped"] == 4
+    assert [b["line"] for b in report["bad"]] == [2, 3, 4, 5]
+    assert "all integers or all strings" in report["bad"][3]["reason"]
+    assert sorted(c) == ["a"]
     with pytest.raises(FileNotFoundError, match="missing.jsonl"):
         c.import_jsonl(tmp_path / "missing.jsonl")
     with pytest.raises(stele.InvalidInput):
@@ -704,5 +710,5 @@ def test_a_numbered_record_asked_for_by_an_int_names_its_id(db, tmp_path):
     with pytest.raises(TypeError, match=r'not int; .* use "0000000042"'):
         c[42]
     assert c["0000000042"]["n"] == 42
-    with pytest.raises(TypeError, match="document ids are str, not float"):
+    with pytest.raises(TypeError, match="document ids are str or int, not float"):
         c[4.2]

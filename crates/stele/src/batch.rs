@@ -1,6 +1,7 @@
 //! Batches: operations across collections committed all or nothing.
 
 use crate::error::{Error, Result};
+use crate::ids::{IdKind, int_key};
 use crate::internal::check_collection_name;
 use crate::wal::LoggedOp;
 use stele_doc::{Document, DocumentWriter, WriteOptions};
@@ -101,6 +102,8 @@ fn split_by_bytes<I, J: AsRef<[u8]>>(
 #[derive(Debug)]
 pub struct Batch {
     ops: Vec<LoggedOp>,
+    /// The kind of id each operation of `ops` was given with (`crate::db::id_kinds`).
+    kinds: Vec<IdKind>,
     writer: DocumentWriter,
     /// The stored form of the document being converted, reused.
     buf: Vec<u8>,
@@ -116,6 +119,7 @@ impl Batch {
     pub(crate) fn new() -> Self {
         Batch {
             ops: Vec::new(),
+            kinds: Vec::new(),
             writer: DocumentWriter::with_options(write_options()),
             buf: Vec::new(),
         }
@@ -128,6 +132,74 @@ impl Batch {
         check_id(id)?;
         let value = crate::stored::encode_json(&mut self.writer, json, &mut self.buf)?;
         self.ops.push(put_op(collection, id, value));
+        self.kinds.push(IdKind::Text);
+        Ok(())
+    }
+
+    /// Inserts or replaces document `id` of `collection`, an integer id, with JSON text.
+    /// The first integer id written to an empty collection makes it a collection of
+    /// integer ids, in numeric order ([`IdKind::Int`]); a collection of text ids refuses
+    /// it when the batch is committed ([`Error::IdKindMismatch`]).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let db = stele::Database::open(dir.path())?;
+    /// let mut batch = db.batch();
+    /// for id in [10, -3, 2] {
+    ///     batch.put_json_int("things", id, br#"{"n": 1}"#)?;
+    /// }
+    /// db.commit(batch)?;
+    /// let snap = db.snapshot();
+    /// assert_eq!(snap.id_kind("things"), Some(stele::IdKind::Int));
+    /// let ids: Vec<String> = snap.ids("things").collect::<stele::Result<_>>()?;
+    /// assert_eq!(ids, ["-3", "2", "10"]);
+    /// assert!(snap.get("things", "10")?.is_some());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn put_json_int(&mut self, collection: &str, id: i64, json: &[u8]) -> Result<()> {
+        check_collection_name(collection)?;
+        let value = crate::stored::encode_json(&mut self.writer, json, &mut self.buf)?;
+        self.ops.push(put_op(collection, &int_key(id), value));
+        self.kinds.push(IdKind::Int);
+        Ok(())
+    }
+
+    /// Inserts or replaces many documents of `collection` by integer id, as
+    /// [`put_json_many`](Self::put_json_many) does by text id (see
+    /// [`put_json_int`](Self::put_json_int) for what integer ids do).
+    pub fn put_json_many_int<J: AsRef<[u8]> + Sync>(
+        &mut self,
+        collection: &str,
+        docs: &[(i64, J)],
+    ) -> Result<()> {
+        let keyed: Vec<(String, &[u8])> = docs
+            .iter()
+            .map(|(id, json)| (int_key(*id), json.as_ref()))
+            .collect();
+        self.put_json_many(collection, &keyed)?;
+        let start = self.kinds.len() - docs.len();
+        self.kinds[start..].fill(IdKind::Int);
+        Ok(())
+    }
+
+    /// Inserts or replaces document `id`, an integer id, with a document already in
+    /// Stele's binary format (validated), as [`put_document`](Self::put_document) does.
+    pub fn put_document_int(&mut self, collection: &str, id: i64, doc: &[u8]) -> Result<()> {
+        self.put_document(collection, &int_key(id), doc)?;
+        if let Some(kind) = self.kinds.last_mut() {
+            *kind = IdKind::Int;
+        }
+        Ok(())
+    }
+
+    /// Deletes document `id`, an integer id, of `collection` (nothing happens if it does
+    /// not exist).
+    pub fn delete_int(&mut self, collection: &str, id: i64) -> Result<()> {
+        check_collection_name(collection)?;
+        self.push(collection, &int_key(id), None);
+        if let Some(kind) = self.kinds.last_mut() {
+            *kind = IdKind::Int;
+        }
         Ok(())
     }
 
@@ -208,6 +280,8 @@ impl Batch {
             ops
         };
         debug_assert_eq!(ops.len(), docs.len());
+        self.kinds
+            .extend(std::iter::repeat_n(IdKind::Text, ops.len()));
         self.ops.extend(ops);
         Ok(())
     }
@@ -244,6 +318,7 @@ impl Batch {
                 id: id.as_bytes().to_vec(),
             },
         });
+        self.kinds.push(IdKind::Text);
     }
 
     /// Number of operations.
@@ -256,8 +331,14 @@ impl Batch {
         self.ops.is_empty()
     }
 
+    #[cfg(test)]
     pub(crate) fn into_ops(self) -> Vec<LoggedOp> {
         self.ops
+    }
+
+    /// The operations and the kind of id each was given with.
+    pub(crate) fn into_parts(self) -> (Vec<LoggedOp>, Vec<IdKind>) {
+        (self.ops, self.kinds)
     }
 }
 

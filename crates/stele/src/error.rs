@@ -100,6 +100,24 @@ pub enum Error {
         /// What is wrong.
         reason: &'static str,
     },
+    /// An id of one kind for a collection that holds the other (see [`IdKind`](crate::IdKind)): a text id
+    /// for a collection of integer ids, or an integer for one of text ids.
+    #[error(
+        "collection {collection:?} holds {} ids, and {id:?} is not one: {}",
+        holds.name(),
+        match holds {
+            crate::IdKind::Int => "give an integer such as 42 or -7 (no leading zeros, no sign +)",
+            _ => "give a text id, or put integer ids in a collection of their own (a collection's first documents decide its kind)",
+        }
+    )]
+    IdKindMismatch {
+        /// The collection.
+        collection: String,
+        /// The kind of ids it holds.
+        holds: crate::IdKind,
+        /// The id given (shortened), as text.
+        id: String,
+    },
     /// One of the documents given to [`Batch::put_json_many`](crate::Batch::put_json_many)
     /// is bad (its id or its JSON text); none of them was added.
     #[error("document {position} (id {id:?}) of the batch for {collection:?}: {source}")]

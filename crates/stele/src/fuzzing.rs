@@ -184,7 +184,7 @@ pub fn read_packed_block(
 pub fn parse_dictionary_key(key: &[u8]) -> Option<(String, DictionaryId)> {
     match crate::internal::MetaKey::parse(key).ok()? {
         crate::internal::MetaKey::Dict { collection, id } => Some((collection, id)),
-        crate::internal::MetaKey::Compress(_) => None,
+        crate::internal::MetaKey::Compress(_) | crate::internal::MetaKey::IntIds(_) => None,
     }
 }
 

@@ -7,6 +7,7 @@
 //! _import-<pid>-<n>/<target>     an import's staging collection (Internal::Import)
 //! dict/<collection>/<id:010>     meta key: a dictionary's bytes (MetaKey::Dict)
 //! compress/<collection>          meta key: the compression setting, `0` or `1` (MetaKey::Compress)
+//! ids/<collection>               meta key: `int` if its ids are integers (MetaKey::IntIds, `crate::ids`)
 //! ```
 //!
 //! User collection names never start with `_` ([`check_collection_name`]) and never hold `/`,
@@ -146,6 +147,7 @@ fn canonical_number<T: std::str::FromStr + ToString>(s: &str) -> Option<T> {
 
 const DICT_PREFIX: &str = "dict/";
 const COMPRESS_PREFIX: &str = "compress/";
+const IDS_PREFIX: &str = "ids/";
 
 /// A key of the meta collection.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -157,6 +159,9 @@ pub(crate) enum MetaKey {
     },
     /// Whether `collection` compresses new documents (`0` off, anything else on; absent: on).
     Compress(String),
+    /// Whether `collection` holds integer ids (`int`; absent: text ids). Set by the write
+    /// that gives an empty collection its first integer ids (`crate::ids`).
+    IntIds(String),
 }
 
 impl MetaKey {
@@ -167,6 +172,7 @@ impl MetaKey {
                 format!("{}{id:010}", Self::dicts_of(collection)).into_bytes()
             }
             MetaKey::Compress(c) => format!("{COMPRESS_PREFIX}{c}").into_bytes(),
+            MetaKey::IntIds(c) => format!("{IDS_PREFIX}{c}").into_bytes(),
         }
     }
 
@@ -183,6 +189,14 @@ impl MetaKey {
     pub(crate) fn compress(collection: &str) -> Vec<u8> {
         MetaKey::Compress(collection.to_owned()).encode()
     }
+
+    /// The key of `collection`'s id kind.
+    pub(crate) fn int_ids(collection: &str) -> Vec<u8> {
+        MetaKey::IntIds(collection.to_owned()).encode()
+    }
+
+    /// What the keys of every id kind start with.
+    pub(crate) const INT_IDS: &[u8] = IDS_PREFIX.as_bytes();
 
     /// What the keys of every dictionary start with (they sort by collection, then id).
     pub(crate) const DICTS: &[u8] = DICT_PREFIX.as_bytes();
@@ -220,6 +234,12 @@ impl MetaKey {
                 return Err(bad("a compression setting does not name a collection"));
             }
             return Ok(MetaKey::Compress(collection.to_owned()));
+        }
+        if let Some(collection) = key_text.strip_prefix(IDS_PREFIX) {
+            if !user_name(collection) {
+                return Err(bad("an id kind does not name a collection"));
+            }
+            return Ok(MetaKey::IntIds(collection.to_owned()));
         }
         Err(bad("neither a dictionary nor a setting"))
     }
@@ -284,6 +304,11 @@ mod tests {
         }
         assert_eq!(MetaKey::dict("c", 12), b"dict/c/0000000012");
         assert_eq!(MetaKey::compress("c"), b"compress/c");
+        assert_eq!(MetaKey::int_ids("c"), b"ids/c");
+        assert_eq!(
+            MetaKey::parse(b"ids/c").unwrap(),
+            MetaKey::IntIds("c".into())
+        );
         assert!(MetaKey::dict("c", 1).starts_with(MetaKey::dicts_of("c").as_bytes()));
         assert!(MetaKey::dict("c", 1).starts_with(MetaKey::DICTS));
     }

@@ -24,6 +24,7 @@ mod error;
 pub mod export;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
+mod ids;
 pub mod import;
 mod index;
 mod internal;
@@ -39,6 +40,7 @@ pub use batch::{Batch, MAX_ID_BYTES, PARALLEL_JSON_BYTES, write_options};
 pub use db::{Database, DatabaseOptions, ReadOnlyDatabase};
 pub use disk::DiskUsage;
 pub use error::{CREATE_HERE_FIX, Error, Result};
+pub use ids::{IdKind, parse_int_id};
 pub use index::{FieldPath, IndexDef, IndexStats};
 pub use internal::check_collection_name;
 pub use pack::cache::BlockCacheStats;

@@ -1,6 +1,7 @@
 //! Consistent reads of every collection.
 
 use crate::error::Result;
+use crate::ids::{IdKind, id_text};
 use crate::state::State;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
@@ -100,20 +101,50 @@ impl Snapshot {
         crate::collection::count(&self.state, collection)
     }
 
-    /// The document `id` of `collection`.
+    /// The document `id` of `collection`. In a collection of integer ids
+    /// ([`Snapshot::id_kind`]) `id` is the integer as text (`"42"`, `"-7"`); a text id
+    /// there is an [`Error::IdKindMismatch`](crate::Error::IdKindMismatch).
     pub fn get(&self, collection: &str, id: &str) -> Result<Option<Doc<'_>>> {
-        Ok(
-            crate::collection::get(&self.state, collection, id.as_bytes())?
-                .map(|bytes| Doc { bytes }),
-        )
+        match self.key(collection, id)? {
+            Some(key) => self.get_key(collection, &key),
+            None => Ok(None),
+        }
     }
 
-    /// True if document `id` exists in `collection`.
+    /// The document whose stored key is `key` (`crate::ids`: an integer id's is not its
+    /// text).
+    pub(crate) fn get_key(&self, collection: &str, key: &[u8]) -> Result<Option<Doc<'_>>> {
+        Ok(crate::collection::get(&self.state, collection, key)?.map(|bytes| Doc { bytes }))
+    }
+
+    /// True if document `id` exists in `collection` (`id` as [`get`](Self::get) takes it).
     pub fn contains(&self, collection: &str, id: &str) -> Result<bool> {
-        crate::collection::contains(&self.state, collection, id.as_bytes())
+        match self.key(collection, id)? {
+            Some(key) => crate::collection::contains(&self.state, collection, &key),
+            None => Ok(false),
+        }
     }
 
-    /// Every document of `collection` in id order (byte order of the UTF-8 ids).
+    /// The kind of ids `collection` holds, or `None` while it holds no documents (its
+    /// first documents decide: [`Batch::put_json_int`](crate::Batch::put_json_int) or an
+    /// import whose id field holds integers makes a collection of integer ids).
+    pub fn id_kind(&self, collection: &str) -> Option<IdKind> {
+        self.state.id_kind(collection)
+    }
+
+    /// The stored key of id `id` of `collection`; `None` for a text id in an empty
+    /// collection marked for integers (no document has it).
+    fn key(&self, collection: &str, id: &str) -> Result<Option<Vec<u8>>> {
+        let kind = self.state.marked_kind(collection);
+        match crate::ids::key_for(collection, kind, id) {
+            Ok(key) => Ok(Some(key)),
+            Err(_) if self.state.id_kind(collection).is_none() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Every document of `collection` in id order (byte order of the UTF-8 ids; numeric
+    /// order in a collection of integer ids, whose ids come as the integers' text).
     pub fn iter<'a>(
         &'a self,
         collection: &'a str,
@@ -147,9 +178,10 @@ impl Snapshot {
         collection: &'a str,
         ids: R,
     ) -> impl Iterator<Item = Result<(String, Doc<'a>)>> + 'a {
+        let kind = self.state.marked_kind(collection);
         self.entries(collection, &ids, true)
-            .filter_map(|entry| match entry {
-                Ok((id, Some(bytes))) => Some(Ok((into_id(id), Doc { bytes }))),
+            .filter_map(move |entry| match entry {
+                Ok((id, Some(bytes))) => Some(Ok((id_text(kind, id), Doc { bytes }))),
                 Ok((_, None)) => None,
                 Err(e) => Some(Err(e)),
             })
@@ -168,8 +200,9 @@ impl Snapshot {
         collection: &'a str,
         ids: R,
     ) -> impl Iterator<Item = Result<String>> + 'a {
+        let kind = self.state.marked_kind(collection);
         self.entries(collection, &ids, false)
-            .map(|entry| entry.map(|(id, _)| into_id(id)))
+            .map(move |entry| entry.map(|(id, _)| id_text(kind, id)))
     }
 
     fn entries<'a, 'r, R: RangeBounds<&'r str>>(
@@ -178,7 +211,11 @@ impl Snapshot {
         ids: &R,
         decode: bool,
     ) -> Box<dyn Iterator<Item = crate::collection::Entry<'a>> + 'a> {
-        let bounds = byte_bounds(ids);
+        let kind = self.state.marked_kind(collection);
+        let bounds = match byte_bounds(collection, kind, ids) {
+            Ok(bounds) => bounds,
+            Err(e) => return Box::new(std::iter::once(Err(e))),
+        };
         let (lo, hi) = as_slices(&bounds);
         match crate::collection::Entries::new(&self.state, collection, lo, hi, decode) {
             Ok(entries) => Box::new(entries),
@@ -349,21 +386,24 @@ pub struct CollectionStats {
     pub index_bytes: u64,
 }
 
-/// A stored id as text (ids are written from `&str`, so this never replaces anything in a
-/// database Stele wrote).
-fn into_id(id: Vec<u8>) -> String {
-    String::from_utf8(id).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
-}
-
-/// Id bounds as owned byte bounds of the collection's map (ids are stored as their
-/// UTF-8), so that iterators need not borrow the caller's bounds.
+/// Id bounds as owned byte bounds of the collection's map (text ids are stored as their
+/// UTF-8, integers as `crate::ids` keys), so that iterators need not borrow the caller's
+/// bounds.
 type OwnedBounds = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 
-fn byte_bounds<'r>(ids: &impl RangeBounds<&'r str>) -> OwnedBounds {
-    (
-        ids.start_bound().map(|s| s.as_bytes().to_vec()),
-        ids.end_bound().map(|s| s.as_bytes().to_vec()),
-    )
+fn byte_bounds<'r>(
+    collection: &str,
+    kind: IdKind,
+    ids: &impl RangeBounds<&'r str>,
+) -> Result<OwnedBounds> {
+    let key = |b: Bound<&&str>| -> Result<Bound<Vec<u8>>> {
+        Ok(match b {
+            Bound::Included(s) => Bound::Included(crate::ids::key_for(collection, kind, s)?),
+            Bound::Excluded(s) => Bound::Excluded(crate::ids::key_for(collection, kind, s)?),
+            Bound::Unbounded => Bound::Unbounded,
+        })
+    };
+    Ok((key(ids.start_bound())?, key(ids.end_bound())?))
 }
 
 fn as_slices(bounds: &OwnedBounds) -> (Bound<&[u8]>, Bound<&[u8]>) {

@@ -26,6 +26,9 @@ pub(crate) struct State {
     /// Visible documents per collection (a collection's map also holds removal marks and
     /// documents that replace packed ones, so its length is not the count).
     pub(crate) counts: BTreeMap<String, u64>,
+    /// Collections marked as holding integer ids in the meta collection
+    /// ([`MetaKey::IntIds`]), kept in step with it as `dicts` is.
+    pub(crate) int_ids: std::collections::BTreeSet<String>,
 }
 
 /// Names one map of the state: a collection or an index.
@@ -101,6 +104,22 @@ impl State {
                 .is_none_or(|v| v != b"0"),
             None => true,
         })
+    }
+
+    /// The kind of ids `collection` holds; `None` while it holds no documents (its next
+    /// documents decide). A mark left on an emptied collection is no longer its kind.
+    pub(crate) fn id_kind(&self, collection: &str) -> Option<crate::IdKind> {
+        (crate::collection::count(self, collection) > 0).then(|| self.marked_kind(collection))
+    }
+
+    /// The kind the meta collection marks `collection` with (text when unmarked), whether
+    /// or not it holds documents: how its stored keys read.
+    pub(crate) fn marked_kind(&self, collection: &str) -> crate::IdKind {
+        if self.int_ids.contains(collection) {
+            crate::IdKind::Int
+        } else {
+            crate::IdKind::Text
+        }
     }
 
     pub(crate) fn indexes_of<'a>(

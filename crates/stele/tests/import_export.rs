@@ -142,7 +142,7 @@ fn json_arrays_with_id_fields_nested_and_integer() {
     let file = dir.path().join("in.json");
     std::fs::write(
         &file,
-        "[\n  {\"meta\": {\"id\": \"b\"}, \"v\": [1, \"],\\\"\"]},\n  {\"meta\": {\"id\": 7}, \"v\": 2.50}\n]\n",
+        "[\n  {\"meta\": {\"id\": 12}, \"v\": [1, \"],\\\"\"]},\n  {\"meta\": {\"id\": 7}, \"v\": 2.50}\n]\n",
     )
     .unwrap();
     let mut seen = Vec::new();
@@ -154,8 +154,8 @@ fn json_arrays_with_id_fields_nested_and_integer() {
     assert_eq!((last.written, last.bytes_total), (2, Some(last.bytes_read)));
     let snap = db.snapshot();
     assert_eq!(
-        snap.get("t", "b").unwrap().unwrap().to_json().unwrap(),
-        r#"{"meta":{"id":"b"},"v":[1,"],\""]}"#
+        snap.get("t", "12").unwrap().unwrap().to_json().unwrap(),
+        r#"{"meta":{"id":12},"v":[1,"],\""]}"#
     );
     assert_eq!(
         snap.get("t", "7").unwrap().unwrap().to_json().unwrap(),

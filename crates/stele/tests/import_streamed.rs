@@ -102,8 +102,8 @@ fn a_numbered_file_is_packed_while_read_and_lands_what_a_sorted_import_lands() {
     check(&db, "c", &model, "streamed, reopened");
 }
 
-/// Too small a file, or ids from a field that do not ascend (numbers, whose JSON text
-/// does not sort as they do): sorted as before.
+/// Too small a file, or ids from a field that do not ascend: sorted as before. Integer ids
+/// from a field ascend as numbers.
 #[test]
 fn only_big_files_of_ascending_ids_are_packed_while_read() {
     let work = tempfile::tempdir().unwrap();
@@ -112,12 +112,33 @@ fn only_big_files_of_ascending_ids_are_packed_while_read() {
     let r = import_path(&db, "a", &path, &ImportOptions::new(), |_| {}).unwrap();
     assert!(r.packed_while_reading, "{r:?}");
     check(&db, "a", &model, "numbered");
+    // Integer ids are stored as keys that sort as the numbers: 1, 2, .., 10 ascend.
     let r = import_path(&db, "b", &path, &ImportOptions::new().id_field("n"), |_| {}).unwrap();
+    assert!(r.packed_while_reading, "{r:?}");
+    assert_eq!(r.documents, 5_000);
+    let ids: Vec<String> = db
+        .snapshot()
+        .ids("b")
+        .take(11)
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        ids,
+        ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"]
+    );
+    let r = import_path(
+        &db,
+        "d",
+        &path,
+        &ImportOptions::new().id_field("city"),
+        |_| {},
+    )
+    .unwrap();
     assert!(
         !r.packed_while_reading,
-        "ids 1, 2, .., 10 do not sort as text"
+        "city names repeat: they do not ascend"
     );
-    assert_eq!(r.documents, 5_000);
+    assert_eq!((r.documents, db.snapshot().count("d")), (5, 5));
     let (small, _, _) = file_of(work.path(), 100);
     let r = import_path(&db, "c", &small, &ImportOptions::new(), |_| {}).unwrap();
     assert!(!r.packed_while_reading, "too small for a dictionary");

@@ -2,7 +2,8 @@
 //! (mixed types, missing fields, arrays of scalars and of objects, nested paths, unicode,
 //! big numbers) and generated queries (every operator, `$and/$or/$nor`, sorts, skip, limit),
 //! answered by the model and by the database under every combination of indexes, before and
-//! after compaction, and through a snapshot taken before later writes.
+//! after compaction, and through a snapshot taken before later writes; in a collection of
+//! text ids and in one of integer ids (where `_id` is a number).
 #![allow(
     clippy::unwrap_used,
     reason = "tests: a failed unwrap is a failed test"
@@ -133,9 +134,23 @@ fn cmp(a: &Value, b: &Value) -> Ordering {
     }
 }
 
+thread_local! {
+    /// Whether the model's ids (their text) are integers, as in a collection of integer ids:
+    /// set by the property that runs on one.
+    static INT_IDS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The value `_id` holds for the model: the id, a number when ids are integers.
+fn id_value(id: &str) -> Value {
+    match INT_IDS.get() {
+        true => json!(id.parse::<i64>().unwrap()),
+        false => json!(id),
+    }
+}
+
 fn reach(doc: &Value, id: &str, path: &str) -> Vec<Value> {
     if path == "_id" {
-        return vec![json!(id)];
+        return vec![id_value(id)];
     }
     let mut cur = vec![doc.clone()];
     for step in path.split('.') {
@@ -190,6 +205,7 @@ fn operand() -> impl Strategy<Value = Value> {
     prop_oneof![
         6 => scalar(),
         1 => prop::sample::select(vec!["d03", "d10", "d2"]).prop_map(|s| json!(s)),
+        1 => prop::sample::select(vec![-37i64, 0, 9, 10, 100, 12345]).prop_map(|n| json!(n)),
         1 => prop::sample::select(vec!["x", "z"]).prop_map(|s| json!(s)),
         1 => Just(json!({"c": 1})),
         1 => Just(json!([1, 2])),
@@ -332,7 +348,7 @@ fn matches(filter: &Value, doc: &Value, id: Option<&str>) -> bool {
             "$nor" => !v.as_array().unwrap().iter().any(|f| matches(f, doc, id)),
             path => {
                 let reached = match (path, id) {
-                    ("_id", Some(id)) => vec![json!(id)],
+                    ("_id", Some(id)) => vec![id_value(id)],
                     ("_id", None) => Vec::new(),
                     _ => reach(doc, "", path),
                 };
@@ -411,7 +427,7 @@ fn model(docs: &BTreeMap<String, Value>, q: &Q) -> Vec<String> {
                 return o;
             }
         }
-        ia.cmp(ib)
+        cmp(&id_value(ia), &id_value(ib))
     });
     let ids = hits.into_iter().map(|(id, _)| id.clone()).skip(q.skip);
     match q.limit {
@@ -471,6 +487,88 @@ fn check(
     }
 }
 
+/// The id of the `i`-th document: `d00`, `d01`, ..; with integer ids, numbers of every
+/// sign and length (where text order is not numeric order), then spread out.
+fn doc_id(i: usize, int_ids: bool) -> String {
+    const INTS: [i64; 16] = [
+        i64::MIN,
+        -1000,
+        -37,
+        -5,
+        -1,
+        0,
+        1,
+        2,
+        9,
+        10,
+        11,
+        99,
+        100,
+        1000,
+        12345,
+        i64::MAX,
+    ];
+    match (int_ids, INTS.get(i)) {
+        (false, _) => format!("d{i:02}"),
+        (true, Some(n)) => n.to_string(),
+        (true, None) => (i as i64 * 1001 - 20_000).to_string(),
+    }
+}
+
+/// Puts document `d` as `id` (an integer id when `int_ids`).
+fn put(batch: &mut stele::Batch, id: &str, d: &Value, int_ids: bool) {
+    let json = d.to_string();
+    match int_ids {
+        true => batch.put_json_int("c", id.parse().unwrap(), json.as_bytes()),
+        false => batch.put_json("c", id, json.as_bytes()),
+    }
+    .unwrap();
+}
+
+/// Documents, queries and indexes as generated, answered by the model and the database,
+/// in a collection of text ids or of integer ids.
+fn run_case(docs: &[Value], later: &[Value], queries: &[Q], index_mask: u8, int_ids: bool) {
+    INT_IDS.set(int_ids);
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open_with(dir.path(), DatabaseOptions::default().compact_layers(2)).unwrap();
+    let mut model_docs = BTreeMap::new();
+    let mut batch = db.batch();
+    for (i, d) in docs.iter().enumerate() {
+        let id = doc_id(i, int_ids);
+        put(&mut batch, &id, d, int_ids);
+        model_docs.insert(id, d.clone());
+    }
+    db.commit(batch).unwrap();
+    for (i, fields) in INDEXES.iter().enumerate() {
+        if index_mask & (1 << i) != 0 {
+            db.create_index("c", &format!("ix{i}"), fields).unwrap();
+        }
+    }
+    check(&db, &db.snapshot(), &model_docs, queries, "indexed");
+    // A snapshot keeps its answers while later writes land and the collection compacts.
+    let snap = db.snapshot();
+    let before = model_docs.clone();
+    let mut batch = db.batch();
+    for (i, d) in later.iter().enumerate() {
+        let id = doc_id(i * 3, int_ids);
+        put(&mut batch, &id, d, int_ids);
+        model_docs.insert(id, d.clone());
+    }
+    let gone = doc_id(1, int_ids);
+    batch.delete("c", &gone).unwrap();
+    model_docs.remove(&gone);
+    db.commit(batch).unwrap();
+    db.compact().unwrap();
+    check(&db, &snap, &before, queries, "snapshot");
+    check(
+        &db,
+        &db.snapshot(),
+        &model_docs,
+        queries,
+        "after compaction",
+    );
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
@@ -481,37 +579,18 @@ proptest! {
         queries in prop::collection::vec(query(), 12),
         index_mask in 0u8..32,
     ) {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Database::open_with(dir.path(), DatabaseOptions::default().compact_layers(2)).unwrap();
-        let mut model_docs = BTreeMap::new();
-        let mut batch = db.batch();
-        for (i, d) in docs.iter().enumerate() {
-            let id = format!("d{i:02}");
-            batch.put_json("c", &id, d.to_string().as_bytes()).unwrap();
-            model_docs.insert(id, d.clone());
-        }
-        db.commit(batch).unwrap();
-        for (i, fields) in INDEXES.iter().enumerate() {
-            if index_mask & (1 << i) != 0 {
-                db.create_index("c", &format!("ix{i}"), fields).unwrap();
-            }
-        }
-        check(&db, &db.snapshot(), &model_docs, &queries, "indexed");
-        // A snapshot keeps its answers while later writes land and the collection compacts.
-        let snap = db.snapshot();
-        let before = model_docs.clone();
-        let mut batch = db.batch();
-        for (i, d) in later.iter().enumerate() {
-            let id = format!("d{:02}", i * 3);
-            batch.put_json("c", &id, d.to_string().as_bytes()).unwrap();
-            model_docs.insert(id, d.clone());
-        }
-        batch.delete("c", "d01").unwrap();
-        model_docs.remove("d01");
-        db.commit(batch).unwrap();
-        db.compact().unwrap();
-        check(&db, &snap, &before, &queries, "snapshot");
-        check(&db, &db.snapshot(), &model_docs, &queries, "after compaction");
+        run_case(&docs, &later, &queries, index_mask, false);
+    }
+
+    /// The same with integer ids: `_id` compares as a number (issue 34).
+    #[test]
+    fn with_integer_ids_every_query_answers_as_the_model(
+        docs in prop::collection::vec(document(), 1..30),
+        later in prop::collection::vec(document(), 0..6),
+        queries in prop::collection::vec(query(), 12),
+        index_mask in 0u8..32,
+    ) {
+        run_case(&docs, &later, &queries, index_mask, true);
     }
 }
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 
-use super::{json_str, open_reading, require_in};
+use super::{id_json, open_reading, require_in};
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
@@ -20,7 +20,8 @@ pub struct GetArgs {
     db: PathBuf,
     /// The collection.
     collection: String,
-    /// Document ids (a numbered record's by its number too: 42 finds 0000000042).
+    /// Document ids (a numbered record's by its number too: 42 finds 0000000042; in a
+    /// collection of integer ids, the integers).
     #[arg(required = true)]
     ids: Vec<String>,
     /// Indented output.
@@ -63,7 +64,8 @@ pub fn get(args: &GetArgs) -> Result<()> {
         };
         if args.json {
             let text = text.as_deref().unwrap_or("null");
-            writeln!(out, "{{\"id\":{},\"document\":{text}}}", json_str(id))?;
+            let id = id_json(snap.id_kind(&args.collection), id);
+            writeln!(out, "{{\"id\":{id},\"document\":{text}}}")?;
         } else if let Some(text) = text {
             writeln!(out, "{text}")?;
         }

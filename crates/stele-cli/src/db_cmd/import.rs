@@ -49,6 +49,8 @@ pub struct ImportArgs {
     #[arg(long, value_enum)]
     format: Option<Format>,
     /// The field holding each document's id: a string or an integer; a path like meta.id.
+    /// Integer ids (i64) stay integers: numeric order, printed as numbers. All ids of a
+    /// collection are strings or all are integers.
     #[arg(long)]
     id_field: Option<String>,
     /// What to do with repeated keys in one object (reject: a bad record).

@@ -17,6 +17,7 @@ pub use get::{GetArgs, get};
 pub use import::{ImportArgs, import};
 pub use put::{PutArgs, put};
 pub(crate) use shared::{
-    close_db, json_str, open_existing, open_reading, require_collection, require_in, write_creating,
+    close_db, id_json, json_str, open_existing, open_reading, require_collection, require_in,
+    write_creating,
 };
 pub use stats::{StatsArgs, stats};

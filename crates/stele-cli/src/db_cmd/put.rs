@@ -43,7 +43,7 @@ pub fn put(args: &PutArgs) -> Result<()> {
     } else {
         "the JSON argument"
     };
-    let existed = write_creating(&args.db, args.create_here, |db| {
+    let (existed, kind) = write_creating(&args.db, args.create_here, |db| {
         let existed = db.snapshot().contains(&args.collection, &args.id)?;
         let mut batch = db.batch();
         batch
@@ -51,16 +51,18 @@ pub fn put(args: &PutArgs) -> Result<()> {
             .with_context(|| format!("{source} (document {:?})", args.id))?;
         db.commit(batch)
             .with_context(|| format!("writing to database {}", args.db.display()))?;
-        Ok(existed)
+        Ok((existed, db.snapshot().id_kind(&args.collection)))
     })?;
+    // An integer id of a collection of integer ids is shown as the number.
+    let id = super::id_json(kind, &args.id);
     if args.json {
         println!(
-            "{}",
-            serde_json::json!({"collection": args.collection, "id": args.id, "replaced": existed})
+            "{{\"collection\":{},\"id\":{id},\"replaced\":{existed}}}",
+            super::json_str(&args.collection)
         );
     } else {
         let what = if existed { "replaced" } else { "created" };
-        eprintln!("{what} {:?} in collection {:?}", args.id, args.collection);
+        eprintln!("{what} {id} in collection {:?}", args.collection);
     }
     Ok(())
 }

@@ -154,6 +154,15 @@ pub(crate) fn require_in(snap: &Snapshot, dir: &Path, collection: &str) -> Resul
     Ok(())
 }
 
+/// Id `id` as JSON: the number in a collection of integer ids (`kind`, from
+/// `Snapshot::id_kind`), else a string literal.
+pub(crate) fn id_json(kind: Option<stele::IdKind>, id: &str) -> String {
+    match kind {
+        Some(stele::IdKind::Int) if stele::parse_int_id(id).is_some() => id.to_owned(),
+        _ => json_str(id),
+    }
+}
+
 /// `s` as a JSON string literal.
 pub(crate) fn json_str(s: &str) -> String {
     serde_json::Value::from(s).to_string()

@@ -18,7 +18,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use stele::{Filter, Query};
 
-use crate::db_cmd::{json_str, open_reading, require_in};
+use crate::db_cmd::{open_reading, require_in};
 
 #[derive(Debug, Args)]
 #[command(after_help = r#"Examples:
@@ -170,10 +170,11 @@ pub fn query(args: &QueryArgs) -> Result<()> {
         explain::print(&mut w, &out.plan, &out.stats, None, args.json)?;
     } else {
         let out = snap.query(&q).context("running the query")?;
-        let lines = out
-            .rows
-            .iter()
-            .map(|row| format!("{{\"id\":{},\"document\":{}}}", json_str(&row.id), row.json));
+        let kind = snap.id_kind(&args.collection);
+        let lines = out.rows.iter().map(|row| {
+            let id = crate::db_cmd::id_json(kind, &row.id);
+            format!("{{\"id\":{id},\"document\":{}}}", row.json)
+        });
         print_lines(&mut w, lines, &out.plan)?;
     }
     w.flush()?;

@@ -282,15 +282,18 @@ class QueryResult:
     def index(self) -> str | None:
         """The index used, None for a full scan."""
     @property
-    def rows(self) -> list[tuple[str, Document]]: ...
-    def ids(self) -> list[str]: ...
+    def rows(self) -> list[tuple[Id, Document]]: ...
+    def ids(self) -> list[Id]: ...
     def __len__(self) -> int: ...
     @overload
-    def __getitem__(self, i: int) -> tuple[str, Document]: ...
+    def __getitem__(self, i: int) -> tuple[Id, Document]: ...
     @overload
-    def __getitem__(self, i: slice) -> list[tuple[str, Document]]: ...
-    def __iter__(self) -> Iterator[tuple[str, Document]]: ...
+    def __getitem__(self, i: slice) -> list[tuple[Id, Document]]: ...
+    def __iter__(self) -> Iterator[tuple[Id, Document]]: ...
 
+Id = str | int
+"""A document id: a str, or an int (a collection whose first documents have int ids keeps
+them as integers, -2**63 to 2**63-1, in numeric order; ids of the other kind raise)."""
 Filter = Mapping[str, Any] | str
 """A filter in MongoDB's JSON form, as a dict or JSON text: {"a.b": 5, "n": {"$gte": 1}}."""
 SortSpec = str | Mapping[str, int] | Sequence[str | tuple[str, int | str]]
@@ -299,18 +302,19 @@ Projection = Sequence[str] | Mapping[str, int] | str
 """Paths to keep (["a", "b.c"]), or {"a": 1} to keep / {"a": 0} to drop."""
 TimeBudget = float | timedelta
 
-class Cursor(Iterator[tuple[str, Document]]):
+class Cursor(Iterator[tuple[Id, Document]]):
     """The lazy result of Collection.find: the query runs (without the GIL) when it is first
     iterated, over the snapshot of the find() call; yields (id, Document) pairs."""
 
-    def __next__(self) -> tuple[str, Document]: ...
+    def __next__(self) -> tuple[Id, Document]: ...
     def explain(self) -> dict[str, Any]:
         """Runs the query without keeping its rows and says how: {"plan", "index",
         "full_scan", "covered", "sorted_in_memory", "candidates": [{"index", "chosen",
         "reason"}], "keys_examined", "docs_examined", "rows", "elapsed_us"}."""
 
 class Collection:
-    """Documents by id: a mapping of str to Document. Read-only if from a Snapshot."""
+    """Documents by id: a mapping of str (or int: Id) to Document. Read-only if from a
+    Snapshot."""
 
     @property
     def name(self) -> str: ...
@@ -318,9 +322,9 @@ class Collection:
     def read_only(self) -> bool: ...
     def __len__(self) -> int: ...
     def __contains__(self, id: object) -> bool: ...
-    def __getitem__(self, id: str) -> Document:
+    def __getitem__(self, id: Id) -> Document:
         """The document (lazy); KeyError if absent."""
-    def get(self, id: str, default: Any = None) -> Document | Any: ...
+    def get(self, id: Id, default: Any = None) -> Document | Any: ...
     def __iter__(self) -> CollectionIterator:
         """Ids in order, as of the call."""
     def keys(self) -> CollectionIterator: ...
@@ -328,18 +332,18 @@ class Collection:
         """Documents in id order, from one snapshot."""
     def items(self) -> CollectionIterator:
         """(id, Document) pairs in id order, from one snapshot."""
-    def __setitem__(self, id: str, value: Storable) -> None:
+    def __setitem__(self, id: Id, value: Storable) -> None:
         """Inserts or replaces, committed (durable) at once."""
-    def __delitem__(self, id: str) -> None:
+    def __delitem__(self, id: Id) -> None:
         """Deletes, committed at once; KeyError if absent."""
     @overload
-    def pop(self, id: str) -> Document: ...
+    def pop(self, id: Id) -> Document: ...
     @overload
-    def pop(self, id: str, default: _T) -> Document | _T:
+    def pop(self, id: Id, default: _T) -> Document | _T:
         """Removes and returns the document, committed at once; default (or KeyError) if absent."""
-    def popitem(self) -> tuple[str, Document]:
+    def popitem(self) -> tuple[Id, Document]:
         """Removes and returns the document with the smallest id; KeyError if empty."""
-    def setdefault(self, id: str, default: Storable = None) -> Document:
+    def setdefault(self, id: Id, default: Storable = None) -> Document:
         """The document; if absent, stores default first (None stores JSON null)."""
     def update(
         self,
@@ -421,7 +425,7 @@ class Collection:
         skip: int = 0,
         projection: Projection | None = None,
         time_budget: TimeBudget | None = None,
-    ) -> tuple[str, Document] | None:
+    ) -> tuple[Id, Document] | None:
         """The first result of find with the same arguments, or None."""
     def count(
         self,
@@ -473,8 +477,8 @@ class Batch:
     As a context manager: commits on normal exit, discards on an exception.
     """
 
-    def put(self, collection: str, id: str, value: Storable) -> None: ...
-    def delete(self, collection: str, id: str) -> None: ...
+    def put(self, collection: str, id: Id, value: Storable) -> None: ...
+    def delete(self, collection: str, id: Id) -> None: ...
     def __len__(self) -> int: ...
     def commit(self) -> None: ...
     def discard(self) -> None: ...

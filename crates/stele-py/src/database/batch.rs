@@ -70,13 +70,16 @@ impl PyBatch {
     ) -> PyResult<()> {
         let id = id_arg(id)?;
         let payload = Payload::of(py, value)?;
-        self.with(py, |b| payload.add(b, collection, id))
+        self.with(py, |b| payload.add(b, collection, &id))
     }
 
     /// delete(collection, id): deletes a document at commit (nothing if it does not exist).
     fn delete(&self, py: Python<'_>, collection: &str, id: &Bound<'_, PyAny>) -> PyResult<()> {
         let id = id_arg(id)?;
-        self.with(py, |b| b.delete(collection, id))
+        self.with(py, |b| match id {
+            super::PyId::Int(n) => b.delete_int(collection, n),
+            super::PyId::Text(ref s) => b.delete(collection, s),
+        })
     }
 
     /// Number of operations.

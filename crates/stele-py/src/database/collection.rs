@@ -10,7 +10,7 @@ use pyo3::types::{PyDict, PyString, PyTuple};
 use stele::{Database, Snapshot};
 
 use super::snapshot::Taken;
-use super::{DocOptions, Payload, PyDatabase, id_arg, stats_dict};
+use super::{DocOptions, Payload, PyDatabase, PyId, id_arg, py_id, readable_id, stats_dict};
 use crate::errors::{Kind, db_err, new_err, type_err};
 use crate::handle::same_process;
 
@@ -51,9 +51,12 @@ impl PyCollection {
     }
 
     /// The document `id`, or None.
-    fn fetch<'py>(&self, py: Python<'py>, id: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+    fn fetch<'py>(&self, py: Python<'py>, id: &PyId) -> PyResult<Option<Bound<'py, PyAny>>> {
         let snap = self.snapshot(py)?;
-        let doc = snap.get(&self.name, id).map_err(|e| db_err(py, e))?;
+        readable_id(&snap, &self.name, id)?;
+        let doc = snap
+            .get(&self.name, &id.text())
+            .map_err(|e| db_err(py, e))?;
         match doc {
             Some(doc) => Ok(Some(self.opts.document(py, doc.into_bytes())?)),
             None => Ok(None),
@@ -78,7 +81,7 @@ impl PyCollection {
         &self,
         py: Python<'_>,
         db: &Database,
-        items: &[(String, Payload<'_>)],
+        items: &[(PyId, Payload<'_>)],
     ) -> PyResult<()> {
         self.puts_into(py, db, items, None)
     }
@@ -105,11 +108,21 @@ impl PyCollection {
     }
 
     fn __contains__(&self, py: Python<'_>, id: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let Ok(id) = id.cast::<PyString>() else {
+        let Ok(id) = id_arg(id) else {
             return Ok(false);
         };
-        self.snapshot(py)?
-            .contains(&self.name, id.to_str()?)
+        let snap = self.snapshot(py)?;
+        // An id of the other kind is in no collection (but "42" is 42 where ints are held,
+        // as for every read).
+        let other = match (&id, snap.id_kind(&self.name)) {
+            (PyId::Int(_), Some(stele::IdKind::Text)) => true,
+            (PyId::Text(t), Some(stele::IdKind::Int)) => stele::parse_int_id(t).is_none(),
+            _ => false,
+        };
+        if other {
+            return Ok(false);
+        }
+        snap.contains(&self.name, &id.text())
             .map_err(|e| db_err(py, e))
     }
 
@@ -119,7 +132,7 @@ impl PyCollection {
         py: Python<'py>,
         id: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.fetch(py, id_arg(id)?)?
+        self.fetch(py, &id_arg(id)?)?
             .ok_or_else(|| PyKeyError::new_err(id.clone().unbind()))
     }
 
@@ -132,12 +145,13 @@ impl PyCollection {
         default: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         Ok(self
-            .fetch(py, id_arg(id)?)?
+            .fetch(py, &id_arg(id)?)?
             .or(default)
             .unwrap_or_else(|| py.None().into_bound(py)))
     }
 
-    /// Iterates over the ids in order (byte order of their UTF-8), as of the call.
+    /// Iterates over the ids in order (byte order of their UTF-8; numeric order of
+    /// integer ids, which come as `int`), as of the call.
     fn __iter__(&self, py: Python<'_>) -> PyResult<PyIdIter> {
         self.keys(py)
     }
@@ -167,7 +181,7 @@ impl PyCollection {
         value: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         let db = self.writer(py)?;
-        let id = id_arg(id)?.to_owned();
+        let id = id_arg(id)?;
         let payload = Payload::of(py, value)?;
         self.commit_puts(py, &db, &[(id, payload)])
     }
@@ -176,14 +190,15 @@ impl PyCollection {
     fn __delitem__(&self, py: Python<'_>, id: &Bound<'_, PyAny>) -> PyResult<()> {
         let db = self.writer(py)?;
         let key = id_arg(id)?;
-        let exists = db
-            .snapshot()
-            .contains(&self.name, key)
+        let snap = db.snapshot();
+        readable_id(&snap, &self.name, &key)?;
+        let exists = snap
+            .contains(&self.name, &key.text())
             .map_err(|e| db_err(py, e))?;
         if !exists {
             return Err(PyKeyError::new_err(id.clone().unbind()));
         }
-        self.delete_ids(py, &db, &[key.to_owned()])
+        self.delete_ids(py, &db, &[key.text().into_owned()])
     }
 
     /// pop(id[, default]) -> Document: removes the document and returns it, committed at
@@ -203,9 +218,9 @@ impl PyCollection {
         }
         let db = self.writer(py)?;
         let key = id_arg(id)?;
-        match self.fetch(py, key)? {
+        match self.fetch(py, &key)? {
             Some(doc) => {
-                self.delete_ids(py, &db, &[key.to_owned()])?;
+                self.delete_ids(py, &db, &[key.text().into_owned()])?;
                 Ok(doc)
             }
             None if default.len() == 1 => default.get_item(0),
@@ -230,10 +245,11 @@ impl PyCollection {
             )));
         };
         let doc = self
-            .fetch(py, &id)?
+            .fetch(py, &PyId::Text(id.clone()))?
             .ok_or_else(|| PyKeyError::new_err(id.clone()))?;
         self.delete_ids(py, &db, std::slice::from_ref(&id))?;
-        PyTuple::new(py, [id.into_pyobject(py)?.into_any(), doc])
+        let kind = db.snapshot().id_kind(&self.name);
+        PyTuple::new(py, [py_id(py, kind, &id)?, doc])
     }
 
     /// setdefault(id, default=None) -> Document: the document `id`; if absent, stores
@@ -247,13 +263,13 @@ impl PyCollection {
     ) -> PyResult<Bound<'py, PyAny>> {
         let db = self.writer(py)?;
         let key = id_arg(id)?;
-        if let Some(doc) = self.fetch(py, key)? {
+        if let Some(doc) = self.fetch(py, &key)? {
             return Ok(doc);
         }
         let none = py.None().into_bound(py);
         let payload = Payload::of(py, default.unwrap_or(&none))?;
-        self.commit_puts(py, &db, &[(key.to_owned(), payload)])?;
-        self.fetch(py, key)?
+        self.commit_puts(py, &db, &[(key.clone(), payload)])?;
+        self.fetch(py, &key)?
             .ok_or_else(|| PyKeyError::new_err(id.clone().unbind()))
     }
 
@@ -268,13 +284,13 @@ impl PyCollection {
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<()> {
         let db = self.writer(py)?;
-        let mut held: Vec<(String, Bound<'_, PyAny>)> = Vec::new();
+        let mut held: Vec<(PyId, Bound<'_, PyAny>)> = Vec::new();
         if let Some(other) = other {
             if other.hasattr("keys")? {
                 for key in other.call_method0("keys")?.try_iter()? {
                     let key = key?;
                     let value = other.get_item(&key)?;
-                    held.push((id_arg(&key)?.to_owned(), value));
+                    held.push((id_arg(&key)?, value));
                 }
             } else {
                 for item in other.try_iter()? {
@@ -286,13 +302,13 @@ impl PyCollection {
                         ));
                     }
                     let id = item.get_item(0)?;
-                    held.push((id_arg(&id)?.to_owned(), item.get_item(1)?));
+                    held.push((id_arg(&id)?, item.get_item(1)?));
                 }
             }
         }
         if let Some(kwargs) = kwargs {
             for (key, value) in kwargs.iter() {
-                held.push((id_arg(&key)?.to_owned(), value));
+                held.push((id_arg(&key)?, value));
             }
         }
         let payloads = held
@@ -354,12 +370,14 @@ impl PyCollection {
                 snap.ids(name).collect::<stele::Result<Vec<_>>>()
             })
             .map_err(|e| db_err(py, e))?;
+        let snap_kind = snap.id_kind(name);
         Ok(PyIdIter {
             snap,
             pid: std::process::id(),
             name: self.name.clone(),
             opts: self.opts,
             yields,
+            kind: snap_kind,
             ids: Mutex::new(ids.into_iter()),
         })
     }
@@ -385,6 +403,8 @@ pub(crate) struct PyIdIter {
     name: String,
     opts: DocOptions,
     yields: Yields,
+    /// The kind of the collection's ids, as of the snapshot (integer ids come as `int`).
+    kind: Option<stele::IdKind>,
     ids: Mutex<std::vec::IntoIter<String>>,
 }
 
@@ -404,7 +424,7 @@ impl PyIdIter {
             return Ok(None);
         };
         if self.yields == Yields::Ids {
-            return Ok(Some(PyString::new(py, &id).into_any()));
+            return Ok(Some(py_id(py, self.kind, &id)?));
         }
         same_process(py, self.pid, || {
             format!("an iterator over collection {:?}", self.name)
@@ -425,7 +445,7 @@ impl PyIdIter {
             return Ok(Some(doc));
         }
         Ok(Some(
-            PyTuple::new(py, [PyString::new(py, &id).into_any(), doc])?.into_any(),
+            PyTuple::new(py, [py_id(py, self.kind, &id)?, doc])?.into_any(),
         ))
     }
 }

@@ -191,15 +191,15 @@ pub(super) fn run(snap: &Snapshot, q: &Query) -> stele::Result<(Rows, Plan, Quer
     Ok((rows, out.plan, out.stats))
 }
 
-/// `(id, Document)`.
+/// `(id, Document)` (the id an `int` in a collection of integer ids, `kind`).
 fn pair<'py>(
     py: Python<'py>,
-    id: &str,
+    (id, kind): (&str, Option<stele::IdKind>),
     bytes: Vec<u8>,
     opts: DocOptions,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let doc = Bound::new(py, PyDocument::from_written(bytes, opts.decimals))?;
-    PyTuple::new(py, [PyString::new(py, id).into_any(), doc.into_any()])
+    PyTuple::new(py, [super::py_id(py, kind, id)?, doc.into_any()])
 }
 
 /// The plan and counters as a dict (what `explain()` returns).
@@ -304,9 +304,10 @@ impl PyCollection {
         .query(py, &self.name)?;
         let snap = self.queried(py)?;
         let (rows, _, _) = py.detach(|| run(&snap, &q)).map_err(|e| db_err(py, e))?;
+        let kind = snap.id_kind(&self.name);
         rows.into_iter()
             .next()
-            .map(|(id, bytes)| pair(py, &id, bytes, self.opts))
+            .map(|(id, bytes)| pair(py, (&id, kind), bytes, self.opts))
             .transpose()
     }
 
@@ -429,7 +430,8 @@ impl PyCursor {
             CursorState::Running(rows) => rows.pop(),
             CursorState::Pending => None,
         };
-        next.map(|(id, bytes)| pair(py, &id, bytes, self.opts))
+        let kind = self.snap.id_kind(self.query.collection());
+        next.map(|(id, bytes)| pair(py, (&id, kind), bytes, self.opts))
             .transpose()
     }
 

@@ -8,7 +8,7 @@ use pyo3::types::{PyBool, PyDict, PyInt, PyString};
 use stele::Database;
 
 use super::collection::PyCollection;
-use super::{Payload, id_arg};
+use super::{Payload, PyId, id_arg};
 use crate::errors::{Kind, db_err, new_err, type_err};
 
 /// A bulk write's error as a Python exception.
@@ -44,7 +44,7 @@ pub(crate) fn at_least_one(py: Python<'_>, name: &str, value: usize) -> PyResult
 }
 
 /// The id of a value for `put_many(..., id_field=...)`: its field `id_field`, a str or int.
-fn id_of(value: &Bound<'_, PyAny>, id_field: &str, n: usize) -> PyResult<String> {
+fn id_of(value: &Bound<'_, PyAny>, id_field: &str, n: usize) -> PyResult<PyId> {
     let py = value.py();
     let field = value.get_item(id_field).map_err(|_| {
         new_err(
@@ -53,11 +53,10 @@ fn id_of(value: &Bound<'_, PyAny>, id_field: &str, n: usize) -> PyResult<String>
             format!("item {n} has no field {id_field:?} to take its id from"),
         )
     })?;
-    if let Ok(s) = field.cast::<PyString>() {
-        return Ok(s.to_str()?.to_owned());
-    }
-    if field.is_instance_of::<PyInt>() && !field.is_instance_of::<PyBool>() {
-        return Ok(field.str()?.to_str()?.to_owned());
+    if field.is_instance_of::<PyString>()
+        || (field.is_instance_of::<PyInt>() && !field.is_instance_of::<PyBool>())
+    {
+        return id_arg(&field);
     }
     Err(type_err(
         &format!("the id field {id_field:?} of item {n} must be a str or an int"),
@@ -71,7 +70,7 @@ impl PyCollection {
         &self,
         py: Python<'_>,
         db: &Database,
-        items: &[(String, Payload<'_>)],
+        items: &[(PyId, Payload<'_>)],
         bulk: Option<&mut stele::import::BulkImport>,
     ) -> PyResult<()> {
         let name = self.name.as_str();
@@ -79,19 +78,25 @@ impl PyCollection {
         // caller holds; those objects are immutable, so reading them without the GIL is sound.
         py.detach(|| -> Result<(), PutError> {
             let mut batch = db.batch();
-            // Runs of JSON text are converted on all cores.
+            // Runs of JSON text are converted on all cores (text ids and integer ids apart:
+            // they never share a collection, so their order between them does not matter).
             let mut json: Vec<(&str, &[u8])> = Vec::new();
+            let mut json_int: Vec<(i64, &[u8])> = Vec::new();
             for (id, payload) in items {
-                match payload {
-                    Payload::Json(text) => json.push((id, text)),
-                    Payload::Doc(_) => {
+                match (payload, id) {
+                    (Payload::Json(text), PyId::Text(id)) => json.push((id, text)),
+                    (Payload::Json(text), PyId::Int(n)) => json_int.push((*n, text)),
+                    (Payload::Doc(_), _) => {
                         batch.put_json_many(name, &json)?;
+                        batch.put_json_many_int(name, &json_int)?;
                         json.clear();
+                        json_int.clear();
                         payload.add(&mut batch, name, id)?;
                     }
                 }
             }
             batch.put_json_many(name, &json)?;
+            batch.put_json_many_int(name, &json_int)?;
             match bulk {
                 Some(bulk) => bulk.add(batch).map_err(PutError::Bulk),
                 None => Ok(db.commit(batch)?),
@@ -126,29 +131,28 @@ impl PyCollection {
     ) -> PyResult<usize> {
         let db = self.writer(py)?;
         let batch = at_least_one(py, "batch", batch)?;
-        let mut held: Vec<(String, Bound<'_, PyAny>)> = Vec::with_capacity(batch);
+        let mut held: Vec<(PyId, Bound<'_, PyAny>)> = Vec::with_capacity(batch);
         let mut stored = 0;
         // Started when a second batch comes: a put_many of one batch stays one commit.
         let mut bulk: Option<stele::import::BulkImport> = None;
         let mut bulk_asked = false;
-        let mut flush =
-            |held: &mut Vec<(String, Bound<'_, PyAny>)>, more: bool| -> PyResult<usize> {
-                if more && !bulk_asked {
-                    bulk_asked = true;
-                    let opts = stele::import::ImportOptions::new();
-                    bulk = py
-                        .detach(|| stele::import::BulkImport::new(&db, &self.name, &opts))
-                        .map_err(|e| import_err(py, e))?;
-                }
-                let payloads = held
-                    .iter()
-                    .map(|(id, v)| Ok((id.clone(), Payload::of(py, v)?)))
-                    .collect::<PyResult<Vec<_>>>()?;
-                self.puts_into(py, &db, &payloads, bulk.as_mut())?;
-                let n = held.len();
-                held.clear();
-                Ok(n)
-            };
+        let mut flush = |held: &mut Vec<(PyId, Bound<'_, PyAny>)>, more: bool| -> PyResult<usize> {
+            if more && !bulk_asked {
+                bulk_asked = true;
+                let opts = stele::import::ImportOptions::new();
+                bulk = py
+                    .detach(|| stele::import::BulkImport::new(&db, &self.name, &opts))
+                    .map_err(|e| import_err(py, e))?;
+            }
+            let payloads = held
+                .iter()
+                .map(|(id, v)| Ok((id.clone(), Payload::of(py, v)?)))
+                .collect::<PyResult<Vec<_>>>()?;
+            self.puts_into(py, &db, &payloads, bulk.as_mut())?;
+            let n = held.len();
+            held.clear();
+            Ok(n)
+        };
         for (n, item) in items.try_iter()?.enumerate() {
             let item = item?;
             let (id, value) = match id_field {
@@ -161,7 +165,7 @@ impl PyCollection {
                         ));
                     }
                     let id = item.get_item(0)?;
-                    (id_arg(&id)?.to_owned(), item.get_item(1)?)
+                    (id_arg(&id)?, item.get_item(1)?)
                 }
             };
             // A full batch waits for the next item: whether more come decides its fate.

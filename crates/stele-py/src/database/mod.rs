@@ -32,7 +32,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyString};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyString};
 use stele::{Batch, CollectionStats, Database, DatabaseOptions, Snapshot};
 
 pub(crate) use batch::PyBatch;
@@ -86,31 +86,86 @@ impl<'a> Payload<'a> {
     }
 
     /// Adds the put to `batch` (converts JSON text, validates document bytes).
-    fn add(&self, batch: &mut Batch, collection: &str, id: &str) -> stele::Result<()> {
-        match self {
-            Payload::Json(text) => batch.put_json(collection, id, text),
-            Payload::Doc(bytes) => batch.put_document(collection, id, bytes),
+    fn add(&self, batch: &mut Batch, collection: &str, id: &PyId) -> stele::Result<()> {
+        match (self, id) {
+            (Payload::Json(text), PyId::Text(id)) => batch.put_json(collection, id, text),
+            (Payload::Json(text), PyId::Int(n)) => batch.put_json_int(collection, *n, text),
+            (Payload::Doc(bytes), PyId::Text(id)) => batch.put_document(collection, id, bytes),
+            (Payload::Doc(bytes), PyId::Int(n)) => batch.put_document_int(collection, *n, bytes),
         }
     }
 }
 
-/// A document id given by Python: a `str`. An `int` is refused with the id of the numbered
-/// record it may mean (`c[42]`: use `c["0000000042"]`).
-fn id_arg<'a>(id: &'a Bound<'_, PyAny>) -> PyResult<&'a str> {
-    match id.cast::<PyString>() {
-        Ok(s) => s.to_str(),
-        Err(_) => {
-            let numbered = id
-                .extract::<u64>()
-                .ok()
-                .and_then(|n| stele::import::numbered_id_for(&n.to_string()));
-            Err(match numbered {
-                Some(n) => pyo3::exceptions::PyTypeError::new_err(format!(
-                    "document ids are str, not int; records imported without an id field are numbered in 10 digits: use {n:?}"
-                )),
-                None => type_err("document ids are str", id),
-            })
+/// A document id given by Python: a `str`, or an `int` (an integer id: a collection whose
+/// first documents have integer ids keeps them as integers, in numeric order).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum PyId {
+    Text(String),
+    Int(i64),
+}
+
+impl PyId {
+    /// The id as the store's reads take it: an integer as its decimal text.
+    pub(super) fn text(&self) -> Cow<'_, str> {
+        match self {
+            PyId::Text(s) => Cow::Borrowed(s),
+            PyId::Int(n) => Cow::Owned(n.to_string()),
         }
+    }
+}
+
+/// The id `id` given by Python: a `str` or an `int` of 64 bits (not a `bool`).
+fn id_arg(id: &Bound<'_, PyAny>) -> PyResult<PyId> {
+    if let Ok(s) = id.cast::<PyString>() {
+        return Ok(PyId::Text(s.to_str()?.to_owned()));
+    }
+    if id.is_instance_of::<PyInt>() && !id.is_instance_of::<PyBool>() {
+        return id.extract::<i64>().map(PyId::Int).map_err(|_| {
+            pyo3::exceptions::PyOverflowError::new_err(format!(
+                "integer id {} is beyond the range of integer ids ({} to {}): use a str",
+                id.str().map(|s| s.to_string()).unwrap_or_default(),
+                i64::MIN,
+                i64::MAX
+            ))
+        });
+    }
+    Err(type_err("document ids are str or int", id))
+}
+
+/// Checks an integer id `id` against collection `name` of `snap` before a read: a
+/// collection of text ids raises `TypeError`, naming the numbered record's id it may mean
+/// (`c[42]`: `c["0000000042"]`).
+fn readable_id(snap: &Snapshot, name: &str, id: &PyId) -> PyResult<()> {
+    let PyId::Int(n) = id else {
+        return Ok(());
+    };
+    if snap.id_kind(name) != Some(stele::IdKind::Text) {
+        return Ok(());
+    }
+    let hint = match u64::try_from(*n)
+        .ok()
+        .and_then(|n| stele::import::numbered_id_for(&n.to_string()))
+    {
+        Some(numbered) => format!(
+            "; records imported without an id field are numbered in 10 digits: use {numbered:?}"
+        ),
+        None => String::new(),
+    };
+    Err(pyo3::exceptions::PyTypeError::new_err(format!(
+        "collection {name:?} holds text ids, not int{hint}"
+    )))
+}
+
+/// Id `id` (as the store gives it) of a collection of ids of kind `kind`, for Python: an
+/// `int` in a collection of integer ids, else a `str`.
+pub(super) fn py_id<'py>(
+    py: Python<'py>,
+    kind: Option<stele::IdKind>,
+    id: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    match (kind, stele::parse_int_id(id)) {
+        (Some(stele::IdKind::Int), Some(n)) => Ok(n.into_pyobject(py)?.into_any()),
+        _ => Ok(PyString::new(py, id).into_any()),
     }
 }
 

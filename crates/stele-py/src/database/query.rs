@@ -134,11 +134,12 @@ impl PyCollection {
             .detach(|| super::find::run(&snap, &q))
             .map_err(|e| db_err(py, e))?;
         let list = PyList::empty(py);
+        let kind = snap.id_kind(&self.name);
         for (id, bytes) in rows {
             let doc = Bound::new(py, PyDocument::from_written(bytes, self.opts.decimals))?;
             list.append(PyTuple::new(
                 py,
-                [PyString::new(py, &id).into_any(), doc.into_any()],
+                [super::py_id(py, kind, &id)?, doc.into_any()],
             )?)?;
         }
         let index = plan.index().map(str::to_owned);

@@ -11,21 +11,37 @@ use stele_durable::Store;
 
 /// Keeps the in-memory dictionary sets in step with a removal from the meta collection.
 pub(super) fn note_meta_removal(state: &mut State, key: &[u8]) {
-    if let Ok(MetaKey::Dict { collection, id }) = MetaKey::parse(key)
-        && let Some(dicts) = state.dicts.get_mut(&collection)
-    {
-        dicts.remove(id);
+    match MetaKey::parse(key) {
+        Ok(MetaKey::Dict { collection, id }) => {
+            if let Some(dicts) = state.dicts.get_mut(&collection) {
+                dicts.remove(id);
+            }
+        }
+        Ok(MetaKey::IntIds(collection)) => {
+            state.int_ids.remove(&collection);
+        }
+        _ => {}
     }
 }
 
 /// Keeps the in-memory dictionary sets in step with puts to the meta collection.
 pub(super) fn note_meta(state: &mut State, key: &[u8], value: &[u8]) -> Result<()> {
-    if let MetaKey::Dict { collection, id } = MetaKey::parse(key)? {
-        state
-            .dicts
-            .entry(collection)
-            .or_default()
-            .insert(id, &crate::compress::dictionary_from_stored(value)?)?;
+    match MetaKey::parse(key)? {
+        MetaKey::Dict { collection, id } => {
+            state
+                .dicts
+                .entry(collection)
+                .or_default()
+                .insert(id, &crate::compress::dictionary_from_stored(value)?)?;
+        }
+        // Only `int` is written; anything else reads as text ids.
+        MetaKey::IntIds(collection) if value == crate::ids::INT_MARK => {
+            state.int_ids.insert(collection);
+        }
+        MetaKey::IntIds(collection) => {
+            state.int_ids.remove(&collection);
+        }
+        MetaKey::Compress(_) => {}
     }
     Ok(())
 }

@@ -6,6 +6,7 @@ use super::apply::{Ops, apply};
 use super::{Database, WAL_DIR, lock_poisoned};
 use crate::batch::Batch;
 use crate::error::{Error, Result};
+use crate::ids::IdKind;
 use crate::state::State;
 use crate::wal::{self, LoggedOp};
 use std::sync::{Arc, MutexGuard};
@@ -55,11 +56,11 @@ impl Database {
     /// on disk and visible to new snapshots; on error none is applied. Commits from many
     /// threads share one log write and one fsync (group commit).
     pub fn commit(&self, batch: Batch) -> Result<()> {
-        let mut ops = batch.into_ops();
+        let (mut ops, kinds) = batch.into_parts();
         // `_pins` holds the dictionaries these documents were compressed with until the
         // batch is applied (see `crate::dicts`).
         let (proposals, _pins) = self.compress_ops(&mut ops)?;
-        self.commit_ops(ops)?;
+        self.commit_ops_kinds(ops, &kinds)?;
         // The dictionaries are durable now: later documents may use them.
         for (compressor, dict) in proposals {
             if let Ok(mut c) = compressor.lock() {
@@ -71,6 +72,12 @@ impl Database {
     }
 
     pub(crate) fn commit_ops(&self, ops: Vec<LoggedOp>) -> Result<()> {
+        self.commit_ops_kinds(ops, &[])
+    }
+
+    /// Commits `ops`, the last `kinds.len()` of them writes given with ids of those kinds
+    /// (see `super::id_kinds`).
+    fn commit_ops_kinds(&self, mut ops: Vec<LoggedOp>, kinds: &[IdKind]) -> Result<()> {
         if ops.is_empty() {
             return Ok(());
         }
@@ -82,6 +89,7 @@ impl Database {
                 reason: reason.clone(),
             });
         }
+        super::id_kinds::settle(&w.state, &mut ops, kinds)?;
         let seq = w.state.seq + 1;
         // Apply on a copy (O(collections)) so that a failure leaves the state untouched.
         let mut next = w.state.clone();

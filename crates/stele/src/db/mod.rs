@@ -19,6 +19,7 @@ mod compression;
 mod create;
 mod dictionaries;
 mod folders;
+mod id_kinds;
 mod idle;
 mod in_place;
 mod open;

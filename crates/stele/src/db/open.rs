@@ -164,11 +164,12 @@ pub(super) fn state_reusing(
     Ok(state)
 }
 
-/// Loads the dictionaries persisted in the meta collection up to the checkpoint (the log's
+/// Loads the dictionaries and id kinds persisted in the meta collection up to the checkpoint (the log's
 /// puts to it add the later ones as they replay).
 pub(super) fn load_dictionaries(state: &mut State) -> Result<()> {
     if let Some(meta) = state.collections.get(META).cloned() {
-        for entry in meta.prefix(MetaKey::DICTS) {
+        let kinds = meta.prefix(MetaKey::INT_IDS);
+        for entry in meta.prefix(MetaKey::DICTS).chain(kinds) {
             let (key, value) = entry?;
             note_meta(state, &key, value)?;
         }

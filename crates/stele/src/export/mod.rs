@@ -20,6 +20,7 @@ mod salvage;
 pub use salvage::{Lost, SalvageReport, export_salvage};
 
 use crate::error::Error;
+use crate::ids::IdKind;
 use crate::snapshot::Snapshot;
 use std::io::{BufWriter, Write};
 use stele_doc::JsonOptions;
@@ -80,9 +81,10 @@ pub fn export_jsonl(
     let mut line = Vec::new();
     let mut report = ExportReport::default();
     let json = JsonOptions::default();
+    let kind = snapshot.id_kind(collection).unwrap_or(IdKind::Text);
     for entry in snapshot.iter(collection) {
         let (id, doc) = entry?;
-        json_line(&mut line, &id, &doc.document()?, opts, &json);
+        json_line(&mut line, (&id, kind), &doc.document()?, opts, &json);
         out.write_all(&line)?;
         report.documents += 1;
         report.bytes += line.len() as u64;
@@ -91,11 +93,12 @@ pub fn export_jsonl(
     Ok(report)
 }
 
-/// Sets `line` to the export's line of document `id`: its JSON (with the id added as
-/// [`ExportOptions::id_field`] says) and a line end.
+/// Sets `line` to the export's line of document `id` (its text and kind): its JSON (with
+/// the id added as [`ExportOptions::id_field`] says: an integer id as a JSON number) and a
+/// line end.
 fn json_line(
     line: &mut Vec<u8>,
-    id: &str,
+    (id, kind): (&str, IdKind),
     view: &stele_doc::Document<&[u8]>,
     opts: &ExportOptions,
     json: &JsonOptions,
@@ -112,7 +115,10 @@ fn json_line(
             line.push(b'{');
             write_json_string(line, field);
             line.push(b':');
-            write_json_string(line, id);
+            match kind {
+                IdKind::Int => line.extend_from_slice(id.as_bytes()),
+                _ => write_json_string(line, id),
+            }
             // `body` is `{...}`: keep everything after its `{`, with a comma unless empty.
             let rest = body.get(1..).unwrap_or_default();
             if rest != b"}" {

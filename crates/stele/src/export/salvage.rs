@@ -118,10 +118,11 @@ pub fn export_salvage(
         let Some((id, Some(doc))) = next else {
             continue;
         };
-        let id = String::from_utf8_lossy(&id).into_owned();
+        let kind = state.marked_kind(collection);
+        let id = crate::ids::id_text(kind, id);
         match doc.document() {
             Ok(view) => {
-                json_line(&mut line, &id, &view, opts, &json);
+                json_line(&mut line, (&id, kind), &view, opts, &json);
                 out.write_all(&line)?;
                 report.documents += 1;
                 report.bytes += line.len() as u64;

@@ -1,18 +1,21 @@
 //! Converting records to documents on every core, a batch at a time, while the importer
 //! reads the next batch ([`Conversion`]).
 
+use super::Ids;
 use super::options::{IResult, ImportError, NON_OBJECT_FIX};
-use super::{Ids, RawRecord};
+use super::pending::RawRecord;
 use crate::batch::check_id;
 use crate::compress::text_form_rebuilds;
 use crate::error::Error;
+use crate::ids::{IdKind, int_key};
 use rayon::prelude::*;
 use std::sync::mpsc;
 use stele_doc::{CachedPath, Document, DocumentWriter, Value, WriteOptions, stream};
 
-/// A converted record: its id and document (or its text form, see [`convert_all`]), or
-/// where (line, column) and why it is bad.
-pub(super) type Converted = Result<(String, Vec<u8>), (u64, Option<u64>, String)>;
+/// A converted record: its id (as stored: an integer id is its `crate::ids` key), the
+/// id's kind, and its document (or its text form, see [`convert_all`]); or where (line,
+/// column) and why it is bad.
+pub(super) type Converted = Result<(String, IdKind, Vec<u8>), (u64, Option<u64>, String)>;
 
 /// What a conversion sends back: its records and their conversions (or the panic that
 /// stopped it).
@@ -87,12 +90,12 @@ pub(super) fn convert_all(
                 )
             },
             |(writer, ids, check), (text, r)| {
-                let (id, doc) = convert(writer, ids, text, r.at, r.stem.as_deref(), wrap)?;
+                let (id, kind, doc) = convert(writer, ids, text, r.at, r.stem.as_deref(), wrap)?;
                 let trimmed = text.trim_ascii();
                 let text_form = check
                     .as_mut()
                     .is_some_and(|check| text_form_rebuilds(trimmed, &doc, check));
-                Ok((id, if text_form { trimmed.to_vec() } else { doc }))
+                Ok((id, kind, if text_form { trimmed.to_vec() } else { doc }))
             },
         )
         .collect()
@@ -110,7 +113,7 @@ pub(super) fn convert(
     at: super::spool::Origin,
     stem: Option<&str>,
     wrap: Option<&str>,
-) -> Result<(String, Vec<u8>), (u64, Option<u64>, String)> {
+) -> Result<(String, IdKind, Vec<u8>), (u64, Option<u64>, String)> {
     let doc = writer.from_json(text).map_err(|e| match e {
         stele_doc::Error::Json {
             line,
@@ -145,28 +148,16 @@ pub(super) fn convert(
             .from_json(&wrap_in(field, text))
             .map_err(|e| bad(e.to_string()))?,
     };
-    let id = match ids {
-        Ids::Counter(prefix) => super::numbered_id(prefix, at.record),
-        Ids::FileStem => stem.unwrap_or_default().to_owned(),
+    let (id, kind) = match ids {
+        Ids::Counter(prefix) => (super::numbered_id(prefix, at.record), IdKind::Text),
+        Ids::FileStem => (stem.unwrap_or_default().to_owned(), IdKind::Text),
         Ids::Field(path, name) => {
             let view = Document::new(doc.as_slice()).map_err(|e| bad(e.to_string()))?;
-            match field_id(path, &view) {
-                Ok(id) => id,
-                Err(Some(type_name)) => {
-                    return Err(bad(format!(
-                        "id field {name:?} is a {type_name}; ids must be strings or integers"
-                    )));
-                }
-                Err(None) => {
-                    return Err(bad(format!(
-                        "no id field {name:?} (every document needs one)"
-                    )));
-                }
-            }
+            field_id(path, &view, name).map_err(bad)?
         }
     };
     check_id(&id).map_err(|e| bad(e.to_string()))?;
-    Ok((id, doc))
+    Ok((id, kind, doc))
 }
 
 /// What the JSON text `text` is when it is not an object ("a number", ...), from its first
@@ -196,17 +187,46 @@ fn wrap_in(field: &str, text: &[u8]) -> Vec<u8> {
     out
 }
 
-/// The id of `doc` at `path`: a string, or an integer written as JSON; else the type of
-/// the value there (`Err(Some(..))`) or no value (`Err(None)`).
+/// The id of `doc` at `path` (field `name`) as stored, and its kind: a string as it is,
+/// an integer (`i64`) as its `crate::ids` key; else why there is none (no value there, or
+/// one that is not a string or an `i64`: ids do not round floats, and an integer beyond
+/// `i64` would lose its type, so both are refused with the fix).
 pub(super) fn field_id(
     path: &mut CachedPath,
     doc: &Document<&[u8]>,
-) -> Result<String, Option<&'static str>> {
+    name: &str,
+) -> Result<(String, IdKind), String> {
+    let beyond = |n: &dyn std::fmt::Display| {
+        format!(
+            "id field {name:?} holds {n}, an integer beyond the range of integer ids \
+             ({} to {}): write such ids as strings",
+            i64::MIN,
+            i64::MAX
+        )
+    };
     match path.get(doc.root()) {
-        Some(Value::String(s)) => Ok(s.to_cow().into_owned()),
-        Some(v @ (Value::Int(_) | Value::UInt(_))) => Ok(v.to_json()),
-        Some(other) => Err(Some(other.type_name())),
-        None => Err(None),
+        Some(Value::String(s)) => Ok((s.to_cow().into_owned(), IdKind::Text)),
+        Some(Value::Int(n)) => Ok((int_key(n), IdKind::Int)),
+        Some(Value::UInt(n)) => match i64::try_from(n) {
+            Ok(n) => Ok((int_key(n), IdKind::Int)),
+            Err(_) => Err(beyond(&n)),
+        },
+        Some(Value::Decimal(d))
+            if d.trim_start_matches('-')
+                .bytes()
+                .all(|b| b.is_ascii_digit()) =>
+        {
+            Err(beyond(&d))
+        }
+        Some(v @ (Value::Float(_) | Value::Decimal(_) | Value::Scaled(_))) => Err(format!(
+            "id field {name:?} holds {}, a number that is not an integer; ids must be strings or integers",
+            v.to_json()
+        )),
+        Some(other) => Err(format!(
+            "id field {name:?} is a {}; ids must be strings or integers",
+            other.type_name()
+        )),
+        None => Err(format!("no id field {name:?} (every document needs one)")),
     }
 }
 

@@ -6,6 +6,8 @@ use super::bulk::BulkWriter;
 use super::options::{IResult, ImportError, ImportOptions, ImportReport};
 use crate::Database;
 use crate::batch::Batch;
+use crate::error::Error;
+use crate::ids::IdKind;
 use crate::internal::check_collection_name;
 use crate::pack::PackSettings;
 use crate::wal::LoggedOp;
@@ -32,6 +34,8 @@ pub struct BulkImport {
     collection: String,
     writer: BulkWriter,
     added: u64,
+    /// The kind of the ids: the collection's, or the first document's.
+    kind: Option<IdKind>,
 }
 
 impl std::fmt::Debug for BulkImport {
@@ -66,15 +70,19 @@ impl BulkImport {
             collection: collection.to_owned(),
             writer,
             added: 0,
+            kind: db.snapshot().id_kind(collection),
         }))
     }
 
     /// Adds the puts of `batch` (documents converted and checked when put into it). A
-    /// batch that deletes, or puts into another collection, is refused whole.
+    /// batch that deletes, or puts into another collection, is refused whole; so is one
+    /// whose ids are not of the kind of the collection's (or the first batch's) ids, as a
+    /// commit would refuse it, except that a text id that writes an integer joins integers.
     pub fn add(&mut self, batch: Batch) -> IResult<()> {
-        let ops = batch.into_ops();
+        let (ops, kinds) = batch.into_parts();
         let mut docs = Vec::with_capacity(ops.len());
-        for op in &ops {
+        let mut kind = self.kind;
+        for (op, &k) in ops.iter().zip(&kinds) {
             let doc = match op {
                 LoggedOp::Put {
                     collection,
@@ -83,15 +91,31 @@ impl BulkImport {
                 } if *collection == self.collection => crate::stored::raw(value).map(|d| (id, d)),
                 _ => None,
             };
-            let Some(doc) = doc else {
+            let Some((id, doc)) = doc else {
                 return Err(ImportError::NotPutsOf {
                     collection: self.collection.clone(),
                 });
             };
-            docs.push(doc);
+            let want = *kind.get_or_insert(k);
+            let id = match (want, k) {
+                (IdKind::Int, IdKind::Text) => {
+                    crate::ids::key_for(&self.collection, want, &String::from_utf8_lossy(id))?
+                }
+                (IdKind::Text, IdKind::Int) => {
+                    return Err(Error::IdKindMismatch {
+                        collection: self.collection.clone(),
+                        holds: IdKind::Text,
+                        id: crate::ids::id_text(IdKind::Int, id.clone()),
+                    }
+                    .into());
+                }
+                _ => id.clone(),
+            };
+            docs.push((id, doc));
         }
+        self.kind = kind;
         for (id, doc) in docs {
-            self.writer.push(id, doc)?;
+            self.writer.push(&id, doc)?;
             self.added += 1;
         }
         Ok(())
@@ -104,6 +128,9 @@ impl BulkImport {
 
     /// Sorts, packs and lands every document added, at once.
     pub fn finish(self) -> IResult<ImportReport> {
+        if let Some(kind) = self.kind.filter(|_| self.added > 0) {
+            self.db.claim_id_kind(&self.collection, kind)?;
+        }
         let outcome = self.writer.finish(&self.db, &self.collection, &|| false)?;
         Ok(ImportReport {
             documents: outcome.imported,

@@ -63,10 +63,13 @@
 mod bulk;
 mod convert;
 mod documents;
+mod kinds;
 mod options;
+mod pending;
 mod presample;
 mod split;
 mod spool;
+mod write;
 
 pub use documents::BulkImport;
 pub use options::{
@@ -77,19 +80,19 @@ pub use options::{
 
 use crate::db::Database;
 use crate::error::Error;
-use crate::internal::{Internal, check_collection_name};
+use crate::internal::check_collection_name;
 use crate::pack::PackSettings;
-use crate::wal::LoggedOp;
 use bulk::BulkWriter;
 use convert::{Conversion, Converted};
 use options::IResult;
+use pending::{Pending, RawRecord, Sink};
 use split::{ArraySplitter, SplitError, sniff};
 use spool::{Counting, Origin, Spool};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek};
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use stele_doc::CachedPath;
 
 /// Imports the file or folder at `path` into `collection` of `db`, calling `progress` along
@@ -203,7 +206,8 @@ fn ids_ascend(path: &mut CachedPath, docs: &[Vec<u8>]) -> bool {
         let Ok(view) = stele_doc::Document::new(doc.as_slice()) else {
             return false;
         };
-        let Ok(id) = convert::field_id(path, &view) else {
+        // Stored keys: integer ids ascend as numbers.
+        let Ok((id, _)) = convert::field_id(path, &view, "") else {
             return false;
         };
         if last.as_ref().is_some_and(|l| id.as_bytes() <= l.as_bytes()) {
@@ -228,6 +232,8 @@ struct Importer<'a, P> {
     opts: &'a ImportOptions,
     format: ImportFormat,
     ids: Ids,
+    /// The kind of the ids, from the collection or the first record.
+    id_kind: kinds::ImportKind,
     /// Taken when the write starts.
     sink: Option<Sink>,
     pending: Pending,
@@ -292,6 +298,7 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
             opts,
             format,
             ids,
+            id_kind: kinds::ImportKind::of(&db.snapshot(), collection),
             sink: Some(sink),
             pending: Pending::new(opts.memory_budget_bytes),
             converting: None,
@@ -434,6 +441,13 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
     /// bad ones.
     fn hand_on(&mut self, records: Vec<RawRecord>, converted: Vec<Converted>) -> IResult<()> {
         for (result, r) in converted.into_iter().zip(records) {
+            let result = result.and_then(|(id, kind, doc)| {
+                let line = r.at.line;
+                self.id_kind
+                    .check(&id, kind, line)
+                    .map_err(|reason| (line, None, reason))?;
+                Ok((id, doc))
+            });
             match result {
                 Ok((id, doc)) => {
                     if let Some(sink) = self.sink.as_mut() {
@@ -572,205 +586,5 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
             self.record(&name, &text, at, stem.as_deref())?;
         }
         self.write()
-    }
-
-    /// Step 2: commits the spool in batches into a staging collection, then merges it into
-    /// the target in one logged operation; drops the staging collection on failure.
-    /// Calls the progress callback, then stops the import if it was cancelled.
-    fn report_progress(&mut self) -> IResult<()> {
-        (self.callback)(self.progress);
-        if self.opts.cancelled() {
-            return Err(ImportError::Cancelled);
-        }
-        Ok(())
-    }
-
-    fn write(mut self) -> IResult<ImportReport> {
-        self.convert_pending()?;
-        self.finish_converting()?;
-        self.report_progress()?;
-        self.progress.phase = ImportPhase::Writing;
-        self.report.skipped = self.progress.skipped;
-        self.report.bytes_read = self.progress.bytes_read;
-        match self.sink.take() {
-            Some(Sink::Bulk(bulk)) => self.write_bulk(*bulk),
-            Some(Sink::Staged(spool)) => self.write_all_staged(spool),
-            None => Ok(self.report),
-        }
-    }
-
-    /// Step 2 of a bulk write: sort, train, pack and land (see [`bulk`]).
-    fn write_bulk(mut self, bulk: BulkWriter) -> IResult<ImportReport> {
-        self.report_progress()?;
-        let opts = self.opts;
-        let outcome = bulk.finish(self.db, self.collection, &|| opts.cancelled())?;
-        self.progress.written = outcome.imported;
-        self.report.documents = outcome.imported;
-        self.report.batches = 1;
-        self.report.packed_bytes = outcome.packed_bytes;
-        self.report.spilled_bytes = outcome.spilled_bytes;
-        self.report.packed_while_reading = outcome.streamed;
-        self.report.collection_documents = outcome.landed.documents;
-        self.report.merged = outcome.landed.merged;
-        (self.callback)(self.progress);
-        Ok(self.report)
-    }
-
-    /// Step 2 of a staged write (a collection that is not packed).
-    fn write_all_staged(mut self, mut spool: Spool) -> IResult<ImportReport> {
-        // `/` cannot appear in user collection names: the target is read back from here to
-        // compress the staged documents as the target's documents.
-        let staging = Internal::Import {
-            pid: std::process::id(),
-            n: STAGING_COUNTER.fetch_add(1, Ordering::Relaxed),
-            target: self.collection.to_owned(),
-        }
-        .name();
-        let result = self.write_staged(&mut spool, &staging);
-        if let Err(cause) = result {
-            self.progress.phase = ImportPhase::RollingBack;
-            (self.callback)(self.progress);
-            let drop = self.db.commit_ops(vec![LoggedOp::DropCollection {
-                collection: staging.clone(),
-            }]);
-            return Err(match drop {
-                Ok(()) => cause,
-                Err(e) => ImportError::RollbackFailed {
-                    collection: self.collection.to_owned(),
-                    cause: cause.to_string(),
-                    rollback: e.to_string(),
-                    written: self.progress.written,
-                },
-            });
-        }
-        self.report.documents = self.progress.written;
-        self.report.collection_documents = self.db.snapshot().count(self.collection);
-        // The staged documents went through the target's compressor, whose first training
-        // may still be running in the background: wait for it and persist its dictionary, so
-        // that an import into a new collection leaves it with one (for the writes and the
-        // packing that follow). The import has landed by now and must not be reported as
-        // failed: if persisting fails (a full disk), the dictionary is simply trained again
-        // later, and the next write reports the disk's state.
-        let _ = self.db.settle_dictionaries(Some(self.collection));
-        Ok(self.report)
-    }
-
-    fn write_staged(&mut self, spool: &mut Spool, staging: &str) -> IResult<()> {
-        let mut reader = spool.reader(0, spool.len)?;
-        let mut pending: Vec<(String, Vec<u8>)> = Vec::new();
-        let mut pending_bytes = 0;
-        loop {
-            let next = reader.next()?;
-            let at_end = next.is_none();
-            if let Some((id, Some(doc))) = next {
-                pending_bytes += doc.len() + id.len();
-                pending.push((id, doc));
-            }
-            let full =
-                pending.len() >= self.opts.batch_docs || pending_bytes >= self.opts.batch_bytes;
-            if !pending.is_empty() && (full || at_end) {
-                let mut batch = self.db.batch();
-                for (id, doc) in &pending {
-                    batch.put_trusted(staging, id, doc);
-                }
-                self.db.commit(batch)?;
-                self.progress.written += pending.len() as u64;
-                self.report.batches += 1;
-                pending.clear();
-                pending_bytes = 0;
-                self.report_progress()?;
-            }
-            if at_end {
-                break;
-            }
-        }
-        // The whole import lands in one logged operation: all of it, or (after a crash
-        // before this point) none, once the next open drops the staging collection.
-        self.db.commit_ops(vec![LoggedOp::MergeCollection {
-            collection: staging.to_owned(),
-            into: self.collection.to_owned(),
-        }])?;
-        Ok(())
-    }
-}
-
-/// Numbers this process's imports, for the names of their staging collections
-/// (`Internal::Import`).
-static STAGING_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// A record read but not converted yet: where its text ends in [`Pending::text`], where it
-/// starts in its source, the source (a file of a folder) and the file stem.
-struct RawRecord {
-    end: usize,
-    at: Origin,
-    source: String,
-    stem: Option<String>,
-}
-
-/// Most bytes of records converted in one batch by an import packed while read.
-const STREAMED_BATCH_BYTES: usize = 1 << 20;
-
-/// Most records converted in one batch by an import packed while read.
-const STREAMED_BATCH_RECORDS: usize = 8 << 10;
-
-/// Records waiting to be converted together on every core, within a share of the import's
-/// memory budget (their text, then their documents while they are handed on). Two such
-/// shares at most: one being read, one being converted ([`Conversion`]).
-struct Pending {
-    text: Vec<u8>,
-    records: Vec<RawRecord>,
-    limit_bytes: usize,
-    limit_records: usize,
-}
-
-impl Pending {
-    fn new(budget_bytes: usize) -> Self {
-        Pending {
-            text: Vec::new(),
-            records: Vec::new(),
-            limit_bytes: (budget_bytes / 32).clamp(256 << 10, 8 << 20),
-            limit_records: 1 << 16,
-        }
-    }
-
-    /// Converts smaller batches: for an import packed while read, whose packing of a
-    /// batch waits for its conversion, and whose last batch is packed after the reading
-    /// ends (with batches of 8 MiB, a third of geonames-cities' 17 MB was).
-    fn batches_for_packing_while_read(&mut self) {
-        self.limit_bytes = self.limit_bytes.min(STREAMED_BATCH_BYTES);
-        self.limit_records = self.limit_records.min(STREAMED_BATCH_RECORDS);
-    }
-
-    fn push(&mut self, source: &str, text: &[u8], at: Origin, stem: Option<&str>) {
-        self.text.extend_from_slice(text);
-        let source = match self.records.last() {
-            Some(last) if last.source == source => last.source.clone(),
-            _ => source.to_owned(),
-        };
-        self.records.push(RawRecord {
-            end: self.text.len(),
-            at,
-            source,
-            stem: stem.map(str::to_owned),
-        });
-    }
-
-    fn is_full(&self) -> bool {
-        self.text.len() >= self.limit_bytes || self.records.len() >= self.limit_records
-    }
-}
-
-/// Where converted documents go: the sorter of a bulk write, or the spool of a staged one.
-enum Sink {
-    Bulk(Box<BulkWriter>),
-    Staged(Spool),
-}
-
-impl Sink {
-    fn push(&mut self, id: &[u8], doc: &[u8]) -> IResult<()> {
-        match self {
-            Sink::Bulk(b) => b.push(id, doc),
-            Sink::Staged(s) => s.push(id, Some(doc)),
-        }
     }
 }

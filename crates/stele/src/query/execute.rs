@@ -62,11 +62,13 @@ impl Snapshot {
     /// [module documentation](crate::query) for the language.
     pub fn query(&self, query: &Query) -> Result<QueryOutput> {
         query.check()?;
+        let query = &*super::int_ids::for_state(&self.state, query);
         let run = Run::new(query.time_budget);
         let (chosen, plan) = self.plan(query);
         let mut rows = Rows::new(query, chosen.sorted(&query.sort));
         self.feed(query, &chosen, &run, &mut rows)?;
-        let rows = rows.finish(query, &run)?;
+        let mut rows = rows.finish(query, &run)?;
+        super::int_ids::rows_for(&self.state, &query.collection, &mut rows);
         let stats = run.stats(rows.len() as u64);
         Ok(QueryOutput {
             plan: Plan {
@@ -91,6 +93,7 @@ impl Snapshot {
     /// [`QueryStats::docs_examined`] is 0.
     pub fn count_matching(&self, query: &Query) -> Result<CountOutput> {
         query.check()?;
+        let query = &*super::int_ids::for_state(&self.state, query);
         let run = Run::new(query.time_budget);
         let unsorted = Query {
             sort: Vec::new(),
@@ -204,7 +207,8 @@ impl Snapshot {
         run: &Run,
         out: &mut dyn Collector,
     ) -> Result<Option<bool>> {
-        let Some(doc) = self.get(&query.collection, id)? else {
+        // `id` is the stored key (an integer id's is not its text).
+        let Some(doc) = self.get_key(&query.collection, id.as_bytes())? else {
             return Ok(None);
         };
         run.docs.fetch_add(1, Ordering::Relaxed);

@@ -52,6 +52,7 @@ pub mod aggregate;
 pub(crate) mod collect;
 pub(crate) mod execute;
 pub mod filter;
+pub(crate) mod int_ids;
 pub(crate) mod keys;
 pub(crate) mod plan;
 pub(crate) mod project;

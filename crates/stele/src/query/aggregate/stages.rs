@@ -4,6 +4,7 @@
 use super::group::Grouper;
 use super::{AggregateOutput, Pipeline, Stage};
 use crate::error::{Error, Result};
+use crate::ids::IdKind;
 use crate::index::encode::encode_any;
 use crate::query::collect::Collector;
 use crate::query::execute::Run;
@@ -17,13 +18,17 @@ use std::collections::BTreeMap;
 use stele_doc::{Document, JsonOptions, Value};
 
 /// The documents a query produced, each as JSON with its `_id` first.
-struct WithIds(Vec<String>);
+struct WithIds(Vec<String>, IdKind);
 
-/// A document's JSON with its id as the `_id` property, first.
-fn with_id(id: &str, doc: &Document<&[u8]>) -> String {
+/// A document's JSON with its id as the `_id` property, first: the integer `int` when the
+/// id is one (a collection of integer ids), else the text `id`.
+fn with_id(id: &str, int: Option<i64>, doc: &Document<&[u8]>) -> String {
     let mut out = Vec::with_capacity(doc.as_bytes().len() + id.len() + 16);
     out.extend_from_slice(b"{\"_id\":");
-    json_string(id, &mut out);
+    match int {
+        Some(n) => out.extend_from_slice(n.to_string().as_bytes()),
+        None => json_string(id, &mut out),
+    }
     let mut body = Vec::new();
     doc.write_json(&mut body, &JsonOptions::new());
     match body.get(1..) {
@@ -44,11 +49,15 @@ fn with_id(id: &str, doc: &Document<&[u8]>) -> String {
 
 impl Collector for WithIds {
     fn take(&mut self, id: &str, doc: &Document<&[u8]>) -> Result<bool> {
-        self.0.push(with_id(id, doc));
+        // Fed stored keys.
+        let int = (self.1 == IdKind::Int)
+            .then(|| crate::ids::int_from_key(id.as_bytes()))
+            .flatten();
+        self.0.push(with_id(id, int, doc));
         Ok(true)
     }
     fn fork(&self) -> Box<dyn Collector> {
-        Box::new(WithIds(Vec::new()))
+        Box::new(WithIds(Vec::new(), self.1))
     }
     fn absorb(&mut self, other: Box<dyn Collector>) {
         if let Ok(o) = other.into_any().downcast::<WithIds>() {
@@ -196,6 +205,9 @@ impl Snapshot {
             query.limit = Some(*n);
             at += 1;
         }
+        // What `plan` and `feed` run: conditions on `_id` of integer ids as conditions on
+        // keys (`query::int_ids`; `query` and `count_matching` do that themselves).
+        let keyed = crate::query::int_ids::for_state(&self.state, &query).into_owned();
         let rest = pipeline.stages.get(at..).unwrap_or_default();
         let plain = query.sort.is_empty() && query.skip == 0 && query.limit.is_none();
         let run = Run::new(None);
@@ -213,9 +225,9 @@ impl Snapshot {
                 (rest, out.plan, out.stats)
             }
             Some(Stage::Group(group)) if plain => {
-                let (chosen, plan) = self.plan(&query);
+                let (chosen, plan) = self.plan(&keyed);
                 let mut g = Grouper::new(group.clone());
-                self.feed(&query, &chosen, &run, &mut g)?;
+                self.feed(&keyed, &chosen, &run, &mut g)?;
                 let stats = run.stats(0);
                 let docs = g
                     .finish()
@@ -227,11 +239,11 @@ impl Snapshot {
             }
             _ => {
                 query.check()?;
-                let (chosen, plan) = self.plan(&query);
+                let (chosen, plan) = self.plan(&keyed);
                 let in_order = chosen.sorted(&query.sort);
                 let docs = if plain && in_order {
-                    let mut w = WithIds(Vec::new());
-                    self.feed(&query, &chosen, &run, &mut w)?;
+                    let mut w = WithIds(Vec::new(), self.state.marked_kind(collection));
+                    self.feed(&keyed, &chosen, &run, &mut w)?;
                     w.0
                 } else {
                     // Sorted, skipped or limited: through the query's own collector.
@@ -240,7 +252,11 @@ impl Snapshot {
                         .iter()
                         .map(|r| {
                             let bytes = stele_doc::from_json(r.json.as_bytes())?;
-                            Ok(with_id(&r.id, &Document::new(&bytes[..])?))
+                            // Rows give ids as people write them.
+                            let int = (self.state.marked_kind(collection) == IdKind::Int)
+                                .then(|| crate::ids::parse_int_id(&r.id))
+                                .flatten();
+                            Ok(with_id(&r.id, int, &Document::new(&bytes[..])?))
                         })
                         .collect::<Result<Vec<_>>>()?
                 };
@@ -271,7 +287,7 @@ impl Snapshot {
         let run = Run::new(query.time_budget);
         let q = Query {
             sort: Vec::new(),
-            ..query.clone()
+            ..crate::query::int_ids::for_state(&self.state, query).into_owned()
         };
         let (chosen, _) = self.plan(&q);
         let mut d = Distinct {

@@ -14,7 +14,8 @@
 //!   value together (`{"$gt": 1, "$lt": 9}` needs a value
 //!   between the two; MongoDB lets two array elements meet one bound each);
 //! - numbers compare by exact value (`1` equals `1.0`, `10000000000000000001` is not `1e19`);
-//! - `_id` is the document's id (a string), whatever the document holds.
+//! - `_id` is the document's id (a string; in a collection of integer ids an integer,
+//!   compared as a number: `query::int_ids`), whatever the document holds.
 
 pub(crate) mod parse;
 
