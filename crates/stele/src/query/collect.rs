@@ -151,6 +151,18 @@ impl Rows {
         self.rows.append(&mut self.group);
     }
 
+    /// For a stream: the rows complete so far, in order, taken out (ties on a sort key are
+    /// held back until the key changes).
+    pub(crate) fn take_ready(&mut self) -> Vec<Row> {
+        std::mem::take(&mut self.rows)
+    }
+
+    /// For a stream that has read everything: the rows held back too.
+    pub(crate) fn take_rest(&mut self) -> Vec<Row> {
+        self.flush_group();
+        self.take_ready()
+    }
+
     /// The rows, skipped and limited, in order.
     pub(crate) fn finish(mut self, query: &Query, run: &Run) -> Result<Vec<Row>> {
         run.check()?;

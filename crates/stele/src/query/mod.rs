@@ -57,12 +57,14 @@ pub(crate) mod plan;
 pub(crate) mod project;
 pub(crate) mod scan;
 pub(crate) mod sort;
+pub mod stream;
 
 pub use crate::index::path;
 pub use aggregate::{AggregateOutput, Pipeline};
 pub use filter::Filter;
 pub use path::DocPath;
 pub use plan::{Access, Candidate, Plan};
+pub use stream::RowStream;
 
 use crate::error::{Error, Result};
 use std::ops::Bound;
