@@ -25,6 +25,8 @@ pub(crate) struct Run {
     /// Microseconds spent waiting for a stream's reader to take rows: not the query's own
     /// work, so not counted against its time budget.
     pub waited_us: AtomicU64,
+    /// Bytes a sorter spilled to temporary files.
+    pub spilled: AtomicU64,
 }
 
 impl Run {
@@ -37,6 +39,7 @@ impl Run {
             stopped: AtomicBool::new(false),
             cancelled: AtomicBool::new(false),
             waited_us: AtomicU64::new(0),
+            spilled: AtomicU64::new(0),
         }
     }
 
@@ -74,6 +77,7 @@ impl Run {
             docs_examined: self.docs.load(Ordering::Relaxed),
             rows,
             elapsed_us: self.start.elapsed().as_micros() as u64,
+            spilled_bytes: self.spilled.load(Ordering::Relaxed),
         }
     }
 }

@@ -9,10 +9,12 @@
 //!
 //! Queries whose order the access path gives (no sort, a sort on `_id`, or a sort an index
 //! serves) stream; a sort done in memory needs every row first, so those rows are sent once
-//! the sort is done.
+//! the sort is done. Without a limit, such a sort holds at most [`Query::memory_budget`]
+//! bytes of rows and spills the rest through the table sorter (`spill.rs`).
 
 use super::collect::{Collector, Rows};
 use super::execute::Run;
+use super::spill::SortSpill;
 use super::{Plan, Query, QueryStats, Row};
 use crate::error::{Error, Result};
 use crate::snapshot::Snapshot;
@@ -98,7 +100,18 @@ fn produce(
         snap.feed(query, &chosen, run, &mut out)?;
         let rest = out.inner.take_rest();
         out.send_all(rest);
+    } else if query.limit.is_none() {
+        // Every row, sorted in memory up to the budget, then through the sorter.
+        let mut rows = SortSpill::new(query);
+        snap.feed(query, &chosen, run, &mut rows)?;
+        // Skipped already.
+        out.skip = 0;
+        rows.finish(query, run, |row| {
+            out.send_all(vec![row]);
+            !out.done
+        })?;
     } else {
+        // The skip + limit first rows, in a heap.
         let mut rows = Rows::new(query, false);
         snap.feed(query, &chosen, run, &mut rows)?;
         // Skipped and limited already.

@@ -1,0 +1,206 @@
+//! Spilling past a memory budget through the table sorter (`stele_table::Sorter`, as bulk
+//! import does): a sort without a limit ([`SortSpill`], for streamed queries) and `$group`
+//! (`aggregate/group.rs`) keep their rows or groups in memory until they pass the budget,
+//! then hand them to a sorter, which keeps its own batch within the same budget and writes
+//! sorted runs to temporary files (in the system's temp folder, removed when it finishes
+//! or is dropped) beyond it. The sorter gives them back merged, in key order.
+
+use super::Query;
+use super::Row;
+use super::collect::{Collector, Rows};
+use super::execute::Run;
+use crate::error::{Error, Result};
+use std::any::Any;
+use std::sync::atomic::Ordering;
+use stele_doc::Document;
+use stele_table::{MIN_MEMORY_BUDGET_BYTES, Sorter, SorterOptions};
+
+/// A sorter within `budget` bytes (at least the sorter's floor, 64 KiB).
+pub(crate) fn sorter(budget: usize) -> Result<Sorter> {
+    let floor = usize::try_from(MIN_MEMORY_BUDGET_BYTES).unwrap_or(usize::MAX);
+    Ok(Sorter::new(
+        SorterOptions::default().memory_budget_bytes(budget.max(floor)),
+    )?)
+}
+
+/// What a sink returns to stop the merge early: not an error, mapped back to `Ok` below.
+const STOP: &str = "the reader of sorted pairs wants no more";
+
+/// Hands the sorter's pairs to `each` in key order until it returns false; counts what the
+/// sorter spilled in `run`.
+pub(crate) fn drain_sorted(
+    sorter: Sorter,
+    run: &Run,
+    mut each: impl FnMut(&[u8], &[u8]) -> Result<bool> + Send,
+) -> Result<()> {
+    let spilled = sorter.spilled_bytes();
+    let mut failed: Option<Error> = None;
+    let result = sorter.finish_each(&mut |k, v| match each(k, v) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(stele_table::Error::Internal(STOP)),
+        Err(e) => {
+            failed = Some(e);
+            Err(stele_table::Error::Internal(STOP))
+        }
+    });
+    // Not counted: the batch still in memory, which `finish_each` writes as one more run.
+    run.spilled.fetch_add(spilled, Ordering::Relaxed);
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    match result {
+        Ok(_) | Err(stele_table::Error::Internal(STOP)) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Keeps the first error of a collector's `absorb` (which cannot return one) for its end.
+pub(crate) fn keep_error(failed: &mut Option<Error>, result: Result<()>) {
+    if let Err(e) = result {
+        failed.get_or_insert(e);
+    }
+}
+
+/// A row as a sorter's value: the id's length (4 bytes, little-endian), the id, the JSON.
+fn encode_row(row: &Row, out: &mut Vec<u8>) {
+    out.clear();
+    out.extend_from_slice(&(row.id.len() as u32).to_le_bytes());
+    out.extend_from_slice(row.id.as_bytes());
+    out.extend_from_slice(row.json.as_bytes());
+}
+
+fn decode_row(bytes: &[u8]) -> Result<Row> {
+    let bad = || {
+        Error::InvalidQuery {
+        reason: "a row spilled to a temporary file came back damaged (is the temp folder's disk failing?)"
+            .to_owned(),
+    }
+    };
+    let (len, rest) = bytes.split_first_chunk::<4>().ok_or_else(bad)?;
+    let len = u32::from_le_bytes(*len) as usize;
+    let (id, json) = rest.split_at_checked(len).ok_or_else(bad)?;
+    Ok(Row {
+        id: String::from_utf8(id.to_vec()).map_err(|_| bad())?,
+        json: String::from_utf8(json.to_vec()).map_err(|_| bad())?,
+    })
+}
+
+/// The rows of a query sorted without a limit, within a memory budget: in memory (`Rows`)
+/// until they pass it, then through a sorter.
+pub(crate) struct SortSpill {
+    inner: Rows,
+    budget: usize,
+    sorter: Option<Sorter>,
+    /// An error while absorbing a fork (which cannot return one), reported at the end.
+    failed: Option<Error>,
+    scratch: Vec<u8>,
+}
+
+impl SortSpill {
+    /// For a query without a limit.
+    pub(crate) fn new(query: &Query) -> SortSpill {
+        SortSpill {
+            inner: Rows::new(query, false),
+            budget: query.memory_budget,
+            sorter: None,
+            failed: None,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Moves the rows held to the sorter once they pass the budget (and always once there
+    /// is a sorter, whose own batch is then what the budget bounds).
+    fn settle(&mut self) -> Result<()> {
+        if self.sorter.is_none() && self.inner.keyed_bytes() <= self.budget {
+            return Ok(());
+        }
+        let sorter = match &mut self.sorter {
+            Some(s) => s,
+            None => self.sorter.insert(sorter(self.budget)?),
+        };
+        for (key, row) in self.inner.take_keyed() {
+            encode_row(&row, &mut self.scratch);
+            sorter.add(&key, &self.scratch)?;
+        }
+        Ok(())
+    }
+
+    /// Hands the rows, sorted and skipped, to `each` until it returns false.
+    pub(crate) fn finish(
+        mut self,
+        query: &Query,
+        run: &Run,
+        mut each: impl FnMut(Row) -> bool + Send,
+    ) -> Result<()> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
+        if self.sorter.is_none() {
+            for row in self.inner.finish(query, run)? {
+                if !each(row) {
+                    break;
+                }
+            }
+            return Ok(());
+        }
+        self.settle()?;
+        let Some(sorter) = self.sorter.take() else {
+            return Ok(());
+        };
+        let mut skip = query.skip;
+        drain_sorted(sorter, run, |_, value| {
+            let row = decode_row(value)?;
+            if skip > 0 {
+                skip -= 1;
+                return Ok(true);
+            }
+            Ok(each(row))
+        })?;
+        run.check()
+    }
+}
+
+impl Collector for SortSpill {
+    fn take(&mut self, id: &str, doc: &Document<&[u8]>) -> Result<bool> {
+        self.inner.take(id, doc)?;
+        self.settle()?;
+        Ok(true)
+    }
+
+    fn fork(&self) -> Box<dyn Collector> {
+        self.inner.fork()
+    }
+
+    fn absorb(&mut self, other: Box<dyn Collector>) {
+        self.inner.absorb(other);
+        let settled = self.settle();
+        keep_error(&mut self.failed, settled);
+    }
+
+    fn full(&self) -> bool {
+        self.failed.is_some()
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_round_trip_and_damage_is_an_error() {
+        let row = Row {
+            id: "é1".to_owned(),
+            json: r#"{"a":1}"#.to_owned(),
+        };
+        let mut bytes = Vec::new();
+        encode_row(&row, &mut bytes);
+        assert_eq!(decode_row(&bytes).unwrap(), row);
+        for cut in [0, 3, 5] {
+            assert!(decode_row(bytes.get(..cut).unwrap()).is_err());
+        }
+    }
+}
