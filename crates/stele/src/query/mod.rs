@@ -17,6 +17,8 @@
 //! let out = db.snapshot().query(&q)?;
 //! println!("{}", out.plan);
 //! for row in out.rows { println!("{} {}", row.id, row.json); }
+//! // The same rows as they are found (see `stream`): dropping the stream stops the query.
+//! for row in db.snapshot().query_iter(&q)?.take(5) { println!("{}", row?.id); }
 //! # Ok(()) }
 //! ```
 //!
