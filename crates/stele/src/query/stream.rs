@@ -14,6 +14,7 @@
 
 use super::collect::{Collector, Rows};
 use super::execute::Run;
+use super::plan::Chosen;
 use super::spill::SortSpill;
 use super::{Plan, Query, QueryStats, Row};
 use crate::error::{Error, Result};
@@ -29,10 +30,16 @@ use stele_doc::Document;
 /// Rows waiting between the query's thread and the reader, at most.
 pub const CHANNEL_ROWS: usize = 256;
 
+/// A query by ids, or through an index with skip + limit at most this, runs in the
+/// caller's thread (its rows are few, and starting a thread costs tens of microseconds).
+const INLINE_ROWS: usize = 1000;
+
 /// The rows of a query as they are found: an iterator of `Result<Row>` (an error, such as
 /// [`Error::QueryTimeout`], ends it). Dropping it stops the query.
 #[must_use = "a stream does nothing until its rows are read"]
 pub struct RowStream {
+    /// The rows of a small query, run in the caller's thread.
+    ready: Option<std::vec::IntoIter<Row>>,
     rx: Option<Receiver<Result<Row>>>,
     worker: Option<JoinHandle<()>>,
     run: Arc<Run>,
@@ -45,10 +52,34 @@ impl Snapshot {
     /// rows of a full scan arrive while it still reads the rest, and a reader that stops
     /// early (drops the stream) stops the scan. The rows are those of
     /// [`query`](Snapshot::query). A time budget counts the query's own work, not the time
-    /// the reader takes between rows.
+    /// the reader takes between rows. A small query (by ids, or through an index with a
+    /// limit of at most 1,000 rows) runs at once, in this thread: its errors are returned
+    /// here rather than by the stream.
     pub fn query_iter(&self, query: &Query) -> Result<RowStream> {
         query.check()?;
         let (chosen, plan) = self.plan(query);
+        let small = match &chosen {
+            Chosen::Ids(_) => true,
+            Chosen::Index(_) => query
+                .limit
+                .is_some_and(|l| l.saturating_add(query.skip) <= INLINE_ROWS),
+            _ => false,
+        };
+        if small {
+            // A few rows: a thread would cost more than the query.
+            let out = self.query(query)?;
+            let run = Arc::new(Run::new(None));
+            run.keys.store(out.stats.keys_examined, Ordering::Relaxed);
+            run.docs.store(out.stats.docs_examined, Ordering::Relaxed);
+            return Ok(RowStream {
+                ready: Some(out.rows.into_iter()),
+                rx: None,
+                worker: None,
+                run,
+                plan: out.plan,
+                rows: 0,
+            });
+        }
         let plan = Plan {
             sorted_in_memory: !chosen.sorted(&query.sort),
             ..plan
@@ -71,6 +102,7 @@ impl Snapshot {
                 source,
             })?;
         Ok(RowStream {
+            ready: None,
             rx: Some(rx),
             worker: Some(worker),
             run,
@@ -167,6 +199,11 @@ impl Iterator for RowStream {
     type Item = Result<Row>;
 
     fn next(&mut self) -> Option<Result<Row>> {
+        if let Some(ready) = &mut self.ready {
+            let row = ready.next()?;
+            self.rows += 1;
+            return Some(Ok(row));
+        }
         let rx = self.rx.as_ref()?;
         match rx.recv() {
             Ok(Ok(row)) => {
