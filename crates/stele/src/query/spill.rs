@@ -15,12 +15,20 @@ use std::sync::atomic::Ordering;
 use stele_doc::Document;
 use stele_table::{MIN_MEMORY_BUDGET_BYTES, Sorter, SorterOptions};
 
-/// A sorter within `budget` bytes (at least the sorter's floor, 64 KiB).
+/// What the rows or groups held in memory may take of a `budget`: half. The sorter gets
+/// the other half, so the two stay within the budget together (the memory freed when the
+/// held rows move to the sorter is not returned to the system at once, so they must not
+/// each take the whole of it).
+pub(crate) fn held_limit(budget: usize) -> usize {
+    budget / 2
+}
+
+/// A sorter within the other half of `budget` (at least the sorter's floor, 64 KiB).
 pub(crate) fn sorter(budget: usize) -> Result<Sorter> {
     let floor = usize::try_from(MIN_MEMORY_BUDGET_BYTES).unwrap_or(usize::MAX);
-    Ok(Sorter::new(
-        SorterOptions::default().memory_budget_bytes(budget.max(floor)),
-    )?)
+    Ok(Sorter::new(SorterOptions::default().memory_budget_bytes(
+        (budget - held_limit(budget)).max(floor),
+    ))?)
 }
 
 /// What a sink returns to stop the merge early: not an error, mapped back to `Ok` below.
@@ -111,7 +119,7 @@ impl SortSpill {
     /// Moves the rows held to the sorter once they pass the budget (and always once there
     /// is a sorter, whose own batch is then what the budget bounds).
     fn settle(&mut self) -> Result<()> {
-        if self.sorter.is_none() && self.inner.keyed_bytes() <= self.budget {
+        if self.sorter.is_none() && self.inner.keyed_bytes() <= held_limit(self.budget) {
             return Ok(());
         }
         let sorter = match &mut self.sorter {

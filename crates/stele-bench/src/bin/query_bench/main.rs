@@ -20,6 +20,8 @@
 //! collection of N documents made from the largest collection repeated with new ids, on
 //! which the peak memory of a group-by and of a sort without a limit is measured too
 //! (`memory.rs`; with `--quick`, on each collection with a 64 KiB budget, so they spill).
+//! `--memory-of DB FIELD [BUDGET]` measures that alone over a database a run left in
+//! `target/query-bench/`.
 
 #[path = "../../doc/data.rs"]
 #[allow(
@@ -327,8 +329,30 @@ fn duckdb(
 
 fn main() -> Result<()> {
     let argv: Vec<String> = std::env::args().collect();
-    if argv.get(1).map(String::as_str) == Some("--memory-child") {
-        return memory::child(argv.get(2..).unwrap_or_default());
+    match argv.get(1).map(String::as_str) {
+        Some("--memory-child") => return memory::child(argv.get(2..).unwrap_or_default()),
+        // The memory table alone, over a database an earlier run left: DB FIELD [BUDGET].
+        Some("--memory-of") => {
+            let (Some(db), Some(field)) = (argv.get(2), argv.get(3)) else {
+                anyhow::bail!("--memory-of takes DB FIELD [BUDGET]");
+            };
+            let budget = match argv.get(4) {
+                Some(b) => b.parse()?,
+                None => stele::query::DEFAULT_MEMORY_BUDGET_BYTES,
+            };
+            let measured = memory::measure(std::path::Path::new(db), field, budget)?;
+            print_memory(&[Row {
+                name: db.rsplit('/').next().unwrap_or(db).to_owned(),
+                docs: 0,
+                fields: field.clone(),
+                cells: Vec::new(),
+                duck: None,
+                checks: Vec::new(),
+                memory: Some((budget, measured)),
+            }]);
+            return Ok(());
+        }
+        _ => {}
     }
     let a = args()?;
     let base = a.data.join("collections");
@@ -430,7 +454,8 @@ fn print_memory(rows: &[Row]) {
         return;
     }
     println!(
-        "\nPeak memory (the query's process: anonymous memory above its value before the query, sampled every 2 ms):\n"
+        "\nPeak memory (the query's process: anonymous memory above its value before the query, sampled every 2 ms; block cache {} MiB; `query` keeps every row whatever the budget):\n",
+        memory::BLOCK_CACHE_BYTES >> 20
     );
     let mut t = Table::new(&[
         "collection",

@@ -11,7 +11,11 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use stele::{Database, Pipeline, Query};
+use stele::{Database, DatabaseOptions, Pipeline, Query};
+
+/// The child's block cache: small, so that the figure is the query's memory rather than
+/// the cache of decoded blocks a scan fills (64 MiB by default).
+pub const BLOCK_CACHE_BYTES: usize = 4 << 20;
 
 /// What one child measured.
 pub struct Measured {
@@ -79,7 +83,8 @@ pub fn child(args: &[String]) -> Result<()> {
         bail!("--memory-child takes DB MODE FIELD BUDGET");
     };
     let budget: usize = budget.parse()?;
-    let db = Database::open_read_only(db)?;
+    let opts = DatabaseOptions::default().block_cache_bytes(BLOCK_CACHE_BYTES);
+    let db = Database::open_read_only_with(db, opts)?;
     let snap = db.snapshot();
     let base = rss_anon_kib().context("no RssAnon in /proc/self/status")?;
     let peak = Arc::new(AtomicU64::new(base));

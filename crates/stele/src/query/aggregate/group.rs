@@ -230,7 +230,7 @@ impl Grouper {
 
     /// Moves the groups held to the sorter once they pass the budget.
     fn settle(&mut self) -> Result<()> {
-        if !self.spills || self.bytes <= self.group.budget {
+        if !self.spills || self.bytes <= spill::held_limit(self.group.budget) {
             return Ok(());
         }
         let sorter = match &mut self.sorter {
