@@ -169,6 +169,16 @@ impl Rows {
         self.take_ready()
     }
 
+    /// An empty collector of the same kind (what `fork` boxes).
+    pub(crate) fn fork_rows(&self) -> Rows {
+        Rows::empty(
+            self.mode.clone(),
+            self.sort.clone(),
+            self.projection.clone(),
+            self.want,
+        )
+    }
+
     /// About the memory the rows of a sort without a limit hold.
     pub(crate) fn keyed_bytes(&self) -> usize {
         self.keyed_bytes
@@ -266,12 +276,7 @@ impl Collector for Rows {
     }
 
     fn fork(&self) -> Box<dyn Collector> {
-        Box::new(Rows::empty(
-            self.mode.clone(),
-            self.sort.clone(),
-            self.projection.clone(),
-            self.want,
-        ))
+        Box::new(self.fork_rows())
     }
 
     fn absorb(&mut self, other: Box<dyn Collector>) {

@@ -11,7 +11,8 @@ use super::collect::{Collector, Rows};
 use super::execute::Run;
 use crate::error::{Error, Result};
 use std::any::Any;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use stele_doc::Document;
 use stele_table::{MIN_MEMORY_BUDGET_BYTES, Sorter, SorterOptions};
 
@@ -93,12 +94,26 @@ fn decode_row(bytes: &[u8]) -> Result<Row> {
     })
 }
 
+/// The sorter a sort and the forks of its parallel scan share: pairs may be added in any
+/// order (every key ends with the row's id, so keys are unique), so each fork moves its
+/// rows there itself once it holds its share, instead of holding a whole stretch.
+struct Shared {
+    sorter: Mutex<Option<Sorter>>,
+    /// Whether the sorter exists (read without the lock on every row).
+    started: AtomicBool,
+    budget: usize,
+}
+
+/// Rows moved to a started sorter at once, at least: fewer takes of its lock.
+const BATCH_BYTES: usize = 256 << 10;
+
 /// The rows of a query sorted without a limit, within a memory budget: in memory (`Rows`)
 /// until they pass it, then through a sorter.
 pub(crate) struct SortSpill {
     inner: Rows,
-    budget: usize,
-    sorter: Option<Sorter>,
+    /// What this collector may hold before it moves its rows to the sorter.
+    limit: usize,
+    shared: Arc<Shared>,
     /// An error while absorbing a fork (which cannot return one), reported at the end.
     failed: Option<Error>,
     scratch: Vec<u8>,
@@ -109,23 +124,38 @@ impl SortSpill {
     pub(crate) fn new(query: &Query) -> SortSpill {
         SortSpill {
             inner: Rows::new(query, false),
-            budget: query.memory_budget,
-            sorter: None,
+            limit: held_limit(query.memory_budget),
+            shared: Arc::new(Shared {
+                sorter: Mutex::new(None),
+                started: AtomicBool::new(false),
+                budget: query.memory_budget,
+            }),
             failed: None,
             scratch: Vec::new(),
         }
     }
 
-    /// Moves the rows held to the sorter once they pass the budget (and always once there
-    /// is a sorter, whose own batch is then what the budget bounds).
-    fn settle(&mut self) -> Result<()> {
-        if self.sorter.is_none() && self.inner.keyed_bytes() <= held_limit(self.budget) {
+    /// Moves the rows held to the sorter once they pass the limit (or, once the sorter is
+    /// started, a batch of them).
+    fn settle(&mut self, force: bool) -> Result<()> {
+        let held = self.inner.keyed_bytes();
+        let started = self.shared.started.load(Ordering::Acquire);
+        let due = if started {
+            held >= BATCH_BYTES.min(self.limit)
+        } else {
+            held > self.limit
+        };
+        if !(due || force && started) || held == 0 {
             return Ok(());
         }
-        let sorter = match &mut self.sorter {
+        // A poisoned lock means another thread panicked while adding: its error ends the
+        // query anyway, and the sorter's state is only read by `finish`.
+        let mut guard = self.shared.sorter.lock().unwrap_or_else(|p| p.into_inner());
+        let sorter = match &mut *guard {
             Some(s) => s,
-            None => self.sorter.insert(sorter(self.budget)?),
+            None => guard.insert(sorter(self.shared.budget)?),
         };
+        self.shared.started.store(true, Ordering::Release);
         for (key, row) in self.inner.take_keyed() {
             encode_row(&row, &mut self.scratch);
             sorter.add(&key, &self.scratch)?;
@@ -143,7 +173,7 @@ impl SortSpill {
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
-        if self.sorter.is_none() {
+        if !self.shared.started.load(Ordering::Acquire) {
             for row in self.inner.finish(query, run)? {
                 if !each(row) {
                     break;
@@ -151,8 +181,14 @@ impl SortSpill {
             }
             return Ok(());
         }
-        self.settle()?;
-        let Some(sorter) = self.sorter.take() else {
+        self.settle(true)?;
+        let taken = self
+            .shared
+            .sorter
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        let Some(sorter) = taken else {
             return Ok(());
         };
         let mut skip = query.skip;
@@ -171,17 +207,32 @@ impl SortSpill {
 impl Collector for SortSpill {
     fn take(&mut self, id: &str, doc: &Document<&[u8]>) -> Result<bool> {
         self.inner.take(id, doc)?;
-        self.settle()?;
+        self.settle(false)?;
         Ok(true)
     }
 
     fn fork(&self) -> Box<dyn Collector> {
-        self.inner.fork()
+        // A wave runs about 2 stretches per core: each fork holds a share of the limit.
+        let share = crate::cores::cores().max(1) * 2;
+        Box::new(SortSpill {
+            inner: self.inner.fork_rows(),
+            limit: self.limit / share,
+            shared: Arc::clone(&self.shared),
+            failed: None,
+            scratch: Vec::new(),
+        })
     }
 
     fn absorb(&mut self, other: Box<dyn Collector>) {
-        self.inner.absorb(other);
-        let settled = self.settle();
+        let Ok(o) = other.into_any().downcast::<SortSpill>() else {
+            return;
+        };
+        let o = *o;
+        if let Some(e) = o.failed {
+            self.failed.get_or_insert(e);
+        }
+        self.inner.absorb(Box::new(o.inner));
+        let settled = self.settle(false);
         keep_error(&mut self.failed, settled);
     }
 
