@@ -34,7 +34,7 @@ fn rss_anon_kib() -> Option<u64> {
 }
 
 /// The modes a child runs.
-const MODES: [&str; 3] = ["group", "sort-streamed", "sort-collected"];
+const MODES: [&str; 4] = ["group", "group-ids", "sort-streamed", "sort-collected"];
 
 /// Runs each mode in a child process over collection `c` of the database in `db`, grouping
 /// and sorting by `field`, within `budget` bytes.
@@ -43,6 +43,7 @@ pub fn measure(db: &Path, field: &str, budget: usize) -> Result<Vec<Measured>> {
     let mut out = Vec::new();
     for (mode, what) in MODES.into_iter().zip([
         "group-by on the number field (Pipeline)",
+        "group-by on _id, then $count (a group per document)",
         "sort without a limit, streamed (query_iter)",
         "sort without a limit, collected (query)",
     ]) {
@@ -106,6 +107,14 @@ pub fn child(args: &[String]) -> Result<()> {
             let p = Pipeline::parse(&format!(
                 r#"[{{"$group": {{"_id": "${field}", "n": {{"$sum": 1}}, "first": {{"$first": "$_id"}}}}}}]"#
             ))?
+            .memory_budget(budget);
+            let out = snap.aggregate("c", &p)?;
+            (out.rows.len() as u64, out.stats.spilled_bytes)
+        }
+        "group-ids" => {
+            let p = Pipeline::parse(
+                r#"[{"$group": {"_id": "$_id", "n": {"$sum": 1}}}, {"$count": "groups"}]"#,
+            )?
             .memory_budget(budget);
             let out = snap.aggregate("c", &p)?;
             (out.rows.len() as u64, out.stats.spilled_bytes)
