@@ -46,7 +46,7 @@ pub use internal::check_collection_name;
 pub use pack::cache::BlockCacheStats;
 pub use query::{
     Access, AggregateOutput, Candidate, CountOutput, DocPath, Filter, Pipeline, Plan, Query,
-    QueryOutput, QueryStats, Row,
+    QueryOutput, QueryStats, Row, RowStream,
 };
 pub use snapshot::{CollectionStats, CompressionStats, Doc, Snapshot};
 pub use wal::MAX_RECORD_BYTES;

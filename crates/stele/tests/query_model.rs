@@ -469,6 +469,19 @@ fn check(
         let out = snap.query(&stele_query("c", q)).unwrap();
         let got: Vec<String> = out.rows.iter().map(|r| r.id.clone()).collect();
         assert_eq!(got, want, "{what}: {q:?}\nplan: {}", out.plan);
+        // The stream gives the same rows, and so does a sort through the table sorter.
+        for budget in [stele::query::DEFAULT_MEMORY_BUDGET_BYTES, 1] {
+            let streamed: Vec<stele::Row> = snap
+                .query_iter(&stele_query("c", q).memory_budget(budget))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            assert!(
+                streamed == out.rows,
+                "{what}: streamed within {budget} bytes {q:?}\nplan: {}",
+                out.plan
+            );
+        }
         for r in &out.rows {
             let stored: Value = serde_json::from_str(&r.json).unwrap();
             assert_eq!(&stored, docs.get(&r.id).unwrap(), "{what}: row {}", r.id);

@@ -169,13 +169,22 @@ pub fn query(args: &QueryArgs) -> Result<()> {
         let out = snap.explain(&q).context("running the query")?;
         explain::print(&mut w, &out.plan, &out.stats, None, args.json)?;
     } else {
-        let out = snap.query(&q).context("running the query")?;
+        // Rows are printed as the query finds them (a full scan's first rows before it has
+        // read everything); stopping early (a closed pipe) drops the stream, which stops it.
+        let mut stream = snap.query_iter(&q).context("running the query")?;
         let kind = snap.id_kind(&args.collection);
-        let lines = out.rows.iter().map(|row| {
+        let mut n = 0u64;
+        for row in stream.by_ref() {
+            let row = row.context("running the query")?;
             let id = crate::db_cmd::id_json(kind, &row.id);
-            format!("{{\"id\":{id},\"document\":{}}}", row.json)
-        });
-        print_lines(&mut w, lines, &out.plan)?;
+            writeln!(w, "{{\"id\":{id},\"document\":{}}}", row.json)?;
+            n += 1;
+            if n.is_multiple_of(64) || n <= 16 {
+                // The first rows show at once, then in batches.
+                w.flush()?;
+            }
+        }
+        eprintln!("{}; {}", crate::say::count(n, "row", "rows"), stream.plan());
     }
     w.flush()?;
     Ok(())

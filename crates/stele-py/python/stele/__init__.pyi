@@ -303,10 +303,14 @@ Projection = Sequence[str] | Mapping[str, int] | str
 TimeBudget = float | timedelta
 
 class Cursor(Iterator[tuple[Id, Document]]):
-    """The lazy result of Collection.find: the query runs (without the GIL) when it is first
-    iterated, over the snapshot of the find() call; yields (id, Document) pairs."""
+    """The lazy result of Collection.find: the query starts (without the GIL) when it is first
+    iterated, over the snapshot of the find() call, and yields (id, Document) pairs as it
+    finds them; a cursor dropped early stops the query."""
 
     def __next__(self) -> tuple[Id, Document]: ...
+    def stats(self) -> dict[str, int]:
+        """What the query has done so far: {"keys_examined", "docs_examined", "rows",
+        "elapsed_us"} (rows: yielded so far); zeros before the first row is asked for."""
     def explain(self) -> dict[str, Any]:
         """Runs the query without keeping its rows and says how: {"plan", "index",
         "full_scan", "covered", "sorted_in_memory", "candidates": [{"index", "chosen",

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
-use stele::{Access, CountOutput, Filter, Plan, Query, QueryStats, Snapshot};
+use stele::{Access, CountOutput, Filter, Plan, Query, QueryStats, RowStream, Snapshot};
 use stele_doc::DocumentWriter;
 
 use super::DocOptions;
@@ -227,14 +227,19 @@ pub(super) fn explain_dict<'py>(
         candidates.append(cd)?;
     }
     d.set_item("candidates", candidates)?;
-    d.set_item("keys_examined", stats.keys_examined)?;
-    d.set_item("docs_examined", stats.docs_examined)?;
-    d.set_item("rows", stats.rows)?;
-    d.set_item("elapsed_us", stats.elapsed_us)?;
+    set_stats(&d, stats)?;
     if let Some(n) = count {
         d.set_item("count", n)?;
     }
     Ok(d)
+}
+
+/// The counters of a query into `d`.
+fn set_stats(d: &Bound<'_, PyDict>, stats: &QueryStats) -> PyResult<()> {
+    d.set_item("keys_examined", stats.keys_examined)?;
+    d.set_item("docs_examined", stats.docs_examined)?;
+    d.set_item("rows", stats.rows)?;
+    d.set_item("elapsed_us", stats.elapsed_us)
 }
 
 #[pymethods]
@@ -392,12 +397,15 @@ impl PyCollection {
 enum CursorState {
     /// Not run yet.
     Pending,
-    /// Run: the rows not yet yielded (in reverse, so `pop` yields the next).
-    Running(Rows),
+    /// Running: the query's stream (rows pulled one at a time as Python asks), and the
+    /// writer that turns each row into a document.
+    Running(Box<(RowStream, DocumentWriter)>),
+    /// Every row yielded, or an error raised: what the query did.
+    Done(QueryStats),
 }
 
-/// The lazy result of `Collection.find`: iterating runs the query (once) and yields
-/// (id, Document) pairs.
+/// The lazy result of `Collection.find`: iterating starts the query and pulls its rows as
+/// they are found (a full scan's first rows before it ends); a cursor dropped early stops it.
 #[pyclass(module = "stele", name = "Cursor", frozen)]
 pub(crate) struct PyCursor {
     snap: Snapshot,
@@ -413,23 +421,9 @@ impl PyCursor {
     }
 
     fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
-        let pending = matches!(*self.lock(), CursorState::Pending);
-        if pending {
-            // Run without the GIL and without the lock held across `detach` (another thread
-            // may iterate too: the first to finish stores its rows, the other's are dropped).
-            let (mut rows, _, _) = py
-                .detach(|| run(&self.snap, &self.query))
-                .map_err(|e| db_err(py, e))?;
-            rows.reverse();
-            let mut state = self.lock();
-            if matches!(*state, CursorState::Pending) {
-                *state = CursorState::Running(rows);
-            }
-        }
-        let next = match &mut *self.lock() {
-            CursorState::Running(rows) => rows.pop(),
-            CursorState::Pending => None,
-        };
+        // The lock is taken without the GIL: a thread waiting for it must not hold the GIL
+        // that the thread holding it needs to return.
+        let next = py.detach(|| self.pull()).map_err(|e| db_err(py, e))?;
         let kind = self.snap.id_kind(self.query.collection());
         next.map(|(id, bytes)| pair(py, (&id, kind), bytes, self.opts))
             .transpose()
@@ -448,16 +442,60 @@ impl PyCursor {
         explain_dict(py, &out.plan, &out.stats, None)
     }
 
-    fn __repr__(&self) -> String {
-        let state = match *self.lock() {
+    /// stats() -> dict
+    ///
+    /// What the query has done so far: "keys_examined", "docs_examined", "rows" (rows
+    /// yielded), "elapsed_us"; all 0 before the first row is asked for. A full scan reads
+    /// ahead of the rows yielded only as far as a bounded buffer allows.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let stats = py.detach(|| match &*self.lock() {
+            CursorState::Pending => QueryStats::default(),
+            CursorState::Running(running) => running.0.stats(),
+            CursorState::Done(stats) => stats.clone(),
+        });
+        let d = PyDict::new(py);
+        set_stats(&d, &stats)?;
+        Ok(d)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let state = py.detach(|| match &*self.lock() {
             CursorState::Pending => "not run".to_owned(),
-            CursorState::Running(ref rows) => format!("{} rows left", rows.len()),
-        };
+            CursorState::Running(running) => {
+                format!("running, rows read: {}", running.0.stats().rows)
+            }
+            CursorState::Done(stats) => format!("done, rows read: {}", stats.rows),
+        });
         format!("<stele.Cursor on {:?}, {state}>", self.query.collection())
     }
 }
 
 impl PyCursor {
+    /// The next row as (id, document bytes), starting the query on the first call.
+    fn pull(&self) -> stele::Result<Option<(String, Vec<u8>)>> {
+        let mut state = self.lock();
+        if matches!(*state, CursorState::Pending) {
+            let stream = self.snap.query_iter(&self.query)?;
+            *state = CursorState::Running(Box::new((stream, DocumentWriter::new())));
+        }
+        let CursorState::Running(running) = &mut *state else {
+            return Ok(None);
+        };
+        let (stream, writer) = &mut **running;
+        let row = match stream.next() {
+            Some(Ok(row)) => row,
+            Some(Err(e)) => {
+                *state = CursorState::Done(stream.stats());
+                return Err(e);
+            }
+            None => {
+                *state = CursorState::Done(stream.stats());
+                return Ok(None);
+            }
+        };
+        Ok(Some((row.id, writer.from_json(row.json.as_bytes())?)))
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, CursorState> {
         // A panic while holding the lock leaves plain data behind: keep using it.
         self.state.lock().unwrap_or_else(|p| p.into_inner())

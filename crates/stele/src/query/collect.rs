@@ -21,6 +21,9 @@ use std::any::Any;
 use std::collections::BinaryHeap;
 use stele_doc::Document;
 
+/// The memory of a kept row besides its bytes: the tuple, the key's and strings' headers.
+const ROW_OVERHEAD: usize = 80;
+
 /// Receives the documents that pass a query's filter.
 pub(crate) trait Collector: Send {
     /// Takes one; returns false once it wants no more.
@@ -80,6 +83,8 @@ pub(crate) struct Rows {
     group: Vec<Row>,
     group_key: Vec<u8>,
     keyed: Vec<(Vec<u8>, Row)>,
+    /// About the memory `keyed` holds (its keys, ids, JSON and their headers).
+    keyed_bytes: usize,
     heap: BinaryHeap<(Vec<u8>, Row)>,
     scratch: Vec<u8>,
 }
@@ -111,6 +116,7 @@ impl Rows {
             group: Vec::new(),
             group_key: Vec::new(),
             keyed: Vec::new(),
+            keyed_bytes: 0,
             heap: BinaryHeap::new(),
             scratch: Vec::new(),
         }
@@ -149,6 +155,39 @@ impl Rows {
     fn flush_group(&mut self) {
         self.group.sort_by(|a, b| a.id.cmp(&b.id));
         self.rows.append(&mut self.group);
+    }
+
+    /// For a stream: the rows complete so far, in order, taken out (ties on a sort key are
+    /// held back until the key changes).
+    pub(crate) fn take_ready(&mut self) -> Vec<Row> {
+        std::mem::take(&mut self.rows)
+    }
+
+    /// For a stream that has read everything: the rows held back too.
+    pub(crate) fn take_rest(&mut self) -> Vec<Row> {
+        self.flush_group();
+        self.take_ready()
+    }
+
+    /// An empty collector of the same kind (what `fork` boxes).
+    pub(crate) fn fork_rows(&self) -> Rows {
+        Rows::empty(
+            self.mode.clone(),
+            self.sort.clone(),
+            self.projection.clone(),
+            self.want,
+        )
+    }
+
+    /// About the memory the rows of a sort without a limit hold.
+    pub(crate) fn keyed_bytes(&self) -> usize {
+        self.keyed_bytes
+    }
+
+    /// The rows of a sort without a limit, with their keys, in no order, taken out.
+    pub(crate) fn take_keyed(&mut self) -> Vec<(Vec<u8>, Row)> {
+        self.keyed_bytes = 0;
+        std::mem::take(&mut self.keyed)
     }
 
     /// The rows, skipped and limited, in order.
@@ -228,6 +267,8 @@ impl Collector for Rows {
             Mode::All => {
                 self.key(id, doc);
                 let row = self.render(id, doc);
+                self.keyed_bytes +=
+                    ROW_OVERHEAD + self.scratch.len() + row.id.len() + row.json.len();
                 self.keyed.push((self.scratch.clone(), row));
             }
         }
@@ -235,12 +276,7 @@ impl Collector for Rows {
     }
 
     fn fork(&self) -> Box<dyn Collector> {
-        Box::new(Rows::empty(
-            self.mode.clone(),
-            self.sort.clone(),
-            self.projection.clone(),
-            self.want,
-        ))
+        Box::new(self.fork_rows())
     }
 
     fn absorb(&mut self, other: Box<dyn Collector>) {
@@ -266,7 +302,10 @@ impl Collector for Rows {
                     }
                 }
             }
-            Mode::All => self.keyed.append(&mut o.keyed),
+            Mode::All => {
+                self.keyed_bytes += o.keyed_bytes;
+                self.keyed.append(&mut o.keyed);
+            }
         }
     }
 

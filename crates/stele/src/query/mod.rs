@@ -17,6 +17,8 @@
 //! let out = db.snapshot().query(&q)?;
 //! println!("{}", out.plan);
 //! for row in out.rows { println!("{} {}", row.id, row.json); }
+//! // The same rows as they are found (see `stream`): dropping the stream stops the query.
+//! for row in db.snapshot().query_iter(&q)?.take(5) { println!("{}", row?.id); }
 //! # Ok(()) }
 //! ```
 //!
@@ -58,15 +60,22 @@ pub(crate) mod plan;
 pub(crate) mod project;
 pub(crate) mod scan;
 pub(crate) mod sort;
+pub(crate) mod spill;
+pub mod stream;
 
 pub use crate::index::path;
 pub use aggregate::{AggregateOutput, Pipeline};
 pub use filter::Filter;
 pub use path::DocPath;
 pub use plan::{Access, Candidate, Plan};
+pub use stream::RowStream;
 
 use crate::error::{Error, Result};
 use std::ops::Bound;
+
+/// The memory a sort without a limit or a `$group` holds before it spills (64 MiB): see
+/// [`Query::memory_budget`] and [`Pipeline::memory_budget`].
+pub const DEFAULT_MEMORY_BUDGET_BYTES: usize = 64 << 20;
 use std::time::Duration;
 
 /// A query over one collection: a filter, a sort, skip, limit and projection. Build it with
@@ -85,6 +94,7 @@ pub struct Query {
     pub(crate) limit: Option<usize>,
     pub(crate) projection: Option<project::Projection>,
     pub(crate) time_budget: Option<Duration>,
+    pub(crate) memory_budget: usize,
 }
 
 /// One result: the document id and its JSON (whole, or the projection).
@@ -108,6 +118,8 @@ pub struct QueryStats {
     pub rows: u64,
     /// Wall time, in microseconds.
     pub elapsed_us: u64,
+    /// Bytes written to temporary files by a sort or a group past its memory budget.
+    pub spilled_bytes: u64,
 }
 
 /// The results of a query, the plan that ran and what it examined.
@@ -146,6 +158,7 @@ impl Query {
             limit: None,
             projection: None,
             time_budget: None,
+            memory_budget: DEFAULT_MEMORY_BUDGET_BYTES,
         }
     }
 
@@ -271,6 +284,18 @@ impl Query {
     #[must_use]
     pub fn time_budget(mut self, budget: Duration) -> Query {
         self.time_budget = Some(budget);
+        self
+    }
+
+    /// Memory a sort without a limit may hold in a streamed query
+    /// ([`Snapshot::query_iter`](crate::Snapshot::query_iter)) before its rows spill to
+    /// temporary files through the table sorter (default
+    /// [`DEFAULT_MEMORY_BUDGET_BYTES`], 64 MiB; the sorter's floor is 64 KiB). The rows of
+    /// [`Snapshot::query`](crate::Snapshot::query) are returned together, so it keeps them
+    /// in memory whatever the budget.
+    #[must_use]
+    pub fn memory_budget(mut self, bytes: usize) -> Query {
+        self.memory_budget = bytes;
         self
     }
 

@@ -60,9 +60,14 @@ pub(crate) fn scan_stretch(
     out: &mut dyn Collector,
 ) -> Result<()> {
     let entries = Entries::new(&snap.state, &query.collection, as_ref(lo), as_ref(hi), true)?;
+    run.check()?;
+    // Documents read since the counter was last updated: it is updated every 256, so a
+    // stream's reader sees how far the scan has gone while it runs.
     let mut n = 0u64;
     for entry in entries {
-        if n.is_multiple_of(256) {
+        if n == 256 {
+            run.docs.fetch_add(n, Ordering::Relaxed);
+            n = 0;
             run.check()?;
         }
         n += 1;
@@ -94,15 +99,26 @@ pub(crate) fn full_scan(
     }
     let wave = crate::cores::cores().max(1) * 2;
     for group in parts.chunks(wave) {
-        let forks: Vec<Box<dyn Collector>> = group.iter().map(|_| out.fork()).collect();
-        let forks: Vec<Result<Box<dyn Collector>>> = forks
-            .into_par_iter()
-            .zip(group.par_iter())
-            .map(|(mut fork, part)| {
-                scan_stretch(snap, query, run, part, fork.as_mut())?;
-                Ok(fork)
-            })
-            .collect();
+        let Some((first, rest)) = group.split_first() else {
+            continue;
+        };
+        // The first stretch of a wave goes straight into `out` (a stream sends its rows as
+        // they are found); the others into forks, absorbed after it in order.
+        let forks: Vec<Box<dyn Collector>> = rest.iter().map(|_| out.fork()).collect();
+        let (head, forks) = rayon::join(
+            || scan_stretch(snap, query, run, first, &mut *out),
+            || {
+                forks
+                    .into_par_iter()
+                    .zip(rest.par_iter())
+                    .map(|(mut fork, part)| {
+                        scan_stretch(snap, query, run, part, fork.as_mut())?;
+                        Ok(fork)
+                    })
+                    .collect::<Vec<Result<Box<dyn Collector>>>>()
+            },
+        );
+        head?;
         for fork in forks {
             out.absorb(fork?);
         }

@@ -17,7 +17,11 @@
 //! ```
 //!
 //! `--quick`: 2,000 documents of three collections (the CI smoke run). `--big N`: also a
-//! collection of N documents made from the largest collection repeated with new ids.
+//! collection of N documents made from the largest collection repeated with new ids, on
+//! which the peak memory of a group-by and of a sort without a limit is measured too
+//! (`memory.rs`; with `--quick`, on each collection with a 64 KiB budget, so they spill).
+//! `--memory-of DB FIELD [BUDGET]` measures that alone over a database a run left in
+//! `target/query-bench/`.
 
 #[path = "../../doc/data.rs"]
 #[allow(
@@ -26,6 +30,7 @@
 )]
 mod data;
 mod fields;
+mod memory;
 mod sqlite;
 #[path = "../../doc/table.rs"]
 #[allow(
@@ -103,6 +108,8 @@ struct Row {
     /// DuckDB's times of the three scans (count, group, top 20), when it ran.
     duck: Option<[f64; 3]>,
     checks: Vec<String>,
+    /// Peak memory of a group-by and sorts, and the budget they had.
+    memory: Option<(usize, Vec<memory::Measured>)>,
 }
 
 fn stele_db(dir: &std::path::Path, docs: &[&[u8]]) -> Result<Database> {
@@ -122,7 +129,13 @@ fn stele_db(dir: &std::path::Path, docs: &[&[u8]]) -> Result<Database> {
     Ok(db)
 }
 
-fn bench(name: &str, docs: &[&[u8]], work: &std::path::Path, quick: bool) -> Result<Option<Row>> {
+fn bench(
+    name: &str,
+    docs: &[&[u8]],
+    work: &std::path::Path,
+    quick: bool,
+    memory_budget: Option<usize>,
+) -> Result<Option<Row>> {
     let Some(fl) = fields::choose(docs) else {
         eprintln!("{name}: no string and number fields to query, skipped");
         return Ok(None);
@@ -135,7 +148,8 @@ fn bench(name: &str, docs: &[&[u8]], work: &std::path::Path, quick: bool) -> Res
         median,
     } = &fl;
     let runs = if quick { 1 } else { 3 };
-    let db = stele_db(&work.join(format!("{name}.stele")), docs)?;
+    let db_dir = work.join(format!("{name}.stele"));
+    let db = stele_db(&db_dir, docs)?;
     let sql = sqlite::Sql::build(&work.join(format!("{name}.sqlite")), docs, cat, num)?;
     let snap = db.snapshot();
     let q = |filter: &str| -> Result<Query> { Ok(Query::new("c").filter(Filter::parse(filter)?)) };
@@ -237,6 +251,10 @@ fn bench(name: &str, docs: &[&[u8]], work: &std::path::Path, quick: bool) -> Res
         counted.plan, counted.stats.docs_examined
     ));
     let duck = duckdb(work, name, docs, &fl, runs, &mut checks);
+    let memory = match memory_budget {
+        Some(budget) => Some((budget, memory::measure(&db_dir, num, budget)?)),
+        None => None,
+    };
     Ok(Some(Row {
         name: name.to_owned(),
         docs: docs.len(),
@@ -244,6 +262,7 @@ fn bench(name: &str, docs: &[&[u8]], work: &std::path::Path, quick: bool) -> Res
         cells,
         duck,
         checks,
+        memory,
     }))
 }
 
@@ -309,6 +328,32 @@ fn duckdb(
 }
 
 fn main() -> Result<()> {
+    let argv: Vec<String> = std::env::args().collect();
+    match argv.get(1).map(String::as_str) {
+        Some("--memory-child") => return memory::child(argv.get(2..).unwrap_or_default()),
+        // The memory table alone, over a database an earlier run left: DB FIELD [BUDGET].
+        Some("--memory-of") => {
+            let (Some(db), Some(field)) = (argv.get(2), argv.get(3)) else {
+                anyhow::bail!("--memory-of takes DB FIELD [BUDGET]");
+            };
+            let budget = match argv.get(4) {
+                Some(b) => b.parse()?,
+                None => stele::query::DEFAULT_MEMORY_BUDGET_BYTES,
+            };
+            let measured = memory::measure(std::path::Path::new(db), field, budget)?;
+            print_memory(&[Row {
+                name: db.rsplit('/').next().unwrap_or(db).to_owned(),
+                docs: 0,
+                fields: field.clone(),
+                cells: Vec::new(),
+                duck: None,
+                checks: Vec::new(),
+                memory: Some((budget, measured)),
+            }]);
+            return Ok(());
+        }
+        _ => {}
+    }
     let a = args()?;
     let base = a.data.join("collections");
     let files = data::bench_collections(&base, a.only.as_deref(), a.quick)?;
@@ -321,7 +366,8 @@ fn main() -> Result<()> {
         let c = data::load_jsonl_zst(path, name.clone(), limit)?;
         let docs = c.doc_slices();
         eprintln!("{name}: {} documents", docs.len());
-        if let Some(r) = bench(&name, &docs, &work, a.quick)? {
+        let budget = a.quick.then_some(64 << 10);
+        if let Some(r) = bench(&name, &docs, &work, a.quick, budget)? {
             rows.push(r);
         }
         if largest.as_ref().is_none_or(|l| l.len() < c.len()) {
@@ -337,7 +383,8 @@ fn main() -> Result<()> {
             n as f64 / base_docs.len() as f64
         );
         eprintln!("{name}");
-        if let Some(r) = bench(&name, &docs, &work, false)? {
+        let budget = Some(stele::query::DEFAULT_MEMORY_BUDGET_BYTES);
+        if let Some(r) = bench(&name, &docs, &work, false, budget)? {
             rows.push(r);
         }
     }
@@ -396,5 +443,44 @@ fn main() -> Result<()> {
     for r in &rows {
         println!("- {}: {}", r.name, r.checks.join("; "));
     }
+    print_memory(&rows);
     Ok(())
+}
+
+/// The memory table: peak heap of each query beside its budget.
+fn print_memory(rows: &[Row]) {
+    let measured: Vec<&Row> = rows.iter().filter(|r| r.memory.is_some()).collect();
+    if measured.is_empty() {
+        return;
+    }
+    println!(
+        "\nPeak memory (the query's process: anonymous memory above its value before the query, sampled every 2 ms; block cache {} MiB; `query` keeps every row whatever the budget):\n",
+        memory::BLOCK_CACHE_BYTES >> 20
+    );
+    let mut t = Table::new(&[
+        "collection",
+        "query",
+        "budget (MiB)",
+        "peak (MiB)",
+        "spilled (MiB)",
+        "rows",
+        "ms",
+    ]);
+    for r in measured {
+        let Some((budget, ms)) = &r.memory else {
+            continue;
+        };
+        for m in ms {
+            t.row(vec![
+                r.name.clone(),
+                m.what.to_owned(),
+                f(*budget as f64 / f64::from(1 << 20), 2),
+                f(m.peak_mib, 1),
+                f(m.spilled_mib, 1),
+                m.rows.to_string(),
+                f(m.ms, 0),
+            ]);
+        }
+    }
+    t.print();
 }

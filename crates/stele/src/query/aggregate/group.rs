@@ -7,12 +7,16 @@
 //! of the input (id order for a collection); `$push` keeps every value but missing ones.
 
 use super::expr::{Expr, Out};
+use super::spill_state;
 use crate::error::{Error, Result};
 use crate::query::collect::Collector;
+use crate::query::execute::Run;
 use crate::query::project::json_string;
+use crate::query::spill;
 use std::any::Any;
 use std::collections::HashMap;
 use stele_doc::{Document, Value};
+use stele_table::Sorter;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum AccOp {
@@ -41,11 +45,13 @@ pub(crate) struct Acc {
 pub struct Group {
     key: Expr,
     accs: Vec<Acc>,
+    /// Memory the groups may hold before they spill (`Pipeline::memory_budget`).
+    pub(super) budget: usize,
 }
 
 /// The state of one accumulator in one group.
 #[derive(Debug, Clone)]
-enum State {
+pub(super) enum State {
     Sum { int: i128, float: f64, floats: bool },
     Avg { sum: f64, n: u64 },
     Extreme(Option<(Vec<u8>, String)>),
@@ -126,7 +132,11 @@ impl Group {
                 "needs an _id: the group key (\"$field\", or null for one group)",
             ));
         };
-        Ok(Group { key, accs })
+        Ok(Group {
+            key,
+            accs,
+            budget: crate::query::DEFAULT_MEMORY_BUDGET_BYTES,
+        })
     }
 
     fn new_states(&self) -> Vec<State> {
@@ -179,14 +189,29 @@ fn float_json(f: f64) -> String {
 }
 
 /// A group's key as JSON, and its accumulators' states.
-type GroupState = (String, Vec<State>);
+pub(super) type GroupState = (String, Vec<State>);
+
+/// The memory of a group besides its key and JSON: the map's entry, the states.
+const GROUP_OVERHEAD: usize = 64;
+const STATE_BYTES: usize = 48;
 
 /// Groups documents as they come; a collector of the query that reads the collection, and
-/// of the stages after it.
+/// of the stages after it. Past its budget, the groups held go to a sorter keyed by the
+/// group's key and the spill's number (so the partial states of one group come back
+/// together, in input order, and merge as forks do), and the map starts again.
 pub(crate) struct Grouper {
     group: Group,
     groups: HashMap<Vec<u8>, GroupState>,
     scratch: Vec<u8>,
+    /// About the memory `groups` holds.
+    bytes: usize,
+    /// Whether it spills (the forks of a parallel scan hold their stretch's groups).
+    spills: bool,
+    sorter: Option<Sorter>,
+    /// Spills so far.
+    spilled: u32,
+    /// An error while absorbing a fork (which cannot return one), reported at the end.
+    failed: Option<Error>,
 }
 
 impl Grouper {
@@ -195,7 +220,35 @@ impl Grouper {
             group,
             groups: HashMap::new(),
             scratch: Vec::new(),
+            bytes: 0,
+            spills: true,
+            sorter: None,
+            spilled: 0,
+            failed: None,
         }
+    }
+
+    /// Moves the groups held to the sorter once they pass the budget.
+    fn settle(&mut self) -> Result<()> {
+        if !self.spills || self.bytes <= spill::held_limit(self.group.budget) {
+            return Ok(());
+        }
+        let sorter = match &mut self.sorter {
+            Some(s) => s,
+            None => self.sorter.insert(spill::sorter(self.group.budget)?),
+        };
+        let mut key = Vec::new();
+        let mut value = Vec::new();
+        for (k, state) in self.groups.drain() {
+            key.clear();
+            key.extend_from_slice(&k);
+            key.extend_from_slice(&self.spilled.to_be_bytes());
+            spill_state::encode(&state, &mut value);
+            sorter.add(&key, &value)?;
+        }
+        self.spilled += 1;
+        self.bytes = 0;
+        Ok(())
     }
 
     /// Adds the document `root` (with id `id` when it has one outside it).
@@ -205,8 +258,10 @@ impl Grouper {
         key.encode(&mut self.scratch);
         if !self.groups.contains_key(&self.scratch) {
             let states = self.group.new_states();
-            self.groups
-                .insert(self.scratch.clone(), (key.json(), states));
+            let json = key.json();
+            self.bytes +=
+                GROUP_OVERHEAD + 2 * self.scratch.len() + json.len() + STATE_BYTES * states.len();
+            self.groups.insert(self.scratch.clone(), (json, states));
         }
         let Some((_, states)) = self.groups.get_mut(&self.scratch) else {
             return;
@@ -243,19 +298,26 @@ impl Grouper {
                     let mut enc = Vec::new();
                     v.encode(&mut enc);
                     if better(acc.op, &enc, best.as_ref()) {
-                        *best = Some((enc, v.json()));
+                        let json = v.json();
+                        // Counted each time (an overestimate: the old value is freed).
+                        self.bytes += enc.len() + json.len();
+                        *best = Some((enc, json));
                     }
                 }
                 State::Count(n) => *n += 1,
                 State::Value(slot) => {
                     if acc.op == AccOp::Last || slot.is_none() {
-                        *slot = Some(value().json());
+                        let json = value().json();
+                        self.bytes += json.len();
+                        *slot = Some(json);
                     }
                 }
                 State::Push(list) => {
                     let v = value();
                     if !matches!(v, Out::Missing) {
-                        list.push(v.json());
+                        let json = v.json();
+                        self.bytes += json.len() + 24;
+                        list.push(json);
                     }
                 }
             }
@@ -263,107 +325,158 @@ impl Grouper {
     }
 
     fn merge(&mut self, other: Grouper) {
+        self.bytes += other.bytes;
         for (key, (json, theirs)) in other.groups {
             match self.groups.get_mut(&key) {
                 None => {
                     self.groups.insert(key, (json, theirs));
                 }
-                Some((_, ours)) => {
-                    for ((acc, a), b) in self.group.accs.iter().zip(ours.iter_mut()).zip(theirs) {
-                        match (a, b) {
-                            (
-                                State::Sum { int, float, floats },
-                                State::Sum {
-                                    int: i,
-                                    float: f,
-                                    floats: fl,
-                                },
-                            ) => {
-                                *int = int.saturating_add(i);
-                                *float += f;
-                                *floats |= fl;
-                            }
-                            (State::Avg { sum, n }, State::Avg { sum: s, n: m }) => {
-                                *sum += s;
-                                *n += m;
-                            }
-                            (State::Extreme(best), State::Extreme(Some((enc, json))))
-                                if better(acc.op, &enc, best.as_ref()) =>
-                            {
-                                *best = Some((enc, json));
-                            }
-                            (State::Count(n), State::Count(m)) => *n += m,
-                            (State::Value(slot), State::Value(theirs))
-                                if acc.op == AccOp::Last && theirs.is_some() || slot.is_none() =>
-                            {
-                                *slot = theirs;
-                            }
-                            (State::Push(list), State::Push(more)) => list.extend(more),
-                            _ => {}
-                        }
-                    }
-                }
+                Some((_, ours)) => merge_states(&self.group.accs, ours, theirs),
             }
         }
     }
 
     /// The groups as JSON documents, in key order.
-    pub(crate) fn finish(self) -> Vec<String> {
-        let mut groups: Vec<(Vec<u8>, GroupState)> = self.groups.into_iter().collect();
-        groups.sort_by(|a, b| a.0.cmp(&b.0));
-        groups
-            .into_iter()
-            .map(|(_, (key, states))| {
-                let mut out = format!("{{\"_id\":{key}");
-                for (acc, state) in self.group.accs.iter().zip(states) {
-                    let mut name = Vec::new();
-                    json_string(&acc.name, &mut name);
-                    out.push(',');
-                    out.push_str(&String::from_utf8_lossy(&name));
-                    out.push(':');
-                    out.push_str(&match state {
-                        State::Sum { int, float, floats } => {
-                            if floats || i64::try_from(int).is_err() && u64::try_from(int).is_err()
-                            {
-                                float_json(float)
-                            } else {
-                                int.to_string()
-                            }
-                        }
-                        State::Avg { sum, n } => {
-                            if n == 0 {
-                                "null".to_owned()
-                            } else {
-                                float_json(sum / n as f64)
-                            }
-                        }
-                        State::Extreme(best) => best.map_or_else(|| "null".to_owned(), |(_, j)| j),
-                        State::Count(n) => n.to_string(),
-                        State::Value(v) => v.unwrap_or_else(|| "null".to_owned()),
-                        State::Push(list) => format!("[{}]", list.join(",")),
-                    });
+    pub(crate) fn finish(mut self, run: &Run) -> Result<Vec<String>> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
+        let accs = std::mem::take(&mut self.group.accs);
+        let Some(sorter) = self.sorter.take() else {
+            let mut groups: Vec<(Vec<u8>, GroupState)> = self.groups.into_iter().collect();
+            groups.sort_by(|a, b| a.0.cmp(&b.0));
+            return Ok(groups
+                .into_iter()
+                .map(|(_, (key, states))| render(&accs, &key, states))
+                .collect());
+        };
+        // The rest goes to the sorter too; then each group's partial states, in spill
+        // order, are merged as they come.
+        self.sorter = Some(sorter);
+        self.bytes = usize::MAX;
+        self.group.budget = 0;
+        self.settle()?;
+        let Some(sorter) = self.sorter.take() else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        let mut current: Option<(Vec<u8>, GroupState)> = None;
+        spill::drain_sorted(sorter, run, |key, value| {
+            // The group's key, without the spill's number.
+            let key = key.get(..key.len().saturating_sub(4)).unwrap_or_default();
+            let (json, states) = spill_state::decode(value, accs.len())?;
+            match &mut current {
+                Some((k, (_, ours))) if k.as_slice() == key => merge_states(&accs, ours, states),
+                _ => {
+                    if let Some((_, (j, done))) = current.replace((key.to_vec(), (json, states))) {
+                        out.push(render(&accs, &j, done));
+                    }
                 }
-                out.push('}');
-                out
-            })
-            .collect()
+            }
+            Ok(true)
+        })?;
+        if let Some((_, (j, done))) = current {
+            out.push(render(&accs, &j, done));
+        }
+        Ok(out)
     }
+}
+
+/// Merges `theirs` (a later part of the input) into `ours`, state by state.
+fn merge_states(accs: &[Acc], ours: &mut [State], theirs: Vec<State>) {
+    for ((acc, a), b) in accs.iter().zip(ours.iter_mut()).zip(theirs) {
+        match (a, b) {
+            (
+                State::Sum { int, float, floats },
+                State::Sum {
+                    int: i,
+                    float: f,
+                    floats: fl,
+                },
+            ) => {
+                *int = int.saturating_add(i);
+                *float += f;
+                *floats |= fl;
+            }
+            (State::Avg { sum, n }, State::Avg { sum: s, n: m }) => {
+                *sum += s;
+                *n += m;
+            }
+            (State::Extreme(best), State::Extreme(Some((enc, json))))
+                if better(acc.op, &enc, best.as_ref()) =>
+            {
+                *best = Some((enc, json));
+            }
+            (State::Count(n), State::Count(m)) => *n += m,
+            (State::Value(slot), State::Value(theirs))
+                if acc.op == AccOp::Last && theirs.is_some() || slot.is_none() =>
+            {
+                *slot = theirs;
+            }
+            (State::Push(list), State::Push(more)) => list.extend(more),
+            _ => {}
+        }
+    }
+}
+
+/// A group as a JSON document: `_id`, then each accumulator's output.
+fn render(accs: &[Acc], key: &str, states: Vec<State>) -> String {
+    let mut out = format!("{{\"_id\":{key}");
+    for (acc, state) in accs.iter().zip(states) {
+        let mut name = Vec::new();
+        json_string(&acc.name, &mut name);
+        out.push(',');
+        out.push_str(&String::from_utf8_lossy(&name));
+        out.push(':');
+        out.push_str(&match state {
+            State::Sum { int, float, floats } => {
+                if floats || i64::try_from(int).is_err() && u64::try_from(int).is_err() {
+                    float_json(float)
+                } else {
+                    int.to_string()
+                }
+            }
+            State::Avg { sum, n } => {
+                if n == 0 {
+                    "null".to_owned()
+                } else {
+                    float_json(sum / n as f64)
+                }
+            }
+            State::Extreme(best) => best.map_or_else(|| "null".to_owned(), |(_, j)| j),
+            State::Count(n) => n.to_string(),
+            State::Value(v) => v.unwrap_or_else(|| "null".to_owned()),
+            State::Push(list) => format!("[{}]", list.join(",")),
+        });
+    }
+    out.push('}');
+    out
 }
 
 impl Collector for Grouper {
     fn take(&mut self, id: &str, doc: &Document<&[u8]>) -> Result<bool> {
         self.add(doc.root(), Some(id));
+        self.settle()?;
         Ok(true)
     }
 
     fn fork(&self) -> Box<dyn Collector> {
-        Box::new(Grouper::new(self.group.clone()))
+        Box::new(Grouper {
+            spills: false,
+            ..Grouper::new(self.group.clone())
+        })
     }
 
     fn absorb(&mut self, other: Box<dyn Collector>) {
         if let Ok(o) = other.into_any().downcast::<Grouper>() {
             self.merge(*o);
         }
+        let settled = self.settle();
+        spill::keep_error(&mut self.failed, settled);
+    }
+
+    fn full(&self) -> bool {
+        self.failed.is_some()
     }
 
     fn into_any(self: Box<Self>) -> Box<dyn Any> {

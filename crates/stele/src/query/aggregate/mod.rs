@@ -18,6 +18,7 @@
 
 pub(crate) mod expr;
 pub(crate) mod group;
+mod spill_state;
 mod stages;
 
 use crate::error::{Error, Result};
@@ -102,6 +103,20 @@ pub(crate) fn parse_sort(v: &Value<'_>, at: &str) -> Result<Vec<(DocPath, bool)>
 }
 
 impl Pipeline {
+    /// Memory each `$group` may hold before its groups spill to temporary files through
+    /// the table sorter (default [`DEFAULT_MEMORY_BUDGET_BYTES`](crate::query::DEFAULT_MEMORY_BUDGET_BYTES),
+    /// 64 MiB; the sorter's floor is 64 KiB). The groups come back merged, in key order,
+    /// with the answer of an unlimited budget; the output itself is returned in memory.
+    #[must_use]
+    pub fn memory_budget(mut self, bytes: usize) -> Pipeline {
+        for stage in &mut self.stages {
+            if let Stage::Group(g) = stage {
+                g.budget = bytes;
+            }
+        }
+        self
+    }
+
     /// Parses a pipeline: a JSON array of stages.
     ///
     /// ```

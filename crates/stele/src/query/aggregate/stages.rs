@@ -143,7 +143,7 @@ fn run_stages(mut docs: Vec<Vec<u8>>, stages: &[Stage], run: &Run) -> Result<Vec
                 for bytes in &docs {
                     g.add(Document::new(&bytes[..])?.root(), None);
                 }
-                g.finish()
+                g.finish(run)?
                     .iter()
                     .map(|j| parsed(j))
                     .collect::<Result<_>>()?
@@ -228,12 +228,13 @@ impl Snapshot {
                 let (chosen, plan) = self.plan(&keyed);
                 let mut g = Grouper::new(group.clone());
                 self.feed(&keyed, &chosen, &run, &mut g)?;
-                let stats = run.stats(0);
                 let docs = g
-                    .finish()
+                    .finish(&run)?
                     .iter()
                     .map(|j| parsed(j))
                     .collect::<Result<Vec<_>>>()?;
+                // After `finish`: what it spilled is counted.
+                let stats = run.stats(0);
                 let rest = run_stages(docs, rest.get(1..).unwrap_or_default(), &run)?;
                 (rest, plan, stats)
             }

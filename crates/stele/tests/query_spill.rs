@@ -1,0 +1,52 @@
+//! `$group` past its memory budget: the groups spill through the table sorter and come
+//! back merged, with the answer of an unlimited budget.
+
+#![allow(clippy::unwrap_used, reason = "tests")]
+
+use stele::{Database, DatabaseOptions, Pipeline};
+
+#[test]
+fn a_group_past_its_memory_budget_spills_and_answers_alike() {
+    for packed in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = DatabaseOptions::default()
+            .pack_block_bytes(4096)
+            .background_training(false);
+        let db = Database::open_with(dir.path(), opts).unwrap();
+        let mut b = db.batch();
+        for i in 0..5000u32 {
+            let json = format!(
+                r#"{{"n":{i},"k":{},"cat":"c{}","score":{},"f":{}}}"#,
+                i % 1700,
+                i % 7,
+                i % 50,
+                f64::from(i) / 4.0
+            );
+            b.put_json("c", &format!("d{i:05}"), json.as_bytes())
+                .unwrap();
+        }
+        db.commit(b).unwrap();
+        if packed {
+            db.compact().unwrap();
+        }
+        let snap = db.snapshot();
+        let accs = r#""n": {"$sum": 1}, "s": {"$sum": "$score"}, "fs": {"$sum": "$f"}, "a": {"$avg": "$score"}, "mn": {"$min": "$cat"}, "mx": {"$max": "$n"}, "c": {"$count": {}}, "first": {"$first": "$n"}, "last": {"$last": "$n"}, "all": {"$push": "$n"}"#;
+        for pipeline in [
+            format!(r#"[{{"$group": {{"_id": "$k", {accs}}}}}]"#),
+            format!(
+                r#"[{{"$group": {{"_id": "$score", {accs}}}}}, {{"$sort": {{"mx": -1}}}}, {{"$limit": 7}}]"#
+            ),
+            format!(r#"[{{"$match": {{"cat": "c2"}}}}, {{"$group": {{"_id": "$cat", {accs}}}}}]"#),
+        ] {
+            let p = Pipeline::parse(&pipeline).unwrap();
+            let want = snap.aggregate("c", &p).unwrap();
+            assert_eq!(want.stats.spilled_bytes, 0);
+            let got = snap.aggregate("c", &p.clone().memory_budget(1)).unwrap();
+            assert_eq!(got.rows, want.rows, "packed {packed}: {pipeline}");
+            assert!(!got.rows.is_empty());
+            if pipeline.contains("$k") {
+                assert!(got.stats.spilled_bytes > 0, "packed {packed}: {pipeline}");
+            }
+        }
+    }
+}
