@@ -337,3 +337,27 @@ fn reading_twice_sees_the_snapshot_not_later_writes() {
     assert_eq!(missing.schema().fields().len(), 1);
     assert_eq!(missing.count(), 0);
 }
+
+#[test]
+fn a_restarted_stream_reads_everything_again_with_the_same_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    let lines: Vec<String> = (0..100)
+        .map(|i| format!(r#"{{"i":{i},"a.b":"dotted","_id":{i}}}"#))
+        .collect();
+    import(&db, "t", &lines);
+    let mut first = db
+        .snapshot()
+        .scan_arrow("t", ArrowOptions::new().batch_rows(40))
+        .unwrap();
+    assert_eq!(first.next().unwrap().unwrap().num_rows(), 40);
+    let again = first.restart();
+    assert_eq!(again.schema(), first.schema());
+    let batches: Vec<RecordBatch> = again.map(Result::unwrap).collect();
+    assert_eq!(
+        batches.iter().map(RecordBatch::num_rows).sum::<usize>(),
+        100
+    );
+    assert_eq!(rows(&batches)[7].1["a.b"], Json::from("dotted"));
+    assert_eq!(first.map(|b| b.unwrap().num_rows()).sum::<usize>(), 60);
+}

@@ -309,6 +309,22 @@ class Cursor(Iterator[tuple[str, Document]]):
         "full_scan", "covered", "sorted_in_memory", "candidates": [{"index", "chosen",
         "reason"}], "keys_examined", "docs_examined", "rows", "elapsed_us"}."""
 
+class ArrowReader:
+    """A collection as Arrow record batches (Collection.to_arrow): read by anything that takes
+    the Arrow PyCapsule interface (duckdb.sql("select .. from r"), polars.DataFrame(r),
+    pyarrow.table(r)); every read is a new stream over the same snapshot."""
+
+    @property
+    def columns(self) -> list[str]: ...
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+    def __arrow_c_schema__(self) -> object: ...
+    def read_all(self) -> Any:
+        """Every batch as one pyarrow.Table (needs pyarrow)."""
+    def to_pandas(self) -> Any:
+        """A pandas.DataFrame (needs pyarrow and pandas)."""
+    def to_polars(self) -> Any:
+        """A polars.DataFrame (needs polars only)."""
+
 class Collection:
     """Documents by id: a mapping of str to Document. Read-only if from a Snapshot."""
 
@@ -399,6 +415,22 @@ class Collection:
         select: list[str] | None = None,
     ) -> QueryResult:
         """One condition on one field (range: lo <= value < hi, None for an open side)."""
+    def to_arrow(
+        self,
+        fields: list[str] | str | None = None,
+        filter: Filter | None = None,
+        *,
+        schema: Any | None = None,
+        batch_rows: int = 65536,
+        sample_rows: int = 10000,
+        misfits: str = "error",
+    ) -> ArrowReader:
+        """The collection as Arrow record batches of at most batch_rows rows, from this moment's
+        snapshot: _id and every root property, or the paths in fields; types inferred from the
+        first sample_rows documents (objects to structs, arrays to lists, mixed types and
+        integers beyond 64 bits to JSON text) or given as a pyarrow schema. A value that does
+        not fit its column stops the stream with an error naming the document and field, or
+        reads as null with misfits="null"."""
     def find(
         self,
         filter: Filter | None = None,

@@ -32,7 +32,7 @@ enum Source {
 
 /// A stream of record batches over one snapshot of a collection; see [`crate::arrow`].
 /// Ends after the first error.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct ArrowReader {
     snap: Snapshot,
     collection: String,
@@ -177,6 +177,15 @@ impl ArrowReader {
             self.kinds.push(s.kind());
         }
         Ok(names)
+    }
+
+    /// A new stream over the same snapshot with the same columns, from the first document
+    /// (the schema is not inferred again).
+    pub fn restart(&self) -> ArrowReader {
+        let mut fresh = self.clone();
+        fresh.after = None;
+        fresh.done = false;
+        fresh
     }
 
     fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
