@@ -206,6 +206,19 @@ fn unicode_big_numbers_nulls_and_nesting() {
     assert!(matches!(ty("nest").data_type(), DataType::Struct(_)));
     assert!(matches!(ty("arr").data_type(), DataType::List(_)));
     assert!(schema.field_with_name("doc._id").is_ok());
+    // Flat columns for flat formats: the same values, nested ones as JSON text.
+    assert_round_trip(&db, "c", ArrowOptions::new().nested_as_json(true));
+    let flat = db
+        .snapshot()
+        .scan_arrow("c", ArrowOptions::new().nested_as_json(true))
+        .unwrap()
+        .schema();
+    assert!(is_json(flat.field_with_name("nest").unwrap()));
+    assert!(is_json(flat.field_with_name("arr").unwrap()));
+    assert_eq!(
+        flat.field_with_name("n").unwrap().data_type(),
+        &DataType::Int64
+    );
 }
 
 #[test]

@@ -81,6 +81,7 @@ pub struct ArrowOptions {
     pub(crate) batch_rows: usize,
     pub(crate) sample_rows: usize,
     pub(crate) misfits_as_null: bool,
+    pub(crate) nested_as_json: bool,
 }
 
 impl Default for ArrowOptions {
@@ -99,6 +100,7 @@ impl ArrowOptions {
             batch_rows: DEFAULT_BATCH_ROWS,
             sample_rows: DEFAULT_SAMPLE_ROWS,
             misfits_as_null: false,
+            nested_as_json: false,
         }
     }
 
@@ -143,6 +145,16 @@ impl ArrowOptions {
     #[must_use]
     pub fn misfits_as_null(mut self, yes: bool) -> ArrowOptions {
         self.misfits_as_null = yes;
+        self
+    }
+}
+
+impl ArrowOptions {
+    /// Objects and arrays inferred as JSON text instead of structs and lists: flat columns,
+    /// for writers of flat formats (CSV). A given schema is kept as it is.
+    #[must_use]
+    pub fn nested_as_json(mut self, yes: bool) -> ArrowOptions {
+        self.nested_as_json = yes;
         self
     }
 }

@@ -102,7 +102,17 @@ impl ArrowReader {
                 }
                 named.unwrap_or_default()
             }
-            None => reader.infer(opts.sample_rows, named)?,
+            None => {
+                let names = reader.infer(opts.sample_rows, named)?;
+                if opts.nested_as_json {
+                    for kind in &mut reader.kinds {
+                        if matches!(kind, Kind::Struct(_) | Kind::List(_)) {
+                            *kind = Kind::Json;
+                        }
+                    }
+                }
+                names
+            }
         };
         let fields: Vec<_> = names
             .iter()
