@@ -315,6 +315,20 @@ fn a_value_that_does_not_fit_names_the_document_and_field() {
         .unwrap();
     let err = reader.collect::<Result<Vec<_>, _>>().unwrap_err();
     assert!(err.to_string().contains(&format!("{id42:?}")), "{err}");
+    // A root property the sample did not show: named, or left out under the option.
+    let mut late = lines.clone();
+    late.push(r#"{"n":50,"o":{"x":50},"late":true}"#.to_owned());
+    import(&db, "late", &late);
+    let opts = ArrowOptions::new().sample_rows(50);
+    let err = db.snapshot().scan_arrow("late", opts.clone()).unwrap();
+    let err = err.collect::<Result<Vec<_>, _>>().unwrap_err();
+    assert!(err.to_string().contains("\"late\""), "{err}");
+    let got = rows(&read_all(&db, "late", opts.misfits_as_null(true)));
+    assert_eq!(got.len(), 51);
+    assert_eq!(got[50].1["n"], Json::from(50));
+    // By default the schema is inferred from every document: nothing misfits.
+    let got = rows(&read_all(&db, "late", ArrowOptions::new()));
+    assert_eq!(got[50].1["late"], Json::Bool(true));
     // Types a document never holds are refused up front, by field.
     let bad = Arc::new(Schema::new(vec![Field::new(
         "o",

@@ -23,7 +23,7 @@ use crate::say::count;
 JSON Lines: one document per line in id order, keys in their original order; importing the
 output gives equal data (with --id-field on both sides when ids are not in the documents).
 Parquet and CSV: a column per field (`_id` and every root property, or the --fields), types
-inferred from the first 10,000 documents (objects to structs, arrays to lists, mixed types
+inferred from every document (objects to structs, arrays to lists, mixed types
 to JSON text; in CSV objects and arrays are JSON text).")]
 pub struct ExportArgs {
     /// The database folder.

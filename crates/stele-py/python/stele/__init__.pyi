@@ -422,12 +422,12 @@ class Collection:
         *,
         schema: Any | None = None,
         batch_rows: int = 65536,
-        sample_rows: int = 10000,
+        sample_rows: int | None = None,
         misfits: str = "error",
     ) -> ArrowReader:
         """The collection as Arrow record batches of at most batch_rows rows, from this moment's
-        snapshot: _id and every root property, or the paths in fields; types inferred from the
-        first sample_rows documents (objects to structs, arrays to lists, mixed types and
+        snapshot: _id and every root property, or the paths in fields; types inferred from every
+        document, or the first sample_rows (faster; a later misfit possible) (objects to structs, arrays to lists, mixed types and
         integers beyond 64 bits to JSON text) or given as a pyarrow schema. A value that does
         not fit its column stops the stream with an error naming the document and field, or
         reads as null with misfits="null"."""

@@ -68,16 +68,16 @@ fn optional<'py>(py: Python<'py>, name: &str, what: &str) -> PyResult<Bound<'py,
 #[pymethods]
 impl PyCollection {
     /// to_arrow(fields=None, filter=None, *, schema=None, batch_rows=65536,
-    /// sample_rows=10000, misfits="error") -> ArrowReader
+    /// sample_rows=None, misfits="error") -> ArrowReader
     ///
     /// The collection as Arrow record batches of at most `batch_rows` rows, read from this
     /// moment's snapshot. Columns: `_id` and every root property, or the paths in `fields`
-    /// (`["_id", "name", "address.city"]`); types inferred from the first `sample_rows`
-    /// documents (objects to structs, arrays to lists, mixed types and integers beyond 64
+    /// (`["_id", "name", "address.city"]`); types inferred from every document (or the first
+    /// `sample_rows`: faster, a later misfit possible) (objects to structs, arrays to lists, mixed types and integers beyond 64
     /// bits to JSON text) or given as a pyarrow `schema`. `filter` is a query filter. A value
     /// that does not fit its column stops the stream with an error naming the document and
     /// the field, or reads as null with `misfits="null"`.
-    #[pyo3(signature = (fields = None, filter = None, *, schema = None, batch_rows = DEFAULT_BATCH_ROWS, sample_rows = DEFAULT_SAMPLE_ROWS, misfits = "error"))]
+    #[pyo3(signature = (fields = None, filter = None, *, schema = None, batch_rows = DEFAULT_BATCH_ROWS, sample_rows = None, misfits = "error"))]
     #[allow(
         clippy::too_many_arguments,
         reason = "the Python keyword arguments of to_arrow, one each"
@@ -89,13 +89,13 @@ impl PyCollection {
         filter: Option<Bound<'_, PyAny>>,
         schema: Option<Bound<'_, PyAny>>,
         batch_rows: usize,
-        sample_rows: usize,
+        sample_rows: Option<usize>,
         misfits: &str,
     ) -> PyResult<PyArrowReader> {
         let mut opts = ArrowOptions::new()
             .filter(filter_arg(py, filter.as_ref())?)
             .batch_rows(batch_rows)
-            .sample_rows(sample_rows);
+            .sample_rows(sample_rows.unwrap_or(DEFAULT_SAMPLE_ROWS));
         opts = match misfits {
             "error" => opts,
             "null" => opts.misfits_as_null(true),

@@ -10,6 +10,7 @@ use crate::query::Filter;
 use crate::snapshot::Snapshot;
 use arrow_array::{RecordBatch, RecordBatchOptions, RecordBatchReader};
 use arrow_schema::{ArrowError, Schema, SchemaRef};
+use std::collections::HashMap;
 use std::ops::Bound;
 use std::sync::Arc;
 use stele_doc::{Document, Path, PathSet};
@@ -24,10 +25,22 @@ const DOC_ID: &str = "doc._id";
 enum Source {
     /// The document id.
     Id,
-    /// A root property (every-field mode).
-    Key(String),
+    /// A root property (every-field mode; [`Layout::Keys`] says which).
+    Key,
     /// A path of the reader's path set (`fields` or a given schema).
     Path,
+}
+
+/// How the values of a document reach their columns.
+#[derive(Debug, Clone)]
+enum Layout {
+    /// `fields` or a given schema: the paths read, and the column of each path.
+    Paths { set: PathSet, columns: Vec<usize> },
+    /// Every field: the column of each root property, and which were filled (scratch).
+    Keys {
+        columns: HashMap<String, usize>,
+        filled: Vec<bool>,
+    },
 }
 
 /// A stream of record batches over one snapshot of a collection; see [`crate::arrow`].
@@ -40,8 +53,7 @@ pub struct ArrowReader {
     schema: SchemaRef,
     sources: Vec<Source>,
     kinds: Vec<Kind>,
-    /// The paths read, in `fields` mode; the column of each path.
-    paths: Option<(PathSet, Vec<usize>)>,
+    layout: Layout,
     batch_rows: usize,
     lenient: bool,
     /// The last id read (kept or not): the next batch starts after it.
@@ -57,7 +69,10 @@ impl ArrowReader {
             (None, None) => None,
         };
         let mut sources = Vec::new();
-        let mut paths = None;
+        let mut layout = Layout::Keys {
+            columns: HashMap::new(),
+            filled: Vec::new(),
+        };
         if let Some(named) = &named {
             let mut parsed = Vec::new();
             let mut columns = Vec::new();
@@ -70,7 +85,10 @@ impl ArrowReader {
                     columns.push(col);
                 }
             }
-            paths = Some((PathSet::from_paths(parsed), columns));
+            layout = Layout::Paths {
+                set: PathSet::from_paths(parsed),
+                columns,
+            };
         }
         let mut reader = ArrowReader {
             snap,
@@ -79,7 +97,7 @@ impl ArrowReader {
             schema: Arc::new(Schema::empty()),
             sources,
             kinds: Vec::new(),
-            paths,
+            layout,
             batch_rows: opts.batch_rows,
             lenient: opts.misfits_as_null,
             after: None,
@@ -137,17 +155,17 @@ impl ArrowReader {
             snap,
             collection,
             filter,
-            paths,
+            layout,
             ..
         } = &mut *self;
         for_each_kept(snap, collection, filter, None, sample, |_, doc| {
-            match paths {
-                Some((set, columns)) => set.read_doc(doc, |i, v| {
+            match layout {
+                Layout::Paths { set, columns } => set.read_doc(doc, |i, v| {
                     if let Some(s) = columns.get(i).and_then(|&c| seen.get_mut(c)) {
                         s.merge(v);
                     }
                 }),
-                None => {
+                Layout::Keys { .. } => {
                     if let Some(o) = doc.root_object() {
                         wide |= !roots.merge(&o);
                     }
@@ -175,6 +193,7 @@ impl ArrowReader {
             });
         }
         let mut names = vec![ID.to_owned()];
+        let mut columns = HashMap::new();
         self.sources = vec![Source::Id];
         self.kinds = vec![Kind::Utf8];
         for (key, s) in roots.into_keys() {
@@ -183,9 +202,14 @@ impl ArrowReader {
             } else {
                 key.clone()
             });
-            self.sources.push(Source::Key(key));
+            self.sources.push(Source::Key);
+            columns.insert(key, self.sources.len() - 1);
             self.kinds.push(s.kind());
         }
+        self.layout = Layout::Keys {
+            columns,
+            filled: vec![false; self.sources.len()],
+        };
         Ok(names)
     }
 
@@ -211,7 +235,7 @@ impl ArrowReader {
             collection,
             filter,
             sources,
-            paths,
+            layout,
             lenient,
             after,
             batch_rows,
@@ -226,15 +250,15 @@ impl ArrowReader {
             *batch_rows,
             |id, doc| {
                 rows += 1;
-                fill_row(id, doc, sources, paths.as_mut(), &mut cols, lenient).map_err(
-                    |(col, m)| Error::ArrowMisfit {
+                fill_row(id, doc, sources, layout, &mut cols, lenient).map_err(|(col, m)| {
+                    Error::ArrowMisfit {
                         collection: collection.clone(),
                         id: id.to_owned(),
                         field: format!("{}{}", schema.field(col).name(), m.below),
                         expected: m.expected,
                         found: m.found.to_owned(),
-                    },
-                )
+                    }
+                })
             },
         )?;
         self.after = last.or(self.after.take());
@@ -260,70 +284,77 @@ fn fill_row(
     id: &str,
     doc: &Document<&[u8]>,
     sources: &[Source],
-    paths: Option<&mut (PathSet, Vec<usize>)>,
+    layout: &mut Layout,
     cols: &mut [Col],
     lenient: bool,
 ) -> std::result::Result<(), (usize, Misfit)> {
-    let root = doc.root_object();
-    let mut found = 0;
-    for (c, (source, col)) in sources.iter().zip(cols.iter_mut()).enumerate() {
-        let v = match source {
-            Source::Id => {
-                col.append_id(id);
-                continue;
-            }
-            Source::Key(k) => root.and_then(|o| o.get(k)),
-            Source::Path => continue,
-        };
-        found += usize::from(matches!(source, Source::Key(_)) && v.is_some());
-        col.append(v, lenient).map_err(|m| (c, m))?;
+    for (source, col) in sources.iter().zip(cols.iter_mut()) {
+        if matches!(source, Source::Id) {
+            col.append_id(id);
+        }
     }
-    if let Some((set, columns)) = paths {
-        // Paths arrive in index order, the missing ones skipped: those get a null.
-        let mut next = 0;
-        let mut failed = None;
-        set.read_doc(doc, |i, v| {
-            if failed.is_some() {
-                return;
+    match layout {
+        Layout::Paths { set, columns } => {
+            // Paths arrive in index order, the missing ones skipped: those get a null.
+            let mut next = 0;
+            let mut failed = None;
+            set.read_doc(doc, |i, v| {
+                if failed.is_some() {
+                    return;
+                }
+                for j in next..=i {
+                    let c = columns.get(j).copied().unwrap_or(usize::MAX);
+                    if let Some(col) = cols.get_mut(c) {
+                        let value = if j == i { Some(v) } else { None };
+                        if let Err(m) = col.append(value, lenient) {
+                            failed = Some((c, m));
+                            return;
+                        }
+                    }
+                }
+                next = i + 1;
+            });
+            if let Some(f) = failed {
+                return Err(f);
             }
-            for j in next..=i {
-                let c = columns.get(j).copied().unwrap_or(usize::MAX);
+            for &c in columns.iter().skip(next) {
                 if let Some(col) = cols.get_mut(c) {
-                    let value = if j == i { Some(v) } else { None };
-                    if let Err(m) = col.append(value, lenient) {
-                        failed = Some((c, m));
-                        return;
+                    col.append(None, lenient).map_err(|m| (c, m))?;
+                }
+            }
+        }
+        Layout::Keys { columns, filled } => {
+            // The document's own properties, each to its column (a hash lookup each, where
+            // a lookup per column would search every document for keys it rarely has);
+            // then a null in each column the document did not fill.
+            filled.fill(false);
+            for (key, v) in doc.root_object().iter().flat_map(|o| o.iter()) {
+                match columns.get(key) {
+                    Some(&c) => {
+                        if let (Some(col), Some(f)) = (cols.get_mut(c), filled.get_mut(c)) {
+                            col.append(Some(v), lenient).map_err(|m| (c, m))?;
+                            *f = true;
+                        }
+                    }
+                    None if lenient => {}
+                    None => {
+                        return Err((
+                            0,
+                            Misfit {
+                                below: format!(" (the property {key:?}, not among the columns)"),
+                                expected: "a column per root property".to_owned(),
+                                found: "a property",
+                            },
+                        ));
                     }
                 }
             }
-            next = i + 1;
-        });
-        if let Some(f) = failed {
-            return Err(f);
-        }
-        for c in columns.iter().skip(next) {
-            if let Some(col) = cols.get_mut(*c) {
-                col.append(None, lenient).map_err(|m| (*c, m))?;
+            for (c, (source, col)) in sources.iter().zip(cols.iter_mut()).enumerate() {
+                if matches!(source, Source::Key) && !filled.get(c).copied().unwrap_or(true) {
+                    col.append(None, lenient).map_err(|m| (c, m))?;
+                }
             }
         }
-    } else if !lenient && root.is_some_and(|o| o.len() > found) {
-        let extra = root
-            .and_then(|o| {
-                o.iter_original().map(|(k, _)| k).find(|k| {
-                    !sources
-                        .iter()
-                        .any(|s| matches!(s, Source::Key(n) if n == k))
-                })
-            })
-            .unwrap_or_default();
-        return Err((
-            0,
-            Misfit {
-                below: format!(" (the property {extra:?}, not among the columns)"),
-                expected: "a column per root property".to_owned(),
-                found: "a property",
-            },
-        ));
     }
     Ok(())
 }
