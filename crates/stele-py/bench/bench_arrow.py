@@ -9,8 +9,13 @@ into a cache folder and imported once into a Stele database (not timed), best of
     `SELECT a, b, c FROM read_json(file)` fetched as an Arrow table;
   - every field: `pyarrow.table(coll.to_arrow())` against `SELECT * FROM read_json(file)`;
   - a group-by count over the first field: `duckdb.sql("select a, count(*) from r group by a")`
-    over a Stele reader of that one field, against the same query over `read_json(file)`.
-Printed: seconds and the ratio DuckDB / Stele (above 1: Stele faster). `--quick` runs the
+    over a Stele reader of that one field, against the same query over `read_json(file)`;
+  - Parquet export (when the `stele` command is built, `target/release/stele`): `stele export
+    DB c -o x.parquet` (a process: open, read, write; its peak memory from the OS) against
+    DuckDB `COPY (SELECT * FROM read_json(file)) TO 'x.parquet'`.
+Each Stele timing includes `to_arrow`, which infers the schema from every document (one more
+pass), as DuckDB's `read_json` infers its own from a sample. Printed: seconds and the ratio
+DuckDB / Stele (above 1: Stele faster), then a Markdown table of all of it. `--quick` runs the
 first 5,000 lines of one collection (the smoke run of scripts/check.sh).
 """
 
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import tempfile
 import time
@@ -63,9 +69,22 @@ def quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+TABLE: list[tuple[str, str, float, float]] = []
+STELE_CLI = REPO / "target" / "release" / "stele"
+
+
+def export_parquet(db_dir: Path, out: Path) -> int:
+    """`stele export DB c -o out` in a child process; returns its peak memory in KiB."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    subprocess.run([str(STELE_CLI), "export", str(db_dir), "c", "-o", str(out)], check=True,
+                   capture_output=True)
+    return max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+
+
 def run(name: str, lines: int | None, repeat: int, work: Path) -> None:
     path = jsonl(name, lines)
-    db = stele.open(work / name.replace("/", "_"))
+    db_dir = work / name.replace("/", "_")
+    db = stele.open(db_dir)
     coll = db["c"]
     coll.import_jsonl(path)
     first = coll.to_arrow(batch_rows=1).columns[1:4]
@@ -101,13 +120,26 @@ def run(name: str, lines: int | None, repeat: int, work: Path) -> None:
     # Warm-up: pyarrow's first table takes ~0.6 s of its own set-up, DuckDB's first query too.
     pa.table(coll.to_arrow(fields=first[:1], batch_rows=10))
     duckdb.sql("select 1").fetchall()
+    if STELE_CLI.exists():
+        cases.append(
+            (
+                "parquet export",
+                lambda: export_parquet(db_dir, work / "s.parquet"),
+                lambda: duckdb.sql(f"copy (select * from {src}) to '{work / 'd.parquet'}'"),
+            )
+        )
+    short = name.removesuffix(".jsonl.zst").replace("mongodb-samples/", "mongodb-")
     for what, ours, theirs in cases:
         try:
             s = best(repeat, ours)
             d = best(repeat, theirs)
             print(f"  {what:<15} stele {s:8.3f} s   duckdb read_json {d:8.3f} s   ratio {d / s:5.2f}x")
+            TABLE.append((short, what, s, d))
         except Exception as e:  # a peer refusing a file is reported, not fatal
             print(f"  {what:<15} failed: {str(e).splitlines()[0][:200]}")
+    if STELE_CLI.exists():
+        kib = export_parquet(db_dir, work / "s.parquet")
+        print(f"  parquet export peak memory (the largest child so far): {kib / 1024:.0f} MiB")
     db.close()
 
 
@@ -131,6 +163,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as work:
         for name in names:
             run(name, 5000 if args.quick else None, 1 if args.quick else args.repeat, Path(work))
+    print("\n| collection | what | Stele s | DuckDB s | DuckDB / Stele |")
+    print("|---|---|---:|---:|---:|")
+    for short, what, s, d in TABLE:
+        print(f"| {short} | {what} | {s:.3f} | {d:.3f} | {d / s:.2f} |")
 
 
 if __name__ == "__main__":
