@@ -388,3 +388,63 @@ fn a_restarted_stream_reads_everything_again_with_the_same_schema() {
     assert_eq!(rows(&batches)[7].1["a.b"], Json::from("dotted"));
     assert_eq!(first.map(|b| b.unwrap().num_rows()).sum::<usize>(), 60);
 }
+
+/// A reader of given batches, failing after them when asked.
+struct Given(Vec<RecordBatch>, Arc<Schema>, bool);
+
+impl Iterator for Given {
+    type Item = Result<RecordBatch, arrow_schema::ArrowError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.0.is_empty() {
+            return self
+                .2
+                .then(|| Err(arrow_schema::ArrowError::ComputeError("cut".into())))
+                .inspect(|_| self.2 = false);
+        }
+        Some(Ok(self.0.remove(0)))
+    }
+}
+
+impl RecordBatchReader for Given {
+    fn schema(&self) -> arrow_schema::SchemaRef {
+        self.1.clone()
+    }
+}
+
+#[test]
+fn arrow_imports_give_back_the_documents_all_or_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    let lines = slice("mdn-compat-features.jsonl.zst", 120);
+    import(&db, "src", &lines);
+    let batches = read_all(&db, "src", ArrowOptions::new().batch_rows(50));
+    let schema = batches[0].schema();
+    let opts = ImportOptions::new().id_field("_id");
+    let given = Given(batches.clone(), schema.clone(), false);
+    let report = stele::arrow::import_arrow(&db, "copy", given, &opts, |_| {}).unwrap();
+    assert_eq!(report.documents, 120);
+    // Same ids, and the same documents under the inference rule (the id column stays in
+    // the documents as `_id`).
+    let want = documents(&db, "src");
+    let got = documents(&db, "copy");
+    assert_eq!(got.len(), want.len());
+    for ((gid, mut g), (wid, w)) in got.into_iter().zip(want) {
+        assert_eq!(gid, wid);
+        let own = g.as_object_mut().unwrap().remove("_id");
+        assert_eq!(own, Some(Json::String(wid.clone())));
+        assert!(same(&g, &w), "{wid}:\n got {g}\nwant {w}");
+    }
+    // A stream failing after its batches lands nothing.
+    let given = Given(batches, schema, true);
+    let err = stele::arrow::import_arrow(&db, "cut", given, &opts, |_| {}).unwrap_err();
+    assert!(err.to_string().contains("cut"), "{err}");
+    assert!(!db.snapshot().has_collection("cut"));
+    // Types JSON has no value for are refused up front, by column.
+    let dates = Arc::new(Schema::new(vec![Field::new("d", DataType::Date32, true)]));
+    let err = stele::arrow::import_arrow(&db, "d", Given(vec![], dates, false), &opts, |_| {})
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("column d has type Date32"),
+        "{err}"
+    );
+}

@@ -56,9 +56,11 @@
 //! `Struct`, `List` and `Null`, nested as deep as needed.
 
 mod build;
+mod import;
 mod kind;
 mod reader;
 
+pub use import::import_arrow;
 pub use reader::ArrowReader;
 
 use crate::error::{Error, Result};
