@@ -415,6 +415,13 @@ class Collection:
         select: list[str] | None = None,
     ) -> QueryResult:
         """One condition on one field (range: lo <= value < hi, None for an open side)."""
+    def put_arrow(self, data: Any, *, id: str | None = None, batch: int = 10_000) -> dict[str, Any]:
+        """Imports every row of Arrow data (anything with __arrow_c_stream__ or
+        __arrow_c_array__: pyarrow, pandas, Polars, DuckDB results) as a document, all or
+        nothing, with the store's own import; ids from the column id (default: _id when
+        there is one), else numbered. Columns JSON cannot hold raise InvalidInput first."""
+    def import_arrow(self, data: Any, *, id: str | None = None, batch: int = 10_000) -> dict[str, Any]:
+        """The same as put_arrow."""
     def to_arrow(
         self,
         fields: list[str] | str | None = None,

@@ -21,6 +21,7 @@
 
 mod aggregate;
 mod arrow;
+mod arrow_import;
 mod batch;
 mod collection;
 mod find;
