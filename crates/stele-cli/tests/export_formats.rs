@@ -20,8 +20,8 @@ fn sample() -> Vec<Value> {
         .collect()
 }
 
-#[test]
-fn parquet_holds_every_document() {
+/// The sample orders in a database, exported to `orders.parquet` beside it.
+fn orders_parquet() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
     let (dir, db) = shop_with_orders();
     let out = dir.path().join("orders.parquet");
     on("export", &db)
@@ -30,6 +30,12 @@ fn parquet_holds_every_document() {
         .assert()
         .success()
         .stderr(predicate::str::contains("exported 1000 documents"));
+    (dir, db, out)
+}
+
+#[test]
+fn parquet_holds_every_document() {
+    let (_dir, _db, out) = orders_parquet();
     let file = std::fs::File::open(&out).unwrap();
     let reader = ParquetRecordBatchReaderBuilder::try_new(file)
         .unwrap()
@@ -150,13 +156,7 @@ fn typed(v: &Value) -> Value {
 
 #[test]
 fn parquet_exported_imports_back() {
-    let (dir, db) = shop_with_orders();
-    let out = dir.path().join("orders.parquet");
-    on("export", &db)
-        .args(["orders", "-o"])
-        .arg(&out)
-        .assert()
-        .success();
+    let (dir, db, out) = orders_parquet();
     on("import", &db)
         .args(["copy"])
         .arg(&out)
