@@ -83,6 +83,7 @@ step "python build" env VIRTUAL_ENV="$(cd "$venv" && pwd)" "$venv/bin/maturin" d
 step "python tests" "$venv/bin/python" -m pytest -q crates/stele-py/tests
 step "bench python --quick" "$venv/bin/python" crates/stele-py/bench/bench_py.py --quick
 step "bench import --quick" "$venv/bin/python" crates/stele-py/bench/bench_import.py --quick
+step "bench arrow --quick" "$venv/bin/python" crates/stele-py/bench/bench_arrow.py --quick
 step "bench table sets --quick" "$venv/bin/python" crates/stele-py/bench/bench_sets.py --quick \
   --work "$out_dir/bench-sets-quick"
 step "tour" cargo run --release --locked -q -- tour

@@ -197,7 +197,9 @@ pub(crate) fn db_err(py: Python<'_>, e: stele::Error) -> PyErr {
         | E::BatchTooLarge { .. }
         | E::InvalidFieldPath { .. }
         | E::InvalidIndex { .. }
-        | E::InvalidQuery { .. } => Kind::InvalidInput,
+        | E::InvalidQuery { .. }
+        | E::ArrowMisfit { .. }
+        | E::ArrowSchema { .. } => Kind::InvalidInput,
         E::CorruptLog { .. }
         | E::CorruptManifest { .. }
         | E::CorruptMetaKey { .. }

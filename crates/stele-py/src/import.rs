@@ -12,7 +12,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use stele::Database;
-use stele::import::{ImportError, ImportFormat, ImportOptions, import_path};
+use stele::import::{
+    ImportError, ImportFormat, ImportOptions, ImportProgress, ImportReport, import_path,
+};
 use stele_doc::DuplicateKeys;
 
 use crate::database::at_least_one;
@@ -72,11 +74,29 @@ pub(crate) fn import_file<'py>(
     path: &Path,
     args: &ImportArgs<'_>,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let what = format!("no file or folder {}: check the path", path.display());
+    run_import(py, args, &what, |opts, progress| {
+        import_path(db, collection, path, opts, progress)
+    })
+}
+
+/// Runs `import` (given the options and a progress callback) without the GIL, Ctrl-C
+/// cancelling it, and maps its report or error; `missing` is the message of a NotFound.
+pub(crate) fn run_import<'py>(
+    py: Python<'py>,
+    args: &ImportArgs<'_>,
+    missing: &str,
+    import: impl Send
+    + FnOnce(
+        &ImportOptions,
+        &mut dyn FnMut(ImportProgress),
+    ) -> Result<ImportReport, ImportError>,
+) -> PyResult<Bound<'py, PyDict>> {
     let cancel = Arc::new(AtomicBool::new(false));
     let opts = options(py, args)?.cancel_flag(Arc::clone(&cancel));
     let mut interrupt: Option<PyErr> = None;
     let result = py.detach(|| {
-        import_path(db, collection, path, &opts, |_| {
+        import(&opts, &mut |_| {
             if interrupt.is_none()
                 && let Err(e) = Python::attach(|py| py.check_signals())
             {
@@ -114,7 +134,7 @@ pub(crate) fn import_file<'py>(
         {
             return Err(PyErr::from(std::io::Error::new(
                 error.kind(),
-                format!("no file or folder {}: check the path", path.display()),
+                missing.to_owned(),
             )));
         }
         Err(e @ ImportError::Malformed { .. }) => {

@@ -31,6 +31,7 @@ fn _stele(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<table_set::PyTableSet>()?;
     m.add_class::<durable::PyDurableMap>()?;
     m.add_class::<database::PyDatabase>()?;
+    m.add_class::<database::PyArrowReader>()?;
     m.add_class::<database::PySnapshot>()?;
     m.add_class::<database::PyCollection>()?;
     m.add_class::<database::PyIdIter>()?;

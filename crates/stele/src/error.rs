@@ -237,6 +237,31 @@ pub enum Error {
         /// The budget it had.
         budget_ms: u64,
     },
+    /// A value does not fit the Arrow column it is read into (`stele::arrow`, with a given
+    /// schema or one inferred from a sample of the documents).
+    #[error(
+        "document {id:?} of {collection}: {field} holds {found}, which does not fit the Arrow column type {expected} (give a schema that fits, infer the schema from more documents, or read misfits as nulls)"
+    )]
+    ArrowMisfit {
+        /// The collection read.
+        collection: String,
+        /// The document's id.
+        id: String,
+        /// The column, and the path inside it (`a.b[]` for elements of a list).
+        field: String,
+        /// The column's type, as Arrow writes it.
+        expected: String,
+        /// The value's JSON type (`string`, `object`...).
+        found: String,
+    },
+    /// An Arrow schema given to read a collection with cannot be used.
+    #[error("Arrow schema, field {field}: {reason}")]
+    ArrowSchema {
+        /// The field (`a.b` for a struct's child).
+        field: String,
+        /// What is wrong, and what to give instead.
+        reason: String,
+    },
     /// A query cannot run as asked.
     #[error("invalid query: {reason}")]
     InvalidQuery {

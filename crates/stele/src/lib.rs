@@ -11,6 +11,8 @@
 //!
 //! Layout of the folder and of every file: `docs/FORMAT.md` ("Document store").
 
+#[cfg(feature = "arrow")]
+pub mod arrow;
 pub mod backup;
 mod batch;
 mod bytes;

@@ -6,29 +6,15 @@
     reason = "tests: a failed unwrap is a failed test"
 )]
 
-use std::io::{self, BufRead};
-use std::path::{Path, PathBuf};
+mod common;
+use common::data::slice;
+use std::io;
 use stele::export::{ExportOptions, export_jsonl};
 use stele::import::{
     IdSource, ImportError, ImportFormat, ImportOptions, ImportPhase, import_path, import_reader,
 };
 use stele::{Database, DatabaseOptions};
 use stele_testkit::faults::{Faults, FaultyStorage, Op};
-
-fn data_dir() -> PathBuf {
-    std::env::var_os("STELE_DATA").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
-        PathBuf::from,
-    )
-}
-
-/// The first `n` lines of a compressed collection.
-fn slice(name: &str, n: usize) -> Vec<String> {
-    let path = data_dir().join("collections").join(name);
-    let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let reader = io::BufReader::new(zstd::Decoder::new(file).unwrap());
-    reader.lines().take(n).map(Result::unwrap).collect()
-}
 
 fn export(db: &Database, coll: &str, opts: &ExportOptions) -> String {
     let mut out = Vec::new();

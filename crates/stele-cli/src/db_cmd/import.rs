@@ -19,6 +19,8 @@ pub enum Format {
     Jsonl,
     /// A folder of .json files, one document per file (id: the file name without .json).
     Dir,
+    /// A Parquet file: one document per row, the columns its properties (nulls left out).
+    Parquet,
 }
 
 #[derive(Debug, Args)]
@@ -28,9 +30,10 @@ pub enum Format {
   stele import shop.db people profiles/                            one document per .json file
   zstd -dc cities.jsonl.zst | stele import geo.db cities - --skip-bad
   stele import big.db events events.jsonl --memory 128MiB               within 128 MiB
+  stele import shop.db orders orders.parquet --id-field _id        a Parquet file, a row each
 
-The format is detected when not given: a folder is `dir`, input starting with `[` is `json`,
-anything else `jsonl`. Without --id-field, ids number the records from 1 (0000000001, ...;
+The format is detected when not given: a folder is `dir`, a file named .parquet `parquet`,
+input starting with `[` is `json`, anything else `jsonl`. Without --id-field, ids number the records from 1 (0000000001, ...;
 folders: the file names). An import is all or nothing, even if the process is killed: the
 records are converted on every core, sorted by id (spilling to the database folder beyond
 --memory), packed into compressed blocks with a dictionary trained on the input, and switched
@@ -125,6 +128,24 @@ fn import_bar(bar: ProgressBar) -> impl FnMut(ImportProgress) {
     }
 }
 
+/// The rows of a Parquet file, as Arrow record batches.
+fn parquet_rows(
+    path: &std::path::Path,
+) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader, ImportError> {
+    let malformed = |reason: String| ImportError::Malformed {
+        file: path.display().to_string(),
+        line: 0,
+        reason,
+    };
+    let file = std::fs::File::open(path).map_err(|error| ImportError::Read {
+        file: path.display().to_string(),
+        error,
+    })?;
+    parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .and_then(|b| b.build())
+        .map_err(|e| malformed(format!("not a Parquet file this reader can read: {e}")))
+}
+
 pub fn import(args: &ImportArgs) -> Result<()> {
     // Checked first: a bad name is not blamed on the input, and creates no database.
     stele::check_collection_name(&args.collection)?;
@@ -137,11 +158,16 @@ pub fn import(args: &ImportArgs) -> Result<()> {
                 .duplicate_keys(args.duplicates.into())
                 .max_depth(args.max_depth),
         );
-    if let Some(f) = args.format {
+    let parquet = match args.format {
+        Some(Format::Parquet) => true,
+        Some(_) => false,
+        None => args.input.extension().is_some_and(|e| e == "parquet"),
+    };
+    if let Some(f) = args.format.filter(|_| !parquet) {
         opts = opts.format(match f {
             Format::Json => ImportFormat::Json,
-            Format::Jsonl => ImportFormat::JsonLines,
             Format::Dir => ImportFormat::Dir,
+            Format::Jsonl | Format::Parquet => ImportFormat::JsonLines,
         });
     }
     if let Some(field) = &args.id_field {
@@ -162,7 +188,17 @@ pub fn import(args: &ImportArgs) -> Result<()> {
     let started = std::time::Instant::now();
     let report = write_creating(&args.db, args.create_here, |db| {
         let bar = ProgressBar::new_spinner();
-        let result = if from_stdin {
+        let result = if parquet {
+            parquet_rows(&args.input).and_then(|rows| {
+                stele::arrow::import_arrow(
+                    db,
+                    &args.collection,
+                    rows,
+                    &opts,
+                    import_bar(bar.clone()),
+                )
+            })
+        } else if from_stdin {
             stele::import::import_reader(
                 db,
                 &args.collection,

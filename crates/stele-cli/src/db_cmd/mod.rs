@@ -4,6 +4,7 @@
 mod compact;
 mod delete;
 mod export;
+mod export_arrow;
 mod get;
 mod import;
 mod put;

@@ -31,6 +31,7 @@ from ._errors import (
 from ._stele import (
     Array,
     ArrayIterator,
+    ArrowReader,
     Batch,
     Collection,
     CollectionIterator,
@@ -116,6 +117,7 @@ __all__ = [
     "CollectionIterator",
     "CorruptError",
     "Cursor",
+    "ArrowReader",
     "Database",
     "Document",
     "DurableMap",

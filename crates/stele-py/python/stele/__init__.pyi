@@ -316,6 +316,22 @@ class Cursor(Iterator[tuple[Id, Document]]):
         "full_scan", "covered", "sorted_in_memory", "candidates": [{"index", "chosen",
         "reason"}], "keys_examined", "docs_examined", "rows", "elapsed_us"}."""
 
+class ArrowReader:
+    """A collection as Arrow record batches (Collection.to_arrow): read by anything that takes
+    the Arrow PyCapsule interface (duckdb.sql("select .. from r"), polars.DataFrame(r),
+    pyarrow.table(r)); every read is a new stream over the same snapshot."""
+
+    @property
+    def columns(self) -> list[str]: ...
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+    def __arrow_c_schema__(self) -> object: ...
+    def read_all(self) -> Any:
+        """Every batch as one pyarrow.Table (needs pyarrow)."""
+    def to_pandas(self) -> Any:
+        """A pandas.DataFrame (needs pyarrow and pandas)."""
+    def to_polars(self) -> Any:
+        """A polars.DataFrame (needs polars only)."""
+
 class Collection:
     """Documents by id: a mapping of str (or int: Id) to Document. Read-only if from a
     Snapshot."""
@@ -407,6 +423,29 @@ class Collection:
         select: list[str] | None = None,
     ) -> QueryResult:
         """One condition on one field (range: lo <= value < hi, None for an open side)."""
+    def put_arrow(self, data: Any, *, id: str | None = None, batch: int = 10_000) -> dict[str, Any]:
+        """Imports every row of Arrow data (anything with __arrow_c_stream__ or
+        __arrow_c_array__: pyarrow, pandas, Polars, DuckDB results) as a document, all or
+        nothing, with the store's own import; ids from the column id (default: _id when
+        there is one), else numbered. Columns JSON cannot hold raise InvalidInput first."""
+    def import_arrow(self, data: Any, *, id: str | None = None, batch: int = 10_000) -> dict[str, Any]:
+        """The same as put_arrow."""
+    def to_arrow(
+        self,
+        fields: list[str] | str | None = None,
+        filter: Filter | None = None,
+        *,
+        schema: Any | None = None,
+        batch_rows: int = 65536,
+        sample_rows: int | None = None,
+        misfits: str = "error",
+    ) -> ArrowReader:
+        """The collection as Arrow record batches of at most batch_rows rows, from this moment's
+        snapshot: _id and every root property, or the paths in fields; types inferred from every
+        document, or the first sample_rows (faster; a later misfit possible) (objects to structs, arrays to lists, mixed types and
+        integers beyond 64 bits to JSON text) or given as a pyarrow schema. A value that does
+        not fit its column stops the stream with an error naming the document and field, or
+        reads as null with misfits="null"."""
     def find(
         self,
         filter: Filter | None = None,

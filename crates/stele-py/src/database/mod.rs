@@ -20,6 +20,8 @@
 //! `#[pymethods]` blocks (pyo3's `multiple-pymethods` feature).
 
 mod aggregate;
+mod arrow;
+mod arrow_import;
 mod batch;
 mod collection;
 mod find;
@@ -35,6 +37,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyString};
 use stele::{Batch, CollectionStats, Database, DatabaseOptions, Snapshot};
 
+pub(crate) use arrow::PyArrowReader;
 pub(crate) use batch::PyBatch;
 pub(crate) use collection::{PyCollection, PyIdIter};
 pub(crate) use find::PyCursor;

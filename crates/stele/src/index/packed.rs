@@ -281,7 +281,9 @@ pub(crate) struct Scan<'a> {
 
 impl Scan<'_> {
     fn in_range(&self, k: &[u8]) -> bool {
-        (borrowed(&self.lo), borrowed(&self.hi)).contains(&k)
+        // The key type named: with the `arrow` feature, `bytes` adds comparisons that
+        // make it ambiguous.
+        RangeBounds::<&[u8]>::contains(&(borrowed(&self.lo), borrowed(&self.hi)), &k)
     }
 
     /// The next loose entry in the scan's direction.

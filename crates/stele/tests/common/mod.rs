@@ -11,6 +11,13 @@ mod docs;
 )]
 pub use docs::{log_json, order_json};
 
+/// Slices of the shared data sets.
+#[allow(
+    dead_code,
+    reason = "each test file is its own crate, and not all of them read the shared data"
+)]
+pub mod data;
+
 /// JSON text of sensor reading `i`: a second kind of document next to the order and customer
 /// documents of the tests, to make the compression ratio drift. Minified, so that it equals
 /// the stored document's JSON output.

@@ -1,0 +1,187 @@
+//! `stele export --format parquet|csv|jsonl --fields --filter`: the sample orders written
+//! in each format and read back, checked against the sample itself.
+
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::Float64Type;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use predicates::prelude::*;
+use serde_json::Value;
+
+#[allow(dead_code, reason = "each test file uses some of the helpers")]
+mod common;
+use common::{SAMPLE, on, shop_with_orders, stdout_of};
+
+fn sample() -> Vec<Value> {
+    let text = std::fs::read_to_string(SAMPLE).unwrap();
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The sample orders in a database, exported to `orders.parquet` beside it.
+fn orders_parquet() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+    let (dir, db) = shop_with_orders();
+    let out = dir.path().join("orders.parquet");
+    on("export", &db)
+        .args(["orders", "-o"])
+        .arg(&out)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("exported 1000 documents"));
+    (dir, db, out)
+}
+
+#[test]
+fn parquet_holds_every_document() {
+    let (_dir, _db, out) = orders_parquet();
+    let file = std::fs::File::open(&out).unwrap();
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap();
+    let (mut ids, mut total) = (Vec::new(), 0.0);
+    for batch in reader {
+        let batch = batch.unwrap();
+        assert_eq!(batch.schema().field(0).name(), "_id");
+        let id = batch.column(0).as_string::<i32>();
+        ids.extend(id.iter().map(|s| s.unwrap().to_owned()));
+        let t = batch.column_by_name("total").unwrap();
+        total += t
+            .as_primitive::<Float64Type>()
+            .iter()
+            .flatten()
+            .sum::<f64>();
+    }
+    let want = sample();
+    let want_ids: Vec<String> = want
+        .iter()
+        .map(|d| d["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids, want_ids);
+    let want_total: f64 = want.iter().map(|d| d["total"].as_f64().unwrap()).sum();
+    assert!((total - want_total).abs() < 1e-6, "{total} {want_total}");
+}
+
+#[test]
+fn csv_and_jsonl_of_named_fields_of_filtered_documents() {
+    let (_dir, db) = shop_with_orders();
+    let paid: Vec<Value> = sample()
+        .into_iter()
+        .filter(|d| d["status"] == "paid")
+        .collect();
+    let filter = r#"{"status": "paid"}"#;
+    let csv = stdout_of(
+        &[
+            "export",
+            "orders",
+            "--format",
+            "csv",
+            "--fields",
+            "_id,total,customer.address.city,items",
+            "--filter",
+            filter,
+        ],
+        &db,
+    );
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some("_id,total,customer.address.city,items"));
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), paid.len());
+    for (row, d) in rows.iter().zip(&paid) {
+        let city = d["customer"]["address"]["city"].as_str().unwrap();
+        let total = d["total"].as_f64().unwrap();
+        let start = format!("{},{total},{city},", d["id"].as_str().unwrap());
+        assert!(row.starts_with(&start), "{row} / {start}");
+        // Arrays as their JSON text, quoted (it holds commas and quotes).
+        if d["items"].as_array().unwrap().len() > 1 {
+            assert!(row.contains(",\"[{\"\""), "{row}");
+        }
+    }
+    let jsonl = stdout_of(
+        &[
+            "export",
+            "orders",
+            "--fields",
+            "total,customer.name",
+            "--filter",
+            filter,
+        ],
+        &db,
+    );
+    let got: Vec<Value> = jsonl
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(got.len(), paid.len());
+    for (g, d) in got.iter().zip(&paid) {
+        let want =
+            serde_json::json!({"total": d["total"], "customer": {"name": d["customer"]["name"]}});
+        assert_eq!(g, &want);
+    }
+    on("export", &db)
+        .args(["orders", "--salvage", "--format", "csv"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("--salvage writes whole documents"));
+    on("export", &db)
+        .args([
+            "orders",
+            "--format",
+            "csv",
+            "--filter",
+            "{\"status\": {\"$bad\": 1}}",
+        ])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("--filter"));
+}
+
+/// `v` without null object members, numbers as floats: what a trip through typed columns
+/// keeps (a missing field and a null read alike; an Int64 next to floats becomes Float64).
+fn typed(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(_, x)| !x.is_null())
+                .map(|(k, x)| (k.clone(), typed(x)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(typed).collect()),
+        Value::Number(n) => serde_json::json!(n.as_f64().unwrap()),
+        other => other.clone(),
+    }
+}
+
+#[test]
+fn parquet_exported_imports_back() {
+    let (dir, db, out) = orders_parquet();
+    on("import", &db)
+        .args(["copy"])
+        .arg(&out)
+        .args(["--id-field", "_id"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("1000 documents"));
+    let got = stdout_of(&["export", "copy"], &db);
+    let got: Vec<Value> = got
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(got.len(), 1000);
+    for (mut g, w) in got.into_iter().zip(sample()) {
+        let id = g.as_object_mut().unwrap().remove("_id").unwrap();
+        assert_eq!(id, w["id"]);
+        assert_eq!(typed(&g), typed(&w));
+    }
+    // Not Parquet: a clear error, nothing imported.
+    let fake = dir.path().join("fake.parquet");
+    std::fs::write(&fake, b"not parquet").unwrap();
+    on("import", &db)
+        .args(["fake"])
+        .arg(&fake)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("not a Parquet file"));
+}

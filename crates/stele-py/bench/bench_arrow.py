@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Arrow benchmark (issue 35): a Stele collection to Arrow against DuckDB's `read_json` of the
+same JSON Lines file, in one run.
+
+For each collection under `data/collections` of 10 MB or more (uncompressed), decompressed once
+into a cache folder and imported once into a Stele database (not timed), best of `--repeat`:
+  - three fields (the first three root properties of the first document):
+    `pyarrow.table(coll.to_arrow(fields=[..]))` against DuckDB
+    `SELECT a, b, c FROM read_json(file)` fetched as an Arrow table;
+  - every field: `pyarrow.table(coll.to_arrow())` against `SELECT * FROM read_json(file)`;
+  - a group-by count over the first field: `duckdb.sql("select a, count(*) from r group by a")`
+    over a Stele reader of that one field, against the same query over `read_json(file)`;
+  - Parquet export (when the `stele` command is built, `target/release/stele`): `stele export
+    DB c -o x.parquet` (a process: open, read, write; its peak memory from the OS) against
+    DuckDB `COPY (SELECT * FROM read_json(file)) TO 'x.parquet'`.
+Each Stele timing includes `to_arrow`, which infers the schema from every document (one more
+pass), as DuckDB's `read_json` infers its own from a sample. Printed: seconds and the ratio
+DuckDB / Stele (above 1: Stele faster), then a Markdown table of all of it. `--quick` runs the
+first 5,000 lines of one collection (the smoke run of scripts/check.sh).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import stele
+
+try:
+    import duckdb
+    import pyarrow as pa
+except ImportError:  # the smoke run works without peers
+    duckdb = pa = None
+
+REPO = Path(__file__).resolve().parents[3]
+DATA = Path(os.environ.get("STELE_DATA", REPO.parent / "shared" / "data"))
+CACHE = REPO / "target" / "data"
+
+
+def jsonl(name: str, lines: int | None) -> Path:
+    """The collection `name` decompressed (its first `lines` lines) into the cache folder."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    out = CACHE / (name.replace("/", "__").removesuffix(".zst") + (f".{lines}" if lines else ""))
+    if not out.exists():
+        text = subprocess.run(
+            ["zstd", "-dc", str(DATA / "collections" / name)], capture_output=True, check=True
+        ).stdout
+        if lines:
+            text = b"\n".join(text.split(b"\n")[:lines]) + b"\n"
+        out.write_bytes(text)
+    return out
+
+
+def best(repeat: int, f) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+TABLE: list[tuple[str, str, float, float]] = []
+STELE_CLI = REPO / "target" / "release" / "stele"
+
+
+def export_parquet(db_dir: Path, out: Path) -> int:
+    """`stele export DB c -o out` in a child process; returns its peak memory in KiB."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    subprocess.run([str(STELE_CLI), "export", str(db_dir), "c", "-o", str(out)], check=True,
+                   capture_output=True)
+    return max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+
+
+def run(name: str, lines: int | None, repeat: int, work: Path) -> None:
+    path = jsonl(name, lines)
+    db_dir = work / name.replace("/", "_")
+    db = stele.open(db_dir)
+    coll = db["c"]
+    coll.import_jsonl(path)
+    first = coll.to_arrow(batch_rows=1).columns[1:4]
+    rows = len(coll)
+    print(f"\n{name}: {rows} documents, {path.stat().st_size / 1e6:.1f} MB; fields {first}")
+    if pa is None:
+        pa_rows = sum(1 for _ in coll.to_arrow(fields=first).columns)
+        print(f"  (pyarrow/duckdb not installed: reader made, {pa_rows} columns)")
+        return
+    cols = ", ".join(quote(c) for c in first)
+    src = f"read_json('{path}')"
+    cases = [
+        (
+            "3 fields",
+            lambda: pa.table(coll.to_arrow(fields=first)),
+            lambda: duckdb.sql(f"select {cols} from {src}").to_arrow_table(),
+        ),
+        (
+            "every field",
+            lambda: pa.table(coll.to_arrow()),
+            lambda: duckdb.sql(f"select * from {src}").to_arrow_table(),
+        ),
+    ]
+    key = quote(first[0])
+    reader = coll.to_arrow(fields=first[:1])
+    cases.append(
+        (
+            "group-by count",
+            lambda reader=reader: duckdb.sql(f"select {key}, count(*) from reader group by 1").fetchall(),
+            lambda: duckdb.sql(f"select {key}, count(*) from {src} group by 1").fetchall(),
+        )
+    )
+    # Warm-up: pyarrow's first table takes ~0.6 s of its own set-up, DuckDB's first query too.
+    pa.table(coll.to_arrow(fields=first[:1], batch_rows=10))
+    duckdb.sql("select 1").fetchall()
+    if STELE_CLI.exists():
+        cases.append(
+            (
+                "parquet export",
+                lambda: export_parquet(db_dir, work / "s.parquet"),
+                lambda: duckdb.sql(f"copy (select * from {src}) to '{work / 'd.parquet'}'"),
+            )
+        )
+    short = name.removesuffix(".jsonl.zst").replace("mongodb-samples/", "mongodb-")
+    for what, ours, theirs in cases:
+        try:
+            s = best(repeat, ours)
+            d = best(repeat, theirs)
+            print(f"  {what:<15} stele {s:8.3f} s   duckdb read_json {d:8.3f} s   ratio {d / s:5.2f}x")
+            TABLE.append((short, what, s, d))
+        except Exception as e:  # a peer refusing a file is reported, not fatal
+            print(f"  {what:<15} failed: {str(e).splitlines()[0][:200]}")
+    if STELE_CLI.exists():
+        kib = export_parquet(db_dir, work / "s.parquet")
+        print(f"  parquet export peak memory (the largest child so far): {kib / 1024:.0f} MiB")
+    db.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="smoke run: 5,000 lines of one file")
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    names = (
+        ["geonames-cities.jsonl.zst"]
+        if args.quick
+        else [
+            "geonames-cities.jsonl.zst",
+            "emojibase.jsonl.zst",
+            "mdn-compat-features.jsonl.zst",
+            "debian-packages.jsonl.zst",
+        ]
+    )
+    print(f"stele {stele.__version__ if hasattr(stele, '__version__') else ''} cores {os.cpu_count()}"
+          f" load {os.getloadavg()[0]:.2f}")
+    with tempfile.TemporaryDirectory() as work:
+        for name in names:
+            run(name, 5000 if args.quick else None, 1 if args.quick else args.repeat, Path(work))
+    print("\n| collection | what | Stele s | DuckDB s | DuckDB / Stele |")
+    print("|---|---|---:|---:|---:|")
+    for short, what, s, d in TABLE:
+        print(f"| {short} | {what} | {s:.3f} | {d:.3f} | {d / s:.2f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,419 @@
+//! The stream of batches: the columns planned (given or inferred), then documents read in
+//! id order, a batch at a time, each batch from where the last one stopped.
+
+use super::ArrowOptions;
+use super::build::{Col, Misfit};
+use super::kind::{Kind, Seen, SeenObject};
+use crate::collection::Entries;
+use crate::error::{Error, Result};
+use crate::query::Filter;
+use crate::snapshot::Snapshot;
+use arrow_array::{RecordBatch, RecordBatchOptions, RecordBatchReader};
+use arrow_schema::{ArrowError, Schema, SchemaRef};
+use std::collections::HashMap;
+use std::ops::Bound;
+use std::sync::Arc;
+use stele_doc::{Document, Path, PathSet};
+
+/// The column the document id goes in.
+const ID: &str = "_id";
+/// The column a root property named like the id column goes in.
+const DOC_ID: &str = "doc._id";
+
+/// Where a column's values come from.
+#[derive(Debug, Clone)]
+enum Source {
+    /// The document id.
+    Id,
+    /// A root property (every-field mode; [`Layout::Keys`] says which).
+    Key,
+    /// A path of the reader's path set (`fields` or a given schema).
+    Path,
+}
+
+/// How the values of a document reach their columns.
+#[derive(Debug, Clone)]
+enum Layout {
+    /// `fields` or a given schema: the paths read, and the column of each path.
+    Paths { set: PathSet, columns: Vec<usize> },
+    /// Every field: the column of each root property, and which were filled (scratch).
+    Keys {
+        columns: HashMap<String, usize>,
+        filled: Vec<bool>,
+    },
+}
+
+/// A stream of record batches over one snapshot of a collection; see [`crate::arrow`].
+/// Ends after the first error.
+#[derive(Debug, Clone)]
+pub struct ArrowReader {
+    snap: Snapshot,
+    collection: String,
+    filter: Filter,
+    schema: SchemaRef,
+    sources: Vec<Source>,
+    kinds: Vec<Kind>,
+    layout: Layout,
+    batch_rows: usize,
+    lenient: bool,
+    /// The last id read (kept or not): the next batch starts after it.
+    after: Option<Vec<u8>>,
+    done: bool,
+}
+
+impl ArrowReader {
+    pub(crate) fn new(snap: Snapshot, collection: &str, opts: ArrowOptions) -> Result<Self> {
+        let named: Option<Vec<String>> = match (&opts.schema, &opts.fields) {
+            (Some(s), _) => Some(s.fields().iter().map(|f| f.name().clone()).collect()),
+            (None, Some(f)) => Some(f.clone()),
+            (None, None) => None,
+        };
+        let mut sources = Vec::new();
+        let mut layout = Layout::Keys {
+            columns: HashMap::new(),
+            filled: Vec::new(),
+        };
+        if let Some(named) = &named {
+            let mut parsed = Vec::new();
+            let mut columns = Vec::new();
+            for (col, name) in named.iter().enumerate() {
+                if name == ID {
+                    sources.push(Source::Id);
+                } else {
+                    sources.push(Source::Path);
+                    parsed.push(Path::parse(name)?);
+                    columns.push(col);
+                }
+            }
+            layout = Layout::Paths {
+                set: PathSet::from_paths(parsed),
+                columns,
+            };
+        }
+        let mut reader = ArrowReader {
+            snap,
+            collection: collection.to_owned(),
+            filter: opts.filter,
+            schema: Arc::new(Schema::empty()),
+            sources,
+            kinds: Vec::new(),
+            layout,
+            batch_rows: opts.batch_rows,
+            lenient: opts.misfits_as_null,
+            after: None,
+            done: false,
+        };
+        let names = match &opts.schema {
+            Some(schema) => {
+                for f in schema.fields() {
+                    let kind = Kind::of_field(f, f.name())?;
+                    if f.name() == ID && kind != Kind::Utf8 {
+                        return Err(Error::ArrowSchema {
+                            field: ID.to_owned(),
+                            reason: format!(
+                                "the id column is Utf8, not {}: give it as Utf8, or leave it out",
+                                f.data_type()
+                            ),
+                        });
+                    }
+                    reader.kinds.push(kind);
+                }
+                named.unwrap_or_default()
+            }
+            None => {
+                let names = reader.infer(opts.sample_rows, named)?;
+                if opts.nested_as_json {
+                    for kind in &mut reader.kinds {
+                        if matches!(kind, Kind::Struct(_) | Kind::List(_)) {
+                            *kind = Kind::Json;
+                        }
+                    }
+                }
+                names
+            }
+        };
+        let fields: Vec<_> = names
+            .iter()
+            .zip(&reader.kinds)
+            .zip(&reader.sources)
+            .map(|((name, kind), source)| match source {
+                Source::Id => arrow_schema::Field::new(name, arrow_schema::DataType::Utf8, false),
+                _ => kind.field(name),
+            })
+            .collect();
+        reader.schema = Arc::new(Schema::new(fields));
+        Ok(reader)
+    }
+
+    /// Infers the kinds from the first `sample` documents kept; returns the column names
+    /// (and, in every-field mode, sets the sources).
+    fn infer(&mut self, sample: usize, named: Option<Vec<String>>) -> Result<Vec<String>> {
+        let mut roots = SeenObject::default();
+        let mut seen = vec![Seen::Nothing; self.sources.len()];
+        let mut wide = false;
+        let Self {
+            snap,
+            collection,
+            filter,
+            layout,
+            ..
+        } = &mut *self;
+        for_each_kept(snap, collection, filter, None, sample, |_, doc| {
+            match layout {
+                Layout::Paths { set, columns } => set.read_doc(doc, |i, v| {
+                    if let Some(s) = columns.get(i).and_then(|&c| seen.get_mut(c)) {
+                        s.merge(v);
+                    }
+                }),
+                Layout::Keys { .. } => {
+                    if let Some(o) = doc.root_object() {
+                        wide |= !roots.merge(&o);
+                    }
+                }
+            }
+            Ok(())
+        })?;
+        if let Some(names) = named {
+            for (i, s) in seen.into_iter().enumerate() {
+                let kind = match self.sources.get(i) {
+                    Some(Source::Id) => Kind::Utf8,
+                    _ => s.kind(),
+                };
+                self.kinds.push(kind);
+            }
+            return Ok(names);
+        }
+        if wide {
+            return Err(Error::ArrowSchema {
+                field: "(root)".to_owned(),
+                reason: format!(
+                    "the documents have more than {} distinct root properties: name the fields to read, or give a schema",
+                    super::kind::MAX_STRUCT_FIELDS
+                ),
+            });
+        }
+        let mut names = vec![ID.to_owned()];
+        let mut columns = HashMap::new();
+        self.sources = vec![Source::Id];
+        self.kinds = vec![Kind::Utf8];
+        for (key, s) in roots.into_keys() {
+            names.push(if key == ID {
+                DOC_ID.to_owned()
+            } else {
+                key.clone()
+            });
+            self.sources.push(Source::Key);
+            columns.insert(key, self.sources.len() - 1);
+            self.kinds.push(s.kind());
+        }
+        self.layout = Layout::Keys {
+            columns,
+            filled: vec![false; self.sources.len()],
+        };
+        Ok(names)
+    }
+
+    /// A new stream over the same snapshot with the same columns, from the first document
+    /// (the schema is not inferred again).
+    pub fn restart(&self) -> ArrowReader {
+        let mut fresh = self.clone();
+        fresh.after = None;
+        fresh.done = false;
+        fresh
+    }
+
+    fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        if self.done {
+            return Ok(None);
+        }
+        let capacity = self.batch_rows.min(8192);
+        let mut cols: Vec<Col> = self.kinds.iter().map(|k| Col::new(k, capacity)).collect();
+        let mut rows = 0;
+        let schema = self.schema.clone();
+        let Self {
+            snap,
+            collection,
+            filter,
+            sources,
+            layout,
+            lenient,
+            after,
+            batch_rows,
+            ..
+        } = &mut *self;
+        let lenient = *lenient;
+        let (last, ended) = for_each_kept(
+            snap,
+            collection,
+            filter,
+            after.as_deref(),
+            *batch_rows,
+            |id, doc| {
+                rows += 1;
+                fill_row(id, doc, sources, layout, &mut cols, lenient).map_err(|(col, m)| {
+                    Error::ArrowMisfit {
+                        collection: collection.clone(),
+                        id: id.to_owned(),
+                        field: format!("{}{}", schema.field(col).name(), m.below),
+                        expected: m.expected,
+                        found: m.found.to_owned(),
+                    }
+                })
+            },
+        )?;
+        self.after = last.or(self.after.take());
+        self.done = ended;
+        if rows == 0 {
+            self.done = true;
+            return Ok(None);
+        }
+        let arrays = cols
+            .iter_mut()
+            .map(Col::finish)
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(arrow_error)?;
+        let opts = RecordBatchOptions::new().with_row_count(Some(rows));
+        RecordBatch::try_new_with_options(self.schema.clone(), arrays, &opts)
+            .map(Some)
+            .map_err(arrow_error)
+    }
+}
+
+/// Appends one document's row to every column; a misfit names the column.
+fn fill_row(
+    id: &str,
+    doc: &Document<&[u8]>,
+    sources: &[Source],
+    layout: &mut Layout,
+    cols: &mut [Col],
+    lenient: bool,
+) -> std::result::Result<(), (usize, Misfit)> {
+    for (source, col) in sources.iter().zip(cols.iter_mut()) {
+        if matches!(source, Source::Id) {
+            col.append_id(id);
+        }
+    }
+    match layout {
+        Layout::Paths { set, columns } => {
+            // Paths arrive in index order, the missing ones skipped: those get a null.
+            let mut next = 0;
+            let mut failed = None;
+            set.read_doc(doc, |i, v| {
+                if failed.is_some() {
+                    return;
+                }
+                for j in next..=i {
+                    let c = columns.get(j).copied().unwrap_or(usize::MAX);
+                    if let Some(col) = cols.get_mut(c) {
+                        let value = if j == i { Some(v) } else { None };
+                        if let Err(m) = col.append(value, lenient) {
+                            failed = Some((c, m));
+                            return;
+                        }
+                    }
+                }
+                next = i + 1;
+            });
+            if let Some(f) = failed {
+                return Err(f);
+            }
+            for &c in columns.iter().skip(next) {
+                if let Some(col) = cols.get_mut(c) {
+                    col.append(None, lenient).map_err(|m| (c, m))?;
+                }
+            }
+        }
+        Layout::Keys { columns, filled } => {
+            // The document's own properties, each to its column (a hash lookup each, where
+            // a lookup per column would search every document for keys it rarely has);
+            // then a null in each column the document did not fill.
+            filled.fill(false);
+            for (key, v) in doc.root_object().iter().flat_map(|o| o.iter()) {
+                match columns.get(key) {
+                    Some(&c) => {
+                        if let (Some(col), Some(f)) = (cols.get_mut(c), filled.get_mut(c)) {
+                            col.append(Some(v), lenient).map_err(|m| (c, m))?;
+                            *f = true;
+                        }
+                    }
+                    None if lenient => {}
+                    None => {
+                        return Err((
+                            0,
+                            Misfit {
+                                below: format!(" (the property {key:?}, not among the columns)"),
+                                expected: "a column per root property".to_owned(),
+                                found: "a property",
+                            },
+                        ));
+                    }
+                }
+            }
+            for (c, (source, col)) in sources.iter().zip(cols.iter_mut()).enumerate() {
+                if matches!(source, Source::Key) && !filled.get(c).copied().unwrap_or(true) {
+                    col.append(None, lenient).map_err(|m| (c, m))?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Calls `f` on the documents after `after` that `filter` keeps, in id order, up to `limit`
+/// of them; returns the last id read and whether the collection ended.
+fn for_each_kept(
+    snap: &Snapshot,
+    collection: &str,
+    filter: &Filter,
+    after: Option<&[u8]>,
+    limit: usize,
+    mut f: impl FnMut(&str, &Document<&[u8]>) -> Result<()>,
+) -> Result<(Option<Vec<u8>>, bool)> {
+    let lo = after.map_or(Bound::Unbounded, Bound::Excluded);
+    let entries = Entries::new(&snap.state, collection, lo, Bound::Unbounded, true)?;
+    let mut kept = 0;
+    let mut last = None;
+    for entry in entries {
+        let (id, doc) = entry?;
+        if let Some(doc) = doc {
+            let d = doc.document()?;
+            let text = String::from_utf8_lossy(&id);
+            if filter.matches(d.root(), &text) {
+                f(&text, &d)?;
+                kept += 1;
+            }
+        }
+        last = Some(id);
+        if kept == limit {
+            return Ok((last, false));
+        }
+    }
+    Ok((last, true))
+}
+
+fn arrow_error(e: ArrowError) -> Error {
+    Error::ArrowSchema {
+        field: "(batch)".to_owned(),
+        reason: e.to_string(),
+    }
+}
+
+impl Iterator for ArrowReader {
+    type Item = std::result::Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.next_batch() {
+            Ok(batch) => batch.map(Ok),
+            Err(e) => {
+                self.done = true;
+                Some(Err(ArrowError::ExternalError(Box::new(e))))
+            }
+        }
+    }
+}
+
+impl RecordBatchReader for ArrowReader {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+}

@@ -1,0 +1,450 @@
+//! `Snapshot::scan_arrow`: documents -> Arrow -> JSON values equal to the documents under
+//! the inference rule (nulls and missing fields alike, integers in float columns as
+//! floats), on slices of the shared collections and on crafted documents; named fields,
+//! filters, given schemas, misfits, batches.
+#![cfg(feature = "arrow")]
+#![allow(
+    clippy::unwrap_used,
+    reason = "tests: a failed unwrap is a failed test"
+)]
+
+mod common;
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, Int64Type};
+use arrow_array::{Array, RecordBatch, RecordBatchReader};
+use arrow_schema::{DataType, Field, Schema};
+use common::data::{data_dir, slice};
+use serde_json::{Map, Value as Json};
+use std::sync::Arc;
+use stele::arrow::ArrowOptions;
+use stele::import::{ImportOptions, import_reader};
+use stele::{Database, Error, Filter};
+
+fn import(db: &Database, coll: &str, lines: &[String]) {
+    let text = lines.join("\n") + "\n";
+    let opts = ImportOptions::new();
+    import_reader(db, coll, "t.jsonl", text.as_bytes(), None, &opts, |_| {}).unwrap();
+}
+
+/// Row `i` of a column as JSON: JSON-text columns parsed, struct children that are null
+/// left out (a missing field and a null read alike).
+fn cell(col: &dyn Array, field: &Field, i: usize) -> Json {
+    if col.is_null(i) {
+        return Json::Null;
+    }
+    let json_text = field
+        .metadata()
+        .get("ARROW:extension:name")
+        .is_some_and(|v| v == "arrow.json");
+    match col.data_type() {
+        DataType::Boolean => Json::Bool(col.as_boolean().value(i)),
+        DataType::Int64 => Json::from(col.as_primitive::<Int64Type>().value(i)),
+        DataType::Float64 => Json::from(col.as_primitive::<Float64Type>().value(i)),
+        DataType::Utf8 if json_text => serde_json::from_str(col.as_string::<i32>().value(i))
+            .unwrap_or_else(|e| panic!("{}: {e}", field.name())),
+        DataType::Utf8 => Json::String(col.as_string::<i32>().value(i).to_owned()),
+        DataType::Struct(fields) => {
+            let s = col.as_struct();
+            let mut out = Map::new();
+            for (f, c) in fields.iter().zip(s.columns()) {
+                let v = cell(c.as_ref(), f, i);
+                if !v.is_null() {
+                    out.insert(f.name().clone(), v);
+                }
+            }
+            Json::Object(out)
+        }
+        DataType::List(item) => {
+            let list = col.as_list::<i32>().value(i);
+            Json::Array((0..list.len()).map(|j| cell(&list, item, j)).collect())
+        }
+        other => panic!("unexpected type {other}"),
+    }
+}
+
+/// Every row of the batches: (the `_id` column if any, the other columns as an object).
+fn rows(batches: &[RecordBatch]) -> Vec<(Option<String>, Json)> {
+    let mut out = Vec::new();
+    for b in batches {
+        let schema = b.schema();
+        for i in 0..b.num_rows() {
+            let mut id = None;
+            let mut obj = Map::new();
+            for (f, c) in schema.fields().iter().zip(b.columns()) {
+                if f.name() == "_id" {
+                    id = Some(c.as_string::<i32>().value(i).to_owned());
+                    continue;
+                }
+                let name = if f.name() == "doc._id" {
+                    "_id"
+                } else {
+                    f.name()
+                };
+                let v = cell(c.as_ref(), f, i);
+                if !v.is_null() {
+                    obj.insert(name.to_owned(), v);
+                }
+            }
+            out.push((id, Json::Object(obj)));
+        }
+    }
+    out
+}
+
+/// Equal under the inference rule: object members that are null count as missing, numbers
+/// are equal by value (an integer read into a float column is that float).
+fn same(a: &Json, b: &Json) -> bool {
+    match (a, b) {
+        (Json::Object(x), Json::Object(y)) => {
+            let kept = |m: &Map<String, Json>| m.iter().filter(|(_, v)| !v.is_null()).count();
+            kept(x) == kept(y)
+                && x.iter()
+                    .filter(|(_, v)| !v.is_null())
+                    .all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
+        }
+        (Json::Array(x), Json::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(v, w)| same(v, w))
+        }
+        (Json::Number(x), Json::Number(y)) => {
+            x.to_string() == y.to_string() || x.as_f64().is_some_and(|f| Some(f) == y.as_f64())
+        }
+        _ => a == b,
+    }
+}
+
+fn read_all(db: &Database, coll: &str, opts: ArrowOptions) -> Vec<RecordBatch> {
+    let reader = db.snapshot().scan_arrow(coll, opts).unwrap();
+    reader.collect::<Result<Vec<_>, _>>().unwrap()
+}
+
+/// The documents of `coll` by id, as JSON.
+fn documents(db: &Database, coll: &str) -> Vec<(String, Json)> {
+    let snap = db.snapshot();
+    snap.iter(coll)
+        .map(|e| {
+            let (id, d) = e.unwrap();
+            (id, serde_json::from_str(&d.to_json().unwrap()).unwrap())
+        })
+        .collect()
+}
+
+fn assert_round_trip(db: &Database, coll: &str, opts: ArrowOptions) {
+    let got = rows(&read_all(db, coll, opts));
+    let want = documents(db, coll);
+    assert_eq!(got.len(), want.len(), "{coll}");
+    for ((gid, g), (wid, w)) in got.iter().zip(&want) {
+        assert_eq!(gid.as_deref(), Some(wid.as_str()), "{coll}");
+        assert!(same(g, w), "{coll} {wid}:\n got {g}\nwant {w}");
+    }
+}
+
+#[test]
+fn every_shared_collection_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    let mut files: Vec<(String, usize)> = [
+        ("geonames-cities.jsonl.zst", 300),
+        ("mdn-compat-features.jsonl.zst", 120),
+        ("emojibase.jsonl.zst", 300),
+        ("github-webhooks.jsonl.zst", 40),
+        ("debian-packages.jsonl.zst", 200),
+        ("vega-flights-200k.jsonl.zst", 300),
+        ("mongodb-zips.jsonl.zst", 300),
+    ]
+    .iter()
+    .map(|(f, n)| ((*f).to_owned(), *n))
+    .collect();
+    let samples = data_dir().join("collections/mongodb-samples");
+    for e in std::fs::read_dir(&samples).unwrap() {
+        let name = e.unwrap().file_name().into_string().unwrap();
+        files.push((format!("mongodb-samples/{name}"), 150));
+    }
+    for (file, n) in &files {
+        let coll: String = file
+            .trim_end_matches(".jsonl.zst")
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        import(&db, &coll, &slice(file, *n));
+        // Inferred from every document, in several batches.
+        let opts = ArrowOptions::new().sample_rows(usize::MAX).batch_rows(37);
+        assert_round_trip(&db, &coll, opts);
+    }
+}
+
+#[test]
+fn unicode_big_numbers_nulls_and_nesting() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    let docs = [
+        r#"{"s":"héllo ✓ 𝄞 \u0000 \"q\"","n":1,"f":1.5,"big":18446744073709551615,"huge":123456789012345678901234567890,"mix":1,"nest":{"a":{"b":[1,2,{"c":null}]}},"e":{},"arr":[[1],[2,3]],"nul":null,"_id":"own"}"#,
+        r#"{"s":null,"n":-9223372036854775808,"f":2,"big":1,"huge":1,"mix":"one","nest":{"a":{"b":[]},"x":true},"e":{},"arr":[],"nul":null,"exp":1E5,"dec":12.50}"#,
+        r#"{"n":9223372036854775807,"f":-0.0,"mix":[1],"nest":null,"arr":[null,[null]],"exp":2.5e-3,"dec":0.10}"#,
+    ];
+    let lines: Vec<String> = docs.iter().map(|d| (*d).to_owned()).collect();
+    import(&db, "c", &lines);
+    assert_round_trip(&db, "c", ArrowOptions::new());
+    let schema = db
+        .snapshot()
+        .scan_arrow("c", ArrowOptions::new())
+        .unwrap()
+        .schema();
+    let ty = |name: &str| schema.field_with_name(name).unwrap().clone();
+    let is_json = |f: &Field| {
+        f.metadata().get("ARROW:extension:name").map(String::as_str) == Some("arrow.json")
+    };
+    assert_eq!(schema.field(0).name(), "_id");
+    assert!(!schema.field(0).is_nullable());
+    assert_eq!(ty("n").data_type(), &DataType::Int64);
+    assert_eq!(ty("f").data_type(), &DataType::Float64);
+    assert_eq!(ty("s").data_type(), &DataType::Utf8);
+    assert!(!is_json(&ty("s")));
+    for json in ["big", "huge", "mix", "nul", "e"] {
+        assert!(is_json(&ty(json)), "{json}");
+    }
+    assert_eq!(ty("exp").data_type(), &DataType::Float64);
+    assert!(matches!(ty("nest").data_type(), DataType::Struct(_)));
+    assert!(matches!(ty("arr").data_type(), DataType::List(_)));
+    assert!(schema.field_with_name("doc._id").is_ok());
+    // Flat columns for flat formats: the same values, nested ones as JSON text.
+    assert_round_trip(&db, "c", ArrowOptions::new().nested_as_json(true));
+    let flat = db
+        .snapshot()
+        .scan_arrow("c", ArrowOptions::new().nested_as_json(true))
+        .unwrap()
+        .schema();
+    assert!(is_json(flat.field_with_name("nest").unwrap()));
+    assert!(is_json(flat.field_with_name("arr").unwrap()));
+    assert_eq!(
+        flat.field_with_name("n").unwrap().data_type(),
+        &DataType::Int64
+    );
+}
+
+#[test]
+fn named_fields_and_filters_read_only_what_is_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    let lines: Vec<String> = (0..500)
+        .map(|i| {
+            format!(
+                r#"{{"k":{i},"g":"g{}","a":{{"b":{}}},"skip":"x{i}"}}"#,
+                i % 7,
+                i * 2
+            )
+        })
+        .collect();
+    import(&db, "t", &lines);
+    let filter = Filter::parse(r#"{"g": "g3"}"#).unwrap();
+    let opts = ArrowOptions::new()
+        .fields(&["a.b", "_id", "k", "absent"])
+        .filter(filter)
+        .batch_rows(10);
+    let batches = read_all(&db, "t", opts);
+    assert!(batches.iter().all(|b| b.num_rows() <= 10));
+    let names: Vec<String> = batches[0]
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    assert_eq!(names, ["a.b", "_id", "k", "absent"]);
+    let got = rows(&batches);
+    let want: Vec<i64> = (0..500).filter(|i| i % 7 == 3).collect();
+    assert_eq!(got.len(), want.len());
+    for ((_, row), k) in got.iter().zip(&want) {
+        assert_eq!(row["k"], Json::from(*k));
+        assert_eq!(row["a.b"], Json::from(k * 2));
+        assert!(row.get("absent").is_none() && row.get("skip").is_none());
+    }
+}
+
+#[test]
+fn a_value_that_does_not_fit_names_the_document_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    let lines: Vec<String> = (0..50)
+        .map(|i| match i {
+            42 => r#"{"n":"forty-two","o":{"x":1}}"#.to_owned(),
+            _ => format!(r#"{{"n":{i},"o":{{"x":{i}}}}}"#),
+        })
+        .collect();
+    import(&db, "t", &lines);
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("_id", DataType::Utf8, false),
+        Field::new("n", DataType::Int64, true),
+    ]));
+    let id42 = db.snapshot().iter("t").nth(42).unwrap().unwrap().0;
+    let mut reader = db
+        .snapshot()
+        .scan_arrow(
+            "t",
+            ArrowOptions::new().schema(schema.clone()).batch_rows(16),
+        )
+        .unwrap();
+    assert_eq!(reader.next().unwrap().unwrap().num_rows(), 16);
+    assert_eq!(reader.next().unwrap().unwrap().num_rows(), 16);
+    let err = reader.next().unwrap().unwrap_err();
+    let arrow_schema::ArrowError::ExternalError(e) = err else {
+        panic!("{err}")
+    };
+    match e.downcast_ref::<Error>() {
+        Some(Error::ArrowMisfit {
+            id,
+            field,
+            expected,
+            found,
+            ..
+        }) => {
+            assert_eq!((id.as_str(), field.as_str()), (id42.as_str(), "n"));
+            assert_eq!((expected.as_str(), found.as_str()), ("Int64", "string"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(reader.next().is_none(), "the stream ends after an error");
+    // Under the option, a null instead.
+    let opts = ArrowOptions::new().schema(schema).misfits_as_null(true);
+    let got = rows(&read_all(&db, "t", opts));
+    assert_eq!(got.len(), 50);
+    assert!(got[42].1.get("n").is_none());
+    assert_eq!(got[41].1["n"], Json::from(41));
+    // An inferred schema meets the same value after its sample.
+    let reader = db
+        .snapshot()
+        .scan_arrow("t", ArrowOptions::new().sample_rows(10))
+        .unwrap();
+    let err = reader.collect::<Result<Vec<_>, _>>().unwrap_err();
+    assert!(err.to_string().contains(&format!("{id42:?}")), "{err}");
+    // A root property the sample did not show: named, or left out under the option.
+    let mut late = lines.clone();
+    late.push(r#"{"n":50,"o":{"x":50},"late":true}"#.to_owned());
+    import(&db, "late", &late);
+    let opts = ArrowOptions::new().sample_rows(50);
+    let err = db.snapshot().scan_arrow("late", opts.clone()).unwrap();
+    let err = err.collect::<Result<Vec<_>, _>>().unwrap_err();
+    assert!(err.to_string().contains("\"late\""), "{err}");
+    let got = rows(&read_all(&db, "late", opts.misfits_as_null(true)));
+    assert_eq!(got.len(), 51);
+    assert_eq!(got[50].1["n"], Json::from(50));
+    // By default the schema is inferred from every document: nothing misfits.
+    let got = rows(&read_all(&db, "late", ArrowOptions::new()));
+    assert_eq!(got[50].1["late"], Json::Bool(true));
+    // Types a document never holds are refused up front, by field.
+    let bad = Arc::new(Schema::new(vec![Field::new(
+        "o",
+        DataType::Struct(vec![Field::new("x", DataType::Date32, true)].into()),
+        true,
+    )]));
+    let err = db
+        .snapshot()
+        .scan_arrow("t", ArrowOptions::new().schema(bad))
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::ArrowSchema { field, .. } if field == "o.x"),
+        "{err}"
+    );
+}
+
+#[test]
+fn reading_twice_sees_the_snapshot_not_later_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    let lines: Vec<String> = (0..100).map(|i| format!(r#"{{"i":{i}}}"#)).collect();
+    import(&db, "t", &lines);
+    let snap = db.snapshot();
+    import(&db, "t", &lines);
+    for _ in 0..2 {
+        let reader = snap
+            .scan_arrow("t", ArrowOptions::new().batch_rows(30))
+            .unwrap();
+        let n: usize = reader.map(|b| b.unwrap().num_rows()).sum();
+        assert_eq!(n, 100);
+    }
+    let missing = snap.scan_arrow("nothing", ArrowOptions::new()).unwrap();
+    assert_eq!(missing.schema().fields().len(), 1);
+    assert_eq!(missing.count(), 0);
+}
+
+#[test]
+fn a_restarted_stream_reads_everything_again_with_the_same_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    let lines: Vec<String> = (0..100)
+        .map(|i| format!(r#"{{"i":{i},"a.b":"dotted","_id":{i}}}"#))
+        .collect();
+    import(&db, "t", &lines);
+    let mut first = db
+        .snapshot()
+        .scan_arrow("t", ArrowOptions::new().batch_rows(40))
+        .unwrap();
+    assert_eq!(first.next().unwrap().unwrap().num_rows(), 40);
+    let again = first.restart();
+    assert_eq!(again.schema(), first.schema());
+    let batches: Vec<RecordBatch> = again.map(Result::unwrap).collect();
+    assert_eq!(
+        batches.iter().map(RecordBatch::num_rows).sum::<usize>(),
+        100
+    );
+    assert_eq!(rows(&batches)[7].1["a.b"], Json::from("dotted"));
+    assert_eq!(first.map(|b| b.unwrap().num_rows()).sum::<usize>(), 60);
+}
+
+/// A reader of given batches, failing after them when asked.
+struct Given(Vec<RecordBatch>, Arc<Schema>, bool);
+
+impl Iterator for Given {
+    type Item = Result<RecordBatch, arrow_schema::ArrowError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.0.is_empty() {
+            return self
+                .2
+                .then(|| Err(arrow_schema::ArrowError::ComputeError("cut".into())))
+                .inspect(|_| self.2 = false);
+        }
+        Some(Ok(self.0.remove(0)))
+    }
+}
+
+impl RecordBatchReader for Given {
+    fn schema(&self) -> arrow_schema::SchemaRef {
+        self.1.clone()
+    }
+}
+
+#[test]
+fn arrow_imports_give_back_the_documents_all_or_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    let lines = slice("mdn-compat-features.jsonl.zst", 120);
+    import(&db, "src", &lines);
+    let batches = read_all(&db, "src", ArrowOptions::new().batch_rows(50));
+    let schema = batches[0].schema();
+    let opts = ImportOptions::new().id_field("_id");
+    let given = Given(batches.clone(), schema.clone(), false);
+    let report = stele::arrow::import_arrow(&db, "copy", given, &opts, |_| {}).unwrap();
+    assert_eq!(report.documents, 120);
+    // Same ids, and the same documents under the inference rule (the id column stays in
+    // the documents as `_id`).
+    let want = documents(&db, "src");
+    let got = documents(&db, "copy");
+    assert_eq!(got.len(), want.len());
+    for ((gid, mut g), (wid, w)) in got.into_iter().zip(want) {
+        assert_eq!(gid, wid);
+        let own = g.as_object_mut().unwrap().remove("_id");
+        assert_eq!(own, Some(Json::String(wid.clone())));
+        assert!(same(&g, &w), "{wid}:\n got {g}\nwant {w}");
+    }
+    // A stream failing after its batches lands nothing.
+    let given = Given(batches, schema, true);
+    let err = stele::arrow::import_arrow(&db, "cut", given, &opts, |_| {}).unwrap_err();
+    assert!(err.to_string().contains("cut"), "{err}");
+    assert!(!db.snapshot().has_collection("cut"));
+    // Types JSON has no value for are refused up front, by column.
+    let dates = Arc::new(Schema::new(vec![Field::new("d", DataType::Date32, true)]));
+    let err = stele::arrow::import_arrow(&db, "d", Given(vec![], dates, false), &opts, |_| {})
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("column d has type Date32"),
+        "{err}"
+    );
+}
