@@ -100,21 +100,9 @@ pub fn parse(url: &str, accepts_json: bool) -> Result<Parsed, ServeError> {
     if raw.len() > 1 && raw.last() == Some(&"") {
         raw.pop();
     }
-    // The format suffix is read on the raw (still encoded) last segment: a name or id that
-    // ends in ".json" is linked with its dot encoded (`%2E`), so it is never taken for one.
-    let mut format = if accepts_json {
-        Format::Json
-    } else {
-        Format::Html
-    };
+    let format = format_of(url, accepts_json);
     if let Some(last) = raw.last_mut() {
-        for f in [Format::Jsonl, Format::Json, Format::Csv] {
-            if let Some(stem) = last.strip_suffix(f.suffix()) {
-                *last = stem;
-                format = f;
-                break;
-            }
-        }
+        *last = last.strip_suffix(format.suffix()).unwrap_or(last);
     }
     let params = form_urlencoded::parse(query.as_bytes())
         .map(|(k, v)| (k.into_owned(), v.into_owned()))
@@ -148,6 +136,22 @@ pub fn parse(url: &str, accepts_json: bool) -> Result<Parsed, ServeError> {
         format,
         params,
     })
+}
+
+/// The format a URL asks for: its suffix, else JSON if `accepts_json`, else HTML. Read on
+/// the raw (still encoded) path: a name or id that ends in ".json" is linked with its dot
+/// encoded (`%2E`), so it is never taken for a suffix. Errors answer in this format too.
+pub fn format_of(url: &str, accepts_json: bool) -> Format {
+    let path = url.split_once('?').map_or(url, |(p, _)| p);
+    let path = path.strip_suffix('/').unwrap_or(path);
+    [Format::Jsonl, Format::Json, Format::Csv]
+        .into_iter()
+        .find(|f| path.ends_with(f.suffix()))
+        .unwrap_or(if accepts_json {
+            Format::Json
+        } else {
+            Format::Html
+        })
 }
 
 /// Decodes one segment into text: valid UTF-8, no NUL.

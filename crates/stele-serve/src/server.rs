@@ -3,7 +3,7 @@
 
 use crate::error::ServeError;
 use crate::pages::{self, Ctx, Reply};
-use crate::route::{self, Format};
+use crate::route;
 use std::io::Read;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::Path;
@@ -240,14 +240,7 @@ fn answer(app: &App, mut req: Request) {
             && h.value.as_str().contains("application/json")
             && !h.value.as_str().contains("text/html")
     });
-    let format = route::parse(req.url(), accepts_json).map_or(
-        if accepts_json {
-            Format::Json
-        } else {
-            Format::Html
-        },
-        |p| p.format,
-    );
+    let format = route::format_of(req.url(), accepts_json);
     let reply = check_request(&mut req).and_then(|()| {
         let parsed = route::parse(req.url(), accepts_json)?;
         // New commits of the writer show on the next request.
