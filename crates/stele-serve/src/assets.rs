@@ -11,6 +11,7 @@ pub fn get(name: &str) -> Option<(&'static str, &'static str)> {
             "text/javascript; charset=utf-8",
             include_str!("../assets/app.js"),
         )),
+        "icon.svg" => Some(("image/svg+xml", include_str!("../assets/icon.svg"))),
         _ => None,
     }
 }

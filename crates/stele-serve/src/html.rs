@@ -70,6 +70,8 @@ pub fn page(title: &str, crumbs: &[(String, String)], json_href: &str, body: &st
     out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
     let _ = write!(out, "<title>{} - stele</title>", escape(title));
     out.push_str("<link rel=\"stylesheet\" href=\"/assets/style.css\">");
+    // Named here so that browsers do not ask for /favicon.ico (a 404 in their console).
+    out.push_str("<link rel=\"icon\" href=\"/assets/icon.svg\" type=\"image/svg+xml\">");
     out.push_str("<script src=\"/assets/app.js\" defer></script></head><body>");
     out.push_str("<nav class=\"crumbs\"><a href=\"/\">stele</a>");
     for (href, text) in crumbs {
