@@ -206,3 +206,7 @@ def test_pages_in_chromium(site: str, browser: object) -> None:
         d.switch_to.alert.text  # type: ignore[attr-defined]  # noqa: B018
 
     assert console_errors(d) == []
+    # The console is really read: a page that is not there logs its 404 as an error.
+    d.get(site + "c/nothing")  # type: ignore[attr-defined]
+    assert "no collection" in d.find_element(By.TAG_NAME, "main").text  # type: ignore[attr-defined]
+    assert any("404" in e.get("message", "") for e in console_errors(d))
