@@ -23,6 +23,7 @@
 mod assets;
 pub mod error;
 pub mod html;
+mod kick;
 mod pages;
 pub mod route;
 mod server;

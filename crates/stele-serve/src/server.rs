@@ -32,6 +32,10 @@ pub struct Options {
     pub time_limit: Duration,
     /// Documents on a collection page; 50 by default (`?limit=` up to 1000).
     pub page_size: usize,
+    /// Opens and closes a loopback connection every 10 ms so that no connection waits for
+    /// a thread of tiny_http's pool (see `kick.rs`); on by default. Off only to measure
+    /// what it prevents.
+    pub kick_connections: bool,
 }
 
 impl Default for Options {
@@ -42,6 +46,7 @@ impl Default for Options {
             workers: 4,
             time_limit: Duration::from_secs(1),
             page_size: 50,
+            kick_connections: true,
         }
     }
 }
@@ -60,6 +65,11 @@ impl Options {
     /// Sets [`workers`](Self::workers) (at least 1).
     pub fn workers(mut self, workers: usize) -> Self {
         self.workers = workers.max(1);
+        self
+    }
+    /// Sets [`kick_connections`](Self::kick_connections).
+    pub fn kick_connections(mut self, on: bool) -> Self {
+        self.kick_connections = on;
         self
     }
     /// Sets [`time_limit`](Self::time_limit).
@@ -122,7 +132,7 @@ impl Server {
             db,
             opts: opts.clone(),
         });
-        let workers = (0..opts.workers.max(1))
+        let mut workers = (0..opts.workers.max(1))
             .map(|i| {
                 let (http, stop, app) = (http.clone(), stop.clone(), app.clone());
                 std::thread::Builder::new()
@@ -131,6 +141,12 @@ impl Server {
                     .map_err(|e| bind_err(format!("cannot start a worker thread: {e}")))
             })
             .collect::<Result<Vec<_>, _>>()?;
+        if opts.kick_connections {
+            workers.push(
+                crate::kick::start(addr, stop.clone())
+                    .map_err(|e| bind_err(format!("cannot start a thread: {e}")))?,
+            );
+        }
         Ok(Server {
             addr,
             warning,

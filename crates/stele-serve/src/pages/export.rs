@@ -48,8 +48,8 @@ pub(crate) fn page(ctx: &Ctx<'_>, name: &str, query: Option<Query>) -> Result<Re
             None if format == Format::Jsonl => {
                 let opts = stele::export::ExportOptions::new().id_field("_id");
                 stele::export::export_jsonl(&snap, &name, &mut sink.out, &opts)
-                    .map(|_| ())
-                    .map_err(|e| e.to_string())
+                    .map_err(|e| e.to_string())?;
+                sink.finish()
             }
             None => {
                 for entry in snap.iter(&name) {

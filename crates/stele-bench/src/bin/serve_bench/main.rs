@@ -146,7 +146,13 @@ pub fn doc(i: u64, rev: u64) -> String {
 /// The server child: serves `dir` on a free port, prints `url URL`, answers until its
 /// standard input closes, then prints `peak_rss BYTES`.
 fn child(dir: &Path) -> Result<()> {
-    let server = stele_serve::Server::start(dir, stele_serve::Options::default().port(0))?;
+    let kick = std::env::var_os("STELE_SERVE_NO_KICK").is_none();
+    let server = stele_serve::Server::start(
+        dir,
+        stele_serve::Options::default()
+            .port(0)
+            .kick_connections(kick),
+    )?;
     println!("url {}", server.url());
     std::io::stdout().flush()?;
     let mut line = String::new();
