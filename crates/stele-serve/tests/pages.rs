@@ -283,3 +283,49 @@ fn assets_are_compiled_in() {
     assert!(get(&s, "/assets/app.js").body.contains("data-tree"));
     assert_eq!(get(&s, "/assets/other.js").status, 404);
 }
+
+#[test]
+fn a_table_set_in_the_folder_reads_as_one_table() {
+    let (dir, s) = setup();
+    let mut shards = Vec::new();
+    for prefix in ["a", "b"] {
+        let built =
+            stele_table::TableBuilder::new(dir.path(), stele_table::TableOptions::default())
+                .and_then(|mut t| {
+                    for i in 0..10 {
+                        t.add(
+                            format!("{prefix}{i:02}").as_bytes(),
+                            format!("{prefix} {i}").as_bytes(),
+                        )?;
+                    }
+                    t.finish()
+                });
+        match built {
+            Ok(info) => shards.push(info.path),
+            Err(e) => panic!("{e}"),
+        }
+    }
+    if let Err(e) = stele_table::TableSet::commit(dir.path().join("lookup.sts"), &shards, &[b"b"]) {
+        panic!("{e}");
+    }
+    let db = get(&s, "/.json").json();
+    let set = db["tables"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|t| t["name"] == "lookup.sts")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(set["kind"], "table set");
+    assert_eq!(set["entries"], 20);
+    let j = get(&s, "/t/lookup%2Ests.json?from=a08&limit=3&key=b05").json();
+    let keys: Vec<&str> = j["rows"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["key"].as_str())
+        .collect();
+    assert_eq!(keys, ["a08", "a09", "b00"]);
+    assert_eq!(j["next"], "b00");
+    assert_eq!(j["get"]["value"]["text"], "b 5");
+}
