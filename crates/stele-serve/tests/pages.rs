@@ -5,6 +5,16 @@ mod common;
 use common::{PEOPLE, enc, get, get_json, sample, serve};
 use serde_json::Value;
 
+/// The element of the array `list` whose `name` is `name` (null if none).
+fn named(list: &Value, name: &str) -> Value {
+    list.as_array()
+        .into_iter()
+        .flatten()
+        .find(|x| x["name"] == name)
+        .cloned()
+        .unwrap_or_default()
+}
+
 fn setup() -> (tempfile::TempDir, stele_serve::Server) {
     let dir = match tempfile::tempdir() {
         Ok(d) => d,
@@ -27,13 +37,7 @@ fn database_page_lists_collections_indexes_and_tables() {
     assert!(html.body.contains("by_age"));
     assert!(html.body.contains(".stt"));
     let j = get(&s, "/.json").json();
-    let people = j["collections"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|c| c["name"] == "people")
-        .cloned()
-        .unwrap_or_default();
+    let people = named(&j["collections"], "people");
     assert_eq!(people["documents"], PEOPLE);
     assert!(people["bytes_at_rest"].as_u64().unwrap_or(0) > 0);
     assert!(people["ratio_to_json"].as_f64().unwrap_or(0.0) > 0.0);
@@ -265,13 +269,10 @@ fn new_commits_of_a_live_writer_show_on_the_next_request() {
     let j = get(&s, "/c/people/d/p999.json").json();
     assert_eq!(j["document"]["name"], "late");
     let db_page = get(&s, "/.json").json();
-    let people = db_page["collections"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|c| c["name"] == "people")
-        .map(|c| c["documents"].clone());
-    assert_eq!(people, Some((PEOPLE + 1).into()));
+    assert_eq!(
+        named(&db_page["collections"], "people")["documents"],
+        PEOPLE + 1
+    );
 }
 
 #[test]
@@ -309,13 +310,7 @@ fn a_table_set_in_the_folder_reads_as_one_table() {
         panic!("{e}");
     }
     let db = get(&s, "/.json").json();
-    let set = db["tables"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|t| t["name"] == "lookup.sts")
-        .cloned()
-        .unwrap_or_default();
+    let set = named(&db["tables"], "lookup.sts");
     assert_eq!(set["kind"], "table set");
     assert_eq!(set["entries"], 20);
     let j = get(&s, "/t/lookup%2Ests.json?from=a08&limit=3&key=b05").json();
