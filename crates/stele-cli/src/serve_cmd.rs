@@ -66,7 +66,7 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         args.db.display(),
         server.url()
     );
-    server.run_until(&STOP);
+    server.run_until(&STOP)?;
     eprintln!("stopped");
     Ok(())
 }

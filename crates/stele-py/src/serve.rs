@@ -122,6 +122,10 @@ pub(crate) fn serve(
         if let Err(e) = py.check_signals() {
             break e;
         }
+        if let Some(reason) = server.failure() {
+            let e = stele_serve::ServeError::Listener { reason };
+            break new_err(py, Kind::Stele, e.to_string());
+        }
     };
     py.detach(|| server.stop());
     if stopped.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {

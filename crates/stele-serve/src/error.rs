@@ -69,6 +69,12 @@ pub enum ServeError {
     Store(stele::Error),
     /// A table failed to read.
     Table(stele_table::Error),
+    /// The listening socket failed while serving (tiny_http's accept loop ended), so the
+    /// server stopped.
+    Listener {
+        /// The error it ended with.
+        reason: String,
+    },
     /// The server could not start (the address is taken, or not an address).
     Bind {
         /// The address asked for.
@@ -96,7 +102,7 @@ impl ServeError {
                 stele::Error::QueryTimeout { .. } => 503,
                 _ => 500,
             },
-            ServeError::Table(_) | ServeError::Bind { .. } => 500,
+            ServeError::Table(_) | ServeError::Bind { .. } | ServeError::Listener { .. } => 500,
         }
     }
 
@@ -118,6 +124,7 @@ impl ServeError {
             ServeError::Store(_) => "store",
             ServeError::Table(_) => "table",
             ServeError::Bind { .. } => "bind",
+            ServeError::Listener { .. } => "listener",
         }
     }
 }
@@ -164,6 +171,10 @@ impl fmt::Display for ServeError {
             ),
             ServeError::Store(e) => write!(f, "{e}"),
             ServeError::Table(e) => write!(f, "{e}"),
+            ServeError::Listener { reason } => write!(
+                f,
+                "the server stopped: accepting a connection failed ({reason}); start it again (too many open files: raise `ulimit -n`)"
+            ),
             ServeError::Bind { addr, reason } => write!(
                 f,
                 "cannot listen on {addr}: {reason} (choose another --port, or stop what uses it)"

@@ -84,6 +84,9 @@ impl Options {
 pub(crate) struct App {
     pub db: ReadOnlyDatabase,
     pub opts: Options,
+    /// Why the server stopped by itself: tiny_http's accept loop ends at its first accept
+    /// error (too many open files, say), after which no connection would be taken.
+    failure: std::sync::Mutex<Option<String>>,
 }
 
 /// A running server. Stops (and joins its workers) on [`stop`](Self::stop) or drop.
@@ -93,6 +96,7 @@ pub struct Server {
     warning: Option<String>,
     stop: Arc<AtomicBool>,
     workers: Vec<JoinHandle<()>>,
+    app: Arc<App>,
 }
 
 /// How long a worker waits for a request before it looks at the stop flag again.
@@ -131,6 +135,7 @@ impl Server {
         let app = Arc::new(App {
             db,
             opts: opts.clone(),
+            failure: std::sync::Mutex::new(None),
         });
         let mut workers = (0..opts.workers.max(1))
             .map(|i| {
@@ -152,6 +157,7 @@ impl Server {
             warning,
             stop,
             workers,
+            app,
         })
     }
 
@@ -173,12 +179,24 @@ impl Server {
         self.warning.as_deref()
     }
 
-    /// Answers until `stop` becomes true (a Ctrl-C handler sets it), then stops.
-    pub fn run_until(self, stop: &AtomicBool) {
-        while !stop.load(Ordering::Relaxed) {
+    /// Why the server stopped by itself, if it did (its listening socket failed: it takes
+    /// no more connections).
+    pub fn failure(&self) -> Option<String> {
+        self.app.failure.lock().ok().and_then(|f| f.clone())
+    }
+
+    /// Answers until `stop` becomes true (a Ctrl-C handler sets it), then stops. Fails with
+    /// [`ServeError::Listener`] if the server stopped by itself first.
+    pub fn run_until(self, stop: &AtomicBool) -> Result<(), ServeError> {
+        while !stop.load(Ordering::Relaxed) && !self.stop.load(Ordering::Relaxed) {
             std::thread::sleep(POLL);
         }
+        let failure = self.failure();
         self.stop();
+        match failure {
+            Some(reason) => Err(ServeError::Listener { reason }),
+            None => Ok(()),
+        }
     }
 
     /// Stops: the workers finish the request they answer and end.
@@ -226,8 +244,14 @@ fn work(http: &tiny_http::Server, stop: &AtomicBool, app: &App) {
         match http.recv_timeout(POLL) {
             Ok(Some(req)) => answer(app, req),
             Ok(None) => {}
-            // The socket failed: nothing more will come.
-            Err(_) => return,
+            // The accept loop ended: nothing more will come. Stop every worker and say why.
+            Err(e) => {
+                if let Ok(mut f) = app.failure.lock() {
+                    f.get_or_insert_with(|| e.to_string());
+                }
+                stop.store(true, Ordering::Relaxed);
+                return;
+            }
         }
     }
 }
