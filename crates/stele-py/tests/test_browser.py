@@ -130,6 +130,18 @@ def shot(driver: object, name: str) -> None:
         driver.save_screenshot(str(Path(folder) / f"{name}.png"))  # type: ignore[attr-defined]
 
 
+def follow(driver: object, act: "object") -> None:
+    """Runs `act` (a click or a submit that loads a page) and waits until the new page has
+    replaced the old one: reading the DOM before that reads the old page, or a stale one."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    old = driver.find_element(By.TAG_NAME, "html")  # type: ignore[attr-defined]
+    act()  # type: ignore[operator]
+    WebDriverWait(driver, 20).until(expected_conditions.staleness_of(old))  # type: ignore[arg-type]
+
+
 def test_pages_in_chromium(site: str, browser: object) -> None:
     from selenium.common.exceptions import NoAlertPresentException
     from selenium.webdriver.common.by import By
@@ -142,7 +154,7 @@ def test_pages_in_chromium(site: str, browser: object) -> None:
     shot(d, "database")
 
     # The collection: follow "next page" to the end, collecting the ids shown.
-    d.find_element(By.LINK_TEXT, "people").click()  # type: ignore[attr-defined]
+    follow(d, d.find_element(By.LINK_TEXT, "people").click)  # type: ignore[attr-defined]
     assert "120 documents" in d.find_element(By.TAG_NAME, "main").text  # type: ignore[attr-defined]
     assert "address.zip" in d.find_element(By.TAG_NAME, "main").text  # type: ignore[attr-defined]
     shot(d, "collection")
@@ -153,17 +165,17 @@ def test_pages_in_chromium(site: str, browser: object) -> None:
         nxt = d.find_elements(By.CSS_SELECTOR, "a.next")  # type: ignore[attr-defined]
         if not nxt:
             break
-        nxt[0].click()
+        follow(d, nxt[0].click)
     assert ids == [f"p{i:03}" for i in range(120)]
 
     # Jump to an id, open the document, fold it with the script.
     d.get(site + "c/people")  # type: ignore[attr-defined]
     box = d.find_element(By.NAME, "jump")  # type: ignore[attr-defined]
     box.send_keys("p07")
-    box.submit()
+    follow(d, box.submit)
     first = d.find_element(By.CSS_SELECTOR, "table.docs tbody tr td a")  # type: ignore[attr-defined]
     assert first.text == "p070"
-    first.click()
+    follow(d, first.click)
     tree = d.find_element(By.CSS_SELECTOR, ".tree")  # type: ignore[attr-defined]
     assert "person 70" in tree.text
     assert "stored" in d.find_element(By.TAG_NAME, "main").text  # type: ignore[attr-defined]
@@ -178,7 +190,7 @@ def test_pages_in_chromium(site: str, browser: object) -> None:
     d.find_element(By.NAME, "filter").send_keys('{"age": {"$gte": 60}}')  # type: ignore[attr-defined]
     d.find_element(By.NAME, "sort").send_keys("-age")  # type: ignore[attr-defined]
     d.find_element(By.NAME, "facet").send_keys("tags,city")  # type: ignore[attr-defined]
-    d.find_element(By.CSS_SELECTOR, "form.query button").click()  # type: ignore[attr-defined]
+    follow(d, d.find_element(By.CSS_SELECTOR, "form.query button").click)  # type: ignore[attr-defined]
     main = d.find_element(By.TAG_NAME, "main").text  # type: ignore[attr-defined]
     assert "by_age" in main  # the plan
     facets = d.find_elements(By.CSS_SELECTOR, ".facet")  # type: ignore[attr-defined]
@@ -186,16 +198,16 @@ def test_pages_in_chromium(site: str, browser: object) -> None:
     shot(d, "query")
     first_row = d.find_element(By.CSS_SELECTOR, "table.rows tbody tr td")  # type: ignore[attr-defined]
     assert first_row.text.startswith("p")
-    facets[0].find_element(By.LINK_TEXT, "red").click()
+    follow(d, facets[0].find_element(By.LINK_TEXT, "red").click)
     rows = d.find_elements(By.CSS_SELECTOR, "table.rows tbody tr td:last-child")  # type: ignore[attr-defined]
     assert rows and all('"red"' in r.text for r in rows)
 
     # The table beside the database: get a key, then browse a prefix.
     d.get(site)  # type: ignore[attr-defined]
-    d.find_element(By.LINK_TEXT, "lookup.stt").click()  # type: ignore[attr-defined]
+    follow(d, d.find_element(By.LINK_TEXT, "lookup.stt").click)  # type: ignore[attr-defined]
     box = d.find_element(By.NAME, "key")  # type: ignore[attr-defined]
     box.send_keys("key07")
-    box.submit()
+    follow(d, box.submit)
     assert "key key07: value 7" in d.find_element(By.TAG_NAME, "main").text  # type: ignore[attr-defined]
 
     # A hostile document shows as text: no alert, no image element.
