@@ -265,16 +265,18 @@ fn bounded_load_gets_right_answers() {
     assert!(started.elapsed() < Duration::from_secs(60));
 }
 
-/// 16 keep-alive clients connecting at the same instant are all answered within a second,
-/// every request: none waits for a thread of tiny_http's connection pool (the lost wake-up
-/// `kick.rs` works around). The race did not show in this process in six runs without the
+/// 16 keep-alive clients connecting at the same instant are all answered within 2 s, every
+/// request, during a 3 s run: none waits for a thread of tiny_http's connection pool (the
+/// lost wake-up `kick.rs` works around). The race did not show in this process in six runs without the
 /// kicker (it did in `serve_bench`, whose server is a child process in release mode: 3-4 of
 /// 8 clients waited the whole run), so this guards the symptom, not the exact race.
 #[test]
 fn simultaneous_keep_alive_clients_are_all_answered() {
     let dir = sample_dir();
     let s = serve(dir.path());
-    let run = Duration::from_millis(1500);
+    // A stalled connection is answered only once the others close, at the end of the run:
+    // a run longer than the bound tells a stall from a slow answer on a loaded machine.
+    let run = Duration::from_secs(3);
     let start = std::sync::Barrier::new(16);
     let worst = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..16)
@@ -305,5 +307,5 @@ fn simultaneous_keep_alive_clients_are_all_answered() {
             .max()
             .unwrap_or(Duration::MAX)
     });
-    assert!(worst < Duration::from_secs(1), "a request waited {worst:?}");
+    assert!(worst < Duration::from_secs(2), "a request waited {worst:?}");
 }
