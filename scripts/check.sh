@@ -71,6 +71,7 @@ step "bench compress --quick" cargo run --release --locked -q -p stele-bench --b
 step "bench query --quick" cargo run --release --locked -q -p stele-bench --bin query_bench -- --quick
 step "bench readers --quick" cargo run --release --locked -q -p stele-bench --bin readers_bench -- --quick
 step "bench backup --quick" cargo run --release --locked -q -p stele-bench --bin backup_bench -- --quick
+step "bench serve --quick" cargo run --release --locked -q -p stele-bench --bin serve_bench -- --quick
 step "plots up to date" python3 scripts/plots.py --check
 # The Python package: a venv of our own (.venv, git-ignored) with the pinned tools, reused
 # between runs; build (maturin), pytest, benchmark smoke run.
@@ -80,7 +81,10 @@ step "python tools" "$venv/bin/python" -m pip install -q --disable-pip-version-c
   -r crates/stele-py/requirements-dev.txt -r crates/stele-py/requirements-bench.txt
 step "python build" env VIRTUAL_ENV="$(cd "$venv" && pwd)" "$venv/bin/maturin" develop --release \
   --locked -q -m crates/stele-py/Cargo.toml
-step "python tests" "$venv/bin/python" -m pytest -q crates/stele-py/tests
+# Debian's chromium and chromedriver for the browser test of `stele serve`
+# (crates/stele-py/tests/test_browser.py), which fails rather than skips when they are missing.
+step "browser (chromium)" scripts/setup-browser.sh
+step "python tests" env STELE_BROWSER_TEST=1 "$venv/bin/python" -m pytest -q crates/stele-py/tests
 step "bench python --quick" "$venv/bin/python" crates/stele-py/bench/bench_py.py --quick
 step "bench import --quick" "$venv/bin/python" crates/stele-py/bench/bench_import.py --quick
 step "bench arrow --quick" "$venv/bin/python" crates/stele-py/bench/bench_arrow.py --quick

@@ -9,6 +9,7 @@ mod doc_cmd;
 mod io;
 mod query_cmd;
 mod say;
+mod serve_cmd;
 mod set_cmd;
 mod size;
 mod table_cmd;
@@ -70,6 +71,8 @@ enum Command {
     Replicate(backup_cmd::ReplicateArgs),
     /// Make a new database from a backup at its latest version, a version or a time; --at lists them.
     Restore(backup_cmd::RestoreArgs),
+    /// Look at a database in a web page (read-only, beside a live writer), with a JSON twin of each page.
+    Serve(serve_cmd::ServeArgs),
     /// Run the guided tour on the bundled sample: convert, read fields, sizes and timings.
     Tour(tour::TourArgs),
     /// Print shell completions for bash, zsh, fish, elvish or powershell.
@@ -115,6 +118,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => backup_cmd::verify(&args),
         Command::Replicate(args) => backup_cmd::replicate(&args),
         Command::Restore(args) => backup_cmd::restore(&args),
+        Command::Serve(args) => serve_cmd::run(&args),
         Command::Tour(args) => tour::run(&args),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "stele", &mut std::io::stdout());

@@ -13,6 +13,7 @@ mod durable;
 mod errors;
 mod handle;
 mod import;
+mod serve;
 mod table;
 mod table_set;
 
@@ -38,8 +39,10 @@ fn _stele(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<database::PyQueryResult>()?;
     m.add_class::<database::PyCursor>()?;
     m.add_class::<database::PyBatch>()?;
+    m.add_class::<serve::PyServer>()?;
     m.add_function(wrap_pyfunction!(backup::verify, m)?)?;
     m.add_function(wrap_pyfunction!(backup::restore, m)?)?;
+    m.add_function(wrap_pyfunction!(serve::serve, m)?)?;
     m.add_function(wrap_pyfunction!(columns::build_columns, m)?)?;
     m.add_function(wrap_pyfunction!(document::dumps, m)?)?;
     m.add_function(wrap_pyfunction!(document::loads, m)?)?;

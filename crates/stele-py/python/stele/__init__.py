@@ -9,6 +9,7 @@
 - ``TableSet``: many tables with disjoint key ranges read as one, as distributed builds
   write them (``stele.dask``, ``stele.spark``, ``stele table build --shards``).
 - ``DurableMap``: a sorted map of bytes on a stack of tables, with saves, compaction and roots.
+- ``serve(path, port=8080)``: the database in a web page, read-only (``python -m stele serve``).
 
 Errors derive from ``SteleError``; see ``stele._errors``.
 """
@@ -41,6 +42,7 @@ from ._stele import (
     DurableMap,
     Object,
     QueryResult,
+    Server,
     Snapshot,
     Table,
     TableIterator,
@@ -51,6 +53,7 @@ from ._stele import (
     json_to_document,
     loads,
     restore,
+    serve,
     verify,
 )
 
@@ -127,6 +130,7 @@ __all__ = [
     "Object",
     "QueryResult",
     "QueryTimeout",
+    "Server",
     "Snapshot",
     "SteleError",
     "Table",
@@ -139,5 +143,6 @@ __all__ = [
     "loads",
     "open",
     "restore",
+    "serve",
     "verify",
 ]

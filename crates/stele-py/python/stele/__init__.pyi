@@ -602,3 +602,39 @@ def restore(
 
 def document_to_json(data: Buffer, *, pretty: bool = False, sorted: bool = False) -> str:
     """JSON text of document bytes (validated first)."""
+
+class Server:
+    """A running ``stele.serve(..., block=False)``; stops on stop(), at the end of a with
+    block, or when collected."""
+
+    @property
+    def url(self) -> str: ...
+    @property
+    def port(self) -> int: ...
+    def stop(self) -> None: ...
+    def __enter__(self) -> Server: ...
+    def __exit__(self, *args: object) -> None: ...
+
+@overload
+def serve(
+    path: str | PathLike[str],
+    *,
+    port: int = 8080,
+    host: str = "127.0.0.1",
+    workers: int = 4,
+    time_limit: float = 1.0,
+    block: Literal[True] = True,
+) -> None:
+    """Serves the database read-only in a web page at http://host:port/ until Ctrl-C."""
+
+@overload
+def serve(
+    path: str | PathLike[str],
+    *,
+    port: int = 8080,
+    host: str = "127.0.0.1",
+    workers: int = 4,
+    time_limit: float = 1.0,
+    block: Literal[False],
+) -> Server:
+    """Starts serving the database and returns the running Server."""
