@@ -314,6 +314,15 @@ fn queries_compare_integer_ids_as_numbers() {
             r#"[{"$match": {"_id": {"$lt": 10}}}, {"$group": {"_id": "$even", "n": {"$sum": 1}}}]"#,
             r#"{"_id":false,"n":2}"#,
         ),
+        // Grouped while the collection is read: `$_id` is the number too.
+        (
+            r#"[{"$group": {"_id": "$even", "ids": {"$sum": "$_id"}, "low": {"$min": "$_id"}}}]"#,
+            r#"{"_id":false,"ids":37,"low":3}"#,
+        ),
+        (
+            r#"[{"$match": {"_id": 25}}, {"$group": {"_id": "$_id", "n": {"$sum": 1}}}]"#,
+            r#"{"_id":25,"n":1}"#,
+        ),
         // `_id` as the number, whether the documents come in id order or sorted.
         (
             r#"[{"$match": {"_id": {"$gte": 1000}}}, {"$project": {"even": 0}}]"#,

@@ -6,7 +6,7 @@
 //! the total order and skip missing values and nulls; `$first` and `$last` follow the order
 //! of the input (id order for a collection); `$push` keeps every value but missing ones.
 
-use super::expr::{Expr, Out};
+use super::expr::{Expr, IdRef, Out};
 use crate::error::{Error, Result};
 use crate::query::collect::Collector;
 use crate::query::project::json_string;
@@ -187,6 +187,8 @@ pub(crate) struct Grouper {
     group: Group,
     groups: HashMap<Vec<u8>, GroupState>,
     scratch: Vec<u8>,
+    /// The collection holds integer ids (the keys it is fed stand for integers).
+    int_ids: bool,
 }
 
 impl Grouper {
@@ -195,11 +197,18 @@ impl Grouper {
             group,
             groups: HashMap::new(),
             scratch: Vec::new(),
+            int_ids: false,
         }
     }
 
+    /// The same, fed the documents of a collection of integer ids when `int_ids`.
+    pub(crate) fn with_int_ids(mut self, int_ids: bool) -> Grouper {
+        self.int_ids = int_ids;
+        self
+    }
+
     /// Adds the document `root` (with id `id` when it has one outside it).
-    pub(crate) fn add(&mut self, root: Value<'_>, id: Option<&str>) {
+    pub(crate) fn add(&mut self, root: Value<'_>, id: Option<IdRef<'_>>) {
         let key = self.group.key.eval(root, id);
         self.scratch.clear();
         key.encode(&mut self.scratch);
@@ -352,12 +361,13 @@ impl Grouper {
 
 impl Collector for Grouper {
     fn take(&mut self, id: &str, doc: &Document<&[u8]>) -> Result<bool> {
-        self.add(doc.root(), Some(id));
+        let int = self.int_ids;
+        self.add(doc.root(), Some(IdRef { key: id, int }));
         Ok(true)
     }
 
     fn fork(&self) -> Box<dyn Collector> {
-        Box::new(Grouper::new(self.group.clone()))
+        Box::new(Grouper::new(self.group.clone()).with_int_ids(self.int_ids))
     }
 
     fn absorb(&mut self, other: Box<dyn Collector>) {
