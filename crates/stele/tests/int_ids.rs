@@ -350,3 +350,24 @@ fn queries_compare_integer_ids_as_numbers() {
     assert!(run(r#"{"_id": {"$prefix": "1"}}"#, None).is_empty());
     assert_eq!(run(r#"{"_id": {"$lt": 1e30}}"#, None).len(), 7);
 }
+
+/// A reader process catching up with `refresh` learns the kind with the documents.
+#[test]
+fn a_reader_refreshed_after_the_first_integer_ids_reads_them_as_integers() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    let mut batch = db.batch();
+    batch.put_json("other", "x", b"{}").unwrap();
+    db.commit(batch).unwrap();
+    let reader = Database::open_read_only(dir.path()).unwrap();
+    let mut batch = db.batch();
+    for id in [10, 9, -1] {
+        batch.put_json_int("r", id, b"{}").unwrap();
+    }
+    db.commit(batch).unwrap();
+    reader.refresh().unwrap();
+    let snap = reader.snapshot();
+    assert_eq!(snap.id_kind("r"), Some(IdKind::Int));
+    let ids: Vec<String> = snap.ids("r").collect::<stele::Result<_>>().unwrap();
+    assert_eq!(ids, ["-1", "9", "10"]);
+}
