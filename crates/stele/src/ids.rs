@@ -115,11 +115,16 @@ pub fn parse_int_id(text: &str) -> Option<i64> {
 /// The stored key of id `id` in a collection of ids of kind `kind`: the bytes of a text
 /// id, the key of an integer written as text ([`parse_int_id`]); an error saying which
 /// kind the collection holds for an id of the other kind.
-pub(crate) fn key_for(collection: &str, kind: IdKind, id: &str) -> Result<Vec<u8>> {
+pub(crate) fn key_for<'a>(
+    collection: &str,
+    kind: IdKind,
+    id: &'a str,
+) -> Result<std::borrow::Cow<'a, [u8]>> {
     match kind {
-        IdKind::Text => Ok(id.as_bytes().to_vec()),
+        // Borrowed: a get by text id allocates nothing here.
+        IdKind::Text => Ok(std::borrow::Cow::Borrowed(id.as_bytes())),
         IdKind::Int => match parse_int_id(id) {
-            Some(n) => Ok(int_key(n).into_bytes()),
+            Some(n) => Ok(std::borrow::Cow::Owned(int_key(n).into_bytes())),
             None => Err(Error::IdKindMismatch {
                 collection: collection.to_owned(),
                 holds: IdKind::Int,
@@ -220,7 +225,7 @@ mod tests {
         }
         let err = key_for("c", IdKind::Int, "abc").unwrap_err();
         assert!(err.to_string().contains("integer ids"), "{err}");
-        assert_eq!(key_for("c", IdKind::Int, "-7").unwrap(), b"?2");
+        assert_eq!(key_for("c", IdKind::Int, "-7").unwrap().as_ref(), b"?2");
         assert_eq!(id_text(IdKind::Int, b"?2".to_vec()), "-7");
         assert_eq!(id_text(IdKind::Text, b"?2".to_vec()), "?2");
     }

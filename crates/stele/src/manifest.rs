@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! 0   8 bytes magic "STELEMAN"
-//! 8   u32 version (6; versions 1 to 5 are read too)
+//! 8   u32 version (7; versions 1 to 6 are read too)
 //! 12  u32 number of collections
 //! 16  u64 sequence number of the last batch the tables contain
 //! 24  per collection, sorted by name: varint name length, name (UTF-8),
@@ -44,8 +44,11 @@ const MAGIC: [u8; 8] = *b"STELEMAN";
 /// may be text blocks (codec 7, `crate::compress::Codec::TextBlock`: documents kept as the
 /// JSON text an import read), which builds that read version 4 would report as corrupt.
 /// Otherwise laid out as version 2. 6: an index kind and field flags (indexes by the query
-/// rules, descending fields), which builds that read version 5 would not see.
-pub(crate) const VERSION: u32 = 6;
+/// rules, descending fields), which builds that read version 5 would not see. 7: laid out
+/// as 6; collections may hold integer ids (`crate::ids`: the meta key `ids/<collection>`),
+/// whose keys builds that read version 6 would show as text (`B42` for 42) once a
+/// checkpoint has taken the mark out of the log.
+pub(crate) const VERSION: u32 = 7;
 /// File name of the manifest in the database folder.
 pub(crate) const FILE_NAME: &str = "MANIFEST";
 

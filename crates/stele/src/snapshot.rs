@@ -134,7 +134,7 @@ impl Snapshot {
 
     /// The stored key of id `id` of `collection`; `None` for a text id in an empty
     /// collection marked for integers (no document has it).
-    fn key(&self, collection: &str, id: &str) -> Result<Option<Vec<u8>>> {
+    fn key<'i>(&self, collection: &str, id: &'i str) -> Result<Option<std::borrow::Cow<'i, [u8]>>> {
         let kind = self.state.marked_kind(collection);
         match crate::ids::key_for(collection, kind, id) {
             Ok(key) => Ok(Some(key)),
@@ -398,8 +398,12 @@ fn byte_bounds<'r>(
 ) -> Result<OwnedBounds> {
     let key = |b: Bound<&&str>| -> Result<Bound<Vec<u8>>> {
         Ok(match b {
-            Bound::Included(s) => Bound::Included(crate::ids::key_for(collection, kind, s)?),
-            Bound::Excluded(s) => Bound::Excluded(crate::ids::key_for(collection, kind, s)?),
+            Bound::Included(s) => {
+                Bound::Included(crate::ids::key_for(collection, kind, s)?.into_owned())
+            }
+            Bound::Excluded(s) => {
+                Bound::Excluded(crate::ids::key_for(collection, kind, s)?.into_owned())
+            }
             Bound::Unbounded => Bound::Unbounded,
         })
     };

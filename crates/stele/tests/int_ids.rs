@@ -314,6 +314,15 @@ fn queries_compare_integer_ids_as_numbers() {
             r#"[{"$match": {"_id": {"$lt": 10}}}, {"$group": {"_id": "$even", "n": {"$sum": 1}}}]"#,
             r#"{"_id":false,"n":2}"#,
         ),
+        // Grouped while the collection is read: `$_id` is the number too.
+        (
+            r#"[{"$group": {"_id": "$even", "ids": {"$sum": "$_id"}, "low": {"$min": "$_id"}}}]"#,
+            r#"{"_id":false,"ids":37,"low":3}"#,
+        ),
+        (
+            r#"[{"$match": {"_id": 25}}, {"$group": {"_id": "$_id", "n": {"$sum": 1}}}]"#,
+            r#"{"_id":25,"n":1}"#,
+        ),
         // `_id` as the number, whether the documents come in id order or sorted.
         (
             r#"[{"$match": {"_id": {"$gte": 1000}}}, {"$project": {"even": 0}}]"#,
@@ -340,4 +349,25 @@ fn queries_compare_integer_ids_as_numbers() {
     assert_eq!(run(r#"{"_id": {"$type": "number"}}"#, None).len(), 7);
     assert!(run(r#"{"_id": {"$prefix": "1"}}"#, None).is_empty());
     assert_eq!(run(r#"{"_id": {"$lt": 1e30}}"#, None).len(), 7);
+}
+
+/// A reader process catching up with `refresh` learns the kind with the documents.
+#[test]
+fn a_reader_refreshed_after_the_first_integer_ids_reads_them_as_integers() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    let mut batch = db.batch();
+    batch.put_json("other", "x", b"{}").unwrap();
+    db.commit(batch).unwrap();
+    let reader = Database::open_read_only(dir.path()).unwrap();
+    let mut batch = db.batch();
+    for id in [10, 9, -1] {
+        batch.put_json_int("r", id, b"{}").unwrap();
+    }
+    db.commit(batch).unwrap();
+    reader.refresh().unwrap();
+    let snap = reader.snapshot();
+    assert_eq!(snap.id_kind("r"), Some(IdKind::Int));
+    let ids: Vec<String> = snap.ids("r").collect::<stele::Result<_>>().unwrap();
+    assert_eq!(ids, ["-1", "9", "10"]);
 }

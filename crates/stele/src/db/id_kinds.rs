@@ -33,7 +33,8 @@ fn target(op: &mut LoggedOp) -> Option<(&str, &mut Vec<u8>)> {
 /// their keys, and appends the meta writes that mark (or unmark) a collection whose kind
 /// this batch decides. An id of the wrong kind fails the whole batch.
 pub(super) fn settle(state: &State, ops: &mut Vec<LoggedOp>, kinds: &[IdKind]) -> Result<()> {
-    if kinds.is_empty() {
+    // The common case: text ids, and no collection marked for integers.
+    if state.int_ids.is_empty() && kinds.iter().all(|k| *k == IdKind::Text) {
         return Ok(());
     }
     let start = ops.len().saturating_sub(kinds.len());
@@ -43,7 +44,13 @@ pub(super) fn settle(state: &State, ops: &mut Vec<LoggedOp>, kinds: &[IdKind]) -
         let Some((collection, id)) = target(op) else {
             continue;
         };
-        let want = wants.entry(collection.to_owned()).or_default();
+        // One name allocated per collection, not per operation.
+        if !wants.contains_key(collection) {
+            wants.insert(collection.to_owned(), (false, None));
+        }
+        let Some(want) = wants.get_mut(collection) else {
+            continue;
+        };
         match kind {
             IdKind::Int => want.0 = true,
             _ => {

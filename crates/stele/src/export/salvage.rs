@@ -119,7 +119,8 @@ pub fn export_salvage(
             continue;
         };
         let kind = state.marked_kind(collection);
-        let id = crate::ids::id_text(kind, id);
+        let key = id;
+        let id = crate::ids::id_text(kind, key.clone());
         match doc.document() {
             Ok(view) => {
                 json_line(&mut line, (&id, kind), &view, opts, &json);
@@ -127,11 +128,20 @@ pub fn export_salvage(
                 report.documents += 1;
                 report.bytes += line.len() as u64;
             }
-            Err(e) => lost.push(Lost::document(&id, Vec::new(), &e)),
+            Err(e) => lost.push(Lost::document(&lossy(&key), Vec::new(), &e)),
         }
     }
     out.flush()?;
+    // Losses name stored keys: as ids people use (integers in a collection of them).
+    let kind = state.marked_kind(collection);
+    let text =
+        |key: &mut String| *key = crate::ids::id_text(kind, std::mem::take(key).into_bytes());
     report.lost = lost.done();
+    for l in &mut report.lost {
+        l.ids.iter_mut().for_each(text);
+        l.after.iter_mut().for_each(text);
+        l.before.iter_mut().for_each(text);
+    }
     Ok(report)
 }
 
@@ -383,6 +393,16 @@ mod tests {
     /// and offset, and the documents before and after it are exported.
     #[test]
     fn a_damaged_unpacked_table_block_is_one_loss_and_the_rest_is_exported() {
+        salvage_a_damaged_block(false);
+    }
+
+    /// The same with integer ids: the losses name them as integers, not stored keys.
+    #[test]
+    fn losses_of_integer_ids_name_the_integers() {
+        salvage_a_damaged_block(true);
+    }
+
+    fn salvage_a_damaged_block(int_ids: bool) {
         let dir = tempfile::tempdir().expect("a folder");
         let opts = DatabaseOptions::default()
             .pack_on_close(false)
@@ -392,9 +412,11 @@ mod tests {
             let mut batch = db.batch();
             for i in chunk * 500..(chunk + 1) * 500 {
                 let json = format!("{{\"n\":{i},\"text\":\"{}\"}}", "word ".repeat(i % 30));
-                batch
-                    .put_json("c", &format!("k{i:05}"), json.as_bytes())
-                    .expect("put");
+                match int_ids {
+                    true => batch.put_json_int("c", i as i64, json.as_bytes()),
+                    false => batch.put_json("c", &format!("k{i:05}"), json.as_bytes()),
+                }
+                .expect("put");
             }
             db.commit(batch).expect("commit");
         }
@@ -419,6 +441,13 @@ mod tests {
         assert_eq!(lost.files, [file]);
         assert!(lost.offset.is_some_and(|o| o <= middle as u64), "{lost:?}");
         assert!(lost.after.is_some() && lost.before.is_some(), "{lost:?}");
+        if int_ids {
+            let n = |id: &Option<String>| id.as_deref().and_then(|s| s.parse::<i64>().ok());
+            assert!(
+                matches!((n(&lost.after), n(&lost.before)), (Some(a), Some(b)) if a < b),
+                "{lost:?}"
+            );
+        }
         let text = String::from_utf8(out).expect("UTF-8");
         let n: Vec<u64> = text
             .lines()

@@ -100,6 +100,7 @@ impl BulkImport {
             let id = match (want, k) {
                 (IdKind::Int, IdKind::Text) => {
                     crate::ids::key_for(&self.collection, want, &String::from_utf8_lossy(id))?
+                        .into_owned()
                 }
                 (IdKind::Text, IdKind::Int) => {
                     return Err(Error::IdKindMismatch {

@@ -60,6 +60,14 @@ pub(crate) fn json_of(v: &Value<'_>) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
+/// A document's id as a scan hands it on: its stored key, and whether the collection holds
+/// integer ids (then `_id` is the integer the key stands for, `crate::ids`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct IdRef<'a> {
+    pub(crate) key: &'a str,
+    pub(crate) int: bool,
+}
+
 impl Expr {
     pub(crate) fn parse(v: Value<'_>, at: &str) -> Result<Expr> {
         let bad = |reason: String| Error::InvalidFilter {
@@ -98,11 +106,23 @@ impl Expr {
     }
 
     /// Evaluates against the document `root` (whose `_id` is `id` when given).
-    pub(crate) fn eval<'a>(&'a self, root: Value<'a>, id: Option<&str>) -> Out<'a> {
+    pub(crate) fn eval<'a>(&'a self, root: Value<'a>, id: Option<IdRef<'_>>) -> Out<'a> {
         match self {
             Expr::Path(p) if p.as_str() == "_id" && id.is_some() => {
+                let id = id.unwrap_or(IdRef {
+                    key: "",
+                    int: false,
+                });
+                // An integer id is the number its key stands for.
+                if let Some(n) = id
+                    .int
+                    .then(|| crate::ids::int_from_key(id.key.as_bytes()))
+                    .flatten()
+                {
+                    return Out::One(Value::Int(n));
+                }
                 let mut s = Vec::new();
-                json_string(id.unwrap_or_default(), &mut s);
+                json_string(id.key, &mut s);
                 Out::Json(String::from_utf8(s).unwrap_or_default())
             }
             Expr::Path(p) => {

@@ -6,7 +6,7 @@
 //! the total order and skip missing values and nulls; `$first` and `$last` follow the order
 //! of the input (id order for a collection); `$push` keeps every value but missing ones.
 
-use super::expr::{Expr, Out};
+use super::expr::{Expr, IdRef, Out};
 use super::spill_state;
 use crate::error::{Error, Result};
 use crate::query::collect::Collector;
@@ -212,6 +212,8 @@ pub(crate) struct Grouper {
     spilled: u32,
     /// An error while absorbing a fork (which cannot return one), reported at the end.
     failed: Option<Error>,
+    /// The collection holds integer ids (the keys it is fed stand for integers).
+    int_ids: bool,
 }
 
 impl Grouper {
@@ -225,7 +227,14 @@ impl Grouper {
             sorter: None,
             spilled: 0,
             failed: None,
+            int_ids: false,
         }
+    }
+
+    /// The same, fed the documents of a collection of integer ids when `int_ids`.
+    pub(crate) fn with_int_ids(mut self, int_ids: bool) -> Grouper {
+        self.int_ids = int_ids;
+        self
     }
 
     /// Moves the groups held to the sorter once they pass the budget.
@@ -252,7 +261,7 @@ impl Grouper {
     }
 
     /// Adds the document `root` (with id `id` when it has one outside it).
-    pub(crate) fn add(&mut self, root: Value<'_>, id: Option<&str>) {
+    pub(crate) fn add(&mut self, root: Value<'_>, id: Option<IdRef<'_>>) {
         let key = self.group.key.eval(root, id);
         self.scratch.clear();
         key.encode(&mut self.scratch);
@@ -455,7 +464,8 @@ fn render(accs: &[Acc], key: &str, states: Vec<State>) -> String {
 
 impl Collector for Grouper {
     fn take(&mut self, id: &str, doc: &Document<&[u8]>) -> Result<bool> {
-        self.add(doc.root(), Some(id));
+        let int = self.int_ids;
+        self.add(doc.root(), Some(IdRef { key: id, int }));
         self.settle()?;
         Ok(true)
     }
@@ -463,7 +473,7 @@ impl Collector for Grouper {
     fn fork(&self) -> Box<dyn Collector> {
         Box::new(Grouper {
             spills: false,
-            ..Grouper::new(self.group.clone())
+            ..Grouper::new(self.group.clone()).with_int_ids(self.int_ids)
         })
     }
 

@@ -226,7 +226,8 @@ impl Snapshot {
             }
             Some(Stage::Group(group)) if plain => {
                 let (chosen, plan) = self.plan(&keyed);
-                let mut g = Grouper::new(group.clone());
+                let int_ids = self.state.marked_kind(collection) == IdKind::Int;
+                let mut g = Grouper::new(group.clone()).with_int_ids(int_ids);
                 self.feed(&keyed, &chosen, &run, &mut g)?;
                 let docs = g
                     .finish(&run)?
