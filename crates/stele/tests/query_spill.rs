@@ -48,5 +48,13 @@ fn a_group_past_its_memory_budget_spills_and_answers_alike() {
                 assert!(got.stats.spilled_bytes > 0, "packed {packed}: {pipeline}");
             }
         }
+        // A $count right after a $group counts the groups without keeping them.
+        for budget in [1, stele::query::DEFAULT_MEMORY_BUDGET_BYTES] {
+            let p = Pipeline::parse(r#"[{"$group": {"_id": "$k"}}, {"$count": "groups"}]"#)
+                .unwrap()
+                .memory_budget(budget);
+            let out = snap.aggregate("c", &p).unwrap();
+            assert_eq!(out.rows, [r#"{"groups":1700}"#], "packed {packed}");
+        }
     }
 }

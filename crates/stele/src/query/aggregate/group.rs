@@ -191,9 +191,12 @@ fn float_json(f: f64) -> String {
 /// A group's key as JSON, and its accumulators' states.
 pub(super) type GroupState = (String, Vec<State>);
 
-/// The memory of a group besides its key and JSON: the map's entry, the states.
-const GROUP_OVERHEAD: usize = 64;
-const STATE_BYTES: usize = 48;
+/// The memory of a group besides its key and JSON: the map's slot (72 bytes, and as many
+/// again free, since the table doubles as it grows), the three allocations' rounding.
+/// Counting 64 instead let a group per document reach 109 MiB for a budget of 64.
+const GROUP_OVERHEAD: usize = 192;
+/// One accumulator's state (the enum's size).
+const STATE_BYTES: usize = std::mem::size_of::<State>();
 
 /// Groups documents as they come; a collector of the query that reads the collection, and
 /// of the stages after it. Past its budget, the groups held go to a sorter keyed by the
@@ -346,7 +349,22 @@ impl Grouper {
     }
 
     /// The groups as JSON documents, in key order.
-    pub(crate) fn finish(mut self, run: &Run) -> Result<Vec<String>> {
+    pub(crate) fn finish(self, run: &Run) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        self.finish_each(run, |json| {
+            out.push(json);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Hands the groups as JSON documents, in key order, to `each` (which may keep them in
+    /// another form: a spilled group is rendered as it is merged, not listed first).
+    pub(crate) fn finish_each(
+        mut self,
+        run: &Run,
+        mut each: impl FnMut(String) -> Result<()> + Send,
+    ) -> Result<()> {
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
@@ -354,10 +372,10 @@ impl Grouper {
         let Some(sorter) = self.sorter.take() else {
             let mut groups: Vec<(Vec<u8>, GroupState)> = self.groups.into_iter().collect();
             groups.sort_by(|a, b| a.0.cmp(&b.0));
-            return Ok(groups
-                .into_iter()
-                .map(|(_, (key, states))| render(&accs, &key, states))
-                .collect());
+            for (_, (key, states)) in groups {
+                each(render(&accs, &key, states))?;
+            }
+            return Ok(());
         };
         // The rest goes to the sorter too; then each group's partial states, in spill
         // order, are merged as they come.
@@ -366,9 +384,8 @@ impl Grouper {
         self.group.budget = 0;
         self.settle()?;
         let Some(sorter) = self.sorter.take() else {
-            return Ok(Vec::new());
+            return Ok(());
         };
-        let mut out = Vec::new();
         let mut current: Option<(Vec<u8>, GroupState)> = None;
         spill::drain_sorted(sorter, run, |key, value| {
             // The group's key, without the spill's number.
@@ -378,16 +395,16 @@ impl Grouper {
                 Some((k, (_, ours))) if k.as_slice() == key => merge_states(&accs, ours, states),
                 _ => {
                     if let Some((_, (j, done))) = current.replace((key.to_vec(), (json, states))) {
-                        out.push(render(&accs, &j, done));
+                        each(render(&accs, &j, done))?;
                     }
                 }
             }
             Ok(true)
         })?;
         if let Some((_, (j, done))) = current {
-            out.push(render(&accs, &j, done));
+            each(render(&accs, &j, done))?;
         }
-        Ok(out)
+        Ok(())
     }
 }
 

@@ -69,6 +69,14 @@ impl Collector for WithIds {
     }
 }
 
+/// The document a `$count` stage makes: `{name: n}`.
+fn count_doc(name: &str, n: u64) -> Result<Vec<u8>> {
+    let mut json = Vec::from(&b"{"[..]);
+    json_string(name, &mut json);
+    json.extend_from_slice(format!(":{n}}}").as_bytes());
+    parsed(&String::from_utf8_lossy(&json))
+}
+
 fn parsed(json: &str) -> Result<Vec<u8>> {
     stele_doc::from_json(json.as_bytes()).map_err(|e| Error::InvalidQuery {
         reason: format!("a pipeline stage made a document that does not convert: {e}"),
@@ -171,12 +179,7 @@ fn run_stages(mut docs: Vec<Vec<u8>>, stages: &[Stage], run: &Run) -> Result<Vec
                     .map(|b| parsed(&p.apply(Document::new(&b[..])?.root())))
                     .collect::<Result<_>>()?
             }
-            Stage::Count(name) => {
-                let mut json = Vec::from(&b"{"[..]);
-                json_string(name, &mut json);
-                json.extend_from_slice(format!(":{}}}", docs.len()).as_bytes());
-                vec![parsed(&String::from_utf8_lossy(&json))?]
-            }
+            Stage::Count(name) => vec![count_doc(name, docs.len() as u64)?],
             Stage::Unwind { path, keep_empty } => unwind(docs, path, *keep_empty)?,
         };
     }
@@ -213,14 +216,9 @@ impl Snapshot {
         let run = Run::new(None);
         // A $count or $group right after: counted or grouped while the collection is read.
         let (docs, plan, stats) = match rest.first() {
-            Some(Stage::Count(_)) if query.sort.is_empty() => {
+            Some(Stage::Count(name)) if query.sort.is_empty() => {
                 let out = self.count_matching(&query)?;
-                let mut json = Vec::from(&b"{"[..]);
-                if let Some(Stage::Count(name)) = rest.first() {
-                    json_string(name, &mut json);
-                }
-                json.extend_from_slice(format!(":{}}}", out.count).as_bytes());
-                let docs = vec![parsed(&String::from_utf8_lossy(&json))?];
+                let docs = vec![count_doc(name, out.count)?];
                 let rest = run_stages(docs, rest.get(1..).unwrap_or_default(), &run)?;
                 (rest, out.plan, out.stats)
             }
@@ -229,14 +227,27 @@ impl Snapshot {
                 let int_ids = self.state.marked_kind(collection) == IdKind::Int;
                 let mut g = Grouper::new(group.clone()).with_int_ids(int_ids);
                 self.feed(&keyed, &chosen, &run, &mut g)?;
-                let docs = g
-                    .finish(&run)?
-                    .iter()
-                    .map(|j| parsed(j))
-                    .collect::<Result<Vec<_>>>()?;
+                // Each group becomes a document as it comes (one copy held, not two); a
+                // `$count` right after only counts them.
+                let mut docs = Vec::new();
+                let mut after = 1;
+                if let Some(Stage::Count(name)) = rest.get(1) {
+                    let mut n = 0u64;
+                    g.finish_each(&run, |_| {
+                        n += 1;
+                        Ok(())
+                    })?;
+                    docs.push(count_doc(name, n)?);
+                    after = 2;
+                } else {
+                    g.finish_each(&run, |json| {
+                        docs.push(parsed(&json)?);
+                        Ok(())
+                    })?;
+                }
                 // After `finish`: what it spilled is counted.
                 let stats = run.stats(0);
-                let rest = run_stages(docs, rest.get(1..).unwrap_or_default(), &run)?;
+                let rest = run_stages(docs, rest.get(after..).unwrap_or_default(), &run)?;
                 (rest, plan, stats)
             }
             _ => {
