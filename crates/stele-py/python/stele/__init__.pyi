@@ -304,6 +304,18 @@ class Cursor(Iterator[tuple[str, Document]]):
     iterated, over the snapshot of the find() call; yields (id, Document) pairs."""
 
     def __next__(self) -> tuple[str, Document]: ...
+    def to_arrow(
+        self,
+        fields: list[str] | str | None = None,
+        *,
+        schema: Any | None = None,
+        batch_rows: int = 65536,
+        sample_rows: int | None = None,
+        misfits: str = "error",
+    ) -> ArrowReader:
+        """The documents of this find (its filter, skip and limit) as Arrow record batches, as
+        Collection.to_arrow reads them; a sort or a projection raises InvalidInput."""
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
     def explain(self) -> dict[str, Any]:
         """Runs the query without keeping its rows and says how: {"plan", "index",
         "full_scan", "covered", "sorted_in_memory", "candidates": [{"index", "chosen",

@@ -399,8 +399,8 @@ enum CursorState {
 /// (id, Document) pairs.
 #[pyclass(module = "stele", name = "Cursor", frozen)]
 pub(crate) struct PyCursor {
-    snap: Snapshot,
-    query: Query,
+    pub(super) snap: Snapshot,
+    pub(super) query: Query,
     opts: DocOptions,
     state: Mutex<CursorState>,
 }
