@@ -13,7 +13,10 @@ into a cache folder and imported once into a Stele database (not timed), best of
   - Parquet export (when the `stele` command is built, `target/release/stele`, and
     `/usr/bin/time` is there to measure its peak memory): `stele export
     DB c -o x.parquet` (a process: open, read, write; its peak memory from the OS) against
-    DuckDB `COPY (SELECT * FROM read_json(file)) TO 'x.parquet'`.
+    DuckDB `COPY (SELECT * FROM read_json(file)) TO 'x.parquet'`;
+  - Parquet import of that file: `stele import DB2 c x.parquet` (a process, a new database
+    each time) against DuckDB `CREATE TABLE t AS SELECT * FROM read_parquet('x.parquet')`
+    (in memory).
 Each Stele timing includes `to_arrow`, which infers the schema from every document (one more
 pass), as DuckDB's `read_json` infers its own from a sample. Printed: seconds and the ratio
 DuckDB / Stele (above 1: Stele faster), then a Markdown table of all of it. `--quick` runs the
@@ -84,6 +87,13 @@ def export_parquet(db_dir: Path, out: Path) -> int:
     return int(proc.stderr.strip().splitlines()[-1])
 
 
+def import_parquet(pq: Path, work: Path) -> None:
+    """`stele import` of a Parquet file into a new database."""
+    target = Path(tempfile.mkdtemp(dir=work)) / "db"
+    subprocess.run([str(STELE_CLI), "import", str(target), "c", str(pq), "--id-field", "_id"],
+                   check=True, capture_output=True)
+
+
 def run(name: str, lines: int | None, repeat: int, work: Path) -> None:
     path = jsonl(name, lines)
     db_dir = work / name.replace("/", "_")
@@ -133,6 +143,14 @@ def run(name: str, lines: int | None, repeat: int, work: Path) -> None:
                 "parquet export",
                 lambda: export_parquet(db_dir, work / "s.parquet"),
                 lambda: duckdb.sql(f"copy (select * from {src}) to '{work / 'd.parquet'}'"),
+            )
+        )
+        pq = work / "s.parquet"
+        cases.append(
+            (
+                "parquet import",
+                lambda: import_parquet(pq, work),
+                lambda: duckdb.connect().sql(f"create table t as select * from read_parquet('{pq}')"),
             )
         )
     short = name.removesuffix(".jsonl.zst").replace("mongodb-samples/", "mongodb-")
