@@ -10,9 +10,13 @@ into a cache folder and imported once into a Stele database (not timed), best of
   - every field: `pyarrow.table(coll.to_arrow())` against `SELECT * FROM read_json(file)`;
   - a group-by count over the first field: `duckdb.sql("select a, count(*) from r group by a")`
     over a Stele reader of that one field, against the same query over `read_json(file)`;
-  - Parquet export (when the `stele` command is built, `target/release/stele`): `stele export
+  - Parquet export (when the `stele` command is built, `target/release/stele`, and
+    `/usr/bin/time` is there to measure its peak memory): `stele export
     DB c -o x.parquet` (a process: open, read, write; its peak memory from the OS) against
-    DuckDB `COPY (SELECT * FROM read_json(file)) TO 'x.parquet'`.
+    DuckDB `COPY (SELECT * FROM read_json(file)) TO 'x.parquet'`;
+  - Parquet import of that file: `stele import DB2 c x.parquet` (a process, a new database
+    each time) against DuckDB `CREATE TABLE t AS SELECT * FROM read_parquet('x.parquet')`
+    (in memory).
 Each Stele timing includes `to_arrow`, which infers the schema from every document (one more
 pass), as DuckDB's `read_json` infers its own from a sample. Printed: seconds and the ratio
 DuckDB / Stele (above 1: Stele faster), then a Markdown table of all of it. `--quick` runs the
@@ -23,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import subprocess
 import tempfile
 import time
@@ -74,11 +77,21 @@ STELE_CLI = REPO / "target" / "release" / "stele"
 
 
 def export_parquet(db_dir: Path, out: Path) -> int:
-    """`stele export DB c -o out` in a child process; returns its peak memory in KiB."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    subprocess.run([str(STELE_CLI), "export", str(db_dir), "c", "-o", str(out)], check=True,
-                   capture_output=True)
-    return max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    """`stele export DB c -o out` in a child process; returns its own peak memory in KiB,
+    as `/usr/bin/time` reports it (the child's `ru_maxrss` seen from Python would count the
+    pages it shared with this process between its fork and its exec)."""
+    proc = subprocess.run(
+        ["/usr/bin/time", "-f", "%M", str(STELE_CLI), "export", str(db_dir), "c", "-o", str(out)],
+        capture_output=True, text=True, check=True,
+    )
+    return int(proc.stderr.strip().splitlines()[-1])
+
+
+def import_parquet(pq: Path, work: Path) -> None:
+    """`stele import` of a Parquet file into a new database."""
+    target = Path(tempfile.mkdtemp(dir=work)) / "db"
+    subprocess.run([str(STELE_CLI), "import", str(target), "c", str(pq), "--id-field", "_id"],
+                   check=True, capture_output=True)
 
 
 def run(name: str, lines: int | None, repeat: int, work: Path) -> None:
@@ -87,6 +100,10 @@ def run(name: str, lines: int | None, repeat: int, work: Path) -> None:
     db = stele.open(db_dir)
     coll = db["c"]
     coll.import_jsonl(path)
+    # At rest, as a database is opened by a later process (nothing left in the log).
+    db.close()
+    db = stele.open(db_dir)
+    coll = db["c"]
     first = coll.to_arrow(batch_rows=1).columns[1:4]
     rows = len(coll)
     print(f"\n{name}: {rows} documents, {path.stat().st_size / 1e6:.1f} MB; fields {first}")
@@ -120,12 +137,20 @@ def run(name: str, lines: int | None, repeat: int, work: Path) -> None:
     # Warm-up: pyarrow's first table takes ~0.6 s of its own set-up, DuckDB's first query too.
     pa.table(coll.to_arrow(fields=first[:1], batch_rows=10))
     duckdb.sql("select 1").fetchall()
-    if STELE_CLI.exists():
+    if STELE_CLI.exists() and Path("/usr/bin/time").exists():
         cases.append(
             (
                 "parquet export",
                 lambda: export_parquet(db_dir, work / "s.parquet"),
                 lambda: duckdb.sql(f"copy (select * from {src}) to '{work / 'd.parquet'}'"),
+            )
+        )
+        pq = work / "s.parquet"
+        cases.append(
+            (
+                "parquet import",
+                lambda: import_parquet(pq, work),
+                lambda: duckdb.connect().sql(f"create table t as select * from read_parquet('{pq}')"),
             )
         )
     short = name.removesuffix(".jsonl.zst").replace("mongodb-samples/", "mongodb-")
@@ -137,9 +162,9 @@ def run(name: str, lines: int | None, repeat: int, work: Path) -> None:
             TABLE.append((short, what, s, d))
         except Exception as e:  # a peer refusing a file is reported, not fatal
             print(f"  {what:<15} failed: {str(e).splitlines()[0][:200]}")
-    if STELE_CLI.exists():
+    if STELE_CLI.exists() and Path("/usr/bin/time").exists():
         kib = export_parquet(db_dir, work / "s.parquet")
-        print(f"  parquet export peak memory (the largest child so far): {kib / 1024:.0f} MiB")
+        print(f"  parquet export peak memory (VmHWM of the stele process): {kib / 1024:.0f} MiB")
     db.close()
 
 

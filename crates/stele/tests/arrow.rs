@@ -448,3 +448,45 @@ fn arrow_imports_give_back_the_documents_all_or_nothing() {
         "{err}"
     );
 }
+
+#[test]
+fn query_results_stream_with_their_filter_skip_and_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    let lines: Vec<String> = (0..300)
+        .map(|i| format!(r#"{{"i":{i},"m":{}}}"#, i % 4))
+        .collect();
+    import(&db, "t", &lines);
+    let q = stele::Query::new("t")
+        .filter(Filter::parse(r#"{"m": 1}"#).unwrap())
+        .skip(5)
+        .limit(23);
+    let want: Vec<String> = db
+        .snapshot()
+        .query(&q)
+        .unwrap()
+        .rows
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(want.len(), 23);
+    let opts = stele::arrow::ArrowOptions::for_query(&q)
+        .unwrap()
+        .batch_rows(4);
+    let reader = db.snapshot().scan_arrow(q.collection(), opts).unwrap();
+    let again = reader.restart();
+    for r in [reader, again] {
+        let batches: Vec<RecordBatch> = r.map(Result::unwrap).collect();
+        assert!(batches.iter().all(|b| b.num_rows() <= 4));
+        let got: Vec<String> = rows(&batches)
+            .into_iter()
+            .map(|(id, _)| id.unwrap())
+            .collect();
+        assert_eq!(got, want);
+    }
+    let sorted = stele::Query::new("t").sort("i", true);
+    let err = stele::arrow::ArrowOptions::for_query(&sorted).unwrap_err();
+    assert!(err.to_string().contains("ORDER BY"), "{err}");
+    let projected = stele::Query::new("t").select(&["i"]);
+    assert!(stele::arrow::ArrowOptions::for_query(&projected).is_err());
+}

@@ -182,6 +182,7 @@ class Database:
         trusted: bool = False,
         checkpoint_bytes: int | None = None,
         compact_layers: int | None = None,
+        compact_base_ratio: int | None = None,
         pack_block_bytes: int | None = None,
         pack_level: int | None = None,
         pack_streams: bool = True,
@@ -250,6 +251,7 @@ def open(
     trusted: bool = False,
     checkpoint_bytes: int | None = None,
     compact_layers: int | None = None,
+    compact_base_ratio: int | None = None,
     pack_block_bytes: int | None = None,
     pack_level: int | None = None,
     pack_streams: bool = True,
@@ -311,6 +313,18 @@ class Cursor(Iterator[tuple[Id, Document]]):
     def stats(self) -> dict[str, int]:
         """What the query has done so far: {"keys_examined", "docs_examined", "rows",
         "elapsed_us"} (rows: yielded so far); zeros before the first row is asked for."""
+    def to_arrow(
+        self,
+        fields: list[str] | str | None = None,
+        *,
+        schema: Any | None = None,
+        batch_rows: int = 65536,
+        sample_rows: int | None = None,
+        misfits: str = "error",
+    ) -> ArrowReader:
+        """The documents of this find (its filter, skip and limit) as Arrow record batches, as
+        Collection.to_arrow reads them; a sort or a projection raises InvalidInput."""
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
     def explain(self) -> dict[str, Any]:
         """Runs the query without keeping its rows and says how: {"plan", "index",
         "full_scan", "covered", "sorted_in_memory", "candidates": [{"index", "chosen",

@@ -13,6 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyList, PyString};
 use stele::arrow::{ArrowOptions, ArrowReader, DEFAULT_BATCH_ROWS, DEFAULT_SAMPLE_ROWS};
 
+use super::PyCursor;
 use super::collection::PyCollection;
 use super::find::filter_arg;
 use crate::errors::{Kind, db_err, new_err, type_err};
@@ -65,6 +66,89 @@ fn optional<'py>(py: Python<'py>, name: &str, what: &str) -> PyResult<Bound<'py,
     })
 }
 
+/// `base` with the keyword arguments `to_arrow` takes.
+fn reader_options(
+    py: Python<'_>,
+    base: ArrowOptions,
+    fields: Option<Bound<'_, PyAny>>,
+    schema: Option<Bound<'_, PyAny>>,
+    batch_rows: usize,
+    sample_rows: Option<usize>,
+    misfits: &str,
+) -> PyResult<ArrowOptions> {
+    let mut opts = base
+        .batch_rows(batch_rows)
+        .sample_rows(sample_rows.unwrap_or(DEFAULT_SAMPLE_ROWS));
+    opts = match misfits {
+        "error" => opts,
+        "null" => opts.misfits_as_null(true),
+        other => {
+            return Err(new_err(
+                py,
+                Kind::InvalidInput,
+                format!("misfits is \"error\" or \"null\", not {other:?}"),
+            ));
+        }
+    };
+    if let Some(f) = fields.filter(|f| !f.is_none()) {
+        let paths: Vec<String> = if let Ok(s) = f.cast::<PyString>() {
+            s.to_str()?
+                .split(',')
+                .map(|p| p.trim().to_owned())
+                .collect()
+        } else if let Ok(list) = f.extract::<Vec<String>>() {
+            list
+        } else {
+            return Err(type_err("fields must be a list of paths", &f));
+        };
+        opts = opts.fields(&paths);
+    }
+    if let Some(s) = schema.filter(|s| !s.is_none()) {
+        opts = opts.schema(std::sync::Arc::new(schema_arg(py, &s)?));
+    }
+    Ok(opts)
+}
+
+#[pymethods]
+impl PyCursor {
+    /// to_arrow(fields=None, *, schema=None, batch_rows=65536, sample_rows=None,
+    /// misfits="error") -> ArrowReader
+    ///
+    /// The documents this `find` returns (its filter, skip and limit) as Arrow record
+    /// batches, as `Collection.to_arrow` reads them. A sort or a projection raises
+    /// InvalidInput: sort in the reader (DuckDB ORDER BY), name the columns in `fields`.
+    #[pyo3(signature = (fields = None, *, schema = None, batch_rows = DEFAULT_BATCH_ROWS, sample_rows = None, misfits = "error"))]
+    fn to_arrow(
+        &self,
+        py: Python<'_>,
+        fields: Option<Bound<'_, PyAny>>,
+        schema: Option<Bound<'_, PyAny>>,
+        batch_rows: usize,
+        sample_rows: Option<usize>,
+        misfits: &str,
+    ) -> PyResult<PyArrowReader> {
+        let base = ArrowOptions::for_query(&self.query).map_err(|e| db_err(py, e))?;
+        let opts = reader_options(py, base, fields, schema, batch_rows, sample_rows, misfits)?;
+        let collection = self.query.collection().to_owned();
+        let plan = py
+            .detach(|| self.snap.scan_arrow(&collection, opts))
+            .map_err(|e| db_err(py, e))?;
+        Ok(PyArrowReader { plan })
+    }
+
+    /// The Arrow PyCapsule interface: `to_arrow()`'s stream, so DuckDB, Polars and pyarrow
+    /// read a `find` result directly.
+    #[pyo3(signature = (requested_schema = None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let reader = self.to_arrow(py, None, None, DEFAULT_BATCH_ROWS, None, "error")?;
+        reader.__arrow_c_stream__(py, requested_schema)
+    }
+}
+
 #[pymethods]
 impl PyCollection {
     /// to_arrow(fields=None, filter=None, *, schema=None, batch_rows=65536,
@@ -92,37 +176,8 @@ impl PyCollection {
         sample_rows: Option<usize>,
         misfits: &str,
     ) -> PyResult<PyArrowReader> {
-        let mut opts = ArrowOptions::new()
-            .filter(filter_arg(py, filter.as_ref())?)
-            .batch_rows(batch_rows)
-            .sample_rows(sample_rows.unwrap_or(DEFAULT_SAMPLE_ROWS));
-        opts = match misfits {
-            "error" => opts,
-            "null" => opts.misfits_as_null(true),
-            other => {
-                return Err(new_err(
-                    py,
-                    Kind::InvalidInput,
-                    format!("misfits is \"error\" or \"null\", not {other:?}"),
-                ));
-            }
-        };
-        if let Some(f) = fields.filter(|f| !f.is_none()) {
-            let paths: Vec<String> = if let Ok(s) = f.cast::<PyString>() {
-                s.to_str()?
-                    .split(',')
-                    .map(|p| p.trim().to_owned())
-                    .collect()
-            } else if let Ok(list) = f.extract::<Vec<String>>() {
-                list
-            } else {
-                return Err(type_err("fields must be a list of paths", &f));
-            };
-            opts = opts.fields(&paths);
-        }
-        if let Some(s) = schema.filter(|s| !s.is_none()) {
-            opts = opts.schema(std::sync::Arc::new(schema_arg(py, &s)?));
-        }
+        let base = ArrowOptions::new().filter(filter_arg(py, filter.as_ref())?);
+        let opts = reader_options(py, base, fields, schema, batch_rows, sample_rows, misfits)?;
         let snap = self.snapshot(py)?;
         let name = self.name.clone();
         let plan = py

@@ -408,8 +408,8 @@ enum CursorState {
 /// they are found (a full scan's first rows before it ends); a cursor dropped early stops it.
 #[pyclass(module = "stele", name = "Cursor", frozen)]
 pub(crate) struct PyCursor {
-    snap: Snapshot,
-    query: Query,
+    pub(super) snap: Snapshot,
+    pub(super) query: Query,
     opts: DocOptions,
     state: Mutex<CursorState>,
 }

@@ -249,7 +249,7 @@ impl PyDatabase {
 #[pymethods]
 impl PyDatabase {
     /// Database(path, *, readonly=False, decimals="float", trusted=False,
-    /// checkpoint_bytes=64 MiB, compact_layers=8, pack_block_bytes=32 KiB, pack_level=9,
+    /// checkpoint_bytes=64 MiB, compact_layers=8, compact_base_ratio=8, pack_block_bytes=32 KiB, pack_level=9,
     /// pack_streams=True, block_cache_bytes=64 MiB, create_here=False)
     ///
     /// Opens the database in folder `path` and recovers from its log (without the GIL).
@@ -264,6 +264,9 @@ impl PyDatabase {
     /// again in the child (using the parent's handle raises `SteleError`). `decimals` is the number policy of the documents read (see `Document`).
     /// `trusted=True` skips validating documents read: only for databases that nothing but
     /// Stele wrote (a crafted file with valid checksums could otherwise crash the process).
+    /// `compact_base_ratio`: the compactions checkpoints start merge only the tables above a
+    /// collection's base while they hold under 1/ratio of its bytes, so small changes do not
+    /// rewrite a large collection (0: always rewrite it; `compact()` always does).
     /// `pack_block_bytes`: size of the blocks compaction packs compressed collections into
     /// (0: no packing; blocks of big documents grow to hold 16 of them, up to 4 times the
     /// size); `pack_level`: their zstd level (higher: a few percent smaller,
@@ -271,7 +274,7 @@ impl PyDatabase {
     /// packed documents in their stream form (smaller; each rebuilt on its first read);
     /// `block_cache_bytes`: memory for decoded blocks (see the Rust `DatabaseOptions`).
     #[new]
-    #[pyo3(signature = (path, *, readonly = false, decimals = "float", trusted = false, checkpoint_bytes = None, compact_layers = None, pack_block_bytes = None, pack_level = None, pack_streams = true, block_cache_bytes = None, create_here = false))]
+    #[pyo3(signature = (path, *, readonly = false, decimals = "float", trusted = false, checkpoint_bytes = None, compact_layers = None, compact_base_ratio = None, pack_block_bytes = None, pack_level = None, pack_streams = true, block_cache_bytes = None, create_here = false))]
     #[expect(
         clippy::too_many_arguments,
         reason = "the Python constructor's keyword arguments, one per option"
@@ -284,6 +287,7 @@ impl PyDatabase {
         trusted: bool,
         checkpoint_bytes: Option<u64>,
         compact_layers: Option<usize>,
+        compact_base_ratio: Option<u64>,
         pack_block_bytes: Option<usize>,
         pack_level: Option<i32>,
         pack_streams: bool,
@@ -297,6 +301,9 @@ impl PyDatabase {
         }
         if let Some(layers) = compact_layers {
             opts = opts.compact_layers(layers);
+        }
+        if let Some(ratio) = compact_base_ratio {
+            opts = opts.compact_base_ratio(ratio);
         }
         if let Some(bytes) = pack_block_bytes {
             opts = opts.pack_block_bytes(bytes);

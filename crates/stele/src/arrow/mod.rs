@@ -87,6 +87,8 @@ pub struct ArrowOptions {
     pub(crate) sample_rows: usize,
     pub(crate) misfits_as_null: bool,
     pub(crate) nested_as_json: bool,
+    pub(crate) skip: usize,
+    pub(crate) limit: usize,
 }
 
 impl Default for ArrowOptions {
@@ -106,6 +108,8 @@ impl ArrowOptions {
             sample_rows: DEFAULT_SAMPLE_ROWS,
             misfits_as_null: false,
             nested_as_json: false,
+            skip: 0,
+            limit: usize::MAX,
         }
     }
 
@@ -162,6 +166,37 @@ impl ArrowOptions {
     pub fn nested_as_json(mut self, yes: bool) -> ArrowOptions {
         self.nested_as_json = yes;
         self
+    }
+}
+
+impl ArrowOptions {
+    /// The documents of `query` (its filter, skip and limit), for `find` results read as
+    /// Arrow; the query's collection is the one to scan. A sort or a projection is refused
+    /// with the way to say it here: sort in the reader (DuckDB `ORDER BY`, Polars `sort`),
+    /// name the columns with [`fields`](Self::fields).
+    pub fn for_query(query: &crate::Query) -> Result<ArrowOptions> {
+        query.check()?;
+        let refuse = |what: &str| {
+            Err(Error::InvalidQuery {
+                reason: format!(
+                    "{what} is not applied to Arrow streams: {}",
+                    match what {
+                        "a sort" => "sort in the reader (DuckDB ORDER BY, Polars sort)",
+                        _ => "name the columns to read instead (fields)",
+                    }
+                ),
+            })
+        };
+        if !query.sort.is_empty() {
+            return refuse("a sort");
+        }
+        if query.projection.is_some() {
+            return refuse("a projection");
+        }
+        let mut opts = ArrowOptions::new().filter(query.filter.clone());
+        opts.skip = query.skip;
+        opts.limit = query.limit.unwrap_or(usize::MAX);
+        Ok(opts)
     }
 }
 

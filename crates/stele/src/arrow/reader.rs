@@ -58,6 +58,12 @@ pub struct ArrowReader {
     lenient: bool,
     /// The last id read (kept or not): the next batch starts after it.
     after: Option<Vec<u8>>,
+    /// Documents kept by the filter to pass over first, and how many were.
+    skip: usize,
+    skipped: usize,
+    /// Rows to return at most, and how many were.
+    limit: usize,
+    rows_read: usize,
     done: bool,
 }
 
@@ -101,6 +107,10 @@ impl ArrowReader {
             batch_rows: opts.batch_rows,
             lenient: opts.misfits_as_null,
             after: None,
+            skip: opts.skip,
+            skipped: 0,
+            limit: opts.limit,
+            rows_read: 0,
             done: false,
         };
         let names = match &opts.schema {
@@ -171,7 +181,7 @@ impl ArrowReader {
                     }
                 }
             }
-            Ok(())
+            Ok(true)
         })?;
         if let Some(names) = named {
             for (i, s) in seen.into_iter().enumerate() {
@@ -219,11 +229,17 @@ impl ArrowReader {
         let mut fresh = self.clone();
         fresh.after = None;
         fresh.done = false;
+        fresh.skipped = 0;
+        fresh.rows_read = 0;
         fresh
     }
 
     fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
-        if self.done {
+        let wanted = self
+            .batch_rows
+            .min(self.limit.saturating_sub(self.rows_read));
+        if self.done || wanted == 0 {
+            self.done = true;
             return Ok(None);
         }
         let capacity = self.batch_rows.min(8192);
@@ -238,7 +254,8 @@ impl ArrowReader {
             layout,
             lenient,
             after,
-            batch_rows,
+            skipped,
+            skip,
             ..
         } = &mut *self;
         let lenient = *lenient;
@@ -247,8 +264,12 @@ impl ArrowReader {
             collection,
             filter,
             after.as_deref(),
-            *batch_rows,
+            wanted,
             |id, doc| {
+                if *skipped < *skip {
+                    *skipped += 1;
+                    return Ok(false);
+                }
                 rows += 1;
                 fill_row(id, doc, sources, layout, &mut cols, lenient).map_err(|(col, m)| {
                     Error::ArrowMisfit {
@@ -258,11 +279,13 @@ impl ArrowReader {
                         expected: m.expected,
                         found: m.found.to_owned(),
                     }
-                })
+                })?;
+                Ok(true)
             },
         )?;
         self.after = last.or(self.after.take());
         self.done = ended;
+        self.rows_read += rows;
         if rows == 0 {
             self.done = true;
             return Ok(None);
@@ -359,15 +382,16 @@ fn fill_row(
     Ok(())
 }
 
-/// Calls `f` on the documents after `after` that `filter` keeps, in id order, up to `limit`
-/// of them; returns the last id read and whether the collection ended.
+/// Calls `f` on the documents after `after` that `filter` keeps, in id order, until `limit`
+/// of them counted (`f` says whether each one did); returns the last id read and whether
+/// the collection ended.
 fn for_each_kept(
     snap: &Snapshot,
     collection: &str,
     filter: &Filter,
     after: Option<&[u8]>,
     limit: usize,
-    mut f: impl FnMut(&str, &Document<&[u8]>) -> Result<()>,
+    mut f: impl FnMut(&str, &Document<&[u8]>) -> Result<bool>,
 ) -> Result<(Option<Vec<u8>>, bool)> {
     let lo = after.map_or(Bound::Unbounded, Bound::Excluded);
     let entries = Entries::new(&snap.state, collection, lo, Bound::Unbounded, true)?;
@@ -378,8 +402,7 @@ fn for_each_kept(
         if let Some(doc) = doc {
             let d = doc.document()?;
             let text = String::from_utf8_lossy(&id);
-            if filter.matches(d.root(), &text) {
-                f(&text, &d)?;
+            if filter.matches(d.root(), &text) && f(&text, &d)? {
                 kept += 1;
             }
         }
