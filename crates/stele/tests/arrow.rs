@@ -490,3 +490,45 @@ fn query_results_stream_with_their_filter_skip_and_limit() {
     let projected = stele::Query::new("t").select(&["i"]);
     assert!(stele::arrow::ArrowOptions::for_query(&projected).is_err());
 }
+
+/// A collection of integer ids: the `_id` column is Int64 holding the integers (in numeric
+/// order), inferred or named, and a filter on `_id` compares them as numbers; a schema that
+/// gives `_id` as Utf8 is refused with the type to give.
+#[test]
+fn integer_ids_are_an_int64_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    let mut batch = db.batch();
+    for i in [3i64, -7, 10, 1, 200] {
+        batch
+            .put_json_int("t", i, format!(r#"{{"v":{}}}"#, i * 2).as_bytes())
+            .unwrap();
+    }
+    db.commit(batch).unwrap();
+    let ids = |batches: &[RecordBatch]| -> Vec<i64> {
+        batches
+            .iter()
+            .flat_map(|b| {
+                let col = b.column_by_name("_id").unwrap();
+                assert_eq!(col.data_type(), &DataType::Int64);
+                col.as_primitive::<Int64Type>().values().to_vec()
+            })
+            .collect()
+    };
+    let all = read_all(&db, "t", ArrowOptions::new());
+    assert_eq!(ids(&all), [-7, 1, 3, 10, 200]);
+    assert_eq!(all[0].schema().field(0).name(), "_id");
+    let filter = Filter::parse(r#"{"_id": {"$gte": 3, "$lt": 100}}"#).unwrap();
+    let some = read_all(
+        &db,
+        "t",
+        ArrowOptions::new().fields(&["_id", "v"]).filter(filter),
+    );
+    assert_eq!(ids(&some), [3, 10]);
+    let text_id = Arc::new(Schema::new(vec![Field::new("_id", DataType::Utf8, false)]));
+    let err = db
+        .snapshot()
+        .scan_arrow("t", ArrowOptions::new().schema(text_id))
+        .unwrap_err();
+    assert!(err.to_string().contains("Int64"), "{err}");
+}

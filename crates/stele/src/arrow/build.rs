@@ -194,10 +194,17 @@ impl Col {
         Ok(())
     }
 
-    /// Appends a document id (the id column is Utf8, never null).
-    pub(crate) fn append_id(&mut self, id: &str) {
-        if let Col::Utf8(b) = self {
-            b.append_value(id);
+    /// Appends a document id (`key`: as stored): the id column is Utf8, or Int64 for a
+    /// collection of integer ids, whose keys all stand for integers (`crate::ids`); never null.
+    pub(crate) fn append_id(&mut self, key: &str) {
+        match self {
+            Col::Utf8(b) => b.append_value(key),
+            Col::Int64(b) => match crate::ids::int_from_key(key.as_bytes()) {
+                Some(n) => b.append_value(n),
+                // Not an integer's key: the batch is refused (the column holds no nulls).
+                None => b.append_null(),
+            },
+            _ => {}
         }
     }
 

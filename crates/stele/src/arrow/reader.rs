@@ -50,6 +50,8 @@ pub struct ArrowReader {
     snap: Snapshot,
     collection: String,
     filter: Filter,
+    /// The collection holds integer ids (its stored keys stand for them: `crate::ids`).
+    int_ids: bool,
     schema: SchemaRef,
     sources: Vec<Source>,
     kinds: Vec<Kind>,
@@ -96,10 +98,16 @@ impl ArrowReader {
                 columns,
             };
         }
+        // A collection of integer ids: its id column is Int64, and conditions on `_id` are
+        // on the stored keys (`query::int_ids`).
+        let int_ids = snap.state.marked_kind(collection) == crate::IdKind::Int;
+        let id_kind = if int_ids { Kind::Int64 } else { Kind::Utf8 };
+        let filter = crate::query::int_ids::filter_for(&snap.state, collection, &opts.filter);
         let mut reader = ArrowReader {
             snap,
             collection: collection.to_owned(),
-            filter: opts.filter,
+            filter,
+            int_ids,
             schema: Arc::new(Schema::empty()),
             sources,
             kinds: Vec::new(),
@@ -117,11 +125,16 @@ impl ArrowReader {
             Some(schema) => {
                 for f in schema.fields() {
                     let kind = Kind::of_field(f, f.name())?;
-                    if f.name() == ID && kind != Kind::Utf8 {
+                    if f.name() == ID && kind != id_kind {
+                        let want = if int_ids {
+                            "Int64 (the collection holds integer ids)"
+                        } else {
+                            "Utf8"
+                        };
                         return Err(Error::ArrowSchema {
                             field: ID.to_owned(),
                             reason: format!(
-                                "the id column is Utf8, not {}: give it as Utf8, or leave it out",
+                                "the id column is {want}, not {}: give it as that, or leave it out",
                                 f.data_type()
                             ),
                         });
@@ -147,7 +160,15 @@ impl ArrowReader {
             .zip(&reader.kinds)
             .zip(&reader.sources)
             .map(|((name, kind), source)| match source {
-                Source::Id => arrow_schema::Field::new(name, arrow_schema::DataType::Utf8, false),
+                Source::Id => arrow_schema::Field::new(
+                    name,
+                    if int_ids {
+                        arrow_schema::DataType::Int64
+                    } else {
+                        arrow_schema::DataType::Utf8
+                    },
+                    false,
+                ),
                 _ => kind.field(name),
             })
             .collect();
@@ -186,7 +207,7 @@ impl ArrowReader {
         if let Some(names) = named {
             for (i, s) in seen.into_iter().enumerate() {
                 let kind = match self.sources.get(i) {
-                    Some(Source::Id) => Kind::Utf8,
+                    Some(Source::Id) => self.id_kind(),
                     _ => s.kind(),
                 };
                 self.kinds.push(kind);
@@ -205,7 +226,7 @@ impl ArrowReader {
         let mut names = vec![ID.to_owned()];
         let mut columns = HashMap::new();
         self.sources = vec![Source::Id];
-        self.kinds = vec![Kind::Utf8];
+        self.kinds = vec![self.id_kind()];
         for (key, s) in roots.into_keys() {
             names.push(if key == ID {
                 DOC_ID.to_owned()
@@ -221,6 +242,15 @@ impl ArrowReader {
             filled: vec![false; self.sources.len()],
         };
         Ok(names)
+    }
+
+    /// The kind of the id column: Int64 for a collection of integer ids, else Utf8.
+    fn id_kind(&self) -> Kind {
+        if self.int_ids {
+            Kind::Int64
+        } else {
+            Kind::Utf8
+        }
     }
 
     /// A new stream over the same snapshot with the same columns, from the first document
@@ -256,9 +286,15 @@ impl ArrowReader {
             after,
             skipped,
             skip,
+            int_ids,
             ..
         } = &mut *self;
         let lenient = *lenient;
+        let kind = if *int_ids {
+            crate::IdKind::Int
+        } else {
+            crate::IdKind::Text
+        };
         let (last, ended) = for_each_kept(
             snap,
             collection,
@@ -274,7 +310,7 @@ impl ArrowReader {
                 fill_row(id, doc, sources, layout, &mut cols, lenient).map_err(|(col, m)| {
                     Error::ArrowMisfit {
                         collection: collection.clone(),
-                        id: id.to_owned(),
+                        id: crate::ids::id_text(kind, id.as_bytes().to_vec()),
                         field: format!("{}{}", schema.field(col).name(), m.below),
                         expected: m.expected,
                         found: m.found.to_owned(),

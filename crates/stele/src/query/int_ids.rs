@@ -39,6 +39,17 @@ pub(crate) fn rows_for(state: &State, collection: &str, rows: &mut [Row]) {
     }
 }
 
+/// `filter` as it runs on `collection` of `state`: for a collection of integer ids, with its
+/// conditions on `_id` on stored keys (as [`for_state`] does for a query).
+#[cfg(feature = "arrow")]
+pub(crate) fn filter_for(state: &State, collection: &str, filter: &Filter) -> Filter {
+    if state.marked_kind(collection) == IdKind::Int {
+        keyed(filter)
+    } else {
+        filter.clone()
+    }
+}
+
 /// `filter` with every condition on `_id` as the same condition on stored keys.
 fn keyed(filter: &Filter) -> Filter {
     let all = |parts: &[Filter]| parts.iter().map(keyed).collect();
