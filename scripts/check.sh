@@ -14,6 +14,13 @@ if [ ! -d ../shared/data ] && [ -z "${STELE_DATA:-}" ]; then
   exit 1
 fi
 
+# CI builds everything once, from nothing: without the release profile's line tables
+# (debug = "line-tables-only", kept for backtraces and profiles on developers' machines),
+# which cost link time and code generation across 40-odd test binaries and the peers.
+if [ "${CI:-}" = true ]; then
+  export CARGO_PROFILE_RELEASE_DEBUG=false
+fi
+
 out_dir=${CARGO_TARGET_DIR:-target}
 logs="$out_dir/check-logs"
 mkdir -p "$logs"

@@ -2,9 +2,12 @@
 blocks alone while the changes above them are small (ratio 8, the default), and repack
 them with ratio 0."""
 
+import random
 import time
 
 import stele
+
+DOCS = 20_000
 
 
 def _settled(db, name, deadline_s=60.0):
@@ -22,17 +25,20 @@ def _settled(db, name, deadline_s=60.0):
 def _run(path, ratio):
     with stele.open(path, compact_layers=2, compact_base_ratio=ratio) as db:
         c = db["c"]
+        # 20,000 documents of random text: blocks of about 1 MB in all, which the tables of
+        # a few small changes (a few KiB each) stay well under 1/8 of.
+        rng = random.Random(1)
         with db.batch() as b:
-            for i in range(5000):
-                b.put("c", f"k{i:05}", {"i": i, "h": f"{i * 2654435761 % 4294967296:08x}" * 4})
+            for i in range(DOCS):
+                b.put("c", f"k{i:05}", {"i": i, "h": f"{rng.getrandbits(160):040x}"})
         db.compact()
         before = db.stats()["c"]
         for round_ in range(1, 5):
             for k in range(10):
-                c[f"k{(round_ * 997 + k * 131) % 5000:05}"] = {"i": -round_, "k": k}
+                c[f"k{(round_ * 997 + k * 131) % DOCS:05}"] = {"i": -round_, "k": k}
             db.checkpoint()
         after = _settled(db, "c")
-        assert len(c) == 5000 and c[f"k{(4 * 997) % 5000:05}"]["i"] == -4
+        assert len(c) == DOCS and c[f"k{(4 * 997) % DOCS:05}"]["i"] == -4
     return before, after
 
 
