@@ -46,7 +46,9 @@ pub use retrain::{
     cheapest_level,
 };
 pub use streams::{TRIAL_EVERY_BLOCKS, is_text_form, text_form_rebuilds, to_document};
-/// The trainer with its choices exposed: for the benchmarks (`bench-internals`) and the
-/// test that makes the fuzz targets' seeds (`fuzzing`); not part of the supported API.
-#[cfg(any(feature = "bench-internals", feature = "fuzzing"))]
+/// The trainer with its choices exposed: for the benchmarks (`compress_bench`) and the
+/// test that makes the fuzz targets' seeds; not part of the supported API. Not behind a
+/// feature: a feature only the benchmarks turned on made every other build of the workspace
+/// compile this crate (and all above it) a second time.
+#[doc(hidden)]
 pub use trainer::train_dictionary;

@@ -50,7 +50,6 @@ pub(super) fn train_fast_cover(
 /// default training does; `table_log` the log2 of the trainer's d-mer table, or `None` to
 /// size it to the samples as the compressor does (zstd's own default is 20). Returns the
 /// dictionary (at most `size` bytes) and the `k` used, or `None` when zstd trains nothing.
-#[cfg(any(feature = "bench-internals", feature = "fuzzing"))]
 pub fn train_dictionary(
     samples: &[&[u8]],
     size: usize,
