@@ -34,6 +34,14 @@ pub(crate) struct Layer {
     pub(crate) diff: Option<DiffInfo>,
 }
 
+impl Layer {
+    /// Entries of the map this layer tops: a diff records it, a base table holds them.
+    pub(crate) fn logical_len(&self) -> u64 {
+        self.diff
+            .map_or_else(|| self.table.len(), |d| d.logical_len)
+    }
+}
+
 /// The root a collection was opened from, for [`DurableMap::commit`].
 #[derive(Debug, Clone)]
 pub(crate) struct Binding {
@@ -191,11 +199,7 @@ impl Store {
             layers.push(Arc::new(Layer { id, table, diff }));
         }
         layers.reverse();
-        let top = layers.last();
-        let len = match top.and_then(|l| l.diff) {
-            Some(d) => d.logical_len,
-            None => top.map_or(0, |l| l.table.len()),
-        };
+        let len = layers.last().map_or(0, |l| l.logical_len());
         Ok(DurableMap {
             store: self.clone(),
             layers,

@@ -78,11 +78,7 @@ impl DurableMap {
 
     /// This map without its unsaved changes: the stack as saved (a snapshot, O(layers)).
     pub fn saved_only(&self) -> DurableMap {
-        let top = self.layers.last();
-        let len = match top.and_then(|l| l.diff) {
-            Some(d) => d.logical_len,
-            None => top.map_or(0, |l| l.table.len()),
-        };
+        let len = self.layers.last().map_or(0, |l| l.logical_len());
         DurableMap {
             store: self.store.clone(),
             layers: self.layers.clone(),
@@ -167,7 +163,7 @@ impl DurableMap {
                 reason: "has no diffs above it to merge",
             });
         };
-        let len = top.diff.map_or_else(|| top.table.len(), |d| d.logical_len);
+        let len = top.logical_len();
         let guard = self.store.write_guard()?;
         let opts = self.table_options();
         let mut b = TableBuilder::new(

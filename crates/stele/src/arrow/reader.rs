@@ -50,8 +50,8 @@ pub struct ArrowReader {
     snap: Snapshot,
     collection: String,
     filter: Filter,
-    /// The collection holds integer ids (its stored keys stand for them: `crate::ids`).
-    int_ids: bool,
+    /// The collection's kind of ids (integer ids: its stored keys stand for them).
+    ids: crate::IdKind,
     schema: SchemaRef,
     sources: Vec<Source>,
     kinds: Vec<Kind>,
@@ -100,14 +100,15 @@ impl ArrowReader {
         }
         // A collection of integer ids: its id column is Int64, and conditions on `_id` are
         // on the stored keys (`query::int_ids`).
-        let int_ids = snap.state.marked_kind(collection) == crate::IdKind::Int;
-        let id_kind = if int_ids { Kind::Int64 } else { Kind::Utf8 };
+        let ids = snap.state.marked_kind(collection);
+        let int_ids = ids == crate::IdKind::Int;
+        let id_kind = id_column(ids);
         let filter = crate::query::int_ids::filter_for(&snap.state, collection, &opts.filter);
         let mut reader = ArrowReader {
             snap,
             collection: collection.to_owned(),
             filter,
-            int_ids,
+            ids,
             schema: Arc::new(Schema::empty()),
             sources,
             kinds: Vec::new(),
@@ -244,13 +245,9 @@ impl ArrowReader {
         Ok(names)
     }
 
-    /// The kind of the id column: Int64 for a collection of integer ids, else Utf8.
+    /// The kind of the id column.
     fn id_kind(&self) -> Kind {
-        if self.int_ids {
-            Kind::Int64
-        } else {
-            Kind::Utf8
-        }
+        id_column(self.ids)
     }
 
     /// A new stream over the same snapshot with the same columns, from the first document
@@ -286,15 +283,11 @@ impl ArrowReader {
             after,
             skipped,
             skip,
-            int_ids,
+            ids,
             ..
         } = &mut *self;
         let lenient = *lenient;
-        let kind = if *int_ids {
-            crate::IdKind::Int
-        } else {
-            crate::IdKind::Text
-        };
+        let kind = *ids;
         let (last, ended) = for_each_kept(
             snap,
             collection,
@@ -335,6 +328,15 @@ impl ArrowReader {
         RecordBatch::try_new_with_options(self.schema.clone(), arrays, &opts)
             .map(Some)
             .map_err(arrow_error)
+    }
+}
+
+/// The kind of the id column of a collection of ids of kind `ids`: Int64 for integer ids,
+/// else Utf8.
+fn id_column(ids: crate::IdKind) -> Kind {
+    match ids {
+        crate::IdKind::Int => Kind::Int64,
+        _ => Kind::Utf8,
     }
 }
 

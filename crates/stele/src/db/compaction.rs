@@ -74,6 +74,24 @@ fn merges_above_base_only(
     opts.compact_base_ratio > 0 && above.saturating_mul(opts.compact_base_ratio) < below
 }
 
+/// The size-tiered compaction of user collection `c` (whose map is `map`), leaving what is
+/// below its layers as it is: for a packed collection, its map merged into one table beside
+/// the blocks; else the diffs above its base merged into one diff on the base.
+fn merge_above_base(
+    store: &Store,
+    state: &State,
+    c: &str,
+    map: &DurableMap,
+    packed: bool,
+) -> Result<DurableMap> {
+    if packed {
+        return merge_plain(store, state, c, &map.sequential()?);
+    }
+    let mut merged = map.clone();
+    merged.merge_diffs()?;
+    Ok(merged)
+}
+
 /// Rewrites the map of user collection `collection` (`source`: its layers, read
 /// sequentially) as one table, dropping removal marks that hide no packed document.
 pub(super) fn merge_plain(
@@ -127,14 +145,8 @@ pub(super) fn compact_in_line(
     }
     let packed = packs_collection(opts, state, c)?;
     if !full && merges_above_base_only(opts, state, c, map, packed) {
-        let mut map = map.clone();
-        if packed {
-            let source = map.sequential()?;
-            map = merge_plain(store, state, c, &source)?;
-        } else {
-            map.merge_diffs()?;
-        }
-        state.collections.insert(c.clone(), map);
+        let merged = merge_above_base(store, state, c, map, packed)?;
+        state.collections.insert(c.clone(), merged);
         return Ok(());
     }
     let source = map.sequential()?;
@@ -238,13 +250,8 @@ pub(super) fn compact_on_the_side(
     match r {
         MapRef::Collection(c) if !is_internal(c) => {
             if !full && merges_above_base_only(&opts, &state, c, &side, packed) {
-                if packed {
-                    let source = side.sequential()?;
-                    let base = merge_plain(&store, &state, c, &source)?;
-                    return Ok(Some(side_of(base, None)));
-                }
-                side.merge_diffs()?;
-                return Ok(Some(side_of(side, None)));
+                let merged = merge_above_base(&store, &state, c, &side, packed)?;
+                return Ok(Some(side_of(merged, None)));
             }
             let source = side.sequential()?;
             if packed {

@@ -32,10 +32,13 @@ pub(crate) fn for_state<'q>(state: &State, query: &'q Query) -> Cow<'q, Query> {
 /// The rows' ids (stored keys) as the ids people use, for a collection of integer ids.
 pub(crate) fn rows_for(state: &State, collection: &str, rows: &mut [Row]) {
     let kind = state.marked_kind(collection);
+    rows.iter_mut().for_each(|row| row_for(kind, row));
+}
+
+/// A row's id (its stored key) as the id people use, in a collection of ids of `kind`.
+pub(crate) fn row_for(kind: IdKind, row: &mut Row) {
     if kind == IdKind::Int {
-        for row in rows {
-            row.id = crate::ids::id_text(kind, std::mem::take(&mut row.id).into_bytes());
-        }
+        row.id = crate::ids::id_text(kind, std::mem::take(&mut row.id).into_bytes());
     }
 }
 

@@ -217,10 +217,7 @@ impl Iterator for RowStream {
         match rx.recv() {
             Ok(Ok(mut row)) => {
                 self.rows += 1;
-                if self.kind == crate::ids::IdKind::Int {
-                    row.id =
-                        crate::ids::id_text(self.kind, std::mem::take(&mut row.id).into_bytes());
-                }
+                super::int_ids::row_for(self.kind, &mut row);
                 Some(Ok(row))
             }
             Ok(Err(e)) => {
