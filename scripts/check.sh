@@ -59,6 +59,8 @@ step() {
 }
 
 step "cargo fmt" cargo fmt --all --check
+# The later cargo builds reuse the test build only if they resolve the same features (seconds).
+step "features unified" scripts/features-unified.sh
 step "cargo clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
 step "cargo test" cargo test --workspace --locked --release
 # The fuzzing feature (stele::fuzzing) and the fuzz targets' seeds it reads.
