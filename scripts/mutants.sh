@@ -29,51 +29,51 @@ mutant() {
 # From docs/POWER-LOSS.md, "Deliberate bugs the exploration catches".
 mutant commit-no-fdatasync crates/stele/src/wal.rs \
   's/\.and_then\(\|\(\)\| self\.file\.sync_data\(\)\)/.and_then(|()| Ok(()))/' \
-  caught -p stele --test power_loss the_store_survives_power_cuts
+  caught -p stele --test it power_loss::the_store_survives_power_cuts
 mutant table-link-no-folder-sync crates/stele-table/src/storage.rs \
   's/if created \{\s*self\.storage\s*\.sync_dir\(&self\.dir\)\s*\.map_err\([^;]*\)\?;\s*\}/if created {}/' \
-  caught -p stele-table --test power_loss
+  caught -p stele-table --test it power_loss::
 mutant rename-no-folder-sync crates/stele-table/src/storage.rs \
   's/storage\s*\.sync_dir\(dir\)\s*\.map_err\(\|e\| Error::io\("syncing folder", dir, e\)\)\n\}/let _ = dir;\n    Ok(())\n}/' \
-  caught -p stele-durable --test power_loss
+  caught -p stele-durable --test it power_loss::
 mutant first-checkpoint-no-folder-sync crates/stele/src/db/checkpoint.rs \
   's/self\.inner\s*\.unsynced\s*\.sync\(&\*self\.inner\.opts\.storage, Some\(&self\.inner\.dir\)\)\?;//' \
-  caught -p stele --test power_loss a_new_databases_first_import_survives_a_power_cut
+  caught -p stele --test it power_loss::a_new_databases_first_import_survives_a_power_cut
 mutant first-commit-no-folder-sync crates/stele/src/db/commit.rs \
   's/inner\s*\.unsynced\s*\.sync\(&\*inner\.opts\.storage, None\)\s*\.and_then\(\|\(\)\| wal\.append\(&records\)\)/wal.append(\&records)/' \
-  caught -p stele --test power_loss a_new_databases_first_commit_survives_a_power_cut
+  caught -p stele --test it power_loss::a_new_databases_first_commit_survives_a_power_cut
 # From issue 38.
 mutant torn-tail-cut-no-sync crates/stele/src/wal.rs \
   's/file\.sync\(\)\s*\.map_err\(\|e\| Error::io\("syncing log segment", &path, e\)\)\?;//' \
-  caught -p stele --test power_loss_recovery a_torn_log_tail_cut_at_open_survives_a_power_cut
+  caught -p stele --test it power_loss_recovery::a_torn_log_tail_cut_at_open_survives_a_power_cut
 mutant table-not-synced-before-link crates/stele-table/src/storage.rs \
   's/file\.sync\(\)\s*\.map_err\(\|e\| Error::io\("syncing table file", &self\.temp_path, e\)\)\?;//' \
-  caught -p stele-table --test power_loss
+  caught -p stele-table --test it power_loss::
 mutant temp-not-synced-before-rename crates/stele-table/src/storage.rs \
   's/file\.sync\(\)\s*\.map_err\(\|e\| Error::io\("syncing temporary file", temp, e\)\)\?;//' \
-  caught -p stele-durable --test power_loss
+  caught -p stele-durable --test it power_loss::
 mutant segment-folder-not-synced crates/stele/src/wal.rs \
   's/self\.storage\.sync_dir\(&self\.dir\)\?;//' \
-  caught -p stele --test power_loss the_store_survives_power_cuts
+  caught -p stele --test it power_loss::the_store_survives_power_cuts
 mutant segments-removed-before-manifest crates/stele/src/db/checkpoint.rs \
   's/(\n(\s*)manifest\.write\(&\*self\.inner\.opts\.storage, &self\.inner\.dir\)\?;)/\n$2self.restart_log(state.seq)?;$1/' \
-  caught -p stele --test power_loss the_store_survives_power_cuts
+  caught -p stele --test it power_loss::the_store_survives_power_cuts
 mutant record-checksum-ignored crates/stele/src/wal.rs \
   's/if hasher\.digest\(\) != u64::from_le_bytes\(sum\)/if false \&\& hasher.digest() != u64::from_le_bytes(sum)/' \
   caught -p stele --lib wal::
 mutant block-checksum-ignored crates/stele-table/src/block/reader.rs \
   's/if stored != computed \{/if false \&\& stored != computed {/' \
-  caught -p stele-table --test corruption
+  caught -p stele-table --test it corruption::
 mutant verify-skips-blocks crates/stele-table/src/table/mod.rs \
   's/for b in 0\.\.self\.index\.block_count\(\) \{\s*self\.block\(b\)\?;\s*\}/let _ = self.index.block_count();/' \
-  caught -p stele-cli --test verify
+  caught -p stele-cli --test it verify::
 # Equivalent under the crash model (docs/POWER-LOSS.md says why): they must survive.
 mutant zeroes-written-after-the-sync crates/stele/src/wal.rs \
   's/\.and_then\(\|\(\)\| write_zeroes\(&mut \*self\.file, zeroed_to\.max\(end\), zero_to\)\)\s*\.and_then\(\|\(\)\| self\.file\.sync_data\(\)\)/.and_then(|()| self.file.sync_data())\n                    .and_then(|()| write_zeroes(\&mut *self.file, zeroed_to.max(end), zero_to))/' \
-  survives -p stele --test power_loss the_store_survives_power_cuts
+  survives -p stele --test it power_loss::the_store_survives_power_cuts
 mutant garbage-collected-before-manifest crates/stele/src/db/checkpoint.rs \
   's/(\n(\s*)manifest\.write\(&\*self\.inner\.opts\.storage, &self\.inner\.dir\)\?;)/\n$2self.collect_garbage(\&manifest)?;$1/' \
-  survives -p stele --test power_loss the_store_survives_power_cuts
+  survives -p stele --test it power_loss::the_store_survives_power_cuts
 
 if [ "${1:-}" = -l ]; then
   printf '%s\n' "${names[@]}"

@@ -21,23 +21,23 @@ recovery_states=${4:-10000}
 fuzz_seconds=${5:-600}
 export STELE_CRASH_ROUNDS=$rounds STELE_MODEL_CASES=$cases
 echo "== crash tests, $rounds rounds each"
-cargo test --release --locked -p stele-durable --test crash
-cargo test --release --locked -p stele --test crash --test import_crash --test readers
+cargo test --release --locked -p stele-durable --test it crash::
+cargo test --release --locked -p stele --test it -- crash:: import_crash:: readers::
 echo "== model property test, $cases cases"
-cargo test --release --locked -p stele --test db database_matches_model
+cargo test --release --locked -p stele --test it db::database_matches_model
 echo "== power-loss exploration, $states states per workload"
 # A failure names the seed; STELE_CRASH_SEED=<it> makes the same picks again (the
 # thread interleaving of the database workload may differ from run to run).
 seed=${STELE_CRASH_SEED:-$(date +%s)}
 echo "seed $seed"
 STELE_CRASH_STATES=$states STELE_CRASH_SEED=$seed cargo test --release --locked \
-  -p stele-table -p stele-durable -p stele --test power_loss -- --nocapture 2>&1 |
+  -p stele-table -p stele-durable -p stele --test it power_loss:: -- --nocapture 2>&1 |
   grep -E '^(table builds|durable maps|store):|^test |panicked|violates|^    '
 echo "== power loss during recovery, $recovery_states states per workload"
 # Crash states of the store workload as starting folders of a next session (opening,
 # commits, checkpoint, compaction, close), itself cut at every moment.
 STELE_CRASH_STATES=$recovery_states STELE_CRASH_SEED=$seed cargo test --release --locked \
-  -p stele --test power_loss_recovery -- --nocapture --test-threads 1 2>&1 |
+  -p stele --test it power_loss_recovery:: -- --nocapture --test-threads 1 2>&1 |
   grep -E '^(recovery|torn tail)|^test |panicked|violates|^    '
 echo "== standing mutants (each durability bug planted in a scratch copy must be caught)"
 scripts/mutants.sh

@@ -7,7 +7,7 @@ use predicates::prelude::*;
 use std::path::Path;
 
 #[allow(dead_code, reason = "each test file uses some of the helpers")]
-mod common;
+use crate::common;
 use common::{SAMPLE, on, shop_with_orders, stdout_of, stele};
 
 #[test]

@@ -10,7 +10,7 @@ use predicates::prelude::*;
 use serde_json::Value;
 
 #[allow(dead_code, reason = "each test file uses some of the helpers")]
-mod common;
+use crate::common;
 use common::{SAMPLE, on, shop_with_orders, stdout_of};
 
 fn sample() -> Vec<Value> {

@@ -8,7 +8,7 @@ use serde_json::Value;
 use std::path::Path;
 
 #[allow(dead_code, reason = "each test file uses some of the helpers")]
-mod common;
+use crate::common;
 use common::{SAMPLE, index_list, on, shop_with_orders as shop, stdout_of, stele};
 
 /// The sample's documents.

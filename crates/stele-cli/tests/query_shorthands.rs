@@ -6,7 +6,7 @@
 use predicates::prelude::*;
 
 #[allow(dead_code, reason = "each test file uses some of the helpers")]
-mod common;
+use crate::common;
 use common::{index_list, on, shop_with_orders, stdout_of, stele};
 
 #[test]

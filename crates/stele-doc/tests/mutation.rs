@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
 
-mod common;
+use crate::common;
 
 use stele_doc::{Document, Value};
 

@@ -12,7 +12,7 @@ use stele_testkit::crash::{self, Crash};
 
 const CHILD_ENV: &str = "STELE_CRASH_CHILD_DIR";
 
-mod generations;
+use crate::generations;
 use generations::model;
 
 fn generation(map: &DurableMap) -> u64 {
@@ -46,7 +46,12 @@ fn crash_child() {
 #[test]
 fn killed_writers_leave_a_whole_acknowledged_state() {
     let dir = tempfile::tempdir().unwrap();
-    let mut crash = Crash::new("crash_child", CHILD_ENV, dir.path()).kill_after_ms(20, 150);
+    let mut crash = Crash::new(
+        &stele_testkit::test_path!("crash_child"),
+        CHILD_ENV,
+        dir.path(),
+    )
+    .kill_after_ms(20, 150);
     let rounds = crash.rounds();
     let mut last_acked = 0;
     let mut kills_mid_work = 0;

@@ -19,7 +19,7 @@ use stele_testkit::{ExploreOptions, SimDisk, explore};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
-mod generations;
+use crate::generations;
 use generations::model as generation;
 
 /// The map built whole (through the sorter) under root "side".

@@ -1,6 +1,6 @@
 //! Every page and its JSON twin, over loopback, on the sample database.
 
-mod common;
+use crate::common;
 
 use common::{PEOPLE, enc, get, get_json, sample, serve};
 use serde_json::Value;

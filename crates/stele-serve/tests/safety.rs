@@ -1,7 +1,7 @@
 //! Safe by default: hostile documents show as text, hostile URLs are refused, nothing
 //! writes, the time budget stops work and says so, and a bounded load gets right answers.
 
-mod common;
+use crate::common;
 
 use common::{Answer, HOSTILE, enc, get, sample, serve, serve_with};
 use std::time::{Duration, Instant};

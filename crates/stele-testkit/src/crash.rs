@@ -65,6 +65,26 @@ pub fn rounds_from_env(default: u32, divisor: u32) -> u32 {
         .map_or(default, |r| r.div_ceil(divisor.max(1)))
 }
 
+/// The name libtest knows the test `test` by, in the module whose [`module_path!`] is
+/// `module_path`: the path without the crate's name. A test binary of one file names its
+/// tests `test`; one that holds every file as a module (`tests/it.rs`) names them
+/// `file::test`, which `--exact` needs. See [`test_path!`](crate::test_path).
+pub fn test_path(module_path: &str, test: &str) -> String {
+    match module_path.split_once("::") {
+        Some((_crate, path)) => format!("{path}::{test}"),
+        None => test.to_owned(),
+    }
+}
+
+/// [`test_path`] of the test named `$test` in the module this is written in: what a parent
+/// test passes to [`Crash::new`] or to `--exact` to run a child test of its own binary.
+#[macro_export]
+macro_rules! test_path {
+    ($test:literal) => {
+        $crate::crash::test_path(module_path!(), $test)
+    };
+}
+
 /// What one round left, for the test to check.
 #[derive(Debug, Clone, Copy)]
 pub struct Killed {

@@ -8,7 +8,7 @@
     reason = "tests: a failed unwrap is a failed test"
 )]
 
-mod common;
+use crate::common;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type};
 use arrow_array::{Array, RecordBatch, RecordBatchReader};

@@ -7,7 +7,7 @@
     reason = "tests: a failed unwrap is a failed test"
 )]
 
-mod common;
+use crate::common;
 
 use common::backups::{commit_upto, opened_seq, whole_version};
 use std::path::Path;

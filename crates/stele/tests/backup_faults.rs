@@ -8,7 +8,7 @@
     reason = "tests: a failed unwrap is a failed test"
 )]
 
-mod common;
+use crate::common;
 
 use common::backups::{commit_upto, whole_version};
 use std::path::{Path, PathBuf};
@@ -177,9 +177,13 @@ fn replicator_child() {
 #[test]
 fn a_killed_replicator_and_writer_leave_a_whole_replica() {
     let dir = tempfile::tempdir().unwrap();
-    let mut crash = Crash::new("replicator_child", REPLICATOR_ENV, dir.path())
-        .kill_after_ms(120, 150)
-        .rounds_of(crash::rounds_from_env(8, 6));
+    let mut crash = Crash::new(
+        &stele_testkit::test_path!("replicator_child"),
+        REPLICATOR_ENV,
+        dir.path(),
+    )
+    .kill_after_ms(120, 150)
+    .rounds_of(crash::rounds_from_env(8, 6));
     let mut acked = 0;
     for round in 0..crash.rounds() {
         acked = acked.max(crash.kill_one().acked);
@@ -223,7 +227,7 @@ fn backups_beside_a_killed_writer_are_whole() {
     let root = tempfile::tempdir().unwrap();
     let src = root.path().join("db");
     drop(Database::open_with(&src, options()).unwrap());
-    let mut crash = Crash::new("writer_child", WRITER_ENV, &src)
+    let mut crash = Crash::new(&stele_testkit::test_path!("writer_child"), WRITER_ENV, &src)
         .kill_after_ms(60, 100)
         .rounds_of(crash::rounds_from_env(6, 8));
     let replica = root.path().join("replica");

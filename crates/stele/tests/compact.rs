@@ -4,7 +4,7 @@
     reason = "tests: a failed unwrap is a failed test"
 )]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};

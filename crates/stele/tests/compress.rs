@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
-mod common;
+use crate::common;
 
 use proptest::prelude::*;
 use stele::Error;

@@ -104,7 +104,12 @@ fn expected(last: u64) -> std::collections::BTreeMap<(String, String), u64> {
 #[test]
 fn killed_writers_lose_nothing_acknowledged_and_leave_no_partial_batch() {
     let dir = tempfile::tempdir().unwrap();
-    let mut crash = Crash::new("crash_child", CHILD_ENV, dir.path()).kill_after_ms(30, 150);
+    let mut crash = Crash::new(
+        &stele_testkit::test_path!("crash_child"),
+        CHILD_ENV,
+        dir.path(),
+    )
+    .kill_after_ms(30, 150);
     let rounds = crash.rounds();
     let mut acked_total = 0u64;
     for round in 0..rounds {

@@ -5,7 +5,7 @@
     reason = "tests: a failed unwrap is a failed test"
 )]
 
-mod common;
+use crate::common;
 
 use proptest::prelude::*;
 use std::collections::BTreeMap;

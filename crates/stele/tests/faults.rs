@@ -6,7 +6,7 @@
     reason = "tests: a failed unwrap is a failed test"
 )]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use stele::{Database, DatabaseOptions, Error};

@@ -68,9 +68,13 @@ fn kill_imports(numbered: bool) {
     }
     std::fs::write(work.path().join("input.jsonl"), input).unwrap();
     // A fifth of the rounds of the other crash tests: each one imports from the start.
-    let mut crash = Crash::new("import_child", CHILD_ENV, work.path())
-        .rounds_of(crash::rounds_from_env(10, 5))
-        .kill_after_ms(5, 250);
+    let mut crash = Crash::new(
+        &stele_testkit::test_path!("import_child"),
+        CHILD_ENV,
+        work.path(),
+    )
+    .rounds_of(crash::rounds_from_env(10, 5))
+    .kill_after_ms(5, 250);
     let rounds = crash.rounds();
     let (mut whole, mut none) = (0, 0);
     for round in 0..rounds {

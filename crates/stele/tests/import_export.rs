@@ -6,7 +6,7 @@
     reason = "tests: a failed unwrap is a failed test"
 )]
 
-mod common;
+use crate::common;
 use common::data::slice;
 use std::io;
 use stele::export::{ExportOptions, export_jsonl};

@@ -11,8 +11,7 @@
     reason = "tests: a failed unwrap is a failed test"
 )]
 
-mod common;
-mod power;
+use crate::power;
 
 use power::{Record, Written, batch_docs, check, commit, import_numbered, options, workload};
 use std::collections::BTreeMap;

@@ -14,8 +14,7 @@
     reason = "tests: a failed unwrap is a failed test"
 )]
 
-mod common;
-mod power;
+use crate::power;
 
 use power::{
     Record, Written, batch_docs, check, commit, commit_noted, options, read_all, workload,

@@ -379,7 +379,8 @@ fn a_killed_reader_leaves_nothing_to_clean_up() {
 /// returning once it says it is ready.
 fn spawn_holder(dir: &Path) -> std::process::Child {
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["holder_child", "--exact", "--nocapture", "--test-threads=1"])
+        .arg(stele_testkit::test_path!("holder_child"))
+        .args(["--exact", "--nocapture", "--test-threads=1"])
         .env(HOLDER_ENV, dir)
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -461,16 +462,21 @@ fn readers_beside_a_writer_killed_at_random_moments() {
     let readers: Vec<_> = (0..2)
         .map(|_| {
             std::process::Command::new(&exe)
-                .args(["reader_child", "--exact", "--nocapture", "--test-threads=1"])
+                .arg(stele_testkit::test_path!("reader_child"))
+                .args(["--exact", "--nocapture", "--test-threads=1"])
                 .env(READER_ENV, dir.path())
                 .stdout(std::process::Stdio::piped())
                 .spawn()
                 .unwrap()
         })
         .collect();
-    let mut crash = Crash::new("writer_child", WRITER_ENV, dir.path())
-        .kill_after_ms(30, 200)
-        .rounds_of(crash::rounds_from_env(30, 1));
+    let mut crash = Crash::new(
+        &stele_testkit::test_path!("writer_child"),
+        WRITER_ENV,
+        dir.path(),
+    )
+    .kill_after_ms(30, 200)
+    .rounds_of(crash::rounds_from_env(30, 1));
     let check = Database::open_read_only(dir.path().join("db")).unwrap();
     let mut acked_rounds = 0;
     for round in 0..crash.rounds() {

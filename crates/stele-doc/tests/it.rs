@@ -1,0 +1,20 @@
+//! Every integration test of this crate in one binary: one link instead of one per
+//! file (each a link of the whole crate graph; minutes of CI on 2 cores). A file here
+//! is a module; its tests are named `file::test`.
+#![allow(
+    clippy::unwrap_used,
+    reason = "tests: a failed unwrap is a failed test"
+)]
+
+mod behaviour;
+mod cached_paths;
+mod common;
+mod conformance;
+mod corpus;
+mod golden;
+mod lz4;
+mod mutation;
+mod path_sets;
+mod properties;
+mod scanners;
+mod serde;
