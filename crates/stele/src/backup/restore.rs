@@ -314,29 +314,30 @@ fn needed_tables(
                 break;
             }
             out.push(id);
-            // Footer and index checked; the parent a diff's footer names is next.
-            match stele_table::Table::open_with(&path, stele_table::Access::Sequential) {
+            // Footer and index checked; the parent a diff's footer names is next. (Closed
+            // again: a stack may hold more tables than a process may keep open.)
+            match stele_table::Table::open(&path) {
                 Ok(t) => {
                     next = t.diff_info().map(|d| d.parent);
-                    opened.push((id, path, t));
+                    opened.push((id, path));
                 }
                 Err(e) => report.table_damage(&path, &e),
             }
         }
     }
-    let hashes = super::copy::par_map(&opened, |(_, _, t)| {
-        TableId::from_u128(xxhash_rust::xxh3::xxh3_128(t.bytes().as_ref()))
-    });
-    for ((id, path, _), found) in opened.iter().zip(hashes) {
+    let hashes = super::copy::par_map(&opened, |(_, path)| super::copy::hash_file(path));
+    for ((id, path), found) in opened.iter().zip(hashes) {
         report.tables += 1;
-        if found != *id {
-            report.damage(
+        match found {
+            Ok((found, _)) if found == *id => {}
+            Ok((found, _)) => report.damage(
                 path,
                 None,
                 format!(
                     "its bytes hash to {found}, not to its name (changed, cut short or replaced)"
                 ),
-            );
+            ),
+            Err(e) => report.damage(path, None, format!("cannot be read: {e}")),
         }
     }
     out
