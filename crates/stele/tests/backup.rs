@@ -334,6 +334,71 @@ fn verify_reports_damage_and_restore_refuses_what_it_needs() {
     assert_eq!(whole_version(&out), 120);
 }
 
+/// A copying backup hashes every table it copies (two at a time) against its name: a
+/// damaged table in the source is refused, no copy of it is named and no temp file is
+/// left, and the destination stays as it was (whole at the backup before).
+#[test]
+fn a_damaged_source_table_is_refused_and_leaves_nothing() {
+    let root = tempfile::tempdir().unwrap();
+    let (src, dest) = (root.path().join("db"), root.path().join("bk"));
+    let db = Database::open_with(&src, small_log()).unwrap();
+    commit_upto(&db, 0, 100);
+    db.compact().unwrap();
+    let opts = BackupOptions::default().link(false);
+    backup::backup_with(&src, &dest, &opts).unwrap();
+    // New tables, several: collections of their own, and a compaction.
+    for c in ["a", "b", "c", "d2"] {
+        let mut batch = db.batch();
+        for i in 0..50 {
+            batch
+                .put_json(c, &format!("k{i}"), format!(r#"{{"i":{i}}}"#).as_bytes())
+                .unwrap();
+        }
+        db.commit(batch).unwrap();
+    }
+    db.compact().unwrap();
+    drop(db);
+    // The largest table the backup lacks.
+    let table = std::fs::read_dir(src.join("tables"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "stt"))
+        .filter(|p| !dest.join("tables").join(p.file_name().unwrap()).exists())
+        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
+        .unwrap();
+    let name = table.file_name().unwrap().to_owned();
+    let pristine = std::fs::read(&table).unwrap();
+    let mut bytes = pristine.clone();
+    // In the first block's data: the table still opens (footer and index whole).
+    bytes[10] ^= 0x10;
+    std::fs::write(&table, &bytes).unwrap();
+    let err = backup::backup_with(&src, &dest, &opts).unwrap_err();
+    assert!(
+        matches!(err, stele::Error::Backup(BackupError::TableMismatch { .. })),
+        "{err}"
+    );
+    let left: Vec<_> = std::fs::read_dir(dest.join("tables"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(!left.contains(&name), "the damaged table was named");
+    assert!(
+        !left
+            .iter()
+            .any(|n| n.to_string_lossy().ends_with(".partial")),
+        "{left:?}"
+    );
+    assert!(backup::verify(&dest).unwrap().is_ok());
+    assert_eq!(whole_version(&dest), 100);
+    // The table whole again: the next backup completes.
+    std::fs::write(&table, &pristine).unwrap();
+    let done = backup::backup_with(&src, &dest, &opts).unwrap();
+    assert!(done.tables_copied >= 2, "{done:?}");
+    assert!(backup::verify(&dest).unwrap().is_ok());
+}
+
 fn reset(pristine: &Path, dest: &Path) {
     std::fs::remove_dir_all(dest).unwrap();
     stele_testkit::copy_dir(pristine, dest);

@@ -20,6 +20,7 @@
 //! of each point kept, and `shipped.log` (what version was shipped when). Layout, order
 //! of writes and guarantees: `docs/BACKUPS.md`.
 
+mod copy;
 mod cut;
 mod error;
 mod points;

@@ -2,8 +2,8 @@
 //! at one commit point after every step:
 //!
 //! 1. the tables the destination lacks (each written under a temp name, checked against
-//!    its content hash, synced, then given its name; or hard-linked), then their folder
-//!    synced: files no manifest names yet change nothing;
+//!    its content hash, synced, then given its name; or hard-linked: see [`super::copy`]),
+//!    then their folder synced: files no manifest names yet change nothing;
 //! 2. the manifest, as a point (`points/<seq>.manifest`) and as `MANIFEST`, each replaced
 //!    atomically: the destination is now at the manifest's commit point, whatever log it
 //!    held (its old segments hold only records the manifest's tables hold, or records that
@@ -15,6 +15,7 @@
 //! 4. a line `<last version> <unix ms>` appended to `points/shipped.log`: what was
 //!    shipped when, for `restore --at TIME` and for `verify` to notice a log cut short.
 
+use super::copy::{Job, put_tables};
 use super::cut::Cut;
 use super::error::BackupError;
 use super::{POINTS_DIR, Position};
@@ -23,14 +24,10 @@ use crate::error::{Error, Result};
 use crate::manifest;
 use crate::wal;
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::{Read as _, Write as _};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use stele_table::{Storage, TableId};
-
-/// Bytes read and written at a time when a table is copied.
-const COPY_CHUNK_BYTES: usize = 1 << 20;
+use stele_table::Storage;
 
 /// What one shipment did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -141,9 +138,7 @@ impl Dest {
             ..Shipment::default()
         };
         let tables = self.dir.join(TABLES_DIR);
-        // Copies are synced after the others of their group are written: the disk writes
-        // one table back while the next is copied, instead of each waiting for its sync.
-        let mut copying = Vec::new();
+        let mut jobs = Vec::new();
         for &id in &cut.tables {
             let to = tables.join(id.file_name());
             if to.exists() {
@@ -151,17 +146,13 @@ impl Dest {
                 continue;
             }
             let from = cut.tables_dir.join(id.file_name());
-            match start_table(&*self.storage, &from, &to, id, self.link) {
-                Ok(Started::Linked) => report.tables_linked += 1,
-                Ok(Started::Copying(c)) => copying.push(c),
-                Err(e) => return Err(abandon(&*self.storage, copying, e)),
-            }
-            if copying.len() >= SYNC_GROUP {
-                self.finish_all(&mut copying, &mut report)?;
-            }
+            jobs.push(Job { id, from, to });
         }
-        self.finish_all(&mut copying, &mut report)?;
-        if report.tables_copied + report.tables_linked > 0 {
+        let put = put_tables(&*self.storage, jobs, self.link)?;
+        report.tables_linked += put.linked;
+        report.tables_copied += put.copied;
+        report.bytes_written += put.copied_bytes;
+        if put.linked + put.copied > 0 {
             self.storage
                 .sync_dir(&tables)
                 .map_err(|e| Error::io("syncing folder", &tables, e))?;
@@ -209,21 +200,6 @@ impl Dest {
         Ok(report)
     }
 
-    /// Syncs and names every copy of `copying` (on an error, removes those left).
-    fn finish_all(&self, copying: &mut Vec<Copying>, report: &mut Shipment) -> Result<()> {
-        let mut left = std::mem::take(copying).into_iter();
-        while let Some(c) = left.next() {
-            match c.finish(&*self.storage) {
-                Ok(n) => {
-                    report.tables_copied += 1;
-                    report.bytes_written += n;
-                }
-                Err(e) => return Err(abandon(&*self.storage, left.collect(), e)),
-            }
-        }
-        Ok(())
-    }
-
     fn replace(&self, path: &Path, bytes: &[u8]) -> Result<()> {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
         let temp = path.with_file_name(format!(".{name}.tmp"));
@@ -253,166 +229,4 @@ impl Dest {
             .and_then(|()| file.sync_data())
             .map_err(|e| Error::io("appending to log segment", path, e))
     }
-}
-
-/// Copies written before their syncs, at most: bounds the files open at once.
-const SYNC_GROUP: usize = 64;
-
-/// How a table got into the destination.
-pub(crate) enum Put {
-    Linked,
-    /// Copied: this many bytes.
-    Copied(u64),
-}
-
-/// A table being put into the destination.
-pub(crate) enum Started {
-    Linked,
-    Copying(Copying),
-}
-
-/// A table copied under a temp name and checked against its id, not synced or named yet.
-pub(crate) struct Copying {
-    temp: PathBuf,
-    to: PathBuf,
-    file: Box<dyn stele_table::StorageFile>,
-    bytes: u64,
-}
-
-impl Copying {
-    /// Syncs the copy and gives it its name; returns its bytes. On an error the temp file
-    /// is removed.
-    pub(crate) fn finish(mut self, storage: &dyn Storage) -> Result<u64> {
-        let synced = self
-            .file
-            .flush()
-            .and_then(|()| self.file.sync())
-            .map_err(|e| Error::io("syncing table copy", &self.temp, e));
-        drop(self.file);
-        let named = synced.and_then(|()| {
-            storage
-                .rename_new(&self.temp, &self.to)
-                .map_err(|e| Error::io("naming copied table", &self.to, e))
-        });
-        if named.is_err() {
-            let _ = storage.remove(&self.temp);
-        }
-        named.map(|_| self.bytes)
-    }
-}
-
-/// Removes the temp files of `copying` (best effort) and returns `e`.
-fn abandon(storage: &dyn Storage, copying: Vec<Copying>, e: Error) -> Error {
-    for c in copying {
-        drop(c.file);
-        let _ = storage.remove(&c.temp);
-    }
-    e
-}
-
-/// Puts table `id` from `from` at `to` (see [`start_table`]), synced and named. The
-/// caller syncs the folder.
-pub(crate) fn put_table(
-    storage: &dyn Storage,
-    from: &Path,
-    to: &Path,
-    id: TableId,
-    link: bool,
-) -> Result<Put> {
-    Ok(match start_table(storage, from, to, id, link)? {
-        Started::Linked => Put::Linked,
-        Started::Copying(c) => Put::Copied(c.finish(storage)?),
-    })
-}
-
-/// Starts putting table `id` from `from` at `to`: a hard link when `link` and the file
-/// system allow (the table is checked to open: footer and index), else a copy under a temp
-/// name whose bytes are checked against the id as they are written, to be synced and named
-/// by [`Copying::finish`].
-pub(crate) fn start_table(
-    storage: &dyn Storage,
-    from: &Path,
-    to: &Path,
-    id: TableId,
-    link: bool,
-) -> Result<Started> {
-    if link {
-        match std::fs::hard_link(from, to) {
-            Ok(()) => {
-                if let Err(e) = stele_table::Table::open(to) {
-                    let _ = storage.remove(to);
-                    return Err(e.into());
-                }
-                return Ok(Started::Linked);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(Started::Linked),
-            // Another file system, or none that links: copy.
-            Err(_) => {}
-        }
-    }
-    // The extension of a table's temp file: garbage collection removes it after a crash.
-    let temp = to.with_file_name(format!(".backup-{}-{id}.partial", std::process::id()));
-    let _ = std::fs::remove_file(&temp);
-    match copy_checked(storage, from, &temp, id) {
-        Ok((file, bytes)) => Ok(Started::Copying(Copying {
-            temp,
-            to: to.to_path_buf(),
-            file,
-            bytes,
-        })),
-        Err(e) => {
-            let _ = storage.remove(&temp);
-            Err(e)
-        }
-    }
-}
-
-/// Copies `from` to the new file `to` through `storage`, hashing what is written; fails
-/// (leaving `to` for the caller to remove) if the hash is not `id`. Returns the file, not
-/// synced, and the bytes written.
-fn copy_checked(
-    storage: &dyn Storage,
-    from: &Path,
-    to: &Path,
-    id: TableId,
-) -> Result<(Box<dyn stele_table::StorageFile>, u64)> {
-    let mut src = File::open(from).map_err(|e| Error::io("opening table", from, e))?;
-    let mut out = storage
-        .create(to)
-        .map_err(|e| Error::io("creating table copy", to, e))?;
-    let (found, total) = hash_chunks(&mut src, |chunk| out.write_all(chunk))
-        .map_err(|e| Error::io("copying table", from, e))?;
-    if found != id {
-        return Err(BackupError::TableMismatch {
-            path: from.to_path_buf(),
-            expected: id,
-            found,
-        }
-        .into());
-    }
-    Ok((out, total))
-}
-
-/// Reads `src` to its end in chunks, handing each to `each`; returns the XXH3-128 of the
-/// bytes (as a table id) and their count.
-pub(crate) fn hash_chunks(
-    src: &mut File,
-    mut each: impl FnMut(&[u8]) -> std::io::Result<()>,
-) -> std::io::Result<(TableId, u64)> {
-    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-    let mut buf = vec![0u8; COPY_CHUNK_BYTES];
-    let mut total = 0u64;
-    loop {
-        let n = match src.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        let chunk = buf.get(..n).unwrap_or_default();
-        hasher.update(chunk);
-        each(chunk)?;
-        total += n as u64;
-    }
-    Ok((TableId::from_u128(hasher.digest128()), total))
 }

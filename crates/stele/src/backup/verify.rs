@@ -64,7 +64,20 @@ impl VerifyReport {
         !self.findings.iter().any(|f| f.damage)
     }
 
-    fn damage(&mut self, path: &Path, offset: Option<u64>, problem: impl Into<String>) {
+    /// A table that does not open or whose blocks are damaged: where, if the error says.
+    pub(super) fn table_damage(&mut self, path: &Path, e: &stele_table::Error) {
+        let offset = match e {
+            stele_table::Error::ChecksumMismatch { part, .. }
+            | stele_table::Error::Corrupt { part, .. } => match part {
+                stele_table::Part::Block { offset, .. } => Some(*offset),
+                _ => None,
+            },
+            _ => None,
+        };
+        self.damage(path, offset, e.to_string());
+    }
+
+    pub(super) fn damage(&mut self, path: &Path, offset: Option<u64>, problem: impl Into<String>) {
         self.findings.push(Finding {
             path: path.to_path_buf(),
             offset,
@@ -142,14 +155,24 @@ fn check_tables(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(good),
         Err(e) => return Err(Error::io("listing tables", dir, e)),
     };
-    let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
-    paths.sort();
-    for path in paths {
-        let Some(id) = TableId::from_path(&path) else {
-            continue;
-        };
-        if let Some(parent) = check_table(&path, id, report) {
-            good.insert(id, parent);
+    let mut named: Vec<(PathBuf, TableId)> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter_map(|p| TableId::from_path(&p).map(|id| (p, id)))
+        .collect();
+    named.sort();
+    // Two tables at a time; the findings in the files' order.
+    let checked = super::copy::par_map(&named, |(path, id)| {
+        let mut part = VerifyReport::default();
+        let parent = check_table(path, *id, &mut part);
+        (parent, part)
+    });
+    for ((_, id), (parent, part)) in named.iter().zip(checked) {
+        report.tables += part.tables;
+        report.table_bytes += part.table_bytes;
+        report.findings.extend(part.findings);
+        if let Some(parent) = parent {
+            good.insert(*id, parent);
         }
     }
     Ok(good)
@@ -164,7 +187,7 @@ pub(super) fn check_table(
     report: &mut VerifyReport,
 ) -> Option<Option<TableId>> {
     report.tables += 1;
-    let named_right = match hash_file(path) {
+    let named_right = match super::copy::hash_file(path) {
         Ok((found, len)) => {
             report.table_bytes += len;
             if found != id {
@@ -189,23 +212,10 @@ pub(super) fn check_table(
         Ok(parent) if named_right => Some(parent),
         Ok(_) => None,
         Err(e) => {
-            let offset = match &e {
-                stele_table::Error::ChecksumMismatch { part, .. }
-                | stele_table::Error::Corrupt { part, .. } => match part {
-                    stele_table::Part::Block { offset, .. } => Some(*offset),
-                    _ => None,
-                },
-                _ => None,
-            };
-            report.damage(path, offset, e.to_string());
+            report.table_damage(path, &e);
             None
         }
     }
-}
-
-/// XXH3-128 of a file's bytes, and its length.
-fn hash_file(path: &Path) -> std::io::Result<(TableId, u64)> {
-    super::ship::hash_chunks(&mut std::fs::File::open(path)?, |_| Ok(()))
 }
 
 /// Reports every table a manifest needs that is missing (its layers followed down).

@@ -69,11 +69,16 @@ pub(crate) fn measure(
     let shipped = reader
         .join()
         .map_err(|_| anyhow::anyhow!("the reader thread panicked"))?;
+    Ok(summarize(&commits, &shipped))
+}
+
+/// For each commit `(version, unix ns)`, the time to the first shipment `(last version
+/// held, unix ns)` that holds it (one may end between the commit's write and the reading
+/// of the clock after it: lag 0); p50, p99 and max of those.
+pub(crate) fn summarize(commits: &[(u64, u128)], shipped: &[(u64, u128)]) -> Lag {
     let mut lags: Vec<f64> = commits
         .iter()
         .filter_map(|&(seq, at)| {
-            // The first shipment that holds it (one may end between the commit's write and
-            // this thread's reading of the clock: lag 0).
             let (_, t) = shipped.iter().find(|(s, _)| *s >= seq)?;
             Some(t.saturating_sub(at) as f64 / 1e6)
         })
@@ -84,11 +89,11 @@ pub(crate) fn measure(
             .copied()
             .unwrap_or(f64::NAN)
     };
-    Ok(Lag {
+    Lag {
         shipments: shipped.len(),
         commits: lags.len(),
         p50_ms: pick(0.5),
         p99_ms: pick(0.99),
         max_ms: lags.last().copied().unwrap_or(f64::NAN),
-    })
+    }
 }

@@ -2,8 +2,8 @@
 //! online backup API and `VACUUM INTO` on the same documents, in one run.
 //!
 //! ```text
-//! cargo run --release -p stele-bench --bin backup_bench -- [--quick] [--mb MB]
-//!     [--seconds S] [--work DIR] [--data DIR]
+//! cargo run --release -p stele-bench --bin backup_bench -- [--quick] [--keep] [--rounds N]
+//!     [--mb MB] [--seconds S] [--work DIR] [--data DIR]
 //! ```
 //!
 //! 1. A database of at least `--mb` megabytes on disk (default 1024) is built from every
@@ -13,7 +13,9 @@
 //! 2. A writer thread commits batches of 100 small documents, durable each; its commits/s
 //!    are measured alone, then while `cp -r` copies the folder, then while this binary
 //!    (again, as a separate process: a reader of the database) backs it up with copies
-//!    (`--copy`) and with hard links, each to a new folder on the same file system.
+//!    (`--copy`) and with hard links, each to a new folder on the same file system; `dd`
+//!    of the largest table gives the disk's write rates. In `--rounds` rounds (default 3),
+//!    medians reported: see `copies.rs`.
 //! 3. Incremental: 1% of the documents replaced, then a backup into the copy made in 2:
 //!    bytes written over the database's bytes, after a checkpoint; after the change spread
 //!    over 9 checkpoints, which start a compaction (size-tiered: the base stays, see
@@ -21,29 +23,37 @@
 //! 4. Replica lag: a writer committing every 10 ms while a replicator process ships every
 //!    interval: for each commit, the time from its acknowledgement to the end of the first
 //!    shipment holding it (p50, p99, max) against the interval.
-//! 5. A restore of the replica (latest version) against opening it read-only.
+//!    Beside it, Litestream (if built: see `litestream.rs`) replicating an SQLite writer
+//!    committing every 10 ms to a file replica, at the same intervals.
+//! 5. A restore of the replica (latest version, hard links and copies) against opening it
+//!    read-only, reading its files once and `cp -r` of it.
 //! 6. SQLite (WAL, one table id TEXT PRIMARY KEY, body TEXT) with the same documents: the
 //!    online backup API (`sqlite3_backup_step` of 1,024 pages at a time) and `VACUUM INTO`,
 //!    at rest.
 //!
-//! `--quick`: 8 MB, 0.3 s per measure (the CI smoke run). Page cache warm throughout (the
-//! database was just written): times are of copying from memory to the disk.
+//! `--keep`: the work folder (the database, its backups, SQLite's files) is left for a look
+//! afterwards. `--quick`: 8 MB, 0.3 s per measure (the CI smoke run). Page cache warm
+//! throughout (the database was just written): times are of copying from memory to disk.
 
 mod child;
+mod copies;
+mod disk;
 mod lag;
+mod litestream;
+mod restore;
 
 use anyhow::{Context, Result, bail};
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use stele::{Database, DatabaseOptions};
 
 #[derive(Debug, Clone)]
 pub(crate) struct Args {
     quick: bool,
+    keep: bool,
+    rounds: usize,
     mb: u64,
     seconds: f64,
     work: Option<PathBuf>,
@@ -53,6 +63,8 @@ pub(crate) struct Args {
 fn parse_args(raw: &[String]) -> Result<Args> {
     let mut args = Args {
         quick: false,
+        keep: false,
+        rounds: 3,
         mb: 1024,
         seconds: 5.0,
         work: None,
@@ -66,13 +78,16 @@ fn parse_args(raw: &[String]) -> Result<Args> {
                 args.quick = true;
                 args.mb = 8;
                 args.seconds = 0.3;
+                args.rounds = 1;
             }
+            "--keep" => args.keep = true,
+            "--rounds" => args.rounds = value()?.parse::<usize>()?.max(1),
             "--mb" => args.mb = value()?.parse()?,
             "--seconds" => args.seconds = value()?.parse()?,
             "--work" => args.work = Some(PathBuf::from(value()?)),
             "--data" => args.data = PathBuf::from(value()?),
             other => bail!(
-                "backup_bench: unknown argument {other:?}\n\nusage: backup_bench [--quick] [--mb MB] [--seconds S] [--work DIR] [--data DIR]"
+                "backup_bench: unknown argument {other:?}\n\nusage: backup_bench [--quick] [--keep] [--rounds N] [--mb MB] [--seconds S] [--work DIR] [--data DIR]"
             ),
         }
     }
@@ -112,50 +127,8 @@ fn main() -> Result<()> {
     let db = Database::open_with(&src, options())?;
     let period = Duration::from_secs_f64(args.seconds);
     // 2. Writer alone, beside cp -r, beside backups.
-    let alone = writer_rate(&db, || {
-        std::thread::sleep(period);
-        Ok(period)
-    })?;
-    let mut rows = Vec::new();
-    let cp_dest = work.join("cp");
-    let cp = writer_rate(&db, || {
-        timed_command(Command::new("cp").arg("-r").arg(&src).arg(&cp_dest))
-    })?;
-    // cp -r returns with the copy in the page cache; a backup returns with it on the disk.
-    // `sync FILE...` fsyncs each file (coreutils), as a backup does.
-    let cp_sync_dest = work.join("cp-sync");
-    let cp_sync = writer_rate(&db, || {
-        timed_command(Command::new("sh").arg("-c").arg(format!(
-            "cp -r '{}' '{}' && find '{}' -type f -exec sync {{}} +",
-            src.display(),
-            cp_sync_dest.display(),
-            cp_sync_dest.display()
-        )))
-    })?;
-    let copy_dest = work.join("bk-copy");
-    let copied = writer_rate(&db, || backup_child(&src, &copy_dest, true))?;
-    let link_dest = work.join("bk-link");
-    let linked = writer_rate(&db, || backup_child(&src, &link_dest, false))?;
-    println!(
-        "\n| run | time s | vs cp -r | vs cp -r + sync | writer commits/s | vs writer alone |"
-    );
-    println!("|---|---:|---:|---:|---:|---:|");
-    println!("| writer alone | - | - | - | {:.0} | 1.00 |", alone.1);
-    for (name, (t, rate)) in [
-        ("cp -r", cp),
-        ("cp -r, then sync of its files", cp_sync),
-        ("stele backup --copy", copied),
-        ("stele backup (hard links)", linked),
-    ] {
-        println!(
-            "| {name} | {:.3} | {:.2} | {:.2} | {rate:.0} | {:.2} |",
-            t.as_secs_f64(),
-            t.as_secs_f64() / cp.0.as_secs_f64(),
-            t.as_secs_f64() / cp_sync.0.as_secs_f64(),
-            rate / alone.1
-        );
-        rows.push((name, t, rate));
-    }
+    let copies = copies::measure(&db, &src, work, args.rounds, period)?;
+    let copy_dest = copies.copy_dest.clone();
     // 3. Incremental after 1% changed: with a checkpoint; over enough checkpoints that they
     // start a compaction (size-tiered: the base stays); with a full `compact`.
     let changed = change_share(&db, &ids, 100, 0)?;
@@ -194,51 +167,59 @@ fn main() -> Result<()> {
     ] {
         println!("| {name} | {b} | {:.4} |", b as f64 / now_bytes);
     }
-    // 4. Replica lag; 5. restore against open.
+    // 4. Replica lag, beside Litestream's on an SQLite writer; 5. restore against open.
     println!(
-        "\n| replica: interval | shipments | commits | lag p50 ms | lag p99 ms | lag max ms | p99 / interval |"
+        "\n| replica | interval | shipments | commits | lag p50 ms | lag p99 ms | lag max ms | p99 / interval |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|");
     let intervals: &[u64] = if args.quick { &[100] } else { &[250, 1000] };
+    let litestream_bin = litestream::binary();
     let mut replica = PathBuf::new();
     for &ms in intervals {
         replica = work.join(format!("replica-{ms}"));
-        let r = lag::measure(
-            &db,
-            &src,
-            &replica,
-            Duration::from_millis(ms),
-            period.max(Duration::from_millis(10 * ms)),
-        )?;
-        println!(
-            "| {ms} ms | {} | {} | {:.0} | {:.0} | {:.0} | {:.2} |",
-            r.shipments,
-            r.commits,
-            r.p50_ms,
-            r.p99_ms,
-            r.max_ms,
-            r.p99_ms / ms as f64
-        );
+        let interval = Duration::from_millis(ms);
+        let run = period.max(Duration::from_millis(10 * ms));
+        let r = lag::measure(&db, &src, &replica, interval, run)?;
+        print_lag("Stele replicate", ms, &r);
+        match &litestream_bin {
+            Some(bin) => {
+                let r = litestream::measure(bin, work, interval, run)?;
+                print_lag(
+                    &format!(
+                        "Litestream {} (monitor and sync interval)",
+                        litestream::VERSION
+                    ),
+                    ms,
+                    &r,
+                );
+            }
+            None => println!(
+                "| Litestream | {ms} ms | not run (no binary: set LITESTREAM or build it into <target>/litestream/bin) | | | | | |"
+            ),
+        }
     }
-    let t = Instant::now();
-    drop(Database::open_read_only(&replica)?);
-    let open = t.elapsed();
-    let t = Instant::now();
-    let restored =
-        stele::backup::restore(&replica, work.join("restored"), stele::backup::At::Latest)?;
-    let restore = t.elapsed();
-    println!(
-        "\nrestore of the replica (version {}): {:.3} s; opening it read-only: {:.3} s (restore / open {:.2})",
-        restored.seq,
-        restore.as_secs_f64(),
-        open.as_secs_f64(),
-        restore.as_secs_f64() / open.as_secs_f64().max(1e-9)
-    );
+    restore::measure(work, &replica)?;
     drop(db);
     // 6. SQLite.
-    sqlite(&args, work, &rows, cp.0)?;
+    sqlite(work, copies.copy, copies.cp)?;
     load("at end");
+    if args.keep {
+        let kept = tmp.keep();
+        println!("kept the work folder: {}", kept.display());
+    }
     Ok(())
+}
+
+fn print_lag(name: &str, ms: u64, r: &lag::Lag) {
+    println!(
+        "| {name} | {ms} ms | {} | {} | {:.0} | {:.0} | {:.0} | {:.2} |",
+        r.shipments,
+        r.commits,
+        r.p50_ms,
+        r.p99_ms,
+        r.max_ms,
+        r.p99_ms / ms as f64
+    );
 }
 
 pub(crate) fn options() -> DatabaseOptions {
@@ -309,67 +290,13 @@ fn build(args: &Args, dir: &Path) -> Result<(u64, Ids)> {
     Ok((docs, ids))
 }
 
-/// Runs `during` while a writer thread commits batches of 100 documents; returns what
-/// `during` timed and the writer's commits per second meanwhile.
-fn writer_rate(
-    db: &Database,
-    during: impl FnOnce() -> Result<Duration>,
-) -> Result<(Duration, f64)> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let commits = Arc::new(AtomicU64::new(0));
-    let writer = {
-        let (db, stop, commits) = (db.clone(), Arc::clone(&stop), Arc::clone(&commits));
-        std::thread::spawn(move || -> Result<()> {
-            let mut n = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                let mut b = db.batch();
-                for _ in 0..100 {
-                    n += 1;
-                    b.put_json(
-                        "bench-writer",
-                        &format!("w{}", n % 100_000),
-                        format!(
-                            r#"{{"n":{n},"text":"a small document written while the backup runs"}}"#
-                        )
-                        .as_bytes(),
-                    )?;
-                }
-                db.commit(b)?;
-                commits.fetch_add(1, Ordering::Relaxed);
-            }
-            Ok(())
-        })
-    };
-    let start = Instant::now();
-    let before = commits.load(Ordering::Relaxed);
-    let timed = during();
-    let elapsed = start.elapsed();
-    let done = commits.load(Ordering::Relaxed) - before;
-    stop.store(true, Ordering::Relaxed);
-    writer
-        .join()
-        .map_err(|_| anyhow::anyhow!("the writer panicked"))??;
-    Ok((timed?, done as f64 / elapsed.as_secs_f64()))
-}
-
-fn timed_command(cmd: &mut Command) -> Result<Duration> {
+pub(crate) fn timed_command(cmd: &mut Command) -> Result<Duration> {
     let start = Instant::now();
     let status = cmd.status().with_context(|| format!("running {cmd:?}"))?;
     if !status.success() {
         bail!("{cmd:?} failed: {status}");
     }
     Ok(start.elapsed())
-}
-
-/// A backup by this binary run again (a separate reader process, as `stele backup` is).
-fn backup_child(src: &Path, dest: &Path, copy: bool) -> Result<Duration> {
-    let exe = std::env::current_exe()?;
-    let mut cmd = Command::new(exe);
-    cmd.arg("child-backup")
-        .arg(src)
-        .arg(dest)
-        .arg(if copy { "copy" } else { "link" });
-    timed_command(&mut cmd)
 }
 
 /// Replaces 1% of every collection's documents (a field added); returns how many.
@@ -408,12 +335,12 @@ fn incremental(src: &Path, dest: &Path) -> Result<u64> {
 }
 
 /// Bytes of the database folder `dir` on disk.
-fn folder_bytes(dir: &Path) -> u64 {
+pub(crate) fn folder_bytes(dir: &Path) -> u64 {
     Database::open_read_only(dir).map_or(0, |db| db.disk_usage().total_bytes)
 }
 
 /// SQLite with the same documents: its backup API and `VACUUM INTO`, at rest.
-fn sqlite(args: &Args, work: &Path, rows: &[(&str, Duration, f64)], cp: Duration) -> Result<()> {
+fn sqlite(work: &Path, stele_copy: Duration, cp: Duration) -> Result<()> {
     let path = work.join("sqlite.db");
     let start = Instant::now();
     let con = rusqlite::Connection::open(&path)?;
@@ -460,15 +387,15 @@ fn sqlite(args: &Args, work: &Path, rows: &[(&str, Duration, f64)], cp: Duration
         [work.join("sqlite-vacuum.db").to_string_lossy()],
     )?;
     let vacuum = t.elapsed();
-    let stele_copy = rows
-        .iter()
-        .find(|r| r.0 == "stele backup --copy")
-        .map_or(Duration::ZERO, |r| r.1);
     println!("\n| same documents | backup s | MB/s | vs cp -r of Stele's folder |");
     println!("|---|---:|---:|---:|");
     let stele_mb = folder_bytes(&src) as f64 / 1e6;
     for (name, t, mb) in [
-        ("Stele backup --copy (writer running)", stele_copy, stele_mb),
+        (
+            "Stele backup --copy (writer running, median)",
+            stele_copy,
+            stele_mb,
+        ),
         ("SQLite backup API (at rest)", api, bytes as f64 / 1e6),
         ("SQLite VACUUM INTO (at rest)", vacuum, bytes as f64 / 1e6),
     ] {
@@ -479,7 +406,6 @@ fn sqlite(args: &Args, work: &Path, rows: &[(&str, Duration, f64)], cp: Duration
             t.as_secs_f64() / cp.as_secs_f64()
         );
     }
-    let _ = args;
     Ok(())
 }
 
