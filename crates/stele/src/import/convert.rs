@@ -5,7 +5,7 @@ use super::Ids;
 use super::options::{IResult, ImportError, NON_OBJECT_FIX};
 use super::pending::RawRecord;
 use crate::batch::check_id;
-use crate::compress::text_form_rebuilds;
+use crate::compress::{elide, text_form_rebuilds};
 use crate::error::Error;
 use crate::ids::{IdKind, int_key};
 use rayon::prelude::*;
@@ -87,18 +87,45 @@ pub(super) fn convert_all(
                     DocumentWriter::with_options(write.clone()),
                     ids.clone(),
                     check,
+                    Vec::new(),
                 )
             },
-            |(writer, ids, check), (text, r)| {
+            |(writer, ids, check, restored), (text, r)| {
                 let (id, kind, doc) = convert(writer, ids, text, r.at, r.stem.as_deref(), wrap)?;
+                let Some(check) = check.as_mut() else {
+                    return Ok((id, kind, doc));
+                };
                 let trimmed = text.trim_ascii();
-                let text_form = check
-                    .as_mut()
-                    .is_some_and(|check| text_form_rebuilds(trimmed, &doc, check));
+                if let Ids::Field(_, name) = &*ids
+                    && let Some(elided) =
+                        elided_form(trimmed, name, (&id, kind), &doc, check, restored)
+                {
+                    return Ok((id, kind, elided));
+                }
+                let text_form = text_form_rebuilds(trimmed, &doc, check);
                 Ok((id, kind, if text_form { trimmed.to_vec() } else { doc }))
             },
         )
         .collect()
+}
+
+/// The text form of `text` without its id field `name` (`crate::compress::elide`), if
+/// putting the id back under its key rebuilds exactly `doc` (checked with `check`, as
+/// [`text_form_rebuilds`] checks whole text forms; `restored` is scratch).
+fn elided_form(
+    text: &[u8],
+    name: &str,
+    (id, kind): (&str, IdKind),
+    doc: &[u8],
+    check: &mut DocumentWriter,
+    restored: &mut Vec<u8>,
+) -> Option<Vec<u8>> {
+    let mut elided = Vec::with_capacity(text.len());
+    if !elide::cut(text, name, kind, &mut elided) {
+        return None;
+    }
+    elide::restore(id.as_bytes(), &elided, restored).ok()?;
+    text_form_rebuilds(restored, doc, check).then_some(elided)
 }
 
 /// The id and the document of one record, or where and why it is bad.

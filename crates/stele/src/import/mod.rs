@@ -353,8 +353,9 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
             error,
         };
         let position = file.stream_position().map_err(read_err)?;
-        let sample = presample::presample(file, file_bytes, max_docs, max_bytes, &self.opts.write)
-            .map_err(read_err)?;
+        let mut sample =
+            presample::presample(file, file_bytes, max_docs, max_bytes, &self.opts.write)
+                .map_err(read_err)?;
         file.seek(std::io::SeekFrom::Start(position))
             .map_err(read_err)?;
         let est_doc_bytes = sample.estimated_doc_bytes(file_bytes);
@@ -366,6 +367,11 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
             && !ids_ascend(&mut path.clone(), &sample.docs)
         {
             return Ok(());
+        }
+        if let Ids::Field(_, name) = &self.ids {
+            // The dictionary trains on what the blocks will hold: texts without their id
+            // field where it can be cut (`convert::convert_all`).
+            sample.elide_texts(name);
         }
         if let Some(Sink::Bulk(writer)) = self.sink.take() {
             let writer = writer.streaming(
