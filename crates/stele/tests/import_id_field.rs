@@ -103,7 +103,11 @@ fn real_collections_keep_the_id_once_and_read_back_as_the_input() {
         let id = format!("{coll}/{:06}", n / 3);
         let filter = format!(r#"{{"key": "{id}"}}"#);
         let range = format!(r#"{{"key": {{"$gte": "{coll}/{:06}"}}}}"#, n - 10);
-        assert_eq!(query_ids(&db, coll, &filter), [id.clone()], "{file}");
+        assert_eq!(
+            query_ids(&db, coll, &filter),
+            std::slice::from_ref(&id),
+            "{file}"
+        );
         assert_eq!(query_ids(&db, coll, &range).len(), 10, "{file}");
         db.create_index(coll, "by_key", &["key"]).unwrap();
         assert_eq!(query_ids(&db, coll, &filter), [id], "{file} indexed");
@@ -299,4 +303,30 @@ proptest! {
         db.compact().unwrap();
         prop_assert_eq!(export(&db, "c"), want);
     }
+}
+
+/// A file sorted by its id field, packed while read (with a dictionary trained on the
+/// sample's texts without their id field), stores the records without the field too.
+#[test]
+fn a_file_sorted_by_its_id_field_is_packed_while_read_without_the_field() {
+    let work = tempfile::tempdir().unwrap();
+    let opts = stele::DatabaseOptions::default().pack_block_bytes(1024);
+    let db = Database::open_with(work.path().join("db"), opts).unwrap();
+    let mut text = String::new();
+    let mut want = Vec::new();
+    for i in 0..8_000 {
+        let line =
+            format!(r#"{{"name":"pkg-{i:06}","repository":"https://github.com/pkg-{i}.git"}}"#);
+        text.push_str(&line);
+        text.push('\n');
+        want.push(line);
+    }
+    let path = work.path().join("sorted.jsonl");
+    std::fs::write(&path, &text).unwrap();
+    let opts = ImportOptions::new().id_field("name");
+    let r = stele::import::import_path(&db, "c", &path, &opts, |_| {}).unwrap();
+    assert!(r.packed_while_reading, "{r:?}");
+    let forms = db.snapshot().packed_forms("c").unwrap();
+    assert_eq!(forms.elided, 8_000, "{forms:?}");
+    assert_eq!(export(&db, "c"), want);
 }
