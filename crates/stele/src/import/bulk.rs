@@ -195,6 +195,25 @@ struct Streaming {
     out_of_order: Arc<AtomicBool>,
 }
 
+/// Memory an import into a packed collection holds whatever its budget: the process, its
+/// read buffer, the block packer's frames and compression contexts, the sorter's run
+/// buffers while merging (an import of 4.5M small records peaked 28-40 MiB above its
+/// sorter's share, `docs/notes/2026-12-01-ids-stored-once.md`).
+const IMPORT_RESERVE_BYTES: usize = 32 << 20;
+
+/// The sorter's share of an import's budget of `budget_bytes` whose dictionary sample
+/// holds up to `sample_bytes`: the rest less two batches of records in flight (each its
+/// text, its records and their conversions: about three times the text,
+/// `super::pending::batch_bytes`) and [`IMPORT_RESERVE_BYTES`]; at least a quarter of the
+/// budget, and 1 MiB.
+fn sort_budget(budget_bytes: usize, sample_bytes: usize) -> usize {
+    let batches = 6 * super::pending::batch_bytes(budget_bytes);
+    budget_bytes
+        .saturating_sub(IMPORT_RESERVE_BYTES + batches + sample_bytes)
+        .max(budget_bytes / 4)
+        .max(1 << 20)
+}
+
 impl BulkWriter {
     /// A writer for `collection` of `db`, packing with `settings` (at `small_level` if the
     /// import turns out too small to train a dictionary), holding at most about
@@ -216,7 +235,7 @@ impl BulkWriter {
         // At most 2 MiB: training on the compressor's full 16 MiB took 0.6 s of a 1 s import
         // of 4 MB of tweets, and stored them 1 % smaller.
         let sample_bytes = sample_bytes.min(budget_bytes / 8).min(MAX_SAMPLE_BYTES);
-        let sort_budget = (budget_bytes - budget_bytes / 4).max(1 << 20);
+        let sort_budget = sort_budget(budget_bytes, sample_bytes);
         let sorter = Sorter::new(
             SorterOptions::default()
                 .memory_budget_bytes(sort_budget)

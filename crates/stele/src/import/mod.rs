@@ -445,25 +445,25 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
 
     /// In input order, hands the good records of `converted` to the sink and handles the
     /// bad ones.
-    fn hand_on(&mut self, records: Vec<RawRecord>, converted: Vec<Converted>) -> IResult<()> {
-        for (result, r) in converted.into_iter().zip(records) {
+    fn hand_on(&mut self, records: Vec<RawRecord>, converted: Converted) -> IResult<()> {
+        for (result, r) in converted.iter().zip(records) {
+            let line = r.at.line;
             let result = result.and_then(|(id, kind, doc)| {
-                let line = r.at.line;
                 self.id_kind
-                    .check(&id, kind, line)
+                    .check(id, kind, line)
                     .map_err(|reason| (line, None, reason))?;
                 Ok((id, doc))
             });
             match result {
                 Ok((id, doc)) => {
                     if let Some(sink) = self.sink.as_mut() {
-                        sink.push(id.as_bytes(), &doc)?;
+                        sink.push(id.as_bytes(), doc)?;
                     }
                     self.progress.documents += 1;
                 }
                 Err((line, column, reason)) => {
                     let bad = BadRecord {
-                        source: r.source,
+                        source: r.source.to_string(),
                         line,
                         column,
                         record: r.at.record,

@@ -10,7 +10,8 @@ use super::spool::{Origin, Spool};
 pub(super) struct RawRecord {
     pub(super) end: usize,
     pub(super) at: Origin,
-    pub(super) source: String,
+    /// Shared by the records of one source (a clone per record would allocate).
+    pub(super) source: std::sync::Arc<str>,
     pub(super) stem: Option<String>,
 }
 
@@ -30,12 +31,18 @@ pub(super) struct Pending {
     pub(super) limit_records: usize,
 }
 
+/// Most bytes of text in one batch of records converted together, for an import of
+/// `budget_bytes`: a 64th of it, 256 KiB to 8 MiB.
+pub(super) fn batch_bytes(budget_bytes: usize) -> usize {
+    (budget_bytes / 64).clamp(256 << 10, 8 << 20)
+}
+
 impl Pending {
     pub(super) fn new(budget_bytes: usize) -> Self {
         Pending {
             text: Vec::new(),
             records: Vec::new(),
-            limit_bytes: (budget_bytes / 32).clamp(256 << 10, 8 << 20),
+            limit_bytes: batch_bytes(budget_bytes),
             limit_records: 1 << 16,
         }
     }
@@ -51,8 +58,8 @@ impl Pending {
     pub(super) fn push(&mut self, source: &str, text: &[u8], at: Origin, stem: Option<&str>) {
         self.text.extend_from_slice(text);
         let source = match self.records.last() {
-            Some(last) if last.source == source => last.source.clone(),
-            _ => source.to_owned(),
+            Some(last) if &*last.source == source => std::sync::Arc::clone(&last.source),
+            _ => std::sync::Arc::from(source),
         };
         self.records.push(RawRecord {
             end: self.text.len(),
