@@ -67,6 +67,7 @@ mod kinds;
 mod options;
 mod pending;
 mod presample;
+mod sample;
 mod split;
 mod spool;
 mod write;
