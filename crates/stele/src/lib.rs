@@ -46,6 +46,8 @@ pub use ids::{IdKind, parse_int_id};
 pub use index::{FieldPath, IndexDef, IndexStats};
 pub use internal::check_collection_name;
 pub use pack::cache::BlockCacheStats;
+#[doc(hidden)]
+pub use pack::forms::PackedForms;
 pub use query::{
     Access, AggregateOutput, Candidate, CountOutput, DocPath, Filter, Pipeline, Plan, Query,
     QueryOutput, QueryStats, Row, RowStream,

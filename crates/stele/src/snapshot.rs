@@ -307,6 +307,14 @@ impl Snapshot {
         stats
     }
 
+    /// The documents of `collection`'s packed blocks by stored form (whole or elided text
+    /// forms, the others) and the bytes their keys and values take: decodes every block.
+    /// For tests and benchmarks; not part of the supported API.
+    #[doc(hidden)]
+    pub fn packed_forms(&self, collection: &str) -> Result<crate::pack::forms::PackedForms> {
+        crate::pack::forms::packed_forms(&self.state, collection)
+    }
+
     /// How much compression shrinks `collection`: the bytes of its stored values before and
     /// after compression (zeros if it does not exist). One pass over its values reading only
     /// their headers, no decompression: the documents of its map as stored (the newest

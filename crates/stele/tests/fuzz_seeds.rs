@@ -252,6 +252,32 @@ fn packed_block_seeds() -> Vec<Vec<u8>> {
         .pack(&entries, &mut block)
         .unwrap();
     seeds.push(value(4, &block));
+    // A text block of an import with ids from a field: texts without the id field
+    // (elided text forms), the field first, in the middle and last in turn.
+    let elided: Vec<Vec<u8>> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            let id = String::from_utf8(id.to_vec()).unwrap();
+            let text = match i % 3 {
+                0 => format!(r#"{{"uid":"{id}","email":"user{i}@example.com"}}"#),
+                1 => format!(r#"{{"n":{i},"uid":"{id}","tags":["a"]}}"#),
+                _ => format!(r#"{{"n":{i},"uid":"{id}"}}"#),
+            };
+            let mut out = Vec::new();
+            assert!(stele::compress::elide::cut(
+                text.as_bytes(),
+                "uid",
+                stele::IdKind::Text,
+                &mut out
+            ));
+            out
+        })
+        .collect();
+    let elided: Vec<&[u8]> = elided.iter().map(Vec::as_slice).collect();
+    let mut packer = BlockPacker::new(9, None).unwrap();
+    packer.pack_documents(&ids, &elided, &mut block).unwrap();
+    seeds.push(value(5, &block));
     seeds
 }
 

@@ -76,7 +76,13 @@ impl Block {
         if !self.holds_streams(i) {
             return Some(Ok(Cow::Borrowed(entry)));
         }
-        Some(super::streams::to_document(entry))
+        // The values of a keyed layout follow its keys: entry `i`'s key is entry `i - n`.
+        let key = self
+            .streams_from
+            .and_then(|n| i.checked_sub(n))
+            .and_then(|k| self.get(k))
+            .unwrap_or_default();
+        Some(super::streams::to_document(key, entry))
     }
 
     /// The entries in order, as stored (see [`Block::get`]).

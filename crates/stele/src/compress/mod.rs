@@ -21,6 +21,7 @@ pub mod codec;
 mod compressor;
 mod context;
 mod dict_form;
+pub mod elide;
 mod header;
 mod keyed;
 mod options;
@@ -45,7 +46,9 @@ pub use retrain::{
     BlockTrained, BlockTraining, MAX_BLOCK_GROWTH, MIN_BLOCK_DOCS, PackTarget, block_is_full,
     cheapest_level,
 };
-pub use streams::{TRIAL_EVERY_BLOCKS, is_text_form, text_form_rebuilds, to_document};
+pub use streams::{
+    TRIAL_EVERY_BLOCKS, is_kept_text, is_text_form, text_form_rebuilds, to_document,
+};
 /// The trainer with its choices exposed: for the benchmarks (`compress_bench`) and the
 /// test that makes the fuzz targets' seeds; not part of the supported API. Not behind a
 /// feature: a feature only the benchmarks turned on made every other build of the workspace

@@ -7,7 +7,7 @@ use super::context::{block_context, compress_joined, encode_block};
 use super::header::{Codec, DictionaryId, MAX_BLOCK_DOCS};
 use super::keyed::join;
 use super::streams::{
-    FormChoice, Forms, TRIAL_EVERY_BLOCKS, is_text_form, push_stream, push_stream_trusted,
+    FormChoice, Forms, TRIAL_EVERY_BLOCKS, is_kept_text, push_stream, push_stream_trusted,
     to_document,
 };
 use crate::{Error, Result};
@@ -173,7 +173,7 @@ impl BlockPacker {
         let mut texts = false;
         if streams {
             for v in values {
-                texts |= is_text_form(v);
+                texts |= is_kept_text(v);
                 if self.trusted {
                     // SAFETY: `trusted` is set only by `trusting_documents`, whose caller
                     // promised that every value given here is a stream form or a valid
@@ -186,8 +186,8 @@ impl BlockPacker {
             }
         }
         if documents {
-            for v in values {
-                doc_forms.bytes.extend_from_slice(&to_document(v)?);
+            for (k, v) in keys.iter().zip(values) {
+                doc_forms.bytes.extend_from_slice(&to_document(k, v)?);
                 doc_forms.ends.push(doc_forms.bytes.len());
             }
         }

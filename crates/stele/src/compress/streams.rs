@@ -32,6 +32,7 @@ use std::cell::RefCell;
 
 use stele_doc::{Document, DocumentWriter, stream};
 
+use super::elide::is_elided;
 use super::header::corrupt;
 use crate::Result;
 
@@ -43,6 +44,8 @@ thread_local! {
     /// would allocate its tables for every document).
     static REBUILDER: RefCell<DocumentWriter> =
         RefCell::new(DocumentWriter::with_options(stream::write_options()));
+    /// The JSON text of an elided text form with its id put back, on this thread (reused).
+    static RESTORED: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Whether a stored block entry is a text form (a document's JSON text, an object): its
@@ -58,9 +61,23 @@ pub fn text_form_rebuilds(text: &[u8], doc: &[u8], writer: &mut DocumentWriter) 
     is_text_form(text) && writer.from_json(text).is_ok_and(|rebuilt| rebuilt == doc)
 }
 
-/// A stored block entry as a document: `value` itself, or the document rebuilt from it if it
-/// is a stream form or a text form. The error says why one does not decode.
-pub fn to_document(value: &[u8]) -> Result<Cow<'_, [u8]>> {
+/// A stored block entry (under `key`) as a document: `value` itself, or the document
+/// rebuilt from it if it is a stream form, a text form or an elided text form (whose id
+/// field is `key`, [`super::elide`]). The error says why one does not decode.
+pub fn to_document<'v>(key: &[u8], value: &'v [u8]) -> Result<Cow<'v, [u8]>> {
+    if is_elided(value) {
+        return RESTORED.with(|buf| {
+            let mut fresh = Vec::new();
+            let mut held = buf.try_borrow_mut();
+            let text = match held.as_deref_mut() {
+                Ok(b) => b,
+                Err(_) => &mut fresh,
+            };
+            super::elide::restore(key, value, text)?;
+            let doc = to_document(key, text)?.into_owned();
+            Ok(Cow::Owned(doc))
+        });
+    }
     let text = is_text_form(value);
     if !text && !stream::is_stream(value) {
         return Ok(Cow::Borrowed(value));
@@ -85,6 +102,12 @@ pub fn to_document(value: &[u8]) -> Result<Cow<'_, [u8]>> {
         })
 }
 
+/// Whether a stored block entry is kept as JSON text, whole or elided: it goes into a text
+/// block, and packers copy it as it is.
+pub fn is_kept_text(value: &[u8]) -> bool {
+    is_text_form(value) || is_elided(value)
+}
+
 /// Appends the stream form of the document `bytes` to `out` and returns true if they are a
 /// valid document whose stream `writer` rebuilds exactly (else leaves `out` as it was).
 pub(super) fn append_stream_form(
@@ -99,7 +122,7 @@ pub(super) fn append_stream_form(
 /// has one that rebuilds it exactly, else as the document.
 /// A text form goes in as it is.
 pub(super) fn push_stream(value: &[u8], writer: &mut DocumentWriter, out: &mut Vec<u8>) {
-    if stream::is_stream(value) || is_text_form(value) || !append_stream_form(value, writer, out) {
+    if stream::is_stream(value) || is_kept_text(value) || !append_stream_form(value, writer, out) {
         out.extend_from_slice(value);
     }
 }
@@ -116,7 +139,7 @@ pub(super) unsafe fn push_stream_trusted(
     writer: &mut DocumentWriter,
     out: &mut Vec<u8>,
 ) {
-    if stream::is_stream(value) || is_text_form(value) {
+    if stream::is_stream(value) || is_kept_text(value) {
         out.extend_from_slice(value);
         return;
     }
@@ -330,7 +353,7 @@ mod tests {
             off.pack_documents(&keys, &values, &mut again).unwrap(),
             Codec::KeyedBlock
         );
-        let e = to_document(br#"{"a":"#).unwrap_err();
+        let e = to_document(b"k", br#"{"a":"#).unwrap_err();
         assert!(e.to_string().contains("text form does not decode"), "{e}");
     }
 
@@ -345,8 +368,8 @@ mod tests {
         out.clear();
         push_stream(b"not a document", &mut w, &mut out);
         assert_eq!(out, b"not a document");
-        assert_eq!(&*to_document(&lz4).unwrap(), lz4.as_slice());
-        let e = to_document(&[0x07, 0x05, b'a']).unwrap_err();
+        assert_eq!(&*to_document(b"k", &lz4).unwrap(), lz4.as_slice());
+        let e = to_document(b"k", &[0x07, 0x05, b'a']).unwrap_err();
         assert!(e.to_string().contains("stream form does not decode"), "{e}");
     }
 }

@@ -67,6 +67,7 @@ mod kinds;
 mod options;
 mod pending;
 mod presample;
+mod sample;
 mod split;
 mod spool;
 mod write;
@@ -353,8 +354,9 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
             error,
         };
         let position = file.stream_position().map_err(read_err)?;
-        let sample = presample::presample(file, file_bytes, max_docs, max_bytes, &self.opts.write)
-            .map_err(read_err)?;
+        let mut sample =
+            presample::presample(file, file_bytes, max_docs, max_bytes, &self.opts.write)
+                .map_err(read_err)?;
         file.seek(std::io::SeekFrom::Start(position))
             .map_err(read_err)?;
         let est_doc_bytes = sample.estimated_doc_bytes(file_bytes);
@@ -366,6 +368,11 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
             && !ids_ascend(&mut path.clone(), &sample.docs)
         {
             return Ok(());
+        }
+        if let Ids::Field(_, name) = &self.ids {
+            // The dictionary trains on what the blocks will hold: texts without their id
+            // field where it can be cut (`convert::convert_all`).
+            sample.elide_texts(name);
         }
         if let Some(Sink::Bulk(writer)) = self.sink.take() {
             let writer = writer.streaming(
@@ -439,25 +446,25 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
 
     /// In input order, hands the good records of `converted` to the sink and handles the
     /// bad ones.
-    fn hand_on(&mut self, records: Vec<RawRecord>, converted: Vec<Converted>) -> IResult<()> {
-        for (result, r) in converted.into_iter().zip(records) {
+    fn hand_on(&mut self, records: Vec<RawRecord>, converted: Converted) -> IResult<()> {
+        for (result, r) in converted.iter().zip(records) {
+            let line = r.at.line;
             let result = result.and_then(|(id, kind, doc)| {
-                let line = r.at.line;
                 self.id_kind
-                    .check(&id, kind, line)
+                    .check(id, kind, line)
                     .map_err(|reason| (line, None, reason))?;
                 Ok((id, doc))
             });
             match result {
                 Ok((id, doc)) => {
                     if let Some(sink) = self.sink.as_mut() {
-                        sink.push(id.as_bytes(), &doc)?;
+                        sink.push(id.as_bytes(), doc)?;
                     }
                     self.progress.documents += 1;
                 }
                 Err((line, column, reason)) => {
                     let bad = BadRecord {
-                        source: r.source,
+                        source: r.source.to_string(),
                         line,
                         column,
                         record: r.at.record,

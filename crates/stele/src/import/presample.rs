@@ -135,6 +135,19 @@ pub(super) fn presample(
     Ok(sample)
 }
 
+impl Presample {
+    /// Replaces each sampled text by its form without the top-level field `name` where it
+    /// has one (`crate::compress::elide`), as the import will store it.
+    pub(super) fn elide_texts(&mut self, name: &str) {
+        let mut cut = Vec::new();
+        for text in &mut self.texts {
+            if crate::compress::elide::cut(text, name, crate::IdKind::Text, &mut cut) {
+                std::mem::swap(text, &mut cut);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

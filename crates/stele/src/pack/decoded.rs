@@ -293,7 +293,7 @@ impl DecodedBlock {
         let mut grown: isize = 0;
         let mut rebuild = |k: usize, cell: &OnceLock<Box<[u8]>>| -> Result<(), String> {
             let entry = block.get(self.n + k).unwrap_or_default();
-            let doc = crate::compress::to_document(entry).map_err(|e| e.to_string())?;
+            let doc = crate::compress::to_document(self.id(k), entry).map_err(|e| e.to_string())?;
             grown = grown.saturating_add_unsigned(doc.len());
             // Only this thread, holding the lock, sets cells.
             let _ = cell.set(doc.into_owned().into_boxed_slice());

@@ -28,6 +28,7 @@
 
 pub(crate) mod cache;
 pub(crate) mod decoded;
+pub(crate) mod forms;
 pub(crate) mod packing;
 pub(crate) mod sorted;
 
