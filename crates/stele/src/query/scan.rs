@@ -20,9 +20,9 @@ const MAX_BLOCKS_PER_STRETCH: usize = 64;
 
 /// The id ranges of the stretches, in order; together they cover every id.
 /// An id range: its lower and upper bounds.
-type Stretch = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+pub(crate) type Stretch = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 
-fn stretches(snap: &Snapshot, collection: &str) -> Result<Vec<Stretch>> {
+pub(crate) fn stretches(snap: &Snapshot, collection: &str) -> Result<Vec<Stretch>> {
     let Some(packs) = snap.state.packs(collection) else {
         return Ok(vec![(Bound::Unbounded, Bound::Unbounded)]);
     };
