@@ -74,6 +74,9 @@ pub fn import_arrow(
         };
         return super::import_text::import_as_text(db, collection, batches, &opts, progress);
     };
+    // SAFETY: `Import::hand_on` adds only documents `RowWriter::row` just finished with a
+    // `DocumentWriter`.
+    let bulk = unsafe { bulk.for_written_documents(opts) };
     let plan = Plan::new(&schema, ids);
     Import {
         bulk,

@@ -120,6 +120,29 @@ impl BulkImport {
         Ok(())
     }
 
+    /// This bulk write, for an import that writes its documents itself (the Arrow import):
+    /// packed at the cheaper of the two levels where a sample packs nearly as small at it,
+    /// when `opts` chose no level (as the JSON import's bulk write), and its documents
+    /// taken as valid, not validated again.
+    ///
+    /// # Safety
+    ///
+    /// Every document later added must be one a `stele_doc::DocumentWriter` just finished
+    /// (which `stele_doc::validate` accepts).
+    pub(crate) unsafe fn for_written_documents(self, opts: &ImportOptions) -> Self {
+        let (_, small_level) = opts.pack_levels();
+        let mut writer = self.writer;
+        if opts.pack_level.is_none() {
+            writer = writer.level_from_sample(small_level);
+        }
+        BulkImport {
+            // SAFETY: the caller promised documents a `DocumentWriter` wrote, which is what
+            // `BulkWriter::converted` asks.
+            writer: unsafe { writer.converted() },
+            ..self
+        }
+    }
+
     /// As [`Self::finish`], stopping with [`ImportError::Cancelled`] before anything landed
     /// once the cancel flag of `opts` is set.
     pub(crate) fn finish_unless_cancelled(self, opts: &ImportOptions) -> IResult<ImportReport> {
