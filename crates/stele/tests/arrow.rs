@@ -385,6 +385,6 @@ fn many_blocks_read_on_every_core_as_one_thread_would() {
             Err(e) => err = Some(e.to_string()),
         }
     }
-    assert!(rows <= 351 && rows >= 300, "{rows} rows before the misfit");
+    assert!((300..=351).contains(&rows), "{rows} rows before the misfit");
     assert!(err.unwrap().contains("0000000352"), "the document named");
 }
