@@ -115,9 +115,13 @@ impl ArrowReader {
         let id_kind = id_column(ids);
         let filter = crate::query::int_ids::filter_for(&snap.state, collection, &opts.filter);
         let stretches = if opts.skip == 0 && opts.limit == usize::MAX {
-            Some(crate::query::scan::stretches(&snap, collection)?)
-                .filter(|s| s.len() > 1)
-                .map(Arc::new)
+            Some(crate::query::scan::stretches_of(
+                &snap,
+                collection,
+                super::parallel::MAX_BLOCKS_PER_STRETCH,
+            )?)
+            .filter(|s| s.len() > 1)
+            .map(Arc::new)
         } else {
             None
         };
