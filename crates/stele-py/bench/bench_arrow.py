@@ -3,7 +3,9 @@
 same JSON Lines file, in one run.
 
 For each collection under `data/collections` of 10 MB or more (uncompressed), decompressed once
-into a cache folder and imported once into a Stele database (not timed), best of `--repeat`:
+into a cache folder, and each file of `data/json-corpus` that is an array of objects (each
+element a line, as bench_import.py picks them), imported once into a Stele database (not
+timed), best of `--repeat`:
   - three fields (the first three root properties of the first document):
     `pyarrow.table(coll.to_arrow(fields=[..]))` against DuckDB
     `SELECT a, b, c FROM read_json(file)` fetched as an Arrow table;
@@ -19,14 +21,19 @@ into a cache folder and imported once into a Stele database (not timed), best of
     (in memory).
 Each Stele timing includes `to_arrow`, which infers the schema from every document (one more
 pass), as DuckDB's `read_json` infers its own from a sample. Printed: seconds and the ratio
-DuckDB / Stele (above 1: Stele faster), then a Markdown table of all of it. `--quick` runs the
-first 5,000 lines of one collection (the smoke run of scripts/check.sh).
+DuckDB / Stele (above 1: Stele faster), then a Markdown table of all of it. Last, the peak
+memory of `stele export -o x.parquet` of debian-packages and of a collection of `--copies`
+copies of it (every document once per copy, numbered ids: 6 copies are 318 MB of JSON, above
+the 256 MiB memory budget of an import): bounded by the batch if both peaks are alike.
+`--quick` runs the first 5,000 lines of one collection (the smoke run of scripts/check.sh).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -56,6 +63,25 @@ def jsonl(name: str, lines: int | None) -> Path:
         if lines:
             text = b"\n".join(text.split(b"\n")[:lines]) + b"\n"
         out.write_bytes(text)
+    return out
+
+
+def corpus_arrays() -> list[tuple[str, Path]]:
+    """The files of `data/json-corpus` that are arrays of objects, each as JSON Lines (an
+    element a line) in the cache folder."""
+    out = []
+    for src in sorted((DATA / "json-corpus").glob("*.json")):
+        try:
+            value = json.loads(src.read_bytes())
+        except ValueError:
+            continue
+        if not (isinstance(value, list) and value and all(isinstance(v, dict) for v in value)):
+            continue
+        CACHE.mkdir(parents=True, exist_ok=True)
+        dst = CACHE / f"corpus-{src.stem}.jsonl"
+        if not dst.exists():
+            dst.write_text("".join(json.dumps(v, ensure_ascii=False) + "\n" for v in value))
+        out.append((f"corpus-{src.stem}", dst))
     return out
 
 
@@ -94,8 +120,7 @@ def import_parquet(pq: Path, work: Path) -> None:
                    check=True, capture_output=True)
 
 
-def run(name: str, lines: int | None, repeat: int, work: Path) -> None:
-    path = jsonl(name, lines)
+def run(name: str, path: Path, repeat: int, work: Path) -> None:
     db_dir = work / name.replace("/", "_")
     db = stele.open(db_dir)
     coll = db["c"]
@@ -153,7 +178,7 @@ def run(name: str, lines: int | None, repeat: int, work: Path) -> None:
                 lambda: duckdb.connect().sql(f"create table t as select * from read_parquet('{pq}')"),
             )
         )
-    short = name.removesuffix(".jsonl.zst").replace("mongodb-samples/", "mongodb-")
+    short = name.removesuffix(".jsonl.zst")
     for what, ours, theirs in cases:
         try:
             s = best(repeat, ours)
@@ -172,6 +197,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smoke run: 5,000 lines of one file")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--copies", type=int, default=6,
+                    help="copies of debian-packages in the export-memory collection")
     args = ap.parse_args()
     names = (
         ["geonames-cities.jsonl.zst"]
@@ -185,13 +212,51 @@ def main() -> None:
     )
     print(f"stele {stele.__version__ if hasattr(stele, '__version__') else ''} cores {os.cpu_count()}"
           f" load {os.getloadavg()[0]:.2f}")
+    inputs = [(name, jsonl(name, 5000 if args.quick else None)) for name in names]
+    if not args.quick:
+        inputs += corpus_arrays()
     with tempfile.TemporaryDirectory() as work:
-        for name in names:
-            run(name, 5000 if args.quick else None, 1 if args.quick else args.repeat, Path(work))
+        for name, path in inputs:
+            run(name, path, 1 if args.quick else args.repeat, Path(work))
+        if not args.quick and STELE_CLI.exists() and Path("/usr/bin/time").exists():
+            export_memory(args.copies, Path(work))
+    print(f"\nload {os.getloadavg()[0]:.2f}")
     print("\n| collection | what | Stele s | DuckDB s | DuckDB / Stele |")
     print("|---|---|---:|---:|---:|")
     for short, what, s, d in TABLE:
         print(f"| {short} | {what} | {s:.3f} | {d:.3f} | {d / s:.2f} |")
+
+
+def export_memory(copies: int, work: Path) -> None:
+    """Peak memory of `stele export -o x.parquet`: debian-packages, then `copies` copies of it
+    in one collection (imported by `stele import`, not timed)."""
+    one = jsonl("debian-packages.jsonl.zst", None)
+    many = work / f"debian-x{copies}.jsonl"
+    with open(many, "wb") as out:
+        text = one.read_bytes()
+        for _ in range(copies):
+            out.write(text)
+    print(f"\nexport peak memory ({copies} copies: {many.stat().st_size / 1e6:.0f} MB of JSON)")
+    for label, src in [("debian-packages", one), (f"debian-packages x{copies}", many)]:
+        db_dir = work / ("mem-" + label.replace(" ", "-"))
+        subprocess.run([str(STELE_CLI), "import", str(db_dir), "c", str(src)],
+                       check=True, capture_output=True)
+        t = time.perf_counter()
+        kib = export_parquet(db_dir, work / "m.parquet")
+        secs = time.perf_counter() - t
+        rows = sum(1 for _ in open(src, "rb"))
+        size = (work / "m.parquet").stat().st_size
+        print(f"  {label:<22} {rows:>8} documents  export {secs:6.2f} s  "
+              f"peak {kib / 1024:6.0f} MiB  parquet {size / 1e6:6.1f} MB")
+        MEMORY.append((label, rows, src.stat().st_size, secs, kib))
+        shutil.rmtree(db_dir)
+    print("\n| collection | documents | JSON MB | export s | peak MiB |")
+    print("|---|--:|--:|--:|--:|")
+    for label, rows, size, secs, kib in MEMORY:
+        print(f"| {label} | {rows} | {size / 1e6:.0f} | {secs:.2f} | {kib / 1024:.0f} |")
+
+
+MEMORY: list[tuple[str, int, int, float, int]] = []
 
 
 if __name__ == "__main__":

@@ -10,162 +10,20 @@
 
 use crate::common;
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float64Type, Int64Type};
+use arrow_array::types::Int64Type;
 use arrow_array::{Array, RecordBatch, RecordBatchReader};
 use arrow_schema::{DataType, Field, Schema};
-use common::data::{data_dir, slice};
-use serde_json::{Map, Value as Json};
+use common::arrow::*;
+use serde_json::Value as Json;
 use std::sync::Arc;
 use stele::arrow::ArrowOptions;
-use stele::import::{ImportOptions, import_reader};
 use stele::{Database, Error, Filter};
-
-fn import(db: &Database, coll: &str, lines: &[String]) {
-    let text = lines.join("\n") + "\n";
-    let opts = ImportOptions::new();
-    import_reader(db, coll, "t.jsonl", text.as_bytes(), None, &opts, |_| {}).unwrap();
-}
-
-/// Row `i` of a column as JSON: JSON-text columns parsed, struct children that are null
-/// left out (a missing field and a null read alike).
-fn cell(col: &dyn Array, field: &Field, i: usize) -> Json {
-    if col.is_null(i) {
-        return Json::Null;
-    }
-    let json_text = field
-        .metadata()
-        .get("ARROW:extension:name")
-        .is_some_and(|v| v == "arrow.json");
-    match col.data_type() {
-        DataType::Boolean => Json::Bool(col.as_boolean().value(i)),
-        DataType::Int64 => Json::from(col.as_primitive::<Int64Type>().value(i)),
-        DataType::Float64 => Json::from(col.as_primitive::<Float64Type>().value(i)),
-        DataType::Utf8 if json_text => serde_json::from_str(col.as_string::<i32>().value(i))
-            .unwrap_or_else(|e| panic!("{}: {e}", field.name())),
-        DataType::Utf8 => Json::String(col.as_string::<i32>().value(i).to_owned()),
-        DataType::Struct(fields) => {
-            let s = col.as_struct();
-            let mut out = Map::new();
-            for (f, c) in fields.iter().zip(s.columns()) {
-                let v = cell(c.as_ref(), f, i);
-                if !v.is_null() {
-                    out.insert(f.name().clone(), v);
-                }
-            }
-            Json::Object(out)
-        }
-        DataType::List(item) => {
-            let list = col.as_list::<i32>().value(i);
-            Json::Array((0..list.len()).map(|j| cell(&list, item, j)).collect())
-        }
-        other => panic!("unexpected type {other}"),
-    }
-}
-
-/// Every row of the batches: (the `_id` column if any, the other columns as an object).
-fn rows(batches: &[RecordBatch]) -> Vec<(Option<String>, Json)> {
-    let mut out = Vec::new();
-    for b in batches {
-        let schema = b.schema();
-        for i in 0..b.num_rows() {
-            let mut id = None;
-            let mut obj = Map::new();
-            for (f, c) in schema.fields().iter().zip(b.columns()) {
-                if f.name() == "_id" {
-                    id = Some(c.as_string::<i32>().value(i).to_owned());
-                    continue;
-                }
-                let name = if f.name() == "doc._id" {
-                    "_id"
-                } else {
-                    f.name()
-                };
-                let v = cell(c.as_ref(), f, i);
-                if !v.is_null() {
-                    obj.insert(name.to_owned(), v);
-                }
-            }
-            out.push((id, Json::Object(obj)));
-        }
-    }
-    out
-}
-
-/// Equal under the inference rule: object members that are null count as missing, numbers
-/// are equal by value (an integer read into a float column is that float).
-fn same(a: &Json, b: &Json) -> bool {
-    match (a, b) {
-        (Json::Object(x), Json::Object(y)) => {
-            let kept = |m: &Map<String, Json>| m.iter().filter(|(_, v)| !v.is_null()).count();
-            kept(x) == kept(y)
-                && x.iter()
-                    .filter(|(_, v)| !v.is_null())
-                    .all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
-        }
-        (Json::Array(x), Json::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(v, w)| same(v, w))
-        }
-        (Json::Number(x), Json::Number(y)) => {
-            x.to_string() == y.to_string() || x.as_f64().is_some_and(|f| Some(f) == y.as_f64())
-        }
-        _ => a == b,
-    }
-}
-
-fn read_all(db: &Database, coll: &str, opts: ArrowOptions) -> Vec<RecordBatch> {
-    let reader = db.snapshot().scan_arrow(coll, opts).unwrap();
-    reader.collect::<Result<Vec<_>, _>>().unwrap()
-}
-
-/// The documents of `coll` by id, as JSON.
-fn documents(db: &Database, coll: &str) -> Vec<(String, Json)> {
-    let snap = db.snapshot();
-    snap.iter(coll)
-        .map(|e| {
-            let (id, d) = e.unwrap();
-            (id, serde_json::from_str(&d.to_json().unwrap()).unwrap())
-        })
-        .collect()
-}
-
-fn assert_round_trip(db: &Database, coll: &str, opts: ArrowOptions) {
-    let got = rows(&read_all(db, coll, opts));
-    let want = documents(db, coll);
-    assert_eq!(got.len(), want.len(), "{coll}");
-    for ((gid, g), (wid, w)) in got.iter().zip(&want) {
-        assert_eq!(gid.as_deref(), Some(wid.as_str()), "{coll}");
-        assert!(same(g, w), "{coll} {wid}:\n got {g}\nwant {w}");
-    }
-}
 
 #[test]
 fn every_shared_collection_round_trips() {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open(dir.path()).unwrap();
-    let mut files: Vec<(String, usize)> = [
-        ("geonames-cities.jsonl.zst", 300),
-        ("mdn-compat-features.jsonl.zst", 120),
-        ("emojibase.jsonl.zst", 300),
-        ("github-webhooks.jsonl.zst", 40),
-        ("debian-packages.jsonl.zst", 200),
-        ("vega-flights-200k.jsonl.zst", 300),
-        ("mongodb-zips.jsonl.zst", 300),
-    ]
-    .iter()
-    .map(|(f, n)| ((*f).to_owned(), *n))
-    .collect();
-    let samples = data_dir().join("collections/mongodb-samples");
-    for e in std::fs::read_dir(&samples).unwrap() {
-        let name = e.unwrap().file_name().into_string().unwrap();
-        files.push((format!("mongodb-samples/{name}"), 150));
-    }
-    for (file, n) in &files {
-        let coll: String = file
-            .trim_end_matches(".jsonl.zst")
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-            .collect();
-        import(&db, &coll, &slice(file, *n));
+    for coll in shared_collections(&db) {
         // Inferred from every document, in several batches.
         let opts = ArrowOptions::new().sample_rows(usize::MAX).batch_rows(37);
         assert_round_trip(&db, &coll, opts);
@@ -389,66 +247,6 @@ fn a_restarted_stream_reads_everything_again_with_the_same_schema() {
     assert_eq!(first.map(|b| b.unwrap().num_rows()).sum::<usize>(), 60);
 }
 
-/// A reader of given batches, failing after them when asked.
-struct Given(Vec<RecordBatch>, Arc<Schema>, bool);
-
-impl Iterator for Given {
-    type Item = Result<RecordBatch, arrow_schema::ArrowError>;
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.0.is_empty() {
-            return self
-                .2
-                .then(|| Err(arrow_schema::ArrowError::ComputeError("cut".into())))
-                .inspect(|_| self.2 = false);
-        }
-        Some(Ok(self.0.remove(0)))
-    }
-}
-
-impl RecordBatchReader for Given {
-    fn schema(&self) -> arrow_schema::SchemaRef {
-        self.1.clone()
-    }
-}
-
-#[test]
-fn arrow_imports_give_back_the_documents_all_or_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path()).unwrap();
-    let lines = slice("mdn-compat-features.jsonl.zst", 120);
-    import(&db, "src", &lines);
-    let batches = read_all(&db, "src", ArrowOptions::new().batch_rows(50));
-    let schema = batches[0].schema();
-    let opts = ImportOptions::new().id_field("_id");
-    let given = Given(batches.clone(), schema.clone(), false);
-    let report = stele::arrow::import_arrow(&db, "copy", given, &opts, |_| {}).unwrap();
-    assert_eq!(report.documents, 120);
-    // Same ids, and the same documents under the inference rule (the id column stays in
-    // the documents as `_id`).
-    let want = documents(&db, "src");
-    let got = documents(&db, "copy");
-    assert_eq!(got.len(), want.len());
-    for ((gid, mut g), (wid, w)) in got.into_iter().zip(want) {
-        assert_eq!(gid, wid);
-        let own = g.as_object_mut().unwrap().remove("_id");
-        assert_eq!(own, Some(Json::String(wid.clone())));
-        assert!(same(&g, &w), "{wid}:\n got {g}\nwant {w}");
-    }
-    // A stream failing after its batches lands nothing.
-    let given = Given(batches, schema, true);
-    let err = stele::arrow::import_arrow(&db, "cut", given, &opts, |_| {}).unwrap_err();
-    assert!(err.to_string().contains("cut"), "{err}");
-    assert!(!db.snapshot().has_collection("cut"));
-    // Types JSON has no value for are refused up front, by column.
-    let dates = Arc::new(Schema::new(vec![Field::new("d", DataType::Date32, true)]));
-    let err = stele::arrow::import_arrow(&db, "d", Given(vec![], dates, false), &opts, |_| {})
-        .unwrap_err();
-    assert!(
-        err.to_string().contains("column d has type Date32"),
-        "{err}"
-    );
-}
-
 #[test]
 fn query_results_stream_with_their_filter_skip_and_limit() {
     let dir = tempfile::tempdir().unwrap();
@@ -531,4 +329,62 @@ fn integer_ids_are_an_int64_column() {
         .scan_arrow("t", ArrowOptions::new().schema(text_id))
         .unwrap_err();
     assert!(err.to_string().contains("Int64"), "{err}");
+}
+
+/// A collection of many packed blocks is read on every core, a stretch of blocks each: the
+/// schema is the one a pass in order infers (keys in the order first seen), the rows come
+/// in id order, equal to the documents, and a misfit in a later stretch ends the stream
+/// after the batches before it.
+#[test]
+fn many_blocks_read_on_every_core_as_one_thread_would() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = stele::DatabaseOptions::default().pack_block_bytes(4096);
+    let db = Database::open_with(dir.path(), opts).unwrap();
+    let mut lines = common::data::slice("mdn-compat-features.jsonl.zst", 400);
+    // A key first seen late, and a type that changes late: both must reach the schema.
+    lines.push(r#"{"late":{"x":1},"__compat":"not an object"}"#.to_owned());
+    import(&db, "m", &lines);
+    let parallel = read_all(&db, "m", ArrowOptions::new().batch_rows(50));
+    let in_order = read_all(&db, "m", ArrowOptions::new().sample_rows(usize::MAX - 1));
+    assert_eq!(parallel[0].schema(), in_order[0].schema());
+    let schema = parallel[0].schema();
+    assert_eq!(schema.fields().last().unwrap().name(), "late");
+    // One thread reads a query's results (a limit is counted in order).
+    let query = stele::Query::new("m").limit(10_000);
+    let opts = ArrowOptions::for_query(&query).unwrap().batch_rows(50);
+    let one_thread = read_all(&db, "m", opts);
+    assert_eq!(one_thread.len(), 9);
+    assert_eq!(rows(&one_thread), rows(&parallel));
+    // Batches end where stretches do: more of them than one thread's 9.
+    let rows: usize = parallel.iter().map(RecordBatch::num_rows).sum();
+    assert_eq!(rows, 401);
+    assert!(parallel.len() > 9, "{} batches", parallel.len());
+    assert!(parallel.iter().all(|b| b.num_rows() <= 50));
+    assert_round_trip(&db, "m", ArrowOptions::new().batch_rows(50));
+    // Row 351's `n` does not fit its column: the batches before it come first.
+    let given = Arc::new(Schema::new(vec![
+        Field::new("_id", DataType::Utf8, false),
+        Field::new("n", DataType::Int64, true),
+    ]));
+    let nums: Vec<String> = (0..600)
+        .map(|i| match i {
+            351 => r#"{"n":"x"}"#.to_owned(),
+            _ => format!(r#"{{"n":{i},"pad":"{}"}}"#, "p".repeat(60)),
+        })
+        .collect();
+    import(&db, "n", &nums);
+    let reader = db
+        .snapshot()
+        .scan_arrow("n", ArrowOptions::new().schema(given).batch_rows(40))
+        .unwrap();
+    let mut rows = 0;
+    let mut err = None;
+    for b in reader {
+        match b {
+            Ok(b) => rows += b.num_rows(),
+            Err(e) => err = Some(e.to_string()),
+        }
+    }
+    assert!((300..=351).contains(&rows), "{rows} rows before the misfit");
+    assert!(err.unwrap().contains("0000000352"), "the document named");
 }

@@ -7,6 +7,7 @@
 )]
 
 mod arrow;
+mod arrow_import;
 mod backup;
 mod backup_faults;
 mod blocks;
@@ -22,6 +23,7 @@ mod import_bulk;
 mod import_cancel;
 mod import_crash;
 mod import_export;
+mod import_id_field;
 mod import_streamed;
 mod import_syncs;
 mod int_ids;

@@ -58,11 +58,25 @@ pub(super) fn parquet(
         .build();
     let mut writer = ArrowWriter::try_new(out, reader.schema(), Some(props))?;
     let mut rows = 0;
-    for batch in reader {
-        let batch = batch?;
-        rows += batch.num_rows() as u64;
-        writer.write(&batch)?;
-    }
+    // The batches are read (on every core: `scan_arrow`) on a thread of their own while
+    // this one encodes and compresses the ones before, two batches ahead at most.
+    let (batches, read) = std::sync::mpsc::sync_channel(2);
+    std::thread::scope(|s| -> Result<()> {
+        s.spawn(move || {
+            for batch in reader {
+                // The receiver is gone only once the writing failed.
+                if batches.send(batch).is_err() {
+                    break;
+                }
+            }
+        });
+        for batch in read {
+            let batch = batch?;
+            rows += batch.num_rows() as u64;
+            writer.write(&batch)?;
+        }
+        Ok(())
+    })?;
     writer.close().context("finishing the Parquet file")?;
     Ok(rows)
 }

@@ -141,8 +141,10 @@ fn parquet_rows(
         file: path.display().to_string(),
         error,
     })?;
+    // Batches of 8,192 rows (the reader's default is 1,024): the import writes a batch's
+    // rows on every core while the next batch is decoded.
     parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
-        .and_then(|b| b.build())
+        .and_then(|b| b.with_batch_size(8192).build())
         .map_err(|e| malformed(format!("not a Parquet file this reader can read: {e}")))
 }
 

@@ -74,9 +74,13 @@ impl PyCollection {
     ///
     /// Imports every row of Arrow `data` (anything with `__arrow_c_stream__` or
     /// `__arrow_c_array__`: pyarrow, pandas, Polars, DuckDB results) as one document each,
-    /// the columns its properties (nulls left out), with the store's own import: all or
-    /// nothing, the same bulk write as `import_file`. Ids from the column `id` (default:
-    /// `_id` when there is one; it stays in the documents), else numbered from 1. Columns
+    /// the columns its properties (nulls left out), written straight into documents (no
+    /// JSON in between) on every core and handed to the store's own bulk write: all or
+    /// nothing, as `import_file`. Ids from the column `id` (default: `_id` when there is
+    /// one), else numbered from 1. The column `_id` as the ids is not a property (as
+    /// `to_arrow` gives it), and `doc._id` is then the property `_id`: a collection read
+    /// with `to_arrow` imports back to the same documents; another id column stays in the
+    /// documents. Columns
     /// JSON has no value for (dates, binary, ...) raise InvalidInput before anything is
     /// written: cast them to strings first. Returns the same dict as `import_file`.
     #[pyo3(signature = (data, *, id = None, batch = 10_000))]

@@ -1,225 +1,382 @@
 //! Import from Arrow: record batches (pyarrow, pandas, Polars, DuckDB, Parquet files) into a
-//! collection through the JSON import itself ([`crate::import::import_reader`]): each
-//! batch's rows are written as JSON Lines into a buffer the importer reads, one batch at a
-//! time, so the import is the same write-once bulk path, all or nothing, with the same ids
-//! and reports, and memory stays one batch of text plus the importer's own budget.
+//! collection. Each row is written straight into a stored document from the Arrow arrays
+//! (`super::docs`: the inference rule in reverse, no JSON text in between), on every core,
+//! while the next batch is read; the documents go to the JSON import's own bulk write
+//! ([`BulkImport`]: sorted by id, packed once on every core, switched in by one checkpoint),
+//! so the import is all or nothing, with the same ids and reports. Memory: two slices of at
+//! most [`SLICE_ROWS`] rows (one being read, one written) plus the bulk write's budget.
+//!
+//! A collection not written in bulk (compression off, or `ImportOptions::bulk` off) is
+//! imported through the JSON import's staged write instead (`super::import_text`).
 
-use crate::import::{ImportError, ImportFormat, ImportOptions, ImportProgress, ImportReport};
-use arrow_array::cast::AsArray;
-use arrow_array::types::{
-    Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type,
-    UInt32Type, UInt64Type,
+use super::docs::{Cells, Scratch};
+use crate::ids::IdKind;
+use crate::import::{
+    BadRecord, BulkImport, IdSource, ImportError, ImportOptions, ImportPhase, ImportProgress,
+    ImportReport, numbered_id,
 };
-use arrow_array::{Array, RecordBatch, RecordBatchReader};
-use arrow_schema::{DataType, Field};
-use std::io::Read;
+use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_schema::{ArrowError, Schema};
+use rayon::prelude::*;
+use stele_doc::{CachedPath, Document, DocumentWriter, WriteOptions};
 
-/// Imports every row of `batches` into `collection` as one document (the columns its
-/// properties; null values left out, as a missing field reads back null). Ids as `opts` say:
-/// an id column is an id field (`opts.id_field("_id")`; it stays in the documents).
-/// Columns of types JSON has no value for (binary, dates and times, dictionaries, maps...)
-/// are refused by name before anything is written: cast them to strings first.
+/// Most rows written into documents at once: a batch of more (a whole pyarrow table in one
+/// chunk) is taken a slice at a time, so memory stays a slice's documents.
+pub const SLICE_ROWS: usize = 16_384;
+
+/// The name the errors give the input.
+const SOURCE: &str = "(arrow)";
+
+/// Imports every row of `batches` into `collection` as one document: the columns its
+/// properties (nulls left out, as a missing field reads back null; see `crate::arrow`'s
+/// documentation for each type). Ids as `opts` say; without an id option, from the column
+/// `_id` when there is one, else numbered. The column `_id`, when it gives the ids, is the
+/// document id and not a property (the scan's `_id`), and the column `doc._id` is then the
+/// root property `_id`: a collection read with `scan_arrow` and imported again has the same
+/// ids and documents (equal under the inference rule). Another id column (`id_field("sku")`)
+/// stays in the documents, as in the JSON import. Columns of types JSON has no value for
+/// (binary, dates and times, dictionaries, maps...) are refused by name before anything is
+/// written: cast them to strings first. All or nothing: a bad row (an id missing or of the
+/// wrong type, JSON text that does not parse) stops the import before anything lands, or is
+/// skipped and reported with [`ImportOptions::skip_bad`]; so does a stream that fails.
 pub fn import_arrow(
     db: &crate::Database,
     collection: &str,
-    batches: impl RecordBatchReader,
+    batches: impl RecordBatchReader + Send,
     opts: &ImportOptions,
     progress: impl FnMut(ImportProgress),
 ) -> Result<ImportReport, ImportError> {
     let schema = batches.schema();
-    for field in schema.fields() {
-        check_type(field, field.name()).map_err(|reason| ImportError::Malformed {
-            file: "(arrow)".to_owned(),
-            line: 0,
-            reason,
-        })?;
+    for (field, col) in schema.fields().iter().zip(empty_columns(&schema)) {
+        Cells::of(col.as_ref(), field, field.name()).map_err(|reason| malformed(0, reason))?;
     }
-    let lines = Lines {
-        batches,
-        buf: Vec::new(),
-        pos: 0,
-        line: String::new(),
+    let has_id_column = schema.field_with_name(ID).is_ok();
+    let ids = match opts.id_source() {
+        None if has_id_column => Ids::Column,
+        None => Ids::Counter(String::new()),
+        Some(IdSource::Field(f)) if f == ID && has_id_column => Ids::Column,
+        Some(IdSource::Field(f)) => {
+            Ids::Field(CachedPath::new(f).map_err(crate::Error::from)?, f.clone())
+        }
+        Some(IdSource::Counter { prefix }) => Ids::Counter(prefix.clone()),
+        Some(IdSource::FileStem) => {
+            return Err(malformed(
+                0,
+                "ids from file names need the folder format; use an id column or the counter"
+                    .to_owned(),
+            ));
+        }
     };
-    let opts = opts.clone().format(ImportFormat::JsonLines);
-    crate::import::import_reader(db, collection, "(arrow)", lines, None, &opts, progress)
+    let Some(bulk) = BulkImport::new(db, collection, opts)? else {
+        let opts = match ids {
+            Ids::Column => opts.clone().id_field(ID),
+            _ => opts.clone(),
+        };
+        return super::import_text::import_as_text(db, collection, batches, &opts, progress);
+    };
+    // SAFETY: `Import::hand_on` adds only documents `RowWriter::row` just finished with a
+    // `DocumentWriter`.
+    let bulk = unsafe { bulk.for_written_documents(opts) };
+    let plan = Plan::new(&schema, ids);
+    Import {
+        bulk,
+        opts,
+        plan,
+        report: ImportReport::default(),
+        progress: ImportProgress {
+            phase: ImportPhase::Reading,
+            bytes_read: 0,
+            bytes_total: None,
+            documents: 0,
+            skipped: 0,
+            written: 0,
+        },
+        callback: progress,
+    }
+    .run(batches)
 }
 
-/// Whether JSON can hold the values of `field`; the reason and the fix when not.
-fn check_type(field: &Field, at: &str) -> Result<(), String> {
-    match field.data_type() {
-        DataType::Null
-        | DataType::Boolean
-        | DataType::Int8
-        | DataType::Int16
-        | DataType::Int32
-        | DataType::Int64
-        | DataType::UInt8
-        | DataType::UInt16
-        | DataType::UInt32
-        | DataType::UInt64
-        | DataType::Float32
-        | DataType::Float64
-        | DataType::Utf8
-        | DataType::LargeUtf8
-        | DataType::Utf8View => Ok(()),
-        DataType::Struct(children) => children
+/// The column the ids come from by default (the scan's id column).
+const ID: &str = "_id";
+/// The scan's column for a root property named `_id`.
+const DOC_ID: &str = "doc._id";
+
+fn malformed(line: u64, reason: String) -> ImportError {
+    ImportError::Malformed {
+        file: SOURCE.to_owned(),
+        line,
+        reason,
+    }
+}
+
+/// An empty array of each column's type, to check the types before the first batch.
+fn empty_columns(schema: &Schema) -> Vec<arrow_array::ArrayRef> {
+    schema
+        .fields()
+        .iter()
+        .map(|f| arrow_array::new_empty_array(f.data_type()))
+        .collect()
+}
+
+/// Where ids come from.
+#[derive(Clone)]
+enum Ids {
+    /// The column `_id`, not stored in the documents.
+    Column,
+    /// A field of the written document (a path), which stays in it.
+    Field(CachedPath, String),
+    /// Numbered rows, with a prefix.
+    Counter(String),
+}
+
+/// What each row becomes: the columns written as properties (their index and key), and the ids.
+#[derive(Clone)]
+struct Plan {
+    props: Vec<(usize, String)>,
+    id_column: Option<usize>,
+    ids: Ids,
+}
+
+impl Plan {
+    fn new(schema: &Schema, ids: Ids) -> Plan {
+        let id_column = schema
+            .index_of(ID)
+            .ok()
+            .filter(|_| matches!(ids, Ids::Column));
+        // `doc._id` is the property `_id` unless the column `_id` is one too.
+        let rename = id_column.is_some() || schema.index_of(ID).is_err();
+        let props = schema
+            .fields()
             .iter()
-            .try_for_each(|c| check_type(c, &format!("{at}.{}", c.name()))),
-        DataType::List(item) | DataType::LargeList(item) | DataType::FixedSizeList(item, _) => {
-            check_type(item, &format!("{at}[]"))
+            .enumerate()
+            .filter(|(i, _)| Some(*i) != id_column)
+            .map(|(i, f)| {
+                let key = match f.name().as_str() {
+                    DOC_ID if rename => ID.to_owned(),
+                    name => name.to_owned(),
+                };
+                (i, key)
+            })
+            .collect();
+        Plan {
+            props,
+            id_column,
+            ids,
         }
-        other => Err(format!(
-            "column {at} has type {other}, which has no JSON value: cast it to a string (pyarrow: table.cast(...), pandas: df[col].astype(str)) or drop it"
+    }
+}
+
+/// A row written: its id (as stored), the id's kind and its document; or why it is bad.
+type Built = Result<(String, IdKind, Vec<u8>), String>;
+
+/// One row of `columns` as a document and an id; `record` is its number from 1.
+struct RowWriter {
+    writer: DocumentWriter,
+    scratch: Scratch,
+    ids: Ids,
+}
+
+impl RowWriter {
+    fn new(write: &WriteOptions, ids: &Ids) -> RowWriter {
+        RowWriter {
+            writer: DocumentWriter::with_options(write.clone()),
+            scratch: Scratch::new(write.clone()),
+            ids: ids.clone(),
+        }
+    }
+
+    fn row(&mut self, plan: &Plan, columns: &[Cells<'_>], i: usize, record: u64) -> Built {
+        let w = &mut self.writer;
+        w.reset();
+        let e = |e: stele_doc::Error| e.to_string();
+        w.begin_object().map_err(e)?;
+        for (c, key) in &plan.props {
+            let Some(cells) = columns.get(*c) else {
+                continue;
+            };
+            if cells.is_null(i) {
+                continue;
+            }
+            w.key(key).map_err(e)?;
+            cells
+                .write(i, w, &mut self.scratch)
+                .map_err(|r| format!("column {key}{r}"))?;
+        }
+        w.end_object().map_err(e)?;
+        let doc = w.finish().map_err(e)?;
+        let (id, kind) = match &mut self.ids {
+            Ids::Counter(prefix) => (numbered_id(prefix, record), IdKind::Text),
+            Ids::Column => {
+                let cells = plan.id_column.and_then(|c| columns.get(c));
+                column_id(cells, i)?
+            }
+            Ids::Field(path, name) => {
+                let view = Document::new(doc.as_slice()).map_err(|e| e.to_string())?;
+                BulkImport::field_id(path, &view, name)?
+            }
+        };
+        crate::batch::check_id(&id).map_err(|e| e.to_string())?;
+        Ok((id, kind, doc))
+    }
+}
+
+/// The id in row `i` of the id column: a string as it is, an integer as its key.
+fn column_id(cells: Option<&Cells<'_>>, i: usize) -> Result<(String, IdKind), String> {
+    let Some(cells) = cells.filter(|c| !c.is_null(i)) else {
+        return Err(format!(
+            "no id: the column {ID} is null (every row needs one)"
+        ));
+    };
+    if let Some(s) = cells.str(i) {
+        return Ok((s.to_owned(), IdKind::Text));
+    }
+    match cells.int(i) {
+        Some(Ok(n)) => Ok((crate::ids::int_key(n), IdKind::Int)),
+        Some(Err(n)) => Err(format!(
+            "the id {n} in column {ID} is beyond the range of integer ids ({} to {}): cast the column to strings",
+            i64::MIN,
+            i64::MAX
+        )),
+        None => Err(format!(
+            "the column {ID} holds neither strings nor integers: ids must be one or the other (cast it, or name another id column)"
         )),
     }
 }
 
-/// The batches as JSON Lines text, a batch at a time.
-struct Lines<R> {
-    batches: R,
-    buf: Vec<u8>,
-    pos: usize,
-    line: String,
+/// An import under way: rows to documents, handed to the bulk write in input order.
+struct Import<'a, P> {
+    bulk: BulkImport,
+    opts: &'a ImportOptions,
+    plan: Plan,
+    report: ImportReport,
+    progress: ImportProgress,
+    callback: P,
 }
 
-impl<R: RecordBatchReader> Read for Lines<R> {
-    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-        while self.pos >= self.buf.len() {
-            let Some(batch) = self.batches.next() else {
-                return Ok(0);
-            };
-            let batch = batch.map_err(std::io::Error::other)?;
-            self.buf.clear();
-            self.pos = 0;
-            for row in 0..batch.num_rows() {
-                self.line.clear();
-                write_row(&batch, row, &mut self.line);
-                self.buf.extend_from_slice(self.line.as_bytes());
-                self.buf.push(b'\n');
+impl<P: FnMut(ImportProgress)> Import<'_, P> {
+    fn run(
+        mut self,
+        mut batches: impl RecordBatchReader + Send,
+    ) -> Result<ImportReport, ImportError> {
+        let mut slices = Slices { batch: None, at: 0 };
+        let mut next = slices.next(&mut batches);
+        let write = self.opts.document_options().clone();
+        while let Some(slice) = next {
+            let slice = slice.map_err(|e| ImportError::Read {
+                file: SOURCE.to_owned(),
+                error: std::io::Error::other(e),
+            })?;
+            let first = self.progress.documents + self.progress.skipped + 1;
+            let plan = &self.plan;
+            // This slice written on the pool while the next one is read (a Parquet file's
+            // decoding, a stream's producer).
+            let (built, after) = rayon::join(
+                || build(&slice, plan, first, &write),
+                || slices.next(&mut batches),
+            );
+            next = after;
+            self.hand_on(built?, first)?;
+            (self.callback)(self.progress);
+            if self.opts.is_cancelled() {
+                return Err(ImportError::Cancelled);
             }
         }
-        let rest = self.buf.get(self.pos..).unwrap_or_default();
-        let n = rest.len().min(out.len());
-        if let (Some(dst), Some(src)) = (out.get_mut(..n), rest.get(..n)) {
-            dst.copy_from_slice(src);
-        }
-        self.pos += n;
-        Ok(n)
+        self.progress.phase = ImportPhase::Writing;
+        (self.callback)(self.progress);
+        let written = self.bulk.finish_unless_cancelled(self.opts)?;
+        self.progress.written = written.documents;
+        (self.callback)(self.progress);
+        Ok(ImportReport {
+            skipped: self.report.skipped,
+            bad: self.report.bad,
+            ..written
+        })
     }
-}
 
-/// Row `row` of a batch as a JSON object.
-fn write_row(batch: &RecordBatch, row: usize, out: &mut String) {
-    out.push('{');
-    let mut first = true;
-    for (field, col) in batch.schema().fields().iter().zip(batch.columns()) {
-        if col.is_null(row) {
-            continue;
-        }
-        if !first {
-            out.push(',');
-        }
-        first = false;
-        json_string(field.name(), out);
-        out.push(':');
-        write_value(col.as_ref(), field, row, out);
-    }
-    out.push('}');
-}
-
-/// Value `i` of `col` as JSON (nulls as `null`; checked types only, see [`check_type`]).
-fn write_value(col: &dyn Array, field: &Field, i: usize, out: &mut String) {
-    use std::fmt::Write;
-    if col.is_null(i) {
-        out.push_str("null");
-        return;
-    }
-    let json_text = field
-        .metadata()
-        .get(super::kind::EXTENSION_KEY)
-        .is_some_and(|v| v == super::kind::JSON_EXTENSION);
-    // Writing to a String cannot fail.
-    let _ = match col.data_type() {
-        DataType::Boolean => write!(out, "{}", col.as_boolean().value(i)),
-        DataType::Int8 => write!(out, "{}", col.as_primitive::<Int8Type>().value(i)),
-        DataType::Int16 => write!(out, "{}", col.as_primitive::<Int16Type>().value(i)),
-        DataType::Int32 => write!(out, "{}", col.as_primitive::<Int32Type>().value(i)),
-        DataType::Int64 => write!(out, "{}", col.as_primitive::<Int64Type>().value(i)),
-        DataType::UInt8 => write!(out, "{}", col.as_primitive::<UInt8Type>().value(i)),
-        DataType::UInt16 => write!(out, "{}", col.as_primitive::<UInt16Type>().value(i)),
-        DataType::UInt32 => write!(out, "{}", col.as_primitive::<UInt32Type>().value(i)),
-        DataType::UInt64 => write!(out, "{}", col.as_primitive::<UInt64Type>().value(i)),
-        DataType::Float32 => float(f64::from(col.as_primitive::<Float32Type>().value(i)), out),
-        DataType::Float64 => float(col.as_primitive::<Float64Type>().value(i), out),
-        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
-            let s = match col.data_type() {
-                DataType::Utf8 => col.as_string::<i32>().value(i),
-                DataType::LargeUtf8 => col.as_string::<i64>().value(i),
-                _ => col.as_string_view().value(i),
-            };
-            if json_text {
-                out.push_str(s);
-            } else {
-                json_string(s, out);
-            }
-            Ok(())
-        }
-        DataType::Struct(fields) => {
-            let s = col.as_struct();
-            out.push('{');
-            let mut first = true;
-            for (f, c) in fields.iter().zip(s.columns()) {
-                if c.is_null(i) {
-                    continue;
+    /// The rows of a slice, in order: good ones to the bulk write, bad ones stop the import
+    /// or are counted.
+    fn hand_on(&mut self, built: Vec<Built>, first: u64) -> Result<(), ImportError> {
+        for (record, row) in (first..).zip(built) {
+            match row {
+                Ok((id, kind, doc)) => {
+                    self.bulk.add_document(id.as_bytes(), kind, &doc)?;
+                    self.progress.documents += 1;
                 }
-                if !first {
-                    out.push(',');
+                Err(reason) => {
+                    let bad = BadRecord {
+                        source: SOURCE.to_owned(),
+                        line: record,
+                        column: None,
+                        record,
+                        reason,
+                    };
+                    if !self.opts.skips_bad() {
+                        return Err(ImportError::BadRecord(bad));
+                    }
+                    self.progress.skipped += 1;
+                    self.report.skipped += 1;
+                    if self.report.bad.len() < 100 {
+                        self.report.bad.push(bad);
+                    }
                 }
-                first = false;
-                json_string(f.name(), out);
-                out.push(':');
-                write_value(c.as_ref(), f, i, out);
             }
-            out.push('}');
-            Ok(())
         }
-        DataType::List(item) => list(&col.as_list::<i32>().value(i), item, out),
-        DataType::LargeList(item) => list(&col.as_list::<i64>().value(i), item, out),
-        DataType::FixedSizeList(item, _) => list(&col.as_fixed_size_list().value(i), item, out),
-        _ => {
-            out.push_str("null");
-            Ok(())
-        }
-    };
-}
-
-fn list(values: &dyn Array, item: &Field, out: &mut String) -> std::fmt::Result {
-    out.push('[');
-    for j in 0..values.len() {
-        if j > 0 {
-            out.push(',');
-        }
-        write_value(values, item, j, out);
-    }
-    out.push(']');
-    Ok(())
-}
-
-/// A float as JSON: its shortest round-trip text; NaN and infinities, which JSON has no
-/// text for, as null.
-fn float(x: f64, out: &mut String) -> std::fmt::Result {
-    use std::fmt::Write;
-    if x.is_finite() {
-        write!(out, "{x:?}")
-    } else {
-        out.push_str("null");
         Ok(())
     }
 }
 
-/// `s` as a JSON string (the export's escaping).
-fn json_string(s: &str, out: &mut String) {
-    let mut bytes = Vec::with_capacity(s.len() + 2);
-    crate::export::write_json_string(&mut bytes, s);
-    out.push_str(&String::from_utf8_lossy(&bytes));
+/// The rows of `slice` as documents, on every core, in order; the first is record `first`.
+fn build(
+    slice: &RecordBatch,
+    plan: &Plan,
+    first: u64,
+    write: &WriteOptions,
+) -> Result<Vec<Built>, ImportError> {
+    let schema = slice.schema();
+    let columns = schema
+        .fields()
+        .iter()
+        .zip(slice.columns())
+        .map(|(f, c)| Cells::of(c.as_ref(), f, f.name()))
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(|reason| malformed(first, reason))?;
+    let columns = &columns;
+    Ok((0..slice.num_rows())
+        .into_par_iter()
+        .with_min_len(256)
+        .map_init(
+            || RowWriter::new(write, &plan.ids),
+            |w, i| w.row(plan, columns, i, first + i as u64),
+        )
+        .collect())
+}
+
+/// Batches cut into slices of at most [`SLICE_ROWS`] rows.
+struct Slices {
+    batch: Option<RecordBatch>,
+    at: usize,
+}
+
+impl Slices {
+    fn next(
+        &mut self,
+        batches: &mut impl Iterator<Item = Result<RecordBatch, ArrowError>>,
+    ) -> Option<Result<RecordBatch, ArrowError>> {
+        loop {
+            if let Some(b) = &self.batch
+                && self.at < b.num_rows()
+            {
+                let len = SLICE_ROWS.min(b.num_rows() - self.at);
+                let slice = b.slice(self.at, len);
+                self.at += len;
+                return Some(Ok(slice));
+            }
+            self.batch = None;
+            self.at = 0;
+            match batches.next()? {
+                Ok(b) => self.batch = Some(b),
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
 }

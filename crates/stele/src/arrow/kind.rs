@@ -151,6 +151,30 @@ impl SeenObject {
         true
     }
 
+    /// Joins what `other` saw (read after this, in id order) into this: keys it saw first
+    /// go after these, as a pass over both in order would have put them; false once there
+    /// are too many keys to be a struct.
+    pub(crate) fn join(&mut self, other: SeenObject) -> bool {
+        for (key, seen) in other.keys {
+            match self.at.get(&key) {
+                Some(&i) => {
+                    if let Some((_, mine)) = self.keys.get_mut(i) {
+                        let before = std::mem::take(mine);
+                        *mine = before.join(seen);
+                    }
+                }
+                None => {
+                    if self.keys.len() >= MAX_STRUCT_FIELDS {
+                        return false;
+                    }
+                    self.at.insert(key.clone(), self.keys.len());
+                    self.keys.push((key, seen));
+                }
+            }
+        }
+        true
+    }
+
     /// The keys and what was seen under each, in the order first seen.
     pub(crate) fn into_keys(self) -> Vec<(String, Seen)> {
         self.keys
@@ -203,6 +227,27 @@ impl Seen {
             _ => Seen::Json,
         };
         *self = next;
+    }
+
+    /// What was seen here and, after it, `other`: the kind one pass over both would have
+    /// seen (inference on several threads, a stretch of the collection each).
+    pub(crate) fn join(self, other: Seen) -> Seen {
+        match (self, other) {
+            (seen, Seen::Nothing) | (Seen::Nothing, seen) => seen,
+            (Seen::Bool, Seen::Bool) => Seen::Bool,
+            (Seen::Int, Seen::Int) => Seen::Int,
+            (Seen::Int | Seen::Float, Seen::Int | Seen::Float) => Seen::Float,
+            (Seen::Str, Seen::Str) => Seen::Str,
+            (Seen::Object(mut a), Seen::Object(b)) => {
+                if a.join(b) {
+                    Seen::Object(a)
+                } else {
+                    Seen::Json
+                }
+            }
+            (Seen::Array(a), Seen::Array(b)) => Seen::Array(Box::new((*a).join(*b))),
+            _ => Seen::Json,
+        }
     }
 
     /// The column kind for what was seen: places with nothing but nulls, and objects that

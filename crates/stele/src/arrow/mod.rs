@@ -56,11 +56,14 @@
 //! `Struct`, `List` and `Null`, nested as deep as needed.
 
 mod build;
+mod docs;
 mod import;
+mod import_text;
 mod kind;
+mod parallel;
 mod reader;
 
-pub use import::import_arrow;
+pub use import::{SLICE_ROWS, import_arrow};
 pub use reader::ArrowReader;
 
 use crate::error::{Error, Result};

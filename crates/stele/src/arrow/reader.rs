@@ -4,13 +4,15 @@
 use super::ArrowOptions;
 use super::build::{Col, Misfit};
 use super::kind::{Kind, Seen, SeenObject};
+use super::parallel::Failed;
 use crate::collection::Entries;
 use crate::error::{Error, Result};
 use crate::query::Filter;
+use crate::query::scan::Stretch;
 use crate::snapshot::Snapshot;
 use arrow_array::{RecordBatch, RecordBatchOptions, RecordBatchReader};
 use arrow_schema::{ArrowError, Schema, SchemaRef};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::ops::Bound;
 use std::sync::Arc;
 use stele_doc::{Document, Path, PathSet};
@@ -22,7 +24,7 @@ const DOC_ID: &str = "doc._id";
 
 /// Where a column's values come from.
 #[derive(Debug, Clone)]
-enum Source {
+pub(super) enum Source {
     /// The document id.
     Id,
     /// A root property (every-field mode; [`Layout::Keys`] says which).
@@ -33,7 +35,7 @@ enum Source {
 
 /// How the values of a document reach their columns.
 #[derive(Debug, Clone)]
-enum Layout {
+pub(super) enum Layout {
     /// `fields` or a given schema: the paths read, and the column of each path.
     Paths { set: PathSet, columns: Vec<usize> },
     /// Every field: the column of each root property, and which were filled (scratch).
@@ -47,17 +49,25 @@ enum Layout {
 /// Ends after the first error.
 #[derive(Debug, Clone)]
 pub struct ArrowReader {
-    snap: Snapshot,
-    collection: String,
-    filter: Filter,
+    pub(super) snap: Snapshot,
+    pub(super) collection: String,
+    pub(super) filter: Filter,
     /// The collection's kind of ids (integer ids: its stored keys stand for them).
-    ids: crate::IdKind,
-    schema: SchemaRef,
-    sources: Vec<Source>,
-    kinds: Vec<Kind>,
-    layout: Layout,
-    batch_rows: usize,
-    lenient: bool,
+    pub(super) ids: crate::IdKind,
+    pub(super) schema: SchemaRef,
+    pub(super) sources: Vec<Source>,
+    pub(super) kinds: Vec<Kind>,
+    pub(super) layout: Layout,
+    pub(super) batch_rows: usize,
+    pub(super) lenient: bool,
+    /// The id ranges read on every core, a wave at a time, and the next one to read: for a
+    /// read of every document the filter keeps (no skip, no limit) of a packed collection;
+    /// `None`: one thread reads on from `after`.
+    pub(super) stretches: Option<Arc<Vec<Stretch>>>,
+    pub(super) next_stretch: usize,
+    /// Batches of the last wave not returned yet, in order, and the error that ended it.
+    pub(super) ready: VecDeque<RecordBatch>,
+    pub(super) failed: Failed,
     /// The last id read (kept or not): the next batch starts after it.
     after: Option<Vec<u8>>,
     /// Documents kept by the filter to pass over first, and how many were.
@@ -65,8 +75,8 @@ pub struct ArrowReader {
     skipped: usize,
     /// Rows to return at most, and how many were.
     limit: usize,
-    rows_read: usize,
-    done: bool,
+    pub(super) rows_read: usize,
+    pub(super) done: bool,
 }
 
 impl ArrowReader {
@@ -104,6 +114,17 @@ impl ArrowReader {
         let int_ids = ids == crate::IdKind::Int;
         let id_kind = id_column(ids);
         let filter = crate::query::int_ids::filter_for(&snap.state, collection, &opts.filter);
+        let stretches = if opts.skip == 0 && opts.limit == usize::MAX {
+            Some(crate::query::scan::stretches_of(
+                &snap,
+                collection,
+                super::parallel::MAX_BLOCKS_PER_STRETCH,
+            )?)
+            .filter(|s| s.len() > 1)
+            .map(Arc::new)
+        } else {
+            None
+        };
         let mut reader = ArrowReader {
             snap,
             collection: collection.to_owned(),
@@ -121,6 +142,10 @@ impl ArrowReader {
             limit: opts.limit,
             rows_read: 0,
             done: false,
+            stretches,
+            next_stretch: 0,
+            ready: VecDeque::new(),
+            failed: Failed::default(),
         };
         let names = match &opts.schema {
             Some(schema) => {
@@ -180,31 +205,10 @@ impl ArrowReader {
     /// Infers the kinds from the first `sample` documents kept; returns the column names
     /// (and, in every-field mode, sets the sources).
     fn infer(&mut self, sample: usize, named: Option<Vec<String>>) -> Result<Vec<String>> {
-        let mut roots = SeenObject::default();
-        let mut seen = vec![Seen::Nothing; self.sources.len()];
-        let mut wide = false;
-        let Self {
-            snap,
-            collection,
-            filter,
-            layout,
-            ..
-        } = &mut *self;
-        for_each_kept(snap, collection, filter, None, sample, |_, doc| {
-            match layout {
-                Layout::Paths { set, columns } => set.read_doc(doc, |i, v| {
-                    if let Some(s) = columns.get(i).and_then(|&c| seen.get_mut(c)) {
-                        s.merge(v);
-                    }
-                }),
-                Layout::Keys { .. } => {
-                    if let Some(o) = doc.root_object() {
-                        wide |= !roots.merge(&o);
-                    }
-                }
-            }
-            Ok(true)
-        })?;
+        let (roots, seen, wide) = match self.stretches.clone() {
+            Some(parts) if sample == usize::MAX => super::parallel::infer(self, &parts)?,
+            _ => self.infer_in(&(Bound::Unbounded, Bound::Unbounded), sample)?,
+        };
         if let Some(names) = named {
             for (i, s) in seen.into_iter().enumerate() {
                 let kind = match self.sources.get(i) {
@@ -245,6 +249,38 @@ impl ArrowReader {
         Ok(names)
     }
 
+    /// What the first `sample` documents kept in the id range `part` show: the root objects'
+    /// properties (every-field mode) or each named path's values, and whether the roots had
+    /// too many properties for columns.
+    pub(super) fn infer_in(
+        &self,
+        part: &Stretch,
+        sample: usize,
+    ) -> Result<(SeenObject, Vec<Seen>, bool)> {
+        let mut roots = SeenObject::default();
+        let mut seen = vec![Seen::Nothing; self.sources.len()];
+        let mut wide = false;
+        let mut layout = self.layout.clone();
+        let (lo, hi) = (as_ref(&part.0), as_ref(&part.1));
+        let (snap, collection, filter) = (&self.snap, &self.collection, &self.filter);
+        for_each_in(snap, collection, filter, (lo, hi), sample, |_, doc| {
+            match &mut layout {
+                Layout::Paths { set, columns } => set.read_doc(doc, |i, v| {
+                    if let Some(s) = columns.get(i).and_then(|&c| seen.get_mut(c)) {
+                        s.merge(v);
+                    }
+                }),
+                Layout::Keys { .. } => {
+                    if let Some(o) = doc.root_object() {
+                        wide |= !roots.merge(&o);
+                    }
+                }
+            }
+            Ok(true)
+        })?;
+        Ok((roots, seen, wide))
+    }
+
     /// The kind of the id column.
     fn id_kind(&self) -> Kind {
         id_column(self.ids)
@@ -258,10 +294,16 @@ impl ArrowReader {
         fresh.done = false;
         fresh.skipped = 0;
         fresh.rows_read = 0;
+        fresh.next_stretch = 0;
+        fresh.ready.clear();
+        fresh.failed = Failed::default();
         fresh
     }
 
     fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        if self.stretches.is_some() {
+            return super::parallel::next_batch(self);
+        }
         let wanted = self
             .batch_rows
             .min(self.limit.saturating_sub(self.rows_read));
@@ -300,15 +342,8 @@ impl ArrowReader {
                     return Ok(false);
                 }
                 rows += 1;
-                fill_row(id, doc, sources, layout, &mut cols, lenient).map_err(|(col, m)| {
-                    Error::ArrowMisfit {
-                        collection: collection.clone(),
-                        id: crate::ids::id_text(kind, id.as_bytes().to_vec()),
-                        field: format!("{}{}", schema.field(col).name(), m.below),
-                        expected: m.expected,
-                        found: m.found.to_owned(),
-                    }
-                })?;
+                fill_row(id, doc, sources, layout, &mut cols, lenient)
+                    .map_err(|(col, m)| misfit(collection, kind, id, &schema, col, m))?;
                 Ok(true)
             },
         )?;
@@ -319,15 +354,40 @@ impl ArrowReader {
             self.done = true;
             return Ok(None);
         }
-        let arrays = cols
-            .iter_mut()
-            .map(Col::finish)
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(arrow_error)?;
-        let opts = RecordBatchOptions::new().with_row_count(Some(rows));
-        RecordBatch::try_new_with_options(self.schema.clone(), arrays, &opts)
-            .map(Some)
-            .map_err(arrow_error)
+        finish_batch(&self.schema, &mut cols, rows).map(Some)
+    }
+}
+
+/// The batch of the `rows` rows in `cols` (left empty for the next batch).
+pub(super) fn finish_batch(
+    schema: &SchemaRef,
+    cols: &mut [Col],
+    rows: usize,
+) -> Result<RecordBatch> {
+    let arrays = cols
+        .iter_mut()
+        .map(Col::finish)
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(arrow_error)?;
+    let opts = RecordBatchOptions::new().with_row_count(Some(rows));
+    RecordBatch::try_new_with_options(schema.clone(), arrays, &opts).map_err(arrow_error)
+}
+
+/// The error for a value of document `id` that does not fit column `col`.
+pub(super) fn misfit(
+    collection: &str,
+    kind: crate::IdKind,
+    id: &str,
+    schema: &SchemaRef,
+    col: usize,
+    m: Misfit,
+) -> Error {
+    Error::ArrowMisfit {
+        collection: collection.to_owned(),
+        id: crate::ids::id_text(kind, id.as_bytes().to_vec()),
+        field: format!("{}{}", schema.field(col).name(), m.below),
+        expected: m.expected,
+        found: m.found.to_owned(),
     }
 }
 
@@ -341,7 +401,7 @@ fn id_column(ids: crate::IdKind) -> Kind {
 }
 
 /// Appends one document's row to every column; a misfit names the column.
-fn fill_row(
+pub(super) fn fill_row(
     id: &str,
     doc: &Document<&[u8]>,
     sources: &[Source],
@@ -429,10 +489,22 @@ fn for_each_kept(
     filter: &Filter,
     after: Option<&[u8]>,
     limit: usize,
-    mut f: impl FnMut(&str, &Document<&[u8]>) -> Result<bool>,
+    f: impl FnMut(&str, &Document<&[u8]>) -> Result<bool>,
 ) -> Result<(Option<Vec<u8>>, bool)> {
     let lo = after.map_or(Bound::Unbounded, Bound::Excluded);
-    let entries = Entries::new(&snap.state, collection, lo, Bound::Unbounded, true)?;
+    for_each_in(snap, collection, filter, (lo, Bound::Unbounded), limit, f)
+}
+
+/// [`for_each_kept`] over the ids within `bounds`.
+pub(super) fn for_each_in(
+    snap: &Snapshot,
+    collection: &str,
+    filter: &Filter,
+    (lo, hi): (Bound<&[u8]>, Bound<&[u8]>),
+    limit: usize,
+    mut f: impl FnMut(&str, &Document<&[u8]>) -> Result<bool>,
+) -> Result<(Option<Vec<u8>>, bool)> {
+    let entries = Entries::new(&snap.state, collection, lo, hi, true)?;
     let mut kept = 0;
     let mut last = None;
     for entry in entries {
@@ -450,6 +522,10 @@ fn for_each_kept(
         }
     }
     Ok((last, true))
+}
+
+pub(super) fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    b.as_ref().map(Vec::as_slice)
 }
 
 fn arrow_error(e: ArrowError) -> Error {

@@ -96,22 +96,7 @@ impl BulkImport {
                     collection: self.collection.clone(),
                 });
             };
-            let want = *kind.get_or_insert(k);
-            let id = match (want, k) {
-                (IdKind::Int, IdKind::Text) => {
-                    crate::ids::key_for(&self.collection, want, &String::from_utf8_lossy(id))?
-                        .into_owned()
-                }
-                (IdKind::Text, IdKind::Int) => {
-                    return Err(Error::IdKindMismatch {
-                        collection: self.collection.clone(),
-                        holds: IdKind::Text,
-                        id: crate::ids::id_text(IdKind::Int, id.clone()),
-                    }
-                    .into());
-                }
-                _ => id.clone(),
-            };
+            let id = key_of(&self.collection, &mut kind, id, k)?;
             docs.push((id, doc));
         }
         self.kind = kind;
@@ -122,6 +107,48 @@ impl BulkImport {
         Ok(())
     }
 
+    /// Adds one document under `id`, as stored (an integer id, `kind` [`IdKind::Int`], is
+    /// its `crate::ids` key): for imports that write their documents themselves (the Arrow
+    /// import, `crate::arrow`). Ids of the other kind than the collection's (or the first
+    /// document's) are refused, or joined, as [`Self::add`] does.
+    pub(crate) fn add_document(&mut self, id: &[u8], kind: IdKind, doc: &[u8]) -> IResult<()> {
+        let mut want = self.kind;
+        let id = key_of(&self.collection, &mut want, id, kind)?;
+        self.kind = want;
+        self.writer.push(&id, doc)?;
+        self.added += 1;
+        Ok(())
+    }
+
+    /// This bulk write, for an import that writes its documents itself (the Arrow import):
+    /// packed at the cheaper of the two levels where a sample packs nearly as small at it,
+    /// when `opts` chose no level (as the JSON import's bulk write), and its documents
+    /// taken as valid, not validated again.
+    ///
+    /// # Safety
+    ///
+    /// Every document later added must be one a `stele_doc::DocumentWriter` just finished
+    /// (which `stele_doc::validate` accepts).
+    pub(crate) unsafe fn for_written_documents(self, opts: &ImportOptions) -> Self {
+        let (_, small_level) = opts.pack_levels();
+        let mut writer = self.writer;
+        if opts.pack_level.is_none() {
+            writer = writer.level_from_sample(small_level);
+        }
+        BulkImport {
+            // SAFETY: the caller promised documents a `DocumentWriter` wrote, which is what
+            // `BulkWriter::converted` asks.
+            writer: unsafe { writer.converted() },
+            ..self
+        }
+    }
+
+    /// As [`Self::finish`], stopping with [`ImportError::Cancelled`] before anything landed
+    /// once the cancel flag of `opts` is set.
+    pub(crate) fn finish_unless_cancelled(self, opts: &ImportOptions) -> IResult<ImportReport> {
+        self.finish_with(&|| opts.cancelled())
+    }
+
     /// Documents added so far (a repeated id counts each time).
     pub fn added(&self) -> u64 {
         self.added
@@ -129,10 +156,14 @@ impl BulkImport {
 
     /// Sorts, packs and lands every document added, at once.
     pub fn finish(self) -> IResult<ImportReport> {
+        self.finish_with(&|| false)
+    }
+
+    fn finish_with(self, cancelled: &(dyn Fn() -> bool + Sync)) -> IResult<ImportReport> {
         if let Some(kind) = self.kind.filter(|_| self.added > 0) {
             self.db.claim_id_kind(&self.collection, kind)?;
         }
-        let outcome = self.writer.finish(&self.db, &self.collection, &|| false)?;
+        let outcome = self.writer.finish(&self.db, &self.collection, cancelled)?;
         Ok(ImportReport {
             documents: outcome.imported,
             batches: 1,
@@ -142,5 +173,61 @@ impl BulkImport {
             merged: outcome.landed.merged,
             ..ImportReport::default()
         })
+    }
+}
+
+/// The stored key of `id` (of kind `k`) in a collection whose ids are of kind `want` (set
+/// to `k` if not known yet): a text id that writes an integer joins integer ids; an integer
+/// id among text ids is refused, as a commit would refuse it.
+fn key_of(collection: &str, want: &mut Option<IdKind>, id: &[u8], k: IdKind) -> IResult<Vec<u8>> {
+    let want = *want.get_or_insert(k);
+    Ok(match (want, k) {
+        (IdKind::Int, IdKind::Text) => {
+            crate::ids::key_for(collection, want, &String::from_utf8_lossy(id))?.into_owned()
+        }
+        (IdKind::Text, IdKind::Int) => {
+            return Err(Error::IdKindMismatch {
+                collection: collection.to_owned(),
+                holds: IdKind::Text,
+                id: crate::ids::id_text(IdKind::Int, id.to_vec()),
+            }
+            .into());
+        }
+        _ => id.to_vec(),
+    })
+}
+
+/// What an import that writes its documents itself (the Arrow import) reads of its options.
+impl ImportOptions {
+    /// Where ids come from (`None`: the importer's default).
+    pub(crate) fn id_source(&self) -> Option<&super::IdSource> {
+        self.id.as_ref()
+    }
+
+    /// Whether bad records are skipped.
+    pub(crate) fn skips_bad(&self) -> bool {
+        self.skip_bad
+    }
+
+    /// How documents are written.
+    pub(crate) fn document_options(&self) -> &stele_doc::WriteOptions {
+        &self.write
+    }
+
+    /// Whether the import was cancelled.
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.cancelled()
+    }
+}
+
+impl BulkImport {
+    /// The id of `doc` at `path` (the id field `name`) as stored, and its kind; else why
+    /// there is none (the JSON import's rule).
+    pub(crate) fn field_id(
+        path: &mut stele_doc::CachedPath,
+        doc: &stele_doc::Document<&[u8]>,
+        name: &str,
+    ) -> Result<(String, IdKind), String> {
+        super::convert::field_id(path, doc, name)
     }
 }

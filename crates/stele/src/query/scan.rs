@@ -20,9 +20,18 @@ const MAX_BLOCKS_PER_STRETCH: usize = 64;
 
 /// The id ranges of the stretches, in order; together they cover every id.
 /// An id range: its lower and upper bounds.
-type Stretch = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+pub(crate) type Stretch = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 
-fn stretches(snap: &Snapshot, collection: &str) -> Result<Vec<Stretch>> {
+pub(crate) fn stretches(snap: &Snapshot, collection: &str) -> Result<Vec<Stretch>> {
+    stretches_of(snap, collection, MAX_BLOCKS_PER_STRETCH)
+}
+
+/// [`stretches`] of at most `max_blocks` blocks each.
+pub(crate) fn stretches_of(
+    snap: &Snapshot,
+    collection: &str,
+    max_blocks: usize,
+) -> Result<Vec<Stretch>> {
     let Some(packs) = snap.state.packs(collection) else {
         return Ok(vec![(Bound::Unbounded, Bound::Unbounded)]);
     };
@@ -35,7 +44,7 @@ fn stretches(snap: &Snapshot, collection: &str) -> Result<Vec<Stretch>> {
     let per = lasts
         .len()
         .div_ceil(threads * 8)
-        .clamp(1, MAX_BLOCKS_PER_STRETCH);
+        .clamp(1, max_blocks.max(1));
     let mut out = Vec::new();
     let mut lo = Bound::Unbounded;
     for chunk in lasts.chunks(per) {

@@ -18,6 +18,14 @@ pub use docs::{log_json, order_json};
 )]
 pub mod data;
 
+/// What the Arrow tests share.
+#[cfg(feature = "arrow")]
+#[allow(
+    dead_code,
+    reason = "each test file is its own crate, and uses some of the helpers"
+)]
+pub mod arrow;
+
 /// JSON text of sensor reading `i`: a second kind of document next to the order and customer
 /// documents of the tests, to make the compression ratio drift. Minified, so that it equals
 /// the stored document's JSON output.
