@@ -83,14 +83,7 @@ pub fn import_arrow(
         opts,
         plan,
         report: ImportReport::default(),
-        progress: ImportProgress {
-            phase: ImportPhase::Reading,
-            bytes_read: 0,
-            bytes_total: None,
-            documents: 0,
-            skipped: 0,
-            written: 0,
-        },
+        progress: ImportProgress::start(),
         callback: progress,
     }
     .run(batches)

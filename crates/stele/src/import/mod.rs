@@ -304,14 +304,7 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
             pending: Pending::new(opts.memory_budget_bytes),
             converting: None,
             report: ImportReport::default(),
-            progress: ImportProgress {
-                phase: ImportPhase::Reading,
-                bytes_read: 0,
-                bytes_total: None,
-                documents: 0,
-                skipped: 0,
-                written: 0,
-            },
+            progress: ImportProgress::start(),
             callback,
         })
     }

@@ -275,6 +275,21 @@ pub struct ImportProgress {
     pub written: u64,
 }
 
+impl ImportProgress {
+    /// Nothing read yet: the start of an import (its size, when known, is set once the
+    /// input is opened).
+    pub(crate) fn start() -> Self {
+        ImportProgress {
+            phase: ImportPhase::Reading,
+            bytes_read: 0,
+            bytes_total: None,
+            documents: 0,
+            skipped: 0,
+            written: 0,
+        }
+    }
+}
+
 /// A record that could not be imported.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BadRecord {
