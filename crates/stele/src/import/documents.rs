@@ -107,6 +107,7 @@ impl BulkImport {
         Ok(())
     }
 
+    #[cfg(feature = "arrow")]
     /// Adds one document under `id`, as stored (an integer id, `kind` [`IdKind::Int`], is
     /// its `crate::ids` key): for imports that write their documents themselves (the Arrow
     /// import, `crate::arrow`). Ids of the other kind than the collection's (or the first
@@ -120,6 +121,7 @@ impl BulkImport {
         Ok(())
     }
 
+    #[cfg(feature = "arrow")]
     /// This bulk write, for an import that writes its documents itself (the Arrow import):
     /// packed at the cheaper of the two levels where a sample packs nearly as small at it,
     /// when `opts` chose no level (as the JSON import's bulk write), and its documents
@@ -143,6 +145,7 @@ impl BulkImport {
         }
     }
 
+    #[cfg(feature = "arrow")]
     /// As [`Self::finish`], stopping with [`ImportError::Cancelled`] before anything landed
     /// once the cancel flag of `opts` is set.
     pub(crate) fn finish_unless_cancelled(self, opts: &ImportOptions) -> IResult<ImportReport> {
@@ -198,6 +201,7 @@ fn key_of(collection: &str, want: &mut Option<IdKind>, id: &[u8], k: IdKind) -> 
 }
 
 /// What an import that writes its documents itself (the Arrow import) reads of its options.
+#[cfg(feature = "arrow")]
 impl ImportOptions {
     /// Where ids come from (`None`: the importer's default).
     pub(crate) fn id_source(&self) -> Option<&super::IdSource> {
@@ -220,6 +224,7 @@ impl ImportOptions {
     }
 }
 
+#[cfg(feature = "arrow")]
 impl BulkImport {
     /// The id of `doc` at `path` (the id field `name`) as stored, and its kind; else why
     /// there is none (the JSON import's rule).
