@@ -94,7 +94,8 @@ fn parse_args() -> Result<Args> {
                      --seconds S      length of the load (default 30)\n\
                      --clients C      concurrent clients (default 8)\n\
                      --datasette PATH the datasette program (default: datasette on PATH, if any)\n\
-                     --work DIR       where the databases go (default: a temporary folder)"
+                     --work DIR       where the databases go (default: a temporary folder)\n\n\
+                     STELE_SERVE_WORKERS=N  the server's worker threads (default: stele serve's)"
                 );
                 std::process::exit(0);
             }
@@ -147,12 +148,19 @@ pub fn doc(i: u64, rev: u64) -> String {
 /// standard input closes, then prints `peak_rss BYTES`.
 fn child(dir: &Path) -> Result<()> {
     let kick = std::env::var_os("STELE_SERVE_NO_KICK").is_none();
-    let server = stele_serve::Server::start(
-        dir,
-        stele_serve::Options::default()
-            .port(0)
-            .kick_connections(kick),
-    )?;
+    let mut opts = stele_serve::Options::default()
+        .port(0)
+        .kick_connections(kick);
+    // The server's worker threads (`stele serve --workers`); its default when unset.
+    if let Some(n) = std::env::var_os("STELE_SERVE_WORKERS") {
+        let n = n.to_string_lossy();
+        let n: usize = n
+            .parse()
+            .with_context(|| format!("STELE_SERVE_WORKERS={n:?}: not a number"))?;
+        opts = opts.workers(n);
+    }
+    eprintln!("server workers: {}", opts.workers);
+    let server = stele_serve::Server::start(dir, opts)?;
     println!("url {}", server.url());
     std::io::stdout().flush()?;
     let mut line = String::new();
