@@ -89,7 +89,10 @@ pub fn restore(key: &[u8], value: &[u8], out: &mut Vec<u8>) -> Result<()> {
     let (Some(head), Some(tail)) = (text.get(..at), text.get(at..)) else {
         return Err(bad("puts its id beyond its text"));
     };
-    if how & !(INT_KEY | COMMA_AFTER | COMMA_BEFORE) != 0 || text.first() != Some(&b'{') {
+    // The id goes after the text's opening brace: what is put back is an object's text
+    // again (a text form, never a form `to_document` would hand out unparsed).
+    if how & !(INT_KEY | COMMA_AFTER | COMMA_BEFORE) != 0 || text.first() != Some(&b'{') || at == 0
+    {
         return Err(bad("is of an unknown layout"));
     }
     out.reserve(text.len() + name.len() + key.len() + 8);
@@ -317,6 +320,11 @@ mod tests {
             restore(b"\xff", &out, &mut back).is_err(),
             "a key not UTF-8"
         );
+        // The id put back before the opening brace would make no object's text.
+        let mut at_zero = out.clone();
+        assert_eq!(at_zero[2], 1, "the id's place, after the brace");
+        at_zero[2] = 0;
+        assert!(restore(b"a", &at_zero, &mut back).is_err(), "the id at 0");
         let mut int = Vec::new();
         assert!(cut(br#"{"id":1,"r":1}"#, "id", IdKind::Int, &mut int));
         assert!(restore(b"x1", &int, &mut back).is_err(), "no integer key");
