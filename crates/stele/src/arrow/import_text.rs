@@ -9,8 +9,8 @@ use arrow_array::types::{
     Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type,
     UInt32Type, UInt64Type,
 };
-use arrow_array::{Array, RecordBatch, RecordBatchReader};
-use arrow_schema::{DataType, Field};
+use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchReader};
+use arrow_schema::{DataType, Field, Fields};
 use std::io::Read;
 
 /// Imports `batches` through the JSON import, as the rows' JSON Lines text.
@@ -67,9 +67,15 @@ impl<R: RecordBatchReader> Read for Lines<R> {
 
 /// Row `row` of a batch as a JSON object.
 fn write_row(batch: &RecordBatch, row: usize, out: &mut String) {
+    write_members(batch.schema().fields(), batch.columns(), row, out);
+}
+
+/// Row `row` of the columns `cols` (named by `fields`) as a JSON object, its null members
+/// left out: a batch's row, or a struct's value.
+fn write_members(fields: &Fields, cols: &[ArrayRef], row: usize, out: &mut String) {
     out.push('{');
     let mut first = true;
-    for (field, col) in batch.schema().fields().iter().zip(batch.columns()) {
+    for (field, col) in fields.iter().zip(cols) {
         if col.is_null(row) {
             continue;
         }
@@ -122,22 +128,7 @@ fn write_value(col: &dyn Array, field: &Field, i: usize, out: &mut String) {
             Ok(())
         }
         DataType::Struct(fields) => {
-            let s = col.as_struct();
-            out.push('{');
-            let mut first = true;
-            for (f, c) in fields.iter().zip(s.columns()) {
-                if c.is_null(i) {
-                    continue;
-                }
-                if !first {
-                    out.push(',');
-                }
-                first = false;
-                json_string(f.name(), out);
-                out.push(':');
-                write_value(c.as_ref(), f, i, out);
-            }
-            out.push('}');
+            write_members(fields, col.as_struct().columns(), i, out);
             Ok(())
         }
         DataType::List(item) => list(&col.as_list::<i32>().value(i), item, out),
