@@ -167,5 +167,43 @@ def test_find_results_as_arrow(coll):
     assert t.column("_id").to_pylist() == want
     # The cursor itself is a stream: DuckDB reads it by name.
     assert duckdb.sql("select count(*) from found").fetchall() == [(50,)]
-    with pytest.raises(stele.InvalidInput, match="ORDER BY"):
-        coll.find(sort="n").to_arrow()
+
+
+def test_sorted_and_projected_find_results_as_arrow(coll):
+    duckdb = pytest.importorskip("duckdb")
+    pl = pytest.importorskip("polars")
+    found = coll.find(
+        {"status": {"$in": ["paid", "pending"]}},
+        sort=[("who.city", 1), ("n", -1)],
+        skip=3,
+        limit=40,
+        projection=["n", "who.city"],
+    )
+    want = [(i, d.to_python()) for i, d in found]
+    t = found.to_arrow(batch_rows=9).read_all()
+    assert t.column_names == ["_id", "n", "who"]
+    assert t.column("_id").to_pylist() == [i for i, _ in want]
+    assert t.column("n").to_pylist() == [d["n"] for _, d in want]
+    assert t.column("who").to_pylist() == [d["who"] for _, d in want]
+    # Read again, by DuckDB and Polars, in the sort's order.
+    assert [r[0] for r in duckdb.sql("select n from found").fetchall()] == [
+        d["n"] for _, d in want
+    ]
+    assert pl.DataFrame(found)["n"].to_list() == [d["n"] for _, d in want]
+
+
+def test_aggregation_results_as_arrow(coll):
+    duckdb = pytest.importorskip("duckdb")
+    pipeline = [
+        {"$group": {"_id": "$status", "count": {"$count": {}}, "top": {"$max": "$n"}}},
+        {"$sort": {"count": -1, "_id": 1}},
+    ]
+    want = coll.aggregate(pipeline)
+    r = coll.aggregate_arrow(pipeline)
+    assert r.columns == ["_id", "count", "top"]
+    assert r.read_all().to_pylist() == want
+    assert r.read_all().to_pylist() == want
+    got = duckdb.sql("select _id, count from r order by _id").fetchall()
+    assert got == sorted((w["_id"], w["count"]) for w in want)
+    with pytest.raises(stele.InvalidInput, match="median"):
+        coll.aggregate_arrow([{"$group": {"_id": "$n", "m": {"$median": "$n"}}}])

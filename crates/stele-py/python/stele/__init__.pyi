@@ -322,8 +322,11 @@ class Cursor(Iterator[tuple[Id, Document]]):
         sample_rows: int | None = None,
         misfits: str = "error",
     ) -> ArrowReader:
-        """The documents of this find (its filter, skip and limit) as Arrow record batches, as
-        Collection.to_arrow reads them; a sort or a projection raises InvalidInput."""
+        """The rows of this find as Arrow record batches: its filter, skip and limit, in its
+        sort's order and its projection's shape (a nested path kept is a struct column).
+        Without a sort or projection, read as Collection.to_arrow reads documents; with one,
+        the rows come from the query and the types are inferred from them (the query runs
+        once more to infer them unless schema is given)."""
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
     def explain(self) -> dict[str, Any]:
         """Runs the query without keeping its rows and says how: {"plan", "index",
@@ -509,6 +512,19 @@ class Collection:
     def aggregate(self, pipeline: Sequence[Mapping[str, Any]] | str) -> list[Any]:
         """Runs a pipeline ($match $group $sort $limit $skip $project $count $unwind); the
         output documents as dicts."""
+    def aggregate_arrow(
+        self,
+        pipeline: Sequence[Mapping[str, Any]] | str,
+        fields: list[str] | str | None = None,
+        *,
+        schema: Any | None = None,
+        batch_rows: int = 65536,
+        sample_rows: int | None = None,
+        misfits: str = "error",
+    ) -> ArrowReader:
+        """The output of aggregate(pipeline) as Arrow record batches: a column per property
+        of the output documents (a $group's _id is its key), types inferred from them unless
+        schema is given; the pipeline runs once, and the reader reads any number of times."""
     @overload
     def create_index(
         self,

@@ -19,6 +19,15 @@ fn to_documents(texts: Vec<String>) -> stele::Result<Vec<Vec<u8>>> {
         .collect()
 }
 
+/// A pipeline given as a list of stage dicts or as its JSON text.
+pub(super) fn pipeline_arg(py: Python<'_>, pipeline: &Bound<'_, PyAny>) -> PyResult<Pipeline> {
+    let text = match pipeline.cast::<PyString>() {
+        Ok(s) => s.to_str()?.to_owned(),
+        Err(_) => python_to_json(py, pipeline)?,
+    };
+    Pipeline::parse(&text).map_err(|e| db_err(py, e))
+}
+
 impl PyCollection {
     /// A list of the plain Python values (dict, list, str, int, ...) of `docs`.
     fn plain_list<'py>(&self, py: Python<'py>, docs: Vec<Vec<u8>>) -> PyResult<Bound<'py, PyList>> {
@@ -46,11 +55,7 @@ impl PyCollection {
         py: Python<'py>,
         pipeline: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let text = match pipeline.cast::<PyString>() {
-            Ok(s) => s.to_str()?.to_owned(),
-            Err(_) => python_to_json(py, pipeline)?,
-        };
-        let pipeline = Pipeline::parse(&text).map_err(|e| db_err(py, e))?;
+        let pipeline = pipeline_arg(py, pipeline)?;
         let snap = self.queried(py)?;
         let name = self.name.as_str();
         let docs = py

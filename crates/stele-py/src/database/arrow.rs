@@ -114,9 +114,12 @@ impl PyCursor {
     /// to_arrow(fields=None, *, schema=None, batch_rows=65536, sample_rows=None,
     /// misfits="error") -> ArrowReader
     ///
-    /// The documents this `find` returns (its filter, skip and limit) as Arrow record
-    /// batches, as `Collection.to_arrow` reads them. A sort or a projection raises
-    /// InvalidInput: sort in the reader (DuckDB ORDER BY), name the columns in `fields`.
+    /// The rows this `find` returns as Arrow record batches: its filter, skip and limit,
+    /// in its sort's order and its projection's shape (`deep.b` kept: a `deep` struct
+    /// column holding `b`). Without a sort or a projection the documents are read as
+    /// `Collection.to_arrow` reads them; with one, the rows come from the query (indexes,
+    /// a spilling sort), the types are inferred from the rows, and the query runs once
+    /// more to infer them unless `schema` is given. `fields` names paths into the rows.
     #[pyo3(signature = (fields = None, *, schema = None, batch_rows = DEFAULT_BATCH_ROWS, sample_rows = None, misfits = "error"))]
     fn to_arrow(
         &self,
@@ -127,11 +130,10 @@ impl PyCursor {
         sample_rows: Option<usize>,
         misfits: &str,
     ) -> PyResult<PyArrowReader> {
-        let base = ArrowOptions::for_query(&self.query).map_err(|e| db_err(py, e))?;
+        let base = ArrowOptions::new();
         let opts = reader_options(py, base, fields, schema, batch_rows, sample_rows, misfits)?;
-        let collection = self.query.collection().to_owned();
         let plan = py
-            .detach(|| self.snap.scan_arrow(&collection, opts))
+            .detach(|| self.snap.query_arrow(&self.query, opts))
             .map_err(|e| db_err(py, e))?;
         Ok(PyArrowReader { plan })
     }
@@ -182,6 +184,47 @@ impl PyCollection {
         let name = self.name.clone();
         let plan = py
             .detach(|| snap.scan_arrow(&name, opts))
+            .map_err(|e| db_err(py, e))?;
+        Ok(PyArrowReader { plan })
+    }
+
+    /// aggregate_arrow(pipeline, fields=None, *, schema=None, batch_rows=65536,
+    /// sample_rows=None, misfits="error") -> ArrowReader
+    ///
+    /// The output of `aggregate(pipeline)` as Arrow record batches: a column per property
+    /// of the output documents (a `$group`'s `_id` is its key, not a document id), types
+    /// inferred from every output document unless `schema` is given, or the paths in
+    /// `fields`. The pipeline runs once, now (its output held, as `aggregate` holds it);
+    /// the reader can be read any number of times. A misfit names the output row.
+    #[pyo3(signature = (pipeline, fields = None, *, schema = None, batch_rows = DEFAULT_BATCH_ROWS, sample_rows = None, misfits = "error"))]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the Python keyword arguments of aggregate_arrow, one each"
+    )]
+    fn aggregate_arrow(
+        &self,
+        py: Python<'_>,
+        pipeline: &Bound<'_, PyAny>,
+        fields: Option<Bound<'_, PyAny>>,
+        schema: Option<Bound<'_, PyAny>>,
+        batch_rows: usize,
+        sample_rows: Option<usize>,
+        misfits: &str,
+    ) -> PyResult<PyArrowReader> {
+        let pipeline = super::aggregate::pipeline_arg(py, pipeline)?;
+        let opts = reader_options(
+            py,
+            ArrowOptions::new(),
+            fields,
+            schema,
+            batch_rows,
+            sample_rows,
+            misfits,
+        )?;
+        let snap = self.queried(py)?;
+        let name = self.name.clone();
+        let plan = py
+            .detach(|| snap.aggregate_arrow(&name, &pipeline, opts))
             .map_err(|e| db_err(py, e))?;
         Ok(PyArrowReader { plan })
     }

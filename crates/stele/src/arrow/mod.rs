@@ -62,6 +62,7 @@ mod import_text;
 mod kind;
 mod parallel;
 mod reader;
+mod rows;
 
 pub use import::{SLICE_ROWS, import_arrow};
 pub use reader::ArrowReader;
@@ -184,8 +185,10 @@ impl ArrowOptions {
                 reason: format!(
                     "{what} is not applied to Arrow streams: {}",
                     match what {
-                        "a sort" => "sort in the reader (DuckDB ORDER BY, Polars sort)",
-                        _ => "name the columns to read instead (fields)",
+                        "a sort" =>
+                            "Snapshot::query_arrow streams a sorted query's rows, or sort in the reader (DuckDB ORDER BY, Polars sort)",
+                        _ =>
+                            "Snapshot::query_arrow streams projected rows, or name the columns to read (fields)",
                     }
                 ),
             })
@@ -209,17 +212,23 @@ impl Snapshot {
     /// clone of the snapshot, so it sees this snapshot's documents whatever is written
     /// since, and reading it twice means calling this twice.
     pub fn scan_arrow(&self, collection: &str, options: ArrowOptions) -> Result<ArrowReader> {
-        if let (Some(fields), Some(schema)) = (&options.fields, &options.schema) {
-            let names: Vec<&String> = schema.fields().iter().map(|f| f.name()).collect();
-            if names.len() != fields.len() || names.iter().zip(fields).any(|(n, f)| *n != f) {
-                return Err(Error::ArrowSchema {
-                    field: "(all)".to_owned(),
-                    reason: format!(
-                        "the schema's fields {names:?} are not the fields asked for {fields:?}: give one or the other (a schema's names are the paths read)"
-                    ),
-                });
-            }
-        }
+        check_named(&options)?;
         ArrowReader::new(self.clone(), collection, options)
     }
+}
+
+/// `fields` and `schema` together must name the same columns.
+fn check_named(options: &ArrowOptions) -> Result<()> {
+    if let (Some(fields), Some(schema)) = (&options.fields, &options.schema) {
+        let names: Vec<&String> = schema.fields().iter().map(|f| f.name()).collect();
+        if names.len() != fields.len() || names.iter().zip(fields).any(|(n, f)| *n != f) {
+            return Err(Error::ArrowSchema {
+                field: "(all)".to_owned(),
+                reason: format!(
+                    "the schema's fields {names:?} are not the fields asked for {fields:?}: give one or the other (a schema's names are the paths read)"
+                ),
+            });
+        }
+    }
+    Ok(())
 }

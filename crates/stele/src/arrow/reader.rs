@@ -77,10 +77,28 @@ pub struct ArrowReader {
     limit: usize,
     pub(super) rows_read: usize,
     pub(super) done: bool,
+    /// Rows the query engine computes (a sorted or projected query, an aggregation's
+    /// output) instead of the collection's documents; `None`: the collection is read.
+    pub(super) rows: Option<super::rows::Rows>,
+    /// Those rows as they are read (empty in a restarted reader).
+    pub(super) running: super::rows::Running,
 }
 
 impl ArrowReader {
     pub(crate) fn new(snap: Snapshot, collection: &str, opts: ArrowOptions) -> Result<Self> {
+        Self::over(snap, collection, opts, None)
+    }
+
+    /// A reader of `rows` when given (see [`super::rows`]), else of the collection.
+    pub(super) fn over(
+        snap: Snapshot,
+        collection: &str,
+        opts: ArrowOptions,
+        rows: Option<super::rows::Rows>,
+    ) -> Result<Self> {
+        // Rows without ids (an aggregation's output) have no id column: `_id` is then a
+        // property like the others.
+        let with_id = rows.as_ref().is_none_or(super::rows::Rows::has_ids);
         let named: Option<Vec<String>> = match (&opts.schema, &opts.fields) {
             (Some(s), _) => Some(s.fields().iter().map(|f| f.name().clone()).collect()),
             (None, Some(f)) => Some(f.clone()),
@@ -95,7 +113,7 @@ impl ArrowReader {
             let mut parsed = Vec::new();
             let mut columns = Vec::new();
             for (col, name) in named.iter().enumerate() {
-                if name == ID {
+                if name == ID && with_id {
                     sources.push(Source::Id);
                 } else {
                     sources.push(Source::Path);
@@ -114,7 +132,7 @@ impl ArrowReader {
         let int_ids = ids == crate::IdKind::Int;
         let id_kind = id_column(ids);
         let filter = crate::query::int_ids::filter_for(&snap.state, collection, &opts.filter);
-        let stretches = if opts.skip == 0 && opts.limit == usize::MAX {
+        let stretches = if rows.is_none() && opts.skip == 0 && opts.limit == usize::MAX {
             Some(crate::query::scan::stretches_of(
                 &snap,
                 collection,
@@ -146,12 +164,14 @@ impl ArrowReader {
             next_stretch: 0,
             ready: VecDeque::new(),
             failed: Failed::default(),
+            rows,
+            running: super::rows::Running::default(),
         };
         let names = match &opts.schema {
             Some(schema) => {
                 for f in schema.fields() {
                     let kind = Kind::of_field(f, f.name())?;
-                    if f.name() == ID && kind != id_kind {
+                    if f.name() == ID && with_id && kind != id_kind {
                         let want = if int_ids {
                             "Int64 (the collection holds integer ids)"
                         } else {
@@ -206,6 +226,7 @@ impl ArrowReader {
     /// (and, in every-field mode, sets the sources).
     fn infer(&mut self, sample: usize, named: Option<Vec<String>>) -> Result<Vec<String>> {
         let (roots, seen, wide) = match self.stretches.clone() {
+            _ if self.rows.is_some() => super::rows::infer(self, sample)?,
             Some(parts) if sample == usize::MAX => super::parallel::infer(self, &parts)?,
             _ => self.infer_in(&(Bound::Unbounded, Bound::Unbounded), sample)?,
         };
@@ -228,12 +249,16 @@ impl ArrowReader {
                 ),
             });
         }
-        let mut names = vec![ID.to_owned()];
-        let mut columns = HashMap::new();
-        self.sources = vec![Source::Id];
-        self.kinds = vec![self.id_kind()];
+        let with_id = self.rows.as_ref().is_none_or(super::rows::Rows::has_ids);
+        let (mut names, mut columns) = (Vec::new(), HashMap::new());
+        (self.sources, self.kinds) = (Vec::new(), Vec::new());
+        if with_id {
+            names.push(ID.to_owned());
+            self.sources.push(Source::Id);
+            self.kinds.push(self.id_kind());
+        }
         for (key, s) in roots.into_keys() {
-            names.push(if key == ID {
+            names.push(if key == ID && with_id {
                 DOC_ID.to_owned()
             } else {
                 key.clone()
@@ -264,18 +289,7 @@ impl ArrowReader {
         let (lo, hi) = (as_ref(&part.0), as_ref(&part.1));
         let (snap, collection, filter) = (&self.snap, &self.collection, &self.filter);
         for_each_in(snap, collection, filter, (lo, hi), sample, |_, doc| {
-            match &mut layout {
-                Layout::Paths { set, columns } => set.read_doc(doc, |i, v| {
-                    if let Some(s) = columns.get(i).and_then(|&c| seen.get_mut(c)) {
-                        s.merge(v);
-                    }
-                }),
-                Layout::Keys { .. } => {
-                    if let Some(o) = doc.root_object() {
-                        wide |= !roots.merge(&o);
-                    }
-                }
-            }
+            wide |= !observe(&mut layout, &mut roots, &mut seen, doc);
             Ok(true)
         })?;
         Ok((roots, seen, wide))
@@ -297,10 +311,14 @@ impl ArrowReader {
         fresh.next_stretch = 0;
         fresh.ready.clear();
         fresh.failed = Failed::default();
+        fresh.running = super::rows::Running::default();
         fresh
     }
 
     fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        if self.rows.is_some() {
+            return super::rows::next_batch(self);
+        }
         if self.stretches.is_some() {
             return super::parallel::next_batch(self);
         }
@@ -355,6 +373,28 @@ impl ArrowReader {
             return Ok(None);
         }
         finish_batch(&self.schema, &mut cols, rows).map(Some)
+    }
+}
+
+/// Merges what `doc` holds into the inference: its root properties (`roots`, every-field
+/// layout) or its named paths' values (`seen`); false when the root has too many properties
+/// for columns.
+pub(super) fn observe(
+    layout: &mut Layout,
+    roots: &mut SeenObject,
+    seen: &mut [Seen],
+    doc: &Document<&[u8]>,
+) -> bool {
+    match layout {
+        Layout::Paths { set, columns } => {
+            set.read_doc(doc, |i, v| {
+                if let Some(s) = columns.get(i).and_then(|&c| seen.get_mut(c)) {
+                    s.merge(v);
+                }
+            });
+            true
+        }
+        Layout::Keys { .. } => doc.root_object().is_none_or(|o| roots.merge(&o)),
     }
 }
 
