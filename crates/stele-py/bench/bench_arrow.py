@@ -18,13 +18,15 @@ timed), best of `--repeat`:
     DuckDB `COPY (SELECT * FROM read_json(file)) TO 'x.parquet'`;
   - Parquet import of that file: `stele import DB2 c x.parquet` (a process, a new database
     each time) against DuckDB `CREATE TABLE t AS SELECT * FROM read_parquet('x.parquet')`
-    (in memory).
+    in memory, and into a database file closed after it (checkpointed: compressed and
+    durable, as Stele's import lands).
 Each Stele timing includes `to_arrow`, which infers the schema from every document (one more
 pass), as DuckDB's `read_json` infers its own from a sample. Printed: seconds and the ratio
 DuckDB / Stele (above 1: Stele faster), then a Markdown table of all of it. Last, the peak
-memory of `stele export -o x.parquet` of debian-packages and of a collection of `--copies`
-copies of it (every document once per copy, numbered ids: 6 copies are 318 MB of JSON, above
-the 256 MiB memory budget of an import): bounded by the batch if both peaks are alike.
+memory of `stele export -o x.parquet` of debian-packages and of collections of `--copies`
+and twice as many copies of it (every document once per copy, numbered ids: 6 copies are
+318 MB of JSON, above the 256 MiB memory budget of an import), resident (mapped tables
+included) and anonymous: bounded by the batch if the peaks stay alike.
 `--quick` runs the first 5,000 lines of one collection (the smoke run of scripts/check.sh).
 """
 
@@ -106,11 +108,50 @@ def export_parquet(db_dir: Path, out: Path) -> int:
     """`stele export DB c -o out` in a child process; returns its own peak memory in KiB,
     as `/usr/bin/time` reports it (the child's `ru_maxrss` seen from Python would count the
     pages it shared with this process between its fork and its exec)."""
-    proc = subprocess.run(
+    return export_parquet_memory(db_dir, out)[0]
+
+
+def export_parquet_memory(db_dir: Path, out: Path) -> tuple[int, int]:
+    """`export_parquet`, returning (peak resident KiB from `/usr/bin/time`, the largest
+    anonymous resident KiB seen polling `/proc/PID/status` every 5 ms). The first counts the
+    memory-mapped tables' pages, which the OS drops when it needs them; the second is the
+    process's own memory (heap: batches, the row group being encoded, the block cache)."""
+    proc = subprocess.Popen(
         ["/usr/bin/time", "-f", "%M", str(STELE_CLI), "export", str(db_dir), "c", "-o", str(out)],
-        capture_output=True, text=True, check=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
-    return int(proc.stderr.strip().splitlines()[-1])
+    anon_kib = 0
+    child = None
+    while proc.poll() is None:
+        if child is None:
+            try:
+                kids = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+                child = int(kids[0]) if kids else None
+            except OSError:
+                pass
+        if child is not None:
+            try:
+                for line in Path(f"/proc/{child}/status").read_text().splitlines():
+                    if line.startswith("RssAnon:"):
+                        anon_kib = max(anon_kib, int(line.split()[1]))
+            except OSError:
+                pass
+        time.sleep(0.005)
+    _, err = proc.communicate()
+    if proc.returncode != 0:
+        raise RuntimeError(f"stele export failed: {err.strip()[-300:]}")
+    return int(err.strip().splitlines()[-1]), anon_kib
+
+
+def duckdb_persistent(pq: Path, work: Path) -> None:
+    """DuckDB reading the Parquet file into a table of a database file, closed (which
+    checkpoints it: compressed, durable), as `stele import` lands a database."""
+    f = work / "duck-import.db"
+    for leftover in (f, work / "duck-import.db.wal"):
+        leftover.unlink(missing_ok=True)
+    con = duckdb.connect(str(f))
+    con.sql(f"create table t as select * from read_parquet('{pq}')")
+    con.close()
 
 
 def import_parquet(pq: Path, work: Path) -> None:
@@ -178,12 +219,19 @@ def run(name: str, path: Path, repeat: int, work: Path) -> None:
                 lambda: duckdb.connect().sql(f"create table t as select * from read_parquet('{pq}')"),
             )
         )
+        cases.append(
+            (
+                "parquet import, DuckDB to a file",
+                lambda: import_parquet(pq, work),
+                lambda: duckdb_persistent(pq, work),
+            )
+        )
     short = name.removesuffix(".jsonl.zst")
     for what, ours, theirs in cases:
         try:
             s = best(repeat, ours)
             d = best(repeat, theirs)
-            print(f"  {what:<15} stele {s:8.3f} s   duckdb read_json {d:8.3f} s   ratio {d / s:5.2f}x")
+            print(f"  {what:<15} stele {s:8.3f} s   duckdb {d:8.3f} s   ratio {d / s:5.2f}x")
             TABLE.append((short, what, s, d))
         except Exception as e:  # a peer refusing a file is reported, not fatal
             print(f"  {what:<15} failed: {str(e).splitlines()[0][:200]}")
@@ -228,35 +276,43 @@ def main() -> None:
 
 
 def export_memory(copies: int, work: Path) -> None:
-    """Peak memory of `stele export -o x.parquet`: debian-packages, then `copies` copies of it
-    in one collection (imported by `stele import`, not timed)."""
+    """Peak memory of `stele export -o x.parquet`: debian-packages, then `copies` and
+    2 x `copies` copies of it in one collection each (imported by `stele import`, not timed):
+    bounded by the batch if the peaks stay alike while the collection grows."""
     one = jsonl("debian-packages.jsonl.zst", None)
-    many = work / f"debian-x{copies}.jsonl"
-    with open(many, "wb") as out:
-        text = one.read_bytes()
-        for _ in range(copies):
-            out.write(text)
-    print(f"\nexport peak memory ({copies} copies: {many.stat().st_size / 1e6:.0f} MB of JSON)")
-    for label, src in [("debian-packages", one), (f"debian-packages x{copies}", many)]:
+    text = one.read_bytes()
+    sources = [("debian-packages", one)]
+    for n in (copies, 2 * copies):
+        many = work / f"debian-x{n}.jsonl"
+        with open(many, "wb") as out:
+            for _ in range(n):
+                out.write(text)
+        sources.append((f"debian-packages x{n}", many))
+    print(f"\nexport peak memory (up to {2 * copies} copies: "
+          f"{sources[-1][1].stat().st_size / 1e6:.0f} MB of JSON)")
+    for label, src in sources:
         db_dir = work / ("mem-" + label.replace(" ", "-"))
         subprocess.run([str(STELE_CLI), "import", str(db_dir), "c", str(src)],
                        check=True, capture_output=True)
         t = time.perf_counter()
-        kib = export_parquet(db_dir, work / "m.parquet")
+        kib, anon = export_parquet_memory(db_dir, work / "m.parquet")
         secs = time.perf_counter() - t
         rows = sum(1 for _ in open(src, "rb"))
         size = (work / "m.parquet").stat().st_size
         print(f"  {label:<22} {rows:>8} documents  export {secs:6.2f} s  "
-              f"peak {kib / 1024:6.0f} MiB  parquet {size / 1e6:6.1f} MB")
-        MEMORY.append((label, rows, src.stat().st_size, secs, kib))
+              f"peak {kib / 1024:6.0f} MiB  anonymous {anon / 1024:6.0f} MiB  "
+              f"parquet {size / 1e6:6.1f} MB")
+        MEMORY.append((label, rows, src.stat().st_size, secs, kib, anon))
         shutil.rmtree(db_dir)
-    print("\n| collection | documents | JSON MB | export s | peak MiB |")
-    print("|---|--:|--:|--:|--:|")
-    for label, rows, size, secs, kib in MEMORY:
-        print(f"| {label} | {rows} | {size / 1e6:.0f} | {secs:.2f} | {kib / 1024:.0f} |")
+        if src != one:
+            src.unlink()
+    print("\n| collection | documents | JSON MB | export s | peak MiB | anonymous peak MiB |")
+    print("|---|--:|--:|--:|--:|--:|")
+    for label, rows, size, secs, kib, anon in MEMORY:
+        print(f"| {label} | {rows} | {size / 1e6:.0f} | {secs:.2f} | {kib / 1024:.0f} | {anon / 1024:.0f} |")
 
 
-MEMORY: list[tuple[str, int, int, float, int]] = []
+MEMORY: list[tuple[str, int, int, float, int, int]] = []
 
 
 if __name__ == "__main__":
