@@ -63,9 +63,10 @@ mod kind;
 mod parallel;
 mod reader;
 mod rows;
+mod state;
 
 pub use import::{SLICE_ROWS, import_arrow};
-pub use reader::ArrowReader;
+pub use state::ArrowReader;
 
 use crate::error::{Error, Result};
 use crate::query::Filter;

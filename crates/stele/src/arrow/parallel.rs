@@ -9,7 +9,7 @@
 
 use super::build::Col;
 use super::kind::{Seen, SeenObject};
-use super::reader::{ArrowReader, as_ref, fill_row, finish_batch, for_each_in, misfit};
+use super::state::{ArrowReader, as_ref, fill_row, finish_batch, for_each_in, misfit};
 use crate::error::{Error, Result};
 use crate::query::scan::Stretch;
 use arrow_array::RecordBatch;
@@ -20,17 +20,6 @@ use rayon::prelude::*;
 /// export of debian-packages grew with the collection (119 MB for 53 MB of JSON, 167 MB for
 /// six copies of it) until the stretches reached 64 blocks.
 pub(super) const MAX_BLOCKS_PER_STRETCH: usize = 16;
-
-/// The error that ended a wave, returned once the batches before it are; a clone of the
-/// reader starts without it (a reader is cloned to read again from the start).
-#[derive(Debug, Default)]
-pub(crate) struct Failed(Option<Error>);
-
-impl Clone for Failed {
-    fn clone(&self) -> Self {
-        Failed(None)
-    }
-}
 
 /// The inference pass over `parts` on every core: what each stretch saw, joined in order.
 pub(super) fn infer(

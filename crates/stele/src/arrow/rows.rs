@@ -13,73 +13,27 @@
 
 use super::ArrowOptions;
 use super::kind::{Seen, SeenObject};
-use super::reader::{ArrowReader, fill_row, finish_batch, misfit, observe};
+use super::state::{
+    ArrowReader, RowSource, Rows, Running, fill_row, finish_batch, misfit, observe,
+};
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
-use crate::query::{Pipeline, Query, RowStream};
+use crate::query::{Pipeline, Query};
 use crate::snapshot::Snapshot;
 use arrow_array::RecordBatch;
 use std::sync::Arc;
 use stele_doc::{Document, DocumentWriter};
 
-/// Where the rows of a stream come from.
-#[derive(Debug, Clone)]
-pub(crate) enum Rows {
-    /// The rows of a query (its ids, and its documents or their projections).
-    Query(Box<Query>),
-    /// Documents already computed (an aggregation's output, as document bytes): no ids.
-    Docs(Arc<Vec<Vec<u8>>>),
-}
-
-impl Rows {
-    /// Whether the rows carry document ids (an `_id` column).
-    pub(crate) fn has_ids(&self) -> bool {
-        matches!(self, Rows::Query(_))
-    }
-}
-
-/// The rows of one stream as they are read. A clone (a restarted reader) starts again.
-/// (In a mutex only so that a reader stays `Sync`, as the parallel read of a collection
-/// shares it; a stream of rows reads through `&mut`, never locking.)
-#[derive(Default)]
-pub(crate) struct Running(std::sync::Mutex<Option<Source>>);
-
-impl Running {
-    fn source(&mut self) -> &mut Option<Source> {
-        // A poisoned lock only means a panic elsewhere left it: the rows are still whole.
-        self.0
-            .get_mut()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
-
-enum Source {
-    /// A running query, and the writer that turns its JSON rows into documents.
-    Query(Box<(RowStream, DocumentWriter)>),
-    /// The index of the next document.
-    Docs(usize),
-}
-
-impl Clone for Running {
-    fn clone(&self) -> Self {
-        Running::default()
-    }
-}
-
-impl std::fmt::Debug for Running {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Running")
-    }
-}
-
 /// One row: its id as stored (empty without ids) and its document bytes.
 type Row = (String, Vec<u8>);
 
-impl Source {
-    fn start(snap: &Snapshot, rows: &Rows) -> Result<Source> {
+impl RowSource {
+    fn start(snap: &Snapshot, rows: &Rows) -> Result<RowSource> {
         Ok(match rows {
-            Rows::Query(q) => Source::Query(Box::new((snap.query_iter(q)?, DocumentWriter::new()))),
-            Rows::Docs(_) => Source::Docs(0),
+            Rows::Query(q) => {
+                RowSource::Query(Box::new((snap.query_iter(q)?, DocumentWriter::new())))
+            }
+            Rows::Docs(_) => RowSource::Docs(0),
         })
     }
 
@@ -87,7 +41,7 @@ impl Source {
     /// rows give integer ids as people write them; the id column wants them as stored).
     fn next(&mut self, rows: &Rows, kind: IdKind) -> Result<Option<Row>> {
         match (self, rows) {
-            (Source::Query(running), _) => {
+            (RowSource::Query(running), _) => {
                 let (stream, writer) = &mut **running;
                 let Some(row) = stream.next().transpose()? else {
                     return Ok(None);
@@ -101,14 +55,14 @@ impl Source {
                 };
                 Ok(Some((key, bytes)))
             }
-            (Source::Docs(next), Rows::Docs(docs)) => {
+            (RowSource::Docs(next), Rows::Docs(docs)) => {
                 let Some(doc) = docs.get(*next) else {
                     return Ok(None);
                 };
                 *next += 1;
                 Ok(Some((String::new(), doc.clone())))
             }
-            (Source::Docs(_), Rows::Query(_)) => Err(Error::InvalidQuery {
+            (RowSource::Docs(_), Rows::Query(_)) => Err(Error::InvalidQuery {
                 reason: "an Arrow stream of rows lost its query (a bug: please report it)"
                     .to_owned(),
             }),
@@ -125,7 +79,7 @@ pub(super) fn infer(r: &ArrowReader, sample: usize) -> Result<(SeenObject, Vec<S
     let mut seen = vec![Seen::Nothing; r.sources.len()];
     let mut wide = false;
     let mut layout = r.layout.clone();
-    let mut source = Source::start(&r.snap, rows)?;
+    let mut source = RowSource::start(&r.snap, rows)?;
     let mut n = 0;
     while n < sample {
         let Some((_, bytes)) = source.next(rows, r.ids)? else {
@@ -151,7 +105,7 @@ pub(super) fn next_batch(r: &mut ArrowReader) -> Result<Option<RecordBatch>> {
         return Ok(None);
     }
     if r.running.source().is_none() {
-        *r.running.source() = Some(Source::start(&r.snap, &rows)?);
+        *r.running.source() = Some(RowSource::start(&r.snap, &rows)?);
     }
     let capacity = r.batch_rows.min(8192);
     let mut cols: Vec<_> = r
