@@ -42,6 +42,8 @@ impl ArrowReader {
         let mut layout = Layout::Keys {
             columns: HashMap::new(),
             filled: Vec::new(),
+            keys: Vec::new(),
+            guess: Vec::new(),
         };
         if let Some(named) = &named {
             let mut parsed = Vec::new();
@@ -184,10 +186,11 @@ impl ArrowReader {
             });
         }
         let with_id = self.rows.as_ref().is_none_or(Rows::has_ids);
-        let (mut names, mut columns) = (Vec::new(), HashMap::new());
+        let (mut names, mut columns, mut keys) = (Vec::new(), HashMap::new(), Vec::new());
         (self.sources, self.kinds) = (Vec::new(), Vec::new());
         if with_id {
             names.push(ID.to_owned());
+            keys.push(String::new());
             self.sources.push(Source::Id);
             self.kinds.push(self.id_kind());
         }
@@ -198,12 +201,15 @@ impl ArrowReader {
                 key.clone()
             });
             self.sources.push(Source::Key);
+            keys.push(key.clone());
             columns.insert(key, self.sources.len() - 1);
             self.kinds.push(s.kind());
         }
         self.layout = Layout::Keys {
             columns,
             filled: vec![false; self.sources.len()],
+            keys,
+            guess: Vec::new(),
         };
         Ok(names)
     }

@@ -40,10 +40,14 @@ pub(super) enum Source {
 pub(super) enum Layout {
     /// `fields` or a given schema: the paths read, and the column of each path.
     Paths { set: PathSet, columns: Vec<usize> },
-    /// Every field: the column of each root property, and which were filled (scratch).
+    /// Every field: the column of each root property, and which were filled (scratch);
+    /// the property each column holds (by column; empty for the id's), and the column the
+    /// property at each place of the last document went to (the guess for the next one).
     Keys {
         columns: HashMap<String, usize>,
         filled: Vec<bool>,
+        keys: Vec<String>,
+        guess: Vec<usize>,
     },
 }
 
@@ -269,14 +273,34 @@ pub(super) fn fill_row(
                 }
             }
         }
-        Layout::Keys { columns, filled } => {
+        Layout::Keys {
+            columns,
+            filled,
+            keys,
+            guess,
+        } => {
             // The document's own properties, each to its column (a hash lookup each, where
             // a lookup per column would search every document for keys it rarely has);
-            // then a null in each column the document did not fill.
+            // then a null in each column the document did not fill. Documents of one
+            // shape put each property at the place the last one did: a comparison with the
+            // column's name instead of hashing the key (5 % of an export's CPU).
             filled.fill(false);
-            for (key, v) in doc.root_object().iter().flat_map(|o| o.iter()) {
-                match columns.get(key) {
-                    Some(&c) => {
+            for (place, (key, v)) in doc.root_object().iter().flat_map(|o| o.iter()).enumerate() {
+                let guessed = guess
+                    .get(place)
+                    .copied()
+                    .filter(|&c| keys.get(c).is_some_and(|k| k == key));
+                let found = guessed.or_else(|| {
+                    let c = columns.get(key).copied()?;
+                    if let Some(g) = guess.get_mut(place) {
+                        *g = c;
+                    } else if guess.len() == place {
+                        guess.push(c);
+                    }
+                    Some(c)
+                });
+                match found {
+                    Some(c) => {
                         if let (Some(col), Some(f)) = (cols.get_mut(c), filled.get_mut(c)) {
                             col.append(Some(v), lenient).map_err(|m| (c, m))?;
                             *f = true;
