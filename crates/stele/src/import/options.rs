@@ -36,7 +36,28 @@ pub enum IdSource {
 /// The id [`IdSource::Counter`] gives record `number` (from 1) after `prefix`: the number
 /// zero-padded to 10 digits, so that ids sort in input order (`"0000000042"`).
 pub fn numbered_id(prefix: &str, number: u64) -> String {
-    format!("{prefix}{number:010}")
+    // Written digit by digit rather than by `format!` (its padding machinery was 2.5 % of
+    // the CPU of an import of 4.5 million small records).
+    let mut digits = [b'0'; 20]; // u64::MAX has 20 digits
+    let mut n = number;
+    let mut start = digits.len();
+    for slot in digits.iter_mut().rev() {
+        *slot = b'0' + (n % 10) as u8;
+        n /= 10;
+        start -= 1;
+        if n == 0 {
+            break;
+        }
+    }
+    let from = start.min(digits.len() - 10);
+    let text = digits
+        .get(from..)
+        .and_then(|d| std::str::from_utf8(d).ok())
+        .unwrap_or_default();
+    let mut out = String::with_capacity(prefix.len() + text.len());
+    out.push_str(prefix);
+    out.push_str(text);
+    out
 }
 
 /// The id of numbered record `id` when `id` is its number as people write it (1 to 9
@@ -424,3 +445,19 @@ pub enum ImportError {
 }
 
 pub(super) type IResult<T> = std::result::Result<T, ImportError>;
+
+#[cfg(test)]
+mod tests {
+    use super::numbered_id;
+
+    #[test]
+    fn numbered_ids_are_ten_digits_or_more_after_the_prefix() {
+        let mut values = vec![0, 1, 9, 10, 42, 999_999_999, 1_000_000_000, 9_999_999_999];
+        values.extend([10_000_000_000, 123_456_789_012_345, u64::MAX - 1, u64::MAX]);
+        values.extend((0..2000u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (i % 64)));
+        for n in values {
+            assert_eq!(numbered_id("", n), format!("{n:010}"), "{n}");
+            assert_eq!(numbered_id("p-", n), format!("p-{n:010}"), "{n}");
+        }
+    }
+}
