@@ -46,6 +46,7 @@ pub use retrain::{
     BlockTrained, BlockTraining, MAX_BLOCK_GROWTH, MIN_BLOCK_DOCS, PackTarget, block_is_full,
     cheapest_level,
 };
+pub(crate) use streams::to_document_written;
 pub use streams::{
     TRIAL_EVERY_BLOCKS, is_kept_text, is_text_form, text_form_rebuilds, to_document,
 };

@@ -65,6 +65,17 @@ pub fn text_form_rebuilds(text: &[u8], doc: &[u8], writer: &mut DocumentWriter) 
 /// rebuilt from it if it is a stream form, a text form or an elided text form (whose id
 /// field is `key`, [`super::elide`]). The error says why one does not decode.
 pub fn to_document<'v>(key: &[u8], value: &'v [u8]) -> Result<Cow<'v, [u8]>> {
+    to_document_written(key, value).map(|(doc, _)| doc)
+}
+
+/// [`to_document`], and whether the document was written here by a `DocumentWriter` (rebuilt
+/// from a text or stream form), which makes it a valid document by construction (what
+/// `stele_doc::Document::new_unchecked` asks for): `false` when the stored bytes are handed
+/// back as they are, which only validation can vouch for.
+pub(crate) fn to_document_written<'v>(
+    key: &[u8],
+    value: &'v [u8],
+) -> Result<(Cow<'v, [u8]>, bool)> {
     if is_elided(value) {
         return RESTORED.with(|buf| {
             let mut fresh = Vec::new();
@@ -74,13 +85,13 @@ pub fn to_document<'v>(key: &[u8], value: &'v [u8]) -> Result<Cow<'v, [u8]>> {
                 Err(_) => &mut fresh,
             };
             super::elide::restore(key, value, text)?;
-            let doc = to_document(key, text)?.into_owned();
-            Ok(Cow::Owned(doc))
+            let (doc, written) = to_document_written(key, text)?;
+            Ok((Cow::Owned(doc.into_owned()), written))
         });
     }
     let text = is_text_form(value);
     if !text && !stream::is_stream(value) {
-        return Ok(Cow::Borrowed(value));
+        return Ok((Cow::Borrowed(value), false));
     }
     let rebuild = |w: &mut DocumentWriter| {
         if text {
@@ -95,7 +106,7 @@ pub fn to_document<'v>(key: &[u8], value: &'v [u8]) -> Result<Cow<'v, [u8]>> {
             // Only reachable if decoding re-entered this function; a fresh writer is correct.
             Err(_) => rebuild(&mut DocumentWriter::with_options(stream::write_options())),
         })
-        .map(Cow::Owned)
+        .map(|doc| (Cow::Owned(doc), true))
         .map_err(|e| {
             let form = if text { "text" } else { "stream" };
             corrupt(0, format!("a stored {form} form does not decode: {e}"))

@@ -293,10 +293,15 @@ impl DecodedBlock {
         let mut grown: isize = 0;
         let mut rebuild = |k: usize, cell: &OnceLock<Box<[u8]>>| -> Result<(), String> {
             let entry = block.get(self.n + k).unwrap_or_default();
-            let doc = crate::compress::to_document(self.id(k), entry).map_err(|e| e.to_string())?;
+            let (doc, written) = crate::compress::to_document_written(self.id(k), entry)
+                .map_err(|e| e.to_string())?;
             grown = grown.saturating_add_unsigned(doc.len());
             // Only this thread, holding the lock, sets cells.
-            let _ = cell.set(doc.into_owned().into_boxed_slice());
+            if cell.set(doc.into_owned().into_boxed_slice()).is_ok() && written {
+                // Written by a `DocumentWriter` just now: valid by construction, so its
+                // reads need not validate it again (`DocBytes::document`).
+                self.mark_checked(k);
+            }
             Ok(())
         };
         rebuild(i, cell)?;
@@ -483,8 +488,10 @@ mod tests {
             assert_eq!(g, doc.len() as isize);
             grown += g;
             assert_eq!(b.get(i), want.as_slice());
+            assert!(b.is_checked(i), "rebuilt by a writer: valid, not validated again");
         }
         assert!(b.get(15).is_empty(), "not rebuilt yet");
+        assert!(!b.is_checked(15));
         assert!(stele_doc::stream::is_stream(&b.stored_form(15).unwrap()));
         // The tenth read is half the block: everything is rebuilt, the streams dropped.
         let (_, g) = b.document(9).unwrap();
@@ -492,6 +499,7 @@ mod tests {
         assert!(g < 0, "the streams' memory is given back");
         for (i, d) in docs.iter().enumerate() {
             assert_eq!(b.get(i), d.as_slice());
+            assert!(b.is_checked(i));
             assert_eq!(b.document(i).unwrap(), (d.as_slice(), 0));
             assert_eq!(b.stored_form(i), None, "streams dropped");
         }
