@@ -122,19 +122,26 @@ pub(crate) enum Seen {
     Array(Box<Seen>),
 }
 
-/// The keys seen in objects at one place, in the order first seen.
+/// The keys seen in objects at one place, in the order first seen; and the key each place
+/// of the last object merged held (objects of one shape: a comparison instead of a hash).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct SeenObject {
     keys: Vec<(String, Seen)>,
     at: HashMap<String, usize>,
+    guess: Vec<usize>,
 }
 
 impl SeenObject {
     /// Merges the properties of one object; false once it has too many keys to be a struct.
     pub(crate) fn merge(&mut self, o: &stele_doc::Object<'_>) -> bool {
-        for (key, v) in o.iter_original() {
-            let i = match self.at.get(key) {
-                Some(&i) => i,
+        for (place, (key, v)) in o.iter_original().enumerate() {
+            let guessed = self
+                .guess
+                .get(place)
+                .copied()
+                .filter(|&i| self.keys.get(i).is_some_and(|(k, _)| k == key));
+            let i = match guessed.or_else(|| self.at.get(key).copied()) {
+                Some(i) => i,
                 None => {
                     if self.keys.len() >= MAX_STRUCT_FIELDS {
                         return false;
@@ -144,6 +151,13 @@ impl SeenObject {
                     self.keys.len() - 1
                 }
             };
+            if guessed.is_none() {
+                if let Some(g) = self.guess.get_mut(place) {
+                    *g = i;
+                } else if self.guess.len() == place {
+                    self.guess.push(i);
+                }
+            }
             if let Some((_, seen)) = self.keys.get_mut(i) {
                 seen.merge(v);
             }

@@ -488,7 +488,10 @@ mod tests {
             assert_eq!(g, doc.len() as isize);
             grown += g;
             assert_eq!(b.get(i), want.as_slice());
-            assert!(b.is_checked(i), "rebuilt by a writer: valid, not validated again");
+            assert!(
+                b.is_checked(i),
+                "rebuilt by a writer: valid, not validated again"
+            );
         }
         assert!(b.get(15).is_empty(), "not rebuilt yet");
         assert!(!b.is_checked(15));
