@@ -357,10 +357,7 @@ fn main() -> Result<()> {
     );
 
     let writer = stele::Database::open(&dir)?;
-    let site = site::SteleSite {
-        base: base.clone(),
-        db: stele::Database::open_read_only(&dir)?,
-    };
+    let site = site::SteleSite::new(base.clone(), stele::Database::open_read_only(&dir)?)?;
     let stop = AtomicBool::new(false);
     let commits = AtomicU64::new(0);
     let pid = server.id().to_string();
@@ -391,6 +388,9 @@ fn main() -> Result<()> {
         cpu_seconds(&pid)? - cpu_before.0,
         cpu_seconds("self")? - cpu_before.1,
     );
+    if let Err(why) = site.ids_unchanged() {
+        bail!("{why}");
+    }
     let rss_now = status_kb_of(&pid, "VmRSS")? * 1024;
     // Resident memory is mostly the tables' pages mapped from the page cache (file-backed,
     // given back under pressure); the anonymous part is what the server allocated.
