@@ -23,16 +23,23 @@ pub fn escape(text: &str) -> String {
 
 /// [`escape`], appending to `out`.
 pub fn escape_into(text: &str, out: &mut String) {
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
+    // The characters escaped are ASCII, so the text between two of them is whole UTF-8:
+    // copied a run at a time.
+    let mut from = 0;
+    for (i, b) in text.bytes().enumerate() {
+        let entity = match b {
+            b'&' => "&amp;",
+            b'<' => "&lt;",
+            b'>' => "&gt;",
+            b'"' => "&quot;",
+            b'\'' => "&#39;",
+            _ => continue,
+        };
+        out.push_str(text.get(from..i).unwrap_or_default());
+        out.push_str(entity);
+        from = i + 1;
     }
+    out.push_str(text.get(from..).unwrap_or_default());
 }
 
 /// Percent-encodes one path segment (a collection name, an id, a table name).
@@ -144,16 +151,22 @@ pub fn scalar(value: &Value, out: &mut String) {
 
 /// A value shortened for a table cell: its compact JSON cut at `max` characters.
 pub fn cell(value: &Value, max: usize) -> String {
-    let text = match value {
-        Value::String(s) => s.clone(),
-        v => v.to_string(),
-    };
-    let short: String = text.chars().take(max).collect();
-    let mut out = escape(&short);
-    if short.len() < text.len() {
-        out.push('…');
+    let mut out = String::new();
+    match value {
+        Value::String(s) => cell_into(s, max, &mut out),
+        v => cell_into(&v.to_string(), max, &mut out),
     }
     out
+}
+
+/// A cell's text (a string's content, or another value's compact JSON) cut at `max`
+/// characters and escaped, appended to `out`.
+pub fn cell_into(text: &str, max: usize, out: &mut String) {
+    let cut = text.char_indices().nth(max).map_or(text.len(), |(i, _)| i);
+    escape_into(text.get(..cut).unwrap_or(text), out);
+    if cut < text.len() {
+        out.push('…');
+    }
 }
 
 /// `1234567` as `1.2 MB`.
@@ -224,6 +237,13 @@ mod tests {
     fn cells_are_cut_and_escaped() {
         let v = Value::String("<i>abcdef".into());
         assert_eq!(cell(&v, 4), "&lt;i&gt;a…");
+        assert_eq!(cell(&v, 9), "&lt;i&gt;abcdef");
+        let mut out = String::new();
+        cell_into("日本語&x", 2, &mut out);
+        assert_eq!(out, "日本…");
+        out.clear();
+        cell_into("a&'\"b", 10, &mut out);
+        assert_eq!(out, "a&amp;&#39;&quot;b");
         assert_eq!(bytes(999), "999 B");
         assert_eq!(bytes(1_500_000), "1.5 MB");
     }

@@ -12,6 +12,10 @@
 //! task for the pool, which either starts a thread (that, once the empty connection ends,
 //! takes the stranded one from the queue) or wakes a waiting thread that takes the queue's
 //! first, stranded, task. A stranded connection so waits at most about [`EVERY`].
+//!
+//! Still needed (2026-12-01): 0.12.0 is tiny_http's newest release and its `task_pool.rs` is
+//! unchanged upstream; the pool is fed by tiny_http's own accept thread, so no arrangement of
+//! our accepts reaches it. The kick costs about 2 % of the server's CPU under `serve_bench`.
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream};

@@ -84,6 +84,8 @@ impl Options {
 pub(crate) struct App {
     pub db: ReadOnlyDatabase,
     pub opts: Options,
+    /// The collections' schema summaries, kept between requests (`pages::schema`).
+    schemas: crate::pages::schema::SchemaCache,
     /// Why the server stopped by itself: tiny_http's accept loop ends at its first accept
     /// error (too many open files, say), after which no connection would be taken.
     failure: std::sync::Mutex<Option<String>>,
@@ -135,6 +137,7 @@ impl Server {
         let app = Arc::new(App {
             db,
             opts: opts.clone(),
+            schemas: Default::default(),
             failure: std::sync::Mutex::new(None),
         });
         let mut workers = (0..opts.workers.max(1))
@@ -314,6 +317,7 @@ fn answer(app: &App, mut req: Request) {
             opts: &app.opts,
             deadline: Deadline::new(app.opts.time_limit),
             req: parsed,
+            schemas: &app.schemas,
         };
         pages::dispatch(&ctx)
     });

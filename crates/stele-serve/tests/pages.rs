@@ -276,6 +276,82 @@ fn new_commits_of_a_live_writer_show_on_the_next_request() {
 }
 
 #[test]
+fn the_schema_summary_follows_commits_to_the_sampled_documents() {
+    let (dir, s) = setup();
+    let db = match stele::Database::open(dir.path()) {
+        Ok(db) => db,
+        Err(e) => panic!("writer: {e}"),
+    };
+    let field = |j: &Value, p: &str| {
+        j["schema"]["fields"]
+            .as_array()
+            .and_then(|f| f.iter().find(|f| f["path"] == p).cloned())
+    };
+    // Kept between requests: the same summary, on every page.
+    let first = get(&s, "/c/people.json?after=p100").json();
+    assert_eq!(first["schema"], get(&s, "/c/people.json").json()["schema"]);
+    assert!(field(&first, "vip").is_none());
+    // A commit outside the sample changes no summary, but the page's documents.
+    let mut b = db.batch();
+    for (id, doc) in [("p110", r#"{"name": "outside", "vip": true}"#)] {
+        if let Err(e) = b.put_json("people", id, doc.as_bytes()) {
+            panic!("{e}");
+        }
+    }
+    if let Err(e) = db.commit(b) {
+        panic!("{e}");
+    }
+    let j = get(&s, "/c/people.json?after=p100").json();
+    assert_eq!(j["documents"][9]["document"]["name"], "outside");
+    assert_eq!(j["schema"], first["schema"]);
+    // A commit to a sampled document shows in the summary on the next request.
+    let mut b = db.batch();
+    if let Err(e) = b.put_json("people", "p007", br#"{"name": "seven", "vip": "yes"}"#) {
+        panic!("{e}");
+    }
+    if let Err(e) = db.commit(b) {
+        panic!("{e}");
+    }
+    let j = get(&s, "/c/people.json?after=p100").json();
+    let vip = field(&j, "vip");
+    assert_eq!(
+        vip.map(|f| f["types"].clone()),
+        Some(serde_json::json!({"string": 1}))
+    );
+    assert_eq!(
+        field(&j, "age").map(|f| f["present"].clone()),
+        Some(99.into())
+    );
+    let html = get(&s, "/c/people?after=p100");
+    assert!(html.body.contains("<td>vip</td>"), "{}", html.body);
+}
+
+#[test]
+fn a_collection_page_keeps_each_document_exactly() {
+    let (_dir, s) = setup();
+    let listing = get(&s, "/c/exact.json").json();
+    let doc = get(&s, "/c/exact/d/n.json").json();
+    assert_eq!(listing["documents"][0]["document"], doc["document"]);
+    assert_eq!(
+        listing["documents"][0]["document"]["big"].to_string(),
+        "123456789012345678901234567890"
+    );
+    assert_eq!(
+        listing["documents"][0]["document"]["dec"].to_string(),
+        "12.50"
+    );
+    assert_eq!(listing["next"], Value::Null);
+    let html = get(&s, "/c/exact");
+    assert!(
+        html.body
+            .contains("<td>123456789012345678901234567890</td>"),
+        "{}",
+        html.body
+    );
+    assert!(html.body.contains("<td>12.50</td>"), "{}", html.body);
+}
+
+#[test]
 fn assets_are_compiled_in() {
     let (_dir, s) = setup();
     let css = get(&s, "/assets/style.css");

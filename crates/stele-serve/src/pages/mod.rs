@@ -7,7 +7,7 @@ mod document;
 mod export;
 mod facets;
 mod query;
-mod schema;
+pub(crate) mod schema;
 mod table;
 
 use crate::error::ServeError;
@@ -26,6 +26,8 @@ pub(crate) struct Ctx<'a> {
     pub opts: &'a Options,
     pub deadline: Deadline,
     pub req: Parsed,
+    /// The collections' schema summaries, kept between requests.
+    pub schemas: &'a schema::SchemaCache,
 }
 
 /// A page's answer.
@@ -99,7 +101,7 @@ pub(crate) fn reply(
 }
 
 /// This page's URL with `.json` added: the link to its JSON twin.
-fn twin_href(ctx: &Ctx<'_>) -> String {
+pub(crate) fn twin_href(ctx: &Ctx<'_>) -> String {
     let path = self_path(&ctx.req.route);
     let path = if path == "/" {
         "/.json".into()

@@ -1,13 +1,106 @@
 //! The schema summary of a collection: the fields a sample of its documents has, their
 //! types and how often each is present (MongoDB Compass's schema tab, in small).
 
+use crate::error::ServeError;
+use crate::server::Deadline;
 use serde_json::{Map, Value, json};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use stele::Snapshot;
 
 /// Levels of nesting followed (`a.b.c`); deeper fields are counted under their parent.
 const MAX_DEPTH: usize = 3;
 /// Fields reported at most (a collection of wide documents keeps the most frequent).
 const MAX_FIELDS: usize = 200;
+
+/// Documents sampled: a collection's first documents, in id order.
+pub(crate) const SAMPLE: usize = 100;
+/// Largest sample (ids and stored bytes) kept to tell whether it changed; a bigger one is
+/// summarized again at every new commit instead.
+const KEEP_SAMPLE_BYTES: usize = 1 << 20;
+/// Collections whose summaries are kept at most (past it the cache starts over).
+const MAX_COLLECTIONS: usize = 64;
+
+/// The schema summaries of the collections' first [`SAMPLE`] documents, kept between
+/// requests: summarizing parses every sampled document, which cost a collection page as
+/// much as its own 50 documents. A summary is used again for the snapshot (sequence
+/// number) it was made or checked at; at a new commit the sample's ids and stored bytes are
+/// read again (no JSON) and compared with the kept ones, and only a changed sample is
+/// summarized again. So the summary is always that of the snapshot the request reads.
+#[derive(Debug, Default)]
+pub(crate) struct SchemaCache {
+    by_collection: Mutex<HashMap<String, Cached>>,
+}
+
+#[derive(Debug)]
+struct Cached {
+    seq: u64,
+    /// The sample's ids and stored bytes, each length-prefixed; `None` when too big to keep.
+    sample: Option<Vec<u8>>,
+    summary: Arc<Value>,
+}
+
+impl SchemaCache {
+    /// The summary of `collection`'s first documents as `snap` holds them.
+    pub(crate) fn summary(
+        &self,
+        snap: &Snapshot,
+        collection: &str,
+        deadline: &Deadline,
+    ) -> Result<Arc<Value>, ServeError> {
+        let seq = snap.seq();
+        if let Some(c) = self.lock().get(collection)
+            && c.seq == seq
+        {
+            return Ok(c.summary.clone());
+        }
+        let mut sample = Vec::new();
+        let mut docs = Vec::with_capacity(SAMPLE);
+        for entry in snap.iter(collection).take(SAMPLE) {
+            deadline.check()?;
+            let (id, doc) = entry?;
+            for part in [id.as_bytes(), doc.bytes()] {
+                sample.extend_from_slice(&(part.len() as u64).to_le_bytes());
+                sample.extend_from_slice(part);
+            }
+            docs.push(doc);
+        }
+        let sample = (sample.len() <= KEEP_SAMPLE_BYTES).then_some(sample);
+        if let Some(c) = self.lock().get_mut(collection)
+            && sample.is_some()
+            && c.sample == sample
+        {
+            c.seq = seq;
+            return Ok(c.summary.clone());
+        }
+        let mut values = Vec::with_capacity(docs.len());
+        for doc in &docs {
+            deadline.check()?;
+            values.push(super::parse_json(&doc.to_json()?)?);
+        }
+        let summary = Arc::new(summarize(values.iter()));
+        let mut map = self.lock();
+        if map.len() >= MAX_COLLECTIONS && !map.contains_key(collection) {
+            map.clear();
+        }
+        map.insert(
+            collection.to_owned(),
+            Cached {
+                seq,
+                sample,
+                summary: summary.clone(),
+            },
+        );
+        Ok(summary)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Cached>> {
+        // The map is whole whatever a panicking holder did (entries are replaced whole).
+        self.by_collection
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
 
 #[derive(Default)]
 struct Field {

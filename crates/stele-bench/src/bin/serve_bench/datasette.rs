@@ -71,8 +71,7 @@ impl Site for DatasetteSite {
                 let d: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
                 let n: u64 = id.trim_start_matches('d').parse().map_err(|_| "bad id")?;
                 let rev = d["rev"].as_u64().ok_or("no rev")?;
-                let want: serde_json::Value =
-                    serde_json::from_str(&doc(n, rev)).map_err(|e| e.to_string())?;
+                let want = crate::doc_value(n, rev);
                 (d == want)
                     .then_some(())
                     .ok_or_else(|| format!("document {d}"))

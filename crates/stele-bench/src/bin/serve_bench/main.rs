@@ -27,9 +27,10 @@
 
 mod datasette;
 mod load;
+mod site;
 
 use anyhow::{Context, Result, bail};
-use load::{KINDS, Kind, Outcome, Site, quantile};
+use load::{KINDS, Outcome, quantile};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -126,6 +127,11 @@ const CITIES: [&str; 8] = [
 
 /// Document `i` at revision `rev`: about 300 bytes of JSON.
 pub fn doc(i: u64, rev: u64) -> String {
+    doc_value(i, rev).to_string()
+}
+
+/// [`doc`] as a value (what the checks compare an answer with).
+pub fn doc_value(i: u64, rev: u64) -> serde_json::Value {
     let tags: Vec<&str> = ["new", "sale", "eco", "gift"]
         .into_iter()
         .enumerate()
@@ -141,7 +147,6 @@ pub fn doc(i: u64, rev: u64) -> String {
         "text": format!("order {i} placed online; ships in {} days from the {} warehouse", i % 9 + 1, CITIES[(i / 8 % 8) as usize]),
         "address": {"street": format!("{} Long Road", i % 1000), "zip": format!("{:05}", i % 100_000)},
     })
-    .to_string()
 }
 
 /// The server child: serves `dir` on a free port, prints `url URL`, answers until its
@@ -179,6 +184,49 @@ fn status_kb_of(pid: &str, field: &str) -> Result<u64> {
         .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .with_context(|| format!("no {field} in /proc/{pid}/status"))
+}
+
+/// CPU time (user and system, every thread) of process `pid` (or `self`) so far, in seconds.
+fn cpu_seconds(pid: &str) -> Result<f64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // After the command's name, in parentheses: the state is field 3, utime and stime are
+    // fields 14 and 15, in clock ticks.
+    let rest = text
+        .rsplit_once(')')
+        .map(|(_, r)| r)
+        .with_context(|| format!("/proc/{pid}/stat: no name"))?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |field: usize| -> Result<f64> {
+        fields
+            .get(field - 3)
+            .and_then(|f| f.parse::<f64>().ok())
+            .with_context(|| format!("/proc/{pid}/stat: no field {field}"))
+    };
+    // SAFETY: sysconf takes a constant and reads a configuration value; no memory is passed.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    Ok((ticks(14)? + ticks(15)?) / (hz.max(1) as f64))
+}
+
+/// CPU time of the calling thread so far, in seconds (0 if the clock cannot be read).
+fn thread_cpu_seconds() -> f64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a live timespec the call writes; the clock id is a constant.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    if r != 0 {
+        return 0.0;
+    }
+    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
+}
+
+/// The 1-minute load average, as `/proc/loadavg` says it.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|t| t.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "?".into())
 }
 
 fn status_kb(field: &str) -> Result<u64> {
@@ -226,91 +274,6 @@ fn write_until(
         }
     }
     Ok(commits)
-}
-
-/// The Stele server as the clients see it, with direct reads to check its answers.
-struct SteleSite {
-    base: String,
-    db: stele::ReadOnlyDatabase,
-}
-
-/// A document's `rev` as read directly now.
-fn direct_rev(db: &stele::ReadOnlyDatabase, id: &str) -> Result<u64, String> {
-    db.refresh().map_err(|e| e.to_string())?;
-    let snap = db.snapshot();
-    let d = snap
-        .get("docs", id)
-        .map_err(|e| e.to_string())?
-        .ok_or("missing in a direct read")?;
-    let v: serde_json::Value = serde_json::from_str(&d.to_json().map_err(|e| e.to_string())?)
-        .map_err(|e| e.to_string())?;
-    v["rev"].as_u64().ok_or_else(|| "no rev".to_owned())
-}
-
-impl Site for SteleSite {
-    fn url(&self, kind: Kind, id: &str) -> String {
-        match kind {
-            Kind::ListHtml => format!("{}c/docs?after={id}", self.base),
-            Kind::ListJson => format!("{}c/docs.json?after={id}", self.base),
-            Kind::DocHtml => format!("{}c/docs/d/{id}", self.base),
-            Kind::DocJson => format!("{}c/docs/d/{id}.json", self.base),
-        }
-    }
-
-    fn check(&self, kind: Kind, id: &str, body: &str) -> Result<(), String> {
-        let after = (std::ops::Bound::Excluded(id), std::ops::Bound::Unbounded);
-        let want = || -> Vec<String> {
-            self.db
-                .snapshot()
-                .ids_in("docs", after)
-                .take(50)
-                .filter_map(Result::ok)
-                .collect()
-        };
-        match kind {
-            Kind::ListHtml => {
-                let got = load::linked_ids(body, "<tr><td><a href=\"/c/docs/d/");
-                (got == want())
-                    .then_some(())
-                    .ok_or_else(|| format!("ids {got:?}"))
-            }
-            Kind::ListJson => {
-                let v: serde_json::Value = serde_json::from_str(body).map_err(|e| e.to_string())?;
-                let got: Vec<String> = v["documents"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|d| d["id"].as_str().map(str::to_owned))
-                    .collect();
-                (got == want())
-                    .then_some(())
-                    .ok_or_else(|| format!("ids {got:?}"))
-            }
-            Kind::DocHtml => {
-                let n: u64 = id.trim_start_matches('d').parse().map_err(|_| "bad id")?;
-                let ok = body.contains(&format!("<h1 class=\"docid\">{id}</h1>"))
-                    && body.contains(&format!("customer {n}"));
-                ok.then_some(())
-                    .ok_or_else(|| "id or name missing".to_owned())
-            }
-            Kind::DocJson => {
-                let v: serde_json::Value = serde_json::from_str(body).map_err(|e| e.to_string())?;
-                let n: u64 = id.trim_start_matches('d').parse().map_err(|_| "bad id")?;
-                let rev = v["document"]["rev"].as_u64().ok_or("no rev")?;
-                let mut want: serde_json::Value =
-                    serde_json::from_str(&doc(n, rev)).map_err(|e| e.to_string())?;
-                want["rev"] = rev.into();
-                if v["document"] != want {
-                    return Err(format!("document {}", v["document"]));
-                }
-                // The page's rev is no newer than a direct read after it.
-                let after = direct_rev(&self.db, id)?;
-                (rev <= after)
-                    .then_some(())
-                    .ok_or_else(|| format!("rev {rev} newer than the direct read's {after}"))
-            }
-        }
-    }
 }
 
 /// Spawns the server child on `dir`: the child, its URL and the time to listening.
@@ -394,30 +357,40 @@ fn main() -> Result<()> {
     );
 
     let writer = stele::Database::open(&dir)?;
-    let site = SteleSite {
-        base: base.clone(),
-        db: stele::Database::open_read_only(&dir)?,
-    };
+    let site = site::SteleSite::new(base.clone(), stele::Database::open_read_only(&dir)?)?;
     let stop = AtomicBool::new(false);
     let commits = AtomicU64::new(0);
+    let pid = server.id().to_string();
+    let load_before = load_average();
+    let cpu_before = (cpu_seconds(&pid)?, cpu_seconds("self")?);
+    let mut writer_cpu = 0.0;
     let mut outcome = std::thread::scope(|scope| -> Result<Outcome> {
         let w = scope.spawn(|| {
-            write_until(&stop, args.docs, |batch| {
+            let cpu = thread_cpu_seconds();
+            let n = write_until(&stop, args.docs, |batch| {
                 let mut b = writer.batch();
                 for (i, rev) in batch {
                     b.put_json("docs", &id(*i), doc(*i, *rev).as_bytes())?;
                 }
                 writer.commit(b)?;
                 Ok(())
-            })
+            });
+            n.map(|n| (n, thread_cpu_seconds() - cpu))
         });
         let out = load::run(&site, args.clients, args.seconds, args.docs, id);
         stop.store(true, Ordering::Relaxed);
-        let n = w.join().map_err(|_| anyhow::anyhow!("writer panicked"))??;
+        let (n, cpu) = w.join().map_err(|_| anyhow::anyhow!("writer panicked"))??;
         commits.store(n, Ordering::Relaxed);
+        writer_cpu = cpu;
         Ok(out)
     })?;
-    let pid = server.id().to_string();
+    let cpu = (
+        cpu_seconds(&pid)? - cpu_before.0,
+        cpu_seconds("self")? - cpu_before.1,
+    );
+    if let Err(why) = site.ids_unchanged() {
+        bail!("{why}");
+    }
     let rss_now = status_kb_of(&pid, "VmRSS")? * 1024;
     // Resident memory is mostly the tables' pages mapped from the page cache (file-backed,
     // given back under pressure); the anonymous part is what the server allocated.
@@ -426,6 +399,20 @@ fn main() -> Result<()> {
     println!(
         "  writer: {} commits of {WRITE_BATCH} documents during the load",
         commits.load(Ordering::Relaxed)
+    );
+    let answers = outcome.latencies.iter().map(Vec::len).sum::<usize>().max(1) as f64;
+    println!(
+        "  CPU during the load ({:.0} s on {} cores): server {:.1} s ({:.0} us an answer); this process {:.1} s: writer {:.1} s, clients and checks {:.1} s ({:.0} us an answer); load average {} before, {} after",
+        args.seconds,
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        cpu.0,
+        cpu.0 / answers * 1e6,
+        cpu.1,
+        writer_cpu,
+        cpu.1 - writer_cpu,
+        (cpu.1 - writer_cpu) / answers * 1e6,
+        load_before,
+        load_average(),
     );
 
     // Export: the whole collection over HTTP against the library's export to a sink.
