@@ -140,7 +140,6 @@ pub(crate) struct PackedIter<'a> {
     collection: &'a str,
     blocks: Option<stele_durable::MapIter<'a>>,
     current: Option<(Arc<DecodedBlock>, usize)>,
-    decoder: Decoder,
 }
 
 impl<'a> PackedIter<'a> {
@@ -154,7 +153,6 @@ impl<'a> PackedIter<'a> {
             collection,
             blocks,
             current: None,
-            decoder: Decoder::new()?,
         };
         // Position inside the first block (its ids may start below `lo`).
         if let Some((block, start)) = it.next_block()? {
@@ -175,13 +173,11 @@ impl<'a> PackedIter<'a> {
         match blocks.next() {
             Some(entry) => {
                 let (last_id, value) = entry?;
-                let block = load_block(
-                    self.state,
-                    self.collection,
-                    &last_id,
-                    value,
-                    &mut self.decoder,
-                )?;
+                // The thread's decoder: one made per iterator (per stretch of a scan) cost
+                // more than reading a collection of a few hundred documents from the cache.
+                let block = crate::stored::with_decoder(|decoder| {
+                    load_block(self.state, self.collection, &last_id, value, decoder)
+                })?;
                 Ok(Some((block, 0)))
             }
             None => Ok(None),
