@@ -124,6 +124,17 @@ pub(crate) fn lookup(
     id: &[u8],
     decoder: &mut Decoder,
 ) -> Result<Option<(Arc<DecodedBlock>, usize)>> {
+    Ok(lookup_block(state, collection, id, decoder)?.and_then(|(block, i)| i.map(|i| (block, i))))
+}
+
+/// The packed block of `collection` whose range of ids holds `id` (if any block's does),
+/// and the index of `id` in it if the block holds it.
+pub(crate) fn lookup_block(
+    state: &State,
+    collection: &str,
+    id: &[u8],
+    decoder: &mut Decoder,
+) -> Result<Option<(Arc<DecodedBlock>, Option<usize>)>> {
     let Some(packs) = state.packs(collection) else {
         return Ok(None);
     };
@@ -131,7 +142,8 @@ pub(crate) fn lookup(
         return Ok(None);
     };
     let block = load_block(state, collection, &last_id, value, decoder)?;
-    Ok(block.find(id).ok().map(|i| (block, i)))
+    let i = block.find(id).ok();
+    Ok(Some((block, i)))
 }
 
 /// The packed documents of a collection from an id on, in id order.

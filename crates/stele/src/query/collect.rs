@@ -36,6 +36,11 @@ pub(crate) trait Collector: Send {
     fn full(&self) -> bool {
         false
     }
+    /// Whether what it keeps is the same whatever order the documents come in (it sorts
+    /// them itself, or counts them): an index access may then read them in id order.
+    fn any_order(&self) -> bool {
+        false
+    }
     fn into_any(self: Box<Self>) -> Box<dyn Any>;
 }
 
@@ -147,7 +152,15 @@ impl Rows {
             id: id.to_owned(),
             json: match &self.projection {
                 Some(p) => p.apply(doc.root()),
-                None => doc.to_json(),
+                None => {
+                    // Sized from the document's bytes: growing from empty reallocated a
+                    // few times per row (5 % of a selective query).
+                    let n = doc.as_bytes().len();
+                    let mut out = Vec::with_capacity(n + n / 4 + 16);
+                    doc.write_json(&mut out, &stele_doc::JsonOptions::new());
+                    // The writer emits only UTF-8 (what `Document::to_json` relies on too).
+                    String::from_utf8(out).unwrap_or_default()
+                }
             },
         }
     }
@@ -329,6 +342,11 @@ impl Collector for Rows {
                 self.keyed.append(&mut o.keyed);
             }
         }
+    }
+
+    fn any_order(&self) -> bool {
+        // Sort keys end with the id, so a heap or a final sort orders every row one way.
+        !matches!(self.mode, Mode::InOrder)
     }
 
     fn full(&self) -> bool {
