@@ -134,6 +134,9 @@ fn scans_answer_as_the_model_below_and_above_the_serial_scan_size() {
     }
 }
 
+/// What the model tests a document with.
+type Holds = Box<dyn Fn(&Value) -> bool>;
+
 #[test]
 fn index_hits_read_in_id_order_answer_as_a_scan() {
     // 6,000 documents: a broad range of the index yields more ids than one batch.
@@ -141,7 +144,7 @@ fn index_hits_read_in_id_order_answer_as_a_scan() {
     db.create_index("c", "r", &["r"]).unwrap();
     db.create_index("c", "k_r", &["k", "r"]).unwrap();
     let snap = db.snapshot();
-    let cases: Vec<(&str, Box<dyn Fn(&Value) -> bool>)> = vec![
+    let cases: Vec<(&str, Holds)> = vec![
         (r#"{"r": {"$gte": 100}}"#, Box::new(|d| num(d, "r") >= 100)),
         (
             r#"{"r": {"$lt": 3000}, "s": "x3"}"#,
