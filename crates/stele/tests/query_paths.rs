@@ -26,8 +26,10 @@ fn json(i: u32) -> String {
 }
 
 /// A packed collection `c` of `n` documents in small blocks (many of them), then some
-/// documents replaced and some removed after packing; and the model of what it holds.
-fn collection(n: u32) -> (tempfile::TempDir, Database, BTreeMap<String, Value>) {
+/// documents replaced and some removed after packing (`repacked`: and packed again, so
+/// that the collection's map is empty and scans read the blocks alone); and the model of
+/// what it holds.
+fn collection(n: u32, repacked: bool) -> (tempfile::TempDir, Database, BTreeMap<String, Value>) {
     let dir = tempfile::tempdir().unwrap();
     let opts = DatabaseOptions::default()
         .pack_block_bytes(2048)
@@ -55,6 +57,9 @@ fn collection(n: u32) -> (tempfile::TempDir, Database, BTreeMap<String, Value>) 
         model.insert(id, serde_json::from_str(&doc).unwrap());
     }
     db.commit(b).unwrap();
+    if repacked {
+        db.compact().unwrap();
+    }
     (dir, db, model)
 }
 
@@ -71,8 +76,8 @@ fn parsed(rows: &[stele::Row]) -> Vec<(String, Value)> {
 #[test]
 fn scans_answer_as_the_model_below_and_above_the_serial_scan_size() {
     // 300 documents: one stretch on this thread; 6,000: parallel stretches.
-    for n in [300u32, 6_000] {
-        let (_dir, db, model) = collection(n);
+    for (n, repacked) in [(300u32, false), (300, true), (6_000, false), (6_000, true)] {
+        let (_dir, db, model) = collection(n, repacked);
         let snap = db.snapshot();
         let filter = r#"{"k": {"$lt": 10}, "n": {"$gt": 500}}"#;
         let q = Query::new("c").filter(Filter::parse(filter).unwrap());
@@ -81,7 +86,7 @@ fn scans_answer_as_the_model_below_and_above_the_serial_scan_size() {
             .filter(|d| num(d, "k") < 10 && num(d, "n") > 500)
             .count() as u64;
         let counted = snap.count_matching(&q).unwrap();
-        assert_eq!(counted.count, want, "{n} documents");
+        assert_eq!(counted.count, want, "{n} documents, repacked {repacked}");
         assert_eq!(counted.stats.docs_examined, model.len() as u64, "{n}");
 
         // The top 20 by a number, descending, ties in id order: the heap renders only
@@ -140,7 +145,7 @@ type Holds = Box<dyn Fn(&Value) -> bool>;
 #[test]
 fn index_hits_read_in_id_order_answer_as_a_scan() {
     // 6,000 documents: a broad range of the index yields more ids than one batch.
-    let (_dir, db, model) = collection(6_000);
+    let (_dir, db, model) = collection(6_000, false);
     db.create_index("c", "r", &["r"]).unwrap();
     db.create_index("c", "k_r", &["k", "r"]).unwrap();
     let snap = db.snapshot();
