@@ -4,12 +4,13 @@
 
 use crate::compress::{Header, parse_header};
 use crate::error::{Error, Result};
-use crate::pack::{self, PackedIter};
+use crate::pack::{self, DecodedBlock, PackedIter};
 use crate::state::State;
 use crate::stored::{self, DocBytes};
 use std::cmp::Ordering;
 use std::iter::Peekable;
 use std::ops::Bound;
+use std::sync::Arc;
 use stele_durable::MapIter;
 
 /// The visible document `id` of `collection`.
@@ -17,6 +18,36 @@ pub(crate) fn get<'a>(
     state: &'a State,
     collection: &str,
     id: &[u8],
+) -> Result<Option<DocBytes<'a>>> {
+    get_near(state, collection, id, &mut Near::default())
+}
+
+/// The packed block the last lookup of a run of them landed in ([`get_near`]): the next
+/// lookup of an id between its first and its last id reads the block directly, without
+/// finding it in the packs map again (a table search) or in the block cache (a lock). The
+/// block comes from the same state, whose blocks never change.
+#[derive(Default)]
+pub(crate) struct Near {
+    block: Option<Arc<DecodedBlock>>,
+}
+
+impl Near {
+    /// Whether `id` lies within the held block's ids: then the block alone says whether
+    /// the collection packs `id` (blocks hold disjoint, ascending ranges of ids).
+    fn covers(&self, id: &[u8]) -> Option<&Arc<DecodedBlock>> {
+        let block = self.block.as_ref()?;
+        let last = block.len().checked_sub(1)?;
+        (block.id(0) <= id && id <= block.id(last)).then_some(block)
+    }
+}
+
+/// [`get`], reusing the block of the previous lookup through `near` (lookups in id order
+/// find most ids in the block of the one before).
+pub(crate) fn get_near<'a>(
+    state: &'a State,
+    collection: &str,
+    id: &[u8],
+    near: &mut Near,
 ) -> Result<Option<DocBytes<'a>>> {
     if let Some(map) = state.collections.get(collection)
         && let (Some(stored), origin) = map.get_and_origin(id)?
@@ -37,11 +68,21 @@ pub(crate) fn get<'a>(
             other => other,
         }));
     }
-    stored::with_decoder(|decoder| {
-        pack::lookup(state, collection, id, decoder)?
-            .map(|(block, i)| DocBytes::in_block(state, collection, block, i))
-            .transpose()
-    })
+    if let Some(block) = near.covers(id) {
+        return match block.find(id) {
+            Ok(i) => DocBytes::in_block(state, collection, Arc::clone(block), i).map(Some),
+            Err(_) => Ok(None),
+        };
+    }
+    let Some((block, found)) =
+        stored::with_decoder(|decoder| pack::lookup_block(state, collection, id, decoder))?
+    else {
+        return Ok(None);
+    };
+    near.block = Some(Arc::clone(&block));
+    found
+        .map(|i| DocBytes::in_block(state, collection, block, i))
+        .transpose()
 }
 
 /// Documents of `collection` spread evenly over it: every n-th in id order, n chosen for at

@@ -126,10 +126,14 @@ thread_local! {
     static DECODER: RefCell<Option<Decoder>> = const { RefCell::new(None) };
 }
 
-/// Runs `f` with this thread's reusable decoder.
+/// Runs `f` with this thread's reusable decoder (creating a zstd context costs about as
+/// much as reading a small collection: scans of one take theirs from here). A call made
+/// while the thread's decoder is in use (from inside `f`) gets a decoder of its own.
 pub(crate) fn with_decoder<T>(f: impl FnOnce(&mut Decoder) -> Result<T>) -> Result<T> {
     DECODER.with(|cell| {
-        let mut slot = cell.borrow_mut();
+        let Ok(mut slot) = cell.try_borrow_mut() else {
+            return f(&mut Decoder::new()?);
+        };
         if slot.is_none() {
             *slot = Some(Decoder::new()?);
         }

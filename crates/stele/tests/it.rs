@@ -34,6 +34,7 @@ mod power_loss;
 mod power_loss_recovery;
 mod query;
 mod query_model;
+mod query_paths;
 mod query_spill;
 mod query_stream;
 mod readers;

@@ -124,6 +124,17 @@ pub(crate) fn lookup(
     id: &[u8],
     decoder: &mut Decoder,
 ) -> Result<Option<(Arc<DecodedBlock>, usize)>> {
+    Ok(lookup_block(state, collection, id, decoder)?.and_then(|(block, i)| i.map(|i| (block, i))))
+}
+
+/// The packed block of `collection` whose range of ids holds `id` (if any block's does),
+/// and the index of `id` in it if the block holds it.
+pub(crate) fn lookup_block(
+    state: &State,
+    collection: &str,
+    id: &[u8],
+    decoder: &mut Decoder,
+) -> Result<Option<(Arc<DecodedBlock>, Option<usize>)>> {
     let Some(packs) = state.packs(collection) else {
         return Ok(None);
     };
@@ -131,7 +142,8 @@ pub(crate) fn lookup(
         return Ok(None);
     };
     let block = load_block(state, collection, &last_id, value, decoder)?;
-    Ok(block.find(id).ok().map(|i| (block, i)))
+    let i = block.find(id).ok();
+    Ok(Some((block, i)))
 }
 
 /// The packed documents of a collection from an id on, in id order.
@@ -140,7 +152,6 @@ pub(crate) struct PackedIter<'a> {
     collection: &'a str,
     blocks: Option<stele_durable::MapIter<'a>>,
     current: Option<(Arc<DecodedBlock>, usize)>,
-    decoder: Decoder,
 }
 
 impl<'a> PackedIter<'a> {
@@ -154,7 +165,6 @@ impl<'a> PackedIter<'a> {
             collection,
             blocks,
             current: None,
-            decoder: Decoder::new()?,
         };
         // Position inside the first block (its ids may start below `lo`).
         if let Some((block, start)) = it.next_block()? {
@@ -175,13 +185,11 @@ impl<'a> PackedIter<'a> {
         match blocks.next() {
             Some(entry) => {
                 let (last_id, value) = entry?;
-                let block = load_block(
-                    self.state,
-                    self.collection,
-                    &last_id,
-                    value,
-                    &mut self.decoder,
-                )?;
+                // The thread's decoder: one made per iterator (per stretch of a scan) cost
+                // more than reading a collection of a few hundred documents from the cache.
+                let block = crate::stored::with_decoder(|decoder| {
+                    load_block(self.state, self.collection, &last_id, value, decoder)
+                })?;
                 Ok(Some((block, 0)))
             }
             None => Ok(None),

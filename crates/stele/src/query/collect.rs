@@ -36,6 +36,11 @@ pub(crate) trait Collector: Send {
     fn full(&self) -> bool {
         false
     }
+    /// Whether what it keeps is the same whatever order the documents come in (it sorts
+    /// them itself, or counts them): an index access may then read them in id order.
+    fn any_order(&self) -> bool {
+        false
+    }
     fn into_any(self: Box<Self>) -> Box<dyn Any>;
 }
 
@@ -85,8 +90,20 @@ pub(crate) struct Rows {
     keyed: Vec<(Vec<u8>, Row)>,
     /// About the memory `keyed` holds (its keys, ids, JSON and their headers).
     keyed_bytes: usize,
-    heap: BinaryHeap<(Vec<u8>, Row)>,
+    /// The `k` smallest keys' documents, not yet rendered (see [`Pending`]).
+    heap: BinaryHeap<(Vec<u8>, Pending)>,
     scratch: Vec<u8>,
+}
+
+/// A row of a top-k heap before it is rendered: the document's bytes, copied. Over a
+/// collection read in id order a heap takes in about k ln(n / k) documents besides its k
+/// (each fork of a parallel scan as many), most pushed out again; copying one costs a
+/// fraction of rendering it as JSON, which was most of a top-20 sort of 248 documents
+/// (`docs/notes/2026-12-01-query-costs.md`). Only the rows kept are rendered.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct Pending {
+    id: String,
+    doc: Vec<u8>,
 }
 
 impl Rows {
@@ -135,7 +152,15 @@ impl Rows {
             id: id.to_owned(),
             json: match &self.projection {
                 Some(p) => p.apply(doc.root()),
-                None => doc.to_json(),
+                None => {
+                    // Sized from the document's bytes: growing from empty reallocated a
+                    // few times per row (5 % of a selective query).
+                    let n = doc.as_bytes().len();
+                    let mut out = Vec::with_capacity(n + n / 4 + 16);
+                    doc.write_json(&mut out, &stele_doc::JsonOptions::new());
+                    // The writer emits only UTF-8 (what `Document::to_json` relies on too).
+                    String::from_utf8(out).unwrap_or_default()
+                }
             },
         }
     }
@@ -199,12 +224,19 @@ impl Rows {
                 self.flush_group();
                 self.rows
             }
-            Mode::TopK(_) => self
-                .heap
-                .into_sorted_vec()
-                .into_iter()
-                .map(|(_, r)| r)
-                .collect(),
+            Mode::TopK(_) => {
+                let heap = std::mem::take(&mut self.heap);
+                heap.into_sorted_vec()
+                    .into_iter()
+                    .map(|(_, p)| {
+                        // SAFETY: `p.doc` is a copy of the bytes of a `Document` that `take`
+                        // was handed, and every `Document` holds bytes that passed validation
+                        // (`Document::new`, or `new_unchecked` over bytes that did before).
+                        let doc = unsafe { Document::new_unchecked(p.doc.as_slice()) };
+                        self.render(&p.id, &doc)
+                    })
+                    .collect()
+            }
             Mode::All => {
                 self.keyed.sort_by(|a, b| a.0.cmp(&b.0));
                 self.keyed.into_iter().map(|(_, r)| r).collect()
@@ -258,8 +290,11 @@ impl Collector for Rows {
                 {
                     return Ok(true);
                 }
-                let row = self.render(id, doc);
-                self.heap.push((self.scratch.clone(), row));
+                let pending = Pending {
+                    id: id.to_owned(),
+                    doc: doc.as_bytes().to_vec(),
+                };
+                self.heap.push((self.scratch.clone(), pending));
                 if self.heap.len() > k {
                     self.heap.pop();
                 }
@@ -307,6 +342,11 @@ impl Collector for Rows {
                 self.keyed.append(&mut o.keyed);
             }
         }
+    }
+
+    fn any_order(&self) -> bool {
+        // Sort keys end with the id, so a heap or a final sort orders every row one way.
+        !matches!(self.mode, Mode::InOrder)
     }
 
     fn full(&self) -> bool {

@@ -4,6 +4,7 @@
 use super::collect::{Collector, Rows};
 use super::plan::{self, Chosen, IndexAccess, Plan};
 use super::{CountOutput, Query, QueryOutput, QueryStats};
+use crate::collection::{Near, get_near};
 use crate::error::{Error, Result};
 use crate::index::encode::encoded_len_flipped;
 use crate::snapshot::Snapshot;
@@ -12,6 +13,11 @@ use std::collections::{BTreeSet, HashSet};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+/// Ids an index access collects and sorts before reading their documents, when the
+/// collector does not need them in index order: a batch bounds the memory of a broad
+/// range, and sorting it puts the ids of one packed block together.
+const ID_ORDER_BATCH: usize = 4_096;
 
 /// Counters shared by the threads of one run, and its clock.
 pub(crate) struct Run {
@@ -212,11 +218,12 @@ impl Snapshot {
         run: &Run,
         out: &mut dyn Collector,
     ) -> Result<()> {
+        let mut near = Near::default();
         for (n, id) in ids.enumerate() {
             if n.is_multiple_of(256) {
                 run.check()?;
             }
-            if self.fetch(query, id, run, out)? == Some(false) {
+            if self.fetch(query, id, run, out, &mut near)? == Some(false) {
                 break;
             }
         }
@@ -231,9 +238,10 @@ impl Snapshot {
         id: &str,
         run: &Run,
         out: &mut dyn Collector,
+        near: &mut Near,
     ) -> Result<Option<bool>> {
         // `id` is the stored key (an integer id's is not its text).
-        let Some(doc) = self.get_key(&query.collection, id.as_bytes())? else {
+        let Some(doc) = get_near(&self.state, &query.collection, id.as_bytes(), near)? else {
             return Ok(None);
         };
         run.docs.fetch_add(1, Ordering::Relaxed);
@@ -281,14 +289,48 @@ impl Snapshot {
         run: &Run,
         out: &mut dyn Collector,
     ) -> Result<()> {
+        let mut near = Near::default();
+        let missing = |id: &str| Error::InvalidQuery {
+            reason: format!(
+                "index {:?} names document {id:?}, which does not exist (drop the index and create it again)",
+                access.ix.def.name
+            ),
+        };
+        if access.sorted || !out.any_order() {
+            // The rows' order is the index's: documents are read as their entries come.
+            index_entries(access, &query.filter, run, |id| {
+                self.fetch(query, id, run, out, &mut near)?
+                    .ok_or_else(|| missing(id))
+            })?;
+            return Ok(());
+        }
+        // The collector orders what it keeps itself: the ids are read in id order, a batch
+        // at a time, so the documents of one packed block are found in it one after the
+        // other (`Near`) rather than each through the packs map and the block cache.
+        let mut batch: Vec<String> = Vec::new();
+        let mut wants_more = true;
+        let mut drain = |batch: &mut Vec<String>| -> Result<bool> {
+            batch.sort_unstable();
+            for id in batch.drain(..) {
+                if !self
+                    .fetch(query, &id, run, out, &mut near)?
+                    .ok_or_else(|| missing(&id))?
+                {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        };
         index_entries(access, &query.filter, run, |id| {
-            self.fetch(query, id, run, out)?.ok_or_else(|| Error::InvalidQuery {
-                reason: format!(
-                    "index {:?} names document {id:?}, which does not exist (drop the index and create it again)",
-                    access.ix.def.name
-                ),
-            })
+            batch.push(id.to_owned());
+            if batch.len() >= ID_ORDER_BATCH {
+                wants_more = drain(&mut batch)?;
+            }
+            Ok(wants_more)
         })?;
+        if wants_more {
+            drain(&mut batch)?;
+        }
         Ok(())
     }
 

@@ -77,8 +77,25 @@ fn count_doc(name: &str, n: u64) -> Result<Vec<u8>> {
     parsed(&String::from_utf8_lossy(&json))
 }
 
+thread_local! {
+    /// A writer reused for the documents a pipeline makes from JSON: a new one allocates
+    /// its buffers (`stele_doc::from_json`), which was a quarter of a group-by of a few
+    /// hundred groups (`docs/notes/2026-12-01-query-costs.md`).
+    static WRITER: std::cell::RefCell<stele_doc::DocumentWriter> =
+        std::cell::RefCell::new(stele_doc::DocumentWriter::new());
+}
+
+/// [`stele_doc::from_json`] through this thread's reused writer (a fresh one when it is in
+/// use).
+fn from_json(json: &str) -> stele_doc::Result<Vec<u8>> {
+    WRITER.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut w) => w.from_json(json.as_bytes()),
+        Err(_) => stele_doc::from_json(json.as_bytes()),
+    })
+}
+
 fn parsed(json: &str) -> Result<Vec<u8>> {
-    stele_doc::from_json(json.as_bytes()).map_err(|e| Error::InvalidQuery {
+    from_json(json).map_err(|e| Error::InvalidQuery {
         reason: format!("a pipeline stage made a document that does not convert: {e}"),
     })
 }
@@ -264,7 +281,7 @@ impl Snapshot {
                     out.rows
                         .iter()
                         .map(|r| {
-                            let bytes = stele_doc::from_json(r.json.as_bytes())?;
+                            let bytes = from_json(&r.json)?;
                             // Rows give ids as people write them.
                             let int = (self.state.marked_kind(collection) == IdKind::Int)
                                 .then(|| crate::ids::parse_int_id(&r.id))
