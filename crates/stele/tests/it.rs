@@ -10,6 +10,7 @@ mod arrow;
 mod arrow_import;
 mod backup;
 mod backup_faults;
+mod backup_rate;
 mod blocks;
 mod common;
 mod compact;

@@ -56,6 +56,8 @@ pub(crate) struct Dest {
     pub storage: Arc<dyn Storage>,
     /// Hard links for tables where the file system allows.
     link: bool,
+    /// The copies' rate limit.
+    pace: Option<super::pace::Pace>,
     /// Per segment (by first sequence number): the whole records the destination holds.
     pub shipped: BTreeMap<u64, Position>,
     /// The last version shipped (from `points/shipped.log`), 0 if none.
@@ -66,7 +68,12 @@ impl Dest {
     /// Opens (creating it if new) the destination folder `dir`. Refuses a folder that holds
     /// something else than a backup. Segments a killed shipment left with a torn tail are
     /// cut back to their whole records.
-    pub(crate) fn open(dir: &Path, storage: Arc<dyn Storage>, link: bool) -> Result<Dest> {
+    pub(crate) fn open(
+        dir: &Path,
+        storage: Arc<dyn Storage>,
+        link: bool,
+        pace: Option<super::pace::Pace>,
+    ) -> Result<Dest> {
         let points = dir.join(POINTS_DIR);
         let is_empty = match std::fs::read_dir(dir) {
             Ok(mut entries) => entries.next().is_none(),
@@ -110,6 +117,7 @@ impl Dest {
             dir: dir.to_path_buf(),
             storage,
             link,
+            pace,
             shipped,
             last_seq,
         })
@@ -148,7 +156,7 @@ impl Dest {
             let from = cut.tables_dir.join(id.file_name());
             jobs.push(Job { id, from, to });
         }
-        let put = put_tables(&*self.storage, jobs, self.link)?;
+        let put = put_tables(&*self.storage, jobs, self.link, self.pace.as_ref())?;
         report.tables_linked += put.linked;
         report.tables_copied += put.copied;
         report.bytes_written += put.copied_bytes;

@@ -11,7 +11,13 @@ pub(crate) fn run(raw: &[String]) -> Result<()> {
     let arg = |i: usize| raw.get(i).context("a missing argument of the child");
     match raw.first().map(String::as_str) {
         Some("child-backup") => {
-            let opts = BackupOptions::default().link(arg(3)? != "copy");
+            let rate = match raw.get(4) {
+                Some(mb) => stele::backup::parse_rate(mb)?,
+                None => None,
+            };
+            let opts = BackupOptions::default()
+                .link(arg(3)? != "copy")
+                .max_rate(rate);
             stele::backup::backup_with(Path::new(arg(1)?), Path::new(arg(2)?), &opts)?;
             Ok(())
         }
