@@ -18,7 +18,13 @@ pub(crate) fn run(raw: &[String]) -> Result<()> {
             let opts = BackupOptions::default()
                 .link(arg(3)? != "copy")
                 .max_rate(rate);
-            stele::backup::backup_with(Path::new(arg(1)?), Path::new(arg(2)?), &opts)?;
+            let s = stele::backup::backup_with(Path::new(arg(1)?), Path::new(arg(2)?), &opts)?;
+            // For the parent: what the backup wrote of the log (the writer's records since
+            // its last checkpoint) and in all.
+            println!(
+                "log_bytes {} bytes_written {}",
+                s.log_bytes, s.bytes_written
+            );
             Ok(())
         }
         Some("child-replicate") => {

@@ -50,6 +50,8 @@ impl Kind {
 #[derive(Debug, Clone, Copy)]
 struct Run {
     secs: f64,
+    /// A backup's log bytes shipped, MB.
+    log_mb: Option<f64>,
     beside: Window,
     before: Window,
     after: Window,
@@ -98,12 +100,13 @@ pub(crate) fn measure(
             let t0 = writer.now();
             std::thread::sleep(w);
             let t1 = writer.now();
-            let took = run(kind, src, &dest)?;
+            let (took, log_bytes) = run(kind, src, &dest)?;
             let t2 = writer.now();
             std::thread::sleep(w);
             let t3 = writer.now();
             runs[k].push(Run {
                 secs: took.as_secs_f64(),
+                log_mb: log_bytes.map(|b| b as f64 / 1e6),
                 beside: writer.window(t1, t2),
                 before: writer.window(t0, t1),
                 after: writer.window(t2, t3),
@@ -129,15 +132,21 @@ pub(crate) fn measure(
     })
 }
 
-fn run(kind: Kind, src: &Path, dest: &Path) -> Result<Duration> {
+/// Runs `kind`; returns its time and (a backup) the log bytes it shipped.
+fn run(kind: Kind, src: &Path, dest: &Path) -> Result<(Duration, Option<u64>)> {
+    let plain = |t: Result<Duration>| t.map(|t| (t, None));
     match kind {
-        Kind::Cp => super::timed_command(Command::new("cp").arg("-r").arg(src).arg(dest)),
+        Kind::Cp => plain(super::timed_command(
+            Command::new("cp").arg("-r").arg(src).arg(dest),
+        )),
         // `sync FILE...` fsyncs each file (coreutils), as a backup does.
-        Kind::CpSync => super::timed_command(Command::new("sh").arg("-c").arg(format!(
-            "cp -r '{}' '{}' && find '{}' -type f -exec sync {{}} +",
-            src.display(),
-            dest.display(),
-            dest.display()
+        Kind::CpSync => plain(super::timed_command(Command::new("sh").arg("-c").arg(
+            format!(
+                "cp -r '{}' '{}' && find '{}' -type f -exec sync {{}} +",
+                src.display(),
+                dest.display(),
+                dest.display()
+            ),
         ))),
         Kind::Copy(rate) => backup_child(src, dest, true, rate),
         Kind::Links => backup_child(src, dest, false, None),
@@ -175,9 +184,9 @@ fn print_table(kinds: &[Kind], runs: &[Vec<Run>], rounds: usize, db_mb: f64) {
         noise.iter().copied().fold(0.0, f64::max),
     );
     println!(
-        "\n| run ({rounds} rounds) | median s | min s | max s | MB/s | vs cp -r | vs cp -r + sync | writer commits/s beside / alone | beside / alone (paired, median) | range | commit p50 / p99 ms beside |"
+        "\n| run ({rounds} rounds) | median s | min s | max s | MB/s | vs cp -r | vs cp -r + sync | writer commits/s beside / alone | beside / alone (paired, median) | range | commit p50 / p99 ms beside | log MB shipped |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let secs = |k: usize| runs[k].iter().map(|r| r.secs).collect::<Vec<_>>();
     let ratio = |k: usize, base: usize| {
         median(secs(k).iter().zip(secs(base)).map(|(a, b)| a / b.max(1e-9)))
@@ -188,7 +197,7 @@ fn print_table(kinds: &[Kind], runs: &[Vec<Run>], rounds: usize, db_mb: f64) {
         let paired: Vec<f64> = r.iter().map(Run::ratio).collect();
         let med = median(s.iter().copied());
         println!(
-            "| {} | {med:.3} | {:.3} | {:.3} | {:.0} | {:.2} | {:.2} | {:.0} / {:.0} | {:.2} | {:.2}-{:.2} | {:.1} / {:.1} |",
+            "| {} | {med:.3} | {:.3} | {:.3} | {:.0} | {:.2} | {:.2} | {:.0} / {:.0} | {:.2} | {:.2}-{:.2} | {:.1} / {:.1} | {} |",
             kind.name(),
             s.iter().copied().fold(f64::INFINITY, f64::min),
             s.iter().copied().fold(0.0, f64::max),
@@ -202,6 +211,11 @@ fn print_table(kinds: &[Kind], runs: &[Vec<Run>], rounds: usize, db_mb: f64) {
             paired.iter().copied().fold(0.0, f64::max),
             median(r.iter().map(|x| x.beside.p50_ms)),
             median(r.iter().map(|x| x.beside.p99_ms)),
+            if r.iter().any(|x| x.log_mb.is_some()) {
+                format!("{:.1}", median(r.iter().filter_map(|x| x.log_mb)))
+            } else {
+                "-".into()
+            },
         );
     }
 }
@@ -216,7 +230,13 @@ fn median(values: impl Iterator<Item = f64>) -> f64 {
 }
 
 /// A backup by this binary run again (a separate reader process, as `stele backup` is).
-fn backup_child(src: &Path, dest: &Path, copy: bool, mb_per_s: Option<f64>) -> Result<Duration> {
+/// Returns its time and the log bytes it shipped.
+fn backup_child(
+    src: &Path,
+    dest: &Path,
+    copy: bool,
+    mb_per_s: Option<f64>,
+) -> Result<(Duration, Option<u64>)> {
     let exe = std::env::current_exe()?;
     let mut cmd = Command::new(exe);
     cmd.arg("child-backup")
@@ -226,5 +246,21 @@ fn backup_child(src: &Path, dest: &Path, copy: bool, mb_per_s: Option<f64>) -> R
     if let Some(mb) = mb_per_s {
         cmd.arg(format!("{mb}"));
     }
-    super::timed_command(&mut cmd)
+    let start = std::time::Instant::now();
+    let out = cmd.output().with_context(|| format!("running {cmd:?}"))?;
+    let took = start.elapsed();
+    if !out.status.success() {
+        anyhow::bail!(
+            "{cmd:?} failed: {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let log_bytes = text
+        .split_whitespace()
+        .skip_while(|w| *w != "log_bytes")
+        .nth(1)
+        .and_then(|n| n.parse().ok());
+    Ok((took, log_bytes))
 }
