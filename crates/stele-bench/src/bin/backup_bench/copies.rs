@@ -116,9 +116,13 @@ pub(crate) fn measure(
             } else {
                 std::fs::remove_dir_all(&dest)
                     .with_context(|| format!("removing {}", dest.display()))?;
-                // The file system discards the freed blocks meanwhile.
-                std::thread::sleep(Duration::from_millis(500));
             }
+            // Outside the windows: the removal's journal commit and the discards of the
+            // freed blocks (the file system is mounted with `discard`), and what `cp -r`
+            // left in the page cache (its writeback was in the window after it), so that
+            // the next run's window before it is the writer alone.
+            super::timed_command(Command::new("sync").arg("-f").arg(work))?;
+            std::thread::sleep(Duration::from_millis(1500));
         }
     }
     writer.finish()?;
