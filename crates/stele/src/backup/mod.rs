@@ -88,10 +88,12 @@ impl BackupOptions {
     /// Copies tables at most `bytes_per_second` (all copying threads together; default:
     /// none, the disk's rate). The database's writer makes every commit durable, so each
     /// waits for the disk; a copy at the disk's rate keeps it busy and the writer's commits
-    /// queue behind the copy's writes (0.4-0.8 of its commit rate beside an unlimited copy
-    /// on this project's VM). A limit leaves the disk idle part of the time for the writer,
-    /// at the price of a longer backup: one of a quarter of the disk's write rate kept the
-    /// writer at about 90% and took four times as long (`docs/BACKUPS.md`). Hard links,
+    /// queue behind the copy's writes (0.45-0.53 of its commit rate beside an unlimited copy
+    /// on this project's VM, its p99 commit time 45-117 ms against 12-21 ms alone). A limit
+    /// leaves the disk idle part of the time for the writer, at the price of a longer
+    /// backup: at 50 MB/s (about a tenth of that disk's write rate) the writer's p99 was
+    /// back at 17-18 ms, its rate 0.64-0.98 of alone, and the 1 GB backup took 23 s instead
+    /// of 4-5 (`docs/BACKUPS.md`, "Beside a writer"). Hard links,
     /// log records and manifests are not limited (they are small), nor are restores (no
     /// writer uses the folder they write). A rate under 16 KiB/s
     /// is refused when the backup starts ([`BackupError::BadArgument`]); parse a user's
