@@ -89,7 +89,7 @@ impl BackupOptions {
     /// none, the disk's rate). The database's writer makes every commit durable, so each
     /// waits for the disk; a copy at the disk's rate keeps it busy and the writer's commits
     /// queue behind the copy's writes (0.45-0.53 of its commit rate beside an unlimited copy
-    /// on this project's VM, its p99 commit time 45-117 ms against 12-21 ms alone). A limit
+    /// on this project's VM, its p99 commit time 19-117 ms against 8-21 ms alone). A limit
     /// leaves the disk idle part of the time for the writer, at the price of a longer
     /// backup: at 50 MB/s (about a tenth of that disk's write rate) the writer's p99 was
     /// back at 17-18 ms, its rate 0.64-0.98 of alone, and the 1 GB backup took 23 s instead
