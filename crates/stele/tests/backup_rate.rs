@@ -101,8 +101,8 @@ fn a_rate_that_is_no_rate_is_refused_before_anything_is_written() {
     assert_eq!(backup::backup_with(&src, &dest, &opts).unwrap().seq, 5);
 }
 
-/// A slow backup (a few seconds at the rate) beside a writer that checkpoints every few
-/// KiB, compacting now and then: the tables the cut names are removed from the database
+/// A slow backup (a few seconds at the rate) beside a writer that commits and
+/// checkpoints, compacting: the tables the cut names are removed from the database
 /// meanwhile, yet the backup is whole at its commit point (the cut holds them), and
 /// shipments of a replicator at the rate are too.
 #[test]
@@ -128,22 +128,33 @@ fn a_rate_limited_backup_beside_a_checkpointing_writer_is_whole_at_its_commit_po
     };
     let limited = BackupOptions::default()
         .link(false)
-        .max_rate(Some(96 << 10));
+        .max_rate(Some(16 << 10));
     let before = db.snapshot().seq();
     let manifest_before = manifest_bytes(&src);
     let dest = root.path().join("bk");
-    let shipped = backup::backup_with(&src, &dest, &limited).unwrap();
-    assert!(shipped.seq >= before, "{} < {before}", shipped.seq);
+    let backup = {
+        let (src, dest, limited) = (src.clone(), dest.clone(), limited.clone());
+        std::thread::spawn(move || backup::backup_with(&src, &dest, &limited))
+    };
+    // Past the cut (taken at once), while the paced copies run: checkpoints that compact
+    // (2 layers) and remove the tables the cut names from the database.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    for _ in 0..4 {
+        db.checkpoint().unwrap();
+    }
     assert!(
-        manifest_bytes(&src) != manifest_before,
-        "the writer did not checkpoint during the backup"
+        !backup.is_finished(),
+        "the backup ended before the checkpoints: too few bytes to pace"
     );
+    assert!(manifest_bytes(&src) != manifest_before);
+    let shipped = backup.join().unwrap().unwrap();
+    assert!(shipped.seq >= before, "{} < {before}", shipped.seq);
     assert_eq!(opened_seq(&dest), shipped.seq);
     let n = whole_version(&dest);
     assert!(n >= 400);
     assert!(backup::verify(&dest).unwrap().is_ok());
     let replica = root.path().join("replica");
-    let mut rep = Replicator::new(&src, &replica, limited).unwrap();
+    let mut rep = Replicator::new(&src, &replica, limited.max_rate(Some(256 << 10))).unwrap();
     let mut last = 0;
     for _ in 0..3 {
         let s = rep.ship().unwrap();

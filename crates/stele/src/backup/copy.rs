@@ -23,7 +23,7 @@ use stele_table::{Storage, StorageFile, TableId};
 /// Bytes hashed and written at a time: large enough for the storage to start the disk
 /// writing them back at once (it does for writes of 1 MiB or more), small enough to be
 /// written from the processor's cache right after they are hashed.
-const COPY_CHUNK_BYTES: usize = 1 << 20;
+pub(crate) const COPY_CHUNK_BYTES: usize = 1 << 20;
 
 /// Tables copied at once. Two: one thread's copy (page-cache pages hashed and written into
 /// new ones) runs while the other waits for the disk to take its writes.

@@ -93,8 +93,9 @@ impl BackupOptions {
     /// leaves the disk idle part of the time for the writer, at the price of a longer
     /// backup: at 50 MB/s (about a tenth of that disk's write rate) the writer's p99 was
     /// back at 17-18 ms, its rate 0.64-0.98 of alone, and the 1 GB backup took 23 s instead
-    /// of 4-5 (`docs/BACKUPS.md`, "Beside a writer"). Hard links,
-    /// log records and manifests are not limited (they are small), nor are restores (no
+    /// of 4-5 (`docs/BACKUPS.md`, "Beside a writer"). The log records shipped (the
+    /// writer's since its last checkpoint, up to `checkpoint_bytes`) are paced too; hard
+    /// links and manifests are not (nothing, or little, is written), nor are restores (no
     /// writer uses the folder they write). A rate under 16 KiB/s
     /// is refused when the backup starts ([`BackupError::BadArgument`]); parse a user's
     /// text with [`parse_rate`].
