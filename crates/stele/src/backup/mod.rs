@@ -88,11 +88,11 @@ impl BackupOptions {
     /// Copies tables at most `bytes_per_second` (all copying threads together; default:
     /// none, the disk's rate). The database's writer makes every commit durable, so each
     /// waits for the disk; a copy at the disk's rate keeps it busy and the writer's commits
-    /// queue behind the copy's writes (0.45-0.53 of its commit rate beside an unlimited copy
-    /// on this project's VM, its p99 commit time 19-117 ms against 8-21 ms alone). A limit
+    /// queue behind the copy's writes (0.24-0.53 of its commit rate beside an unlimited copy
+    /// on this project's VM, its p99 commit time 19-117 ms against 7-21 ms alone). A limit
     /// leaves the disk idle part of the time for the writer, at the price of a longer
     /// backup: at 50 MB/s (about a tenth of that disk's write rate) the writer's p99 was
-    /// back at 17-18 ms, its rate 0.64-0.98 of alone, and the 1 GB backup took 23 s instead
+    /// at or under its own, 4-18 ms, its rate 0.64-1.29 of alone (noisy), and the 1 GB backup took 23 s instead
     /// of 4-5 (`docs/BACKUPS.md`, "Beside a writer"). The log records shipped (the
     /// writer's since its last checkpoint, up to `checkpoint_bytes`) are paced too; hard
     /// links and manifests are not (nothing, or little, is written), nor are restores (no
