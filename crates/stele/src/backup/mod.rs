@@ -92,8 +92,9 @@ impl BackupOptions {
     /// on this project's VM, its p99 commit time 19-117 ms against 7-21 ms alone). A limit
     /// leaves the disk idle part of the time for the writer, at the price of a longer
     /// backup: at 50 MB/s (about a tenth of that disk's write rate) the writer's p99 was
-    /// at or under its own, 4-18 ms, its rate 0.64-1.29 of alone (noisy), and the 1 GB backup took 23 s instead
-    /// of 4-5 (`docs/BACKUPS.md`, "Beside a writer"). The log records shipped (the
+    /// 4-18 ms (0.6-1.4x its own alone), its rate 0.64-1.29 of alone (noisy), and the 1 GB
+    /// backup took 23 s instead of 3.5-5 (`docs/BACKUPS.md`, "Beside a writer"). The log
+    /// records shipped (the
     /// writer's since its last checkpoint, up to `checkpoint_bytes`) are paced too; hard
     /// links and manifests are not (nothing, or little, is written), nor are restores (no
     /// writer uses the folder they write). A rate under 16 KiB/s
