@@ -13,7 +13,8 @@ use stele::backup::{self, At, BackupOptions, Replicator, Retention, Shipment};
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
     stele backup shop /mnt/backups/shop        # a new backup, or only what is new since the last\n  \
-    stele backup --copy shop /mnt/backups/shop # copy tables even on the same file system\n\n\
+    stele backup --copy shop /mnt/backups/shop # copy tables even on the same file system\n  \
+    stele backup --max-rate 100 shop /mnt/b    # copy at most 100 MB/s: the writer keeps the disk\n\n\
     The database may be open by a writer meanwhile: the backup is at the last commit made when it\n\
     started. The backup folder opens as a database (read-only); `stele restore` makes a new one.")]
 pub struct BackupArgs {
@@ -25,6 +26,11 @@ pub struct BackupArgs {
     /// disk's fate when linked).
     #[arg(long)]
     pub copy: bool,
+    /// Copy tables at most this fast, so that the database's writer keeps the disk part of
+    /// the time: MB/s (100), or with a unit (512KB/s, 1GB/s), or `none` for the disk's
+    /// rate (default: the library's, see docs/BACKUPS.md).
+    #[arg(long, value_name = "MB/s")]
+    pub max_rate: Option<String>,
     /// Points kept in the backup: a count (10) or an age (24h, 7d); the newest is always
     /// kept (default: all).
     #[arg(long, value_name = "COUNT|AGE")]
@@ -67,6 +73,11 @@ pub struct ReplicateArgs {
     /// Copy tables even where a hard link would do.
     #[arg(long)]
     pub copy: bool,
+    /// Copy tables at most this fast, so that the database's writer keeps the disk part of
+    /// the time: MB/s (100), or with a unit (512KB/s, 1GB/s), or `none` for the disk's
+    /// rate (default: the library's, see docs/BACKUPS.md).
+    #[arg(long, value_name = "MB/s")]
+    pub max_rate: Option<String>,
 }
 
 /// `stele restore BACKUP OUT`.
@@ -89,9 +100,14 @@ pub struct RestoreArgs {
     pub at: Option<String>,
 }
 
-fn options(copy: bool, keep: Option<&str>) -> Result<BackupOptions> {
+fn options(copy: bool, keep: Option<&str>, max_rate: Option<&str>) -> Result<BackupOptions> {
     let keep = keep.map(Retention::parse).transpose()?;
-    Ok(BackupOptions::default().link(!copy).keep(keep))
+    let mut opts = BackupOptions::default().link(!copy).keep(keep);
+    if let Some(text) = max_rate {
+        let rate = backup::parse_rate(text).context("--max-rate")?;
+        opts = opts.max_rate(rate);
+    }
+    Ok(opts)
 }
 
 fn describe(s: &Shipment) -> String {
@@ -108,7 +124,7 @@ fn describe(s: &Shipment) -> String {
 
 pub fn backup(args: &BackupArgs) -> Result<()> {
     let start = Instant::now();
-    let opts = options(args.copy, args.keep.as_deref())?;
+    let opts = options(args.copy, args.keep.as_deref(), args.max_rate.as_deref())?;
     let shipped = backup::backup_with(&args.db, &args.dest, &opts).with_context(|| {
         format!(
             "backing up {} into {}",
@@ -162,7 +178,7 @@ pub fn verify(args: &VerifyArgs) -> Result<()> {
 
 pub fn replicate(args: &ReplicateArgs) -> Result<()> {
     let interval = parse_interval(&args.interval)?;
-    let opts = options(args.copy, args.keep.as_deref())?;
+    let opts = options(args.copy, args.keep.as_deref(), args.max_rate.as_deref())?;
     let mut rep = Replicator::new(&args.db, &args.dest, opts)
         .with_context(|| format!("opening replica {}", args.dest.display()))?;
     // With --follow, a shipment that found nothing new prints nothing.

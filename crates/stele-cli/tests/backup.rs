@@ -120,3 +120,45 @@ fn backup_verify_replicate_and_restore_at_a_version() {
             )),
         );
 }
+
+#[test]
+fn backup_with_a_rate_limit_and_a_bad_rate_refused_with_what_to_give() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, bk) = (dir.path().join("db"), dir.path().join("bk"));
+    stele()
+        .arg("put")
+        .arg(&db)
+        .args(["c", "k1", r#"{"v":1}"#])
+        .assert()
+        .success();
+    stele()
+        .arg("backup")
+        .arg(&db)
+        .arg(&bk)
+        .args(["--max-rate", "fast"])
+        .assert()
+        .failure()
+        .stderr(
+            predicate::str::contains("--max-rate")
+                .and(predicate::str::contains("\"fast\""))
+                .and(predicate::str::contains("100MB/s")),
+        );
+    assert!(!bk.exists());
+    stele()
+        .arg("backup")
+        .arg(&db)
+        .arg(&bk)
+        .args(["--copy", "--max-rate", "20"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("version 1"));
+    stele().arg("verify").arg(&bk).assert().success();
+    stele()
+        .arg("replicate")
+        .arg(&db)
+        .arg(dir.path().join("replica"))
+        .args(["--max-rate", "512KB/s"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("shipped version 1"));
+}

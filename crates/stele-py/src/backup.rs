@@ -10,28 +10,50 @@ use stele::backup::{self, At, BackupOptions, Retention};
 use crate::database::PyDatabase;
 use crate::errors::db_err;
 
-fn options(py: Python<'_>, copy: bool, keep: Option<&str>) -> PyResult<BackupOptions> {
+/// A rate limit as given: MB/s as a number, a text with a unit ("512KB/s"), or "none".
+#[derive(FromPyObject)]
+enum Rate {
+    Mb(f64),
+    Text(String),
+}
+
+fn options(
+    py: Python<'_>,
+    copy: bool,
+    keep: Option<&str>,
+    max_rate: Option<Rate>,
+) -> PyResult<BackupOptions> {
     let keep = keep
         .map(Retention::parse)
         .transpose()
         .map_err(|e| db_err(py, e))?;
-    Ok(BackupOptions::default().link(!copy).keep(keep))
+    let mut opts = BackupOptions::default().link(!copy).keep(keep);
+    if let Some(rate) = max_rate {
+        let text = match rate {
+            Rate::Mb(mb) => format!("{mb}"),
+            Rate::Text(t) => t,
+        };
+        opts = opts.max_rate(backup::parse_rate(&text).map_err(|e| db_err(py, e))?);
+    }
+    Ok(opts)
 }
 
 #[pymethods]
 impl PyDatabase {
     /// Backs the database up into folder `dest` while writes go on (a new backup, or only
-    /// what is new since one made before). Returns what was shipped.
-    #[pyo3(signature = (dest, *, copy = false, keep = None))]
+    /// what is new since one made before). `max_rate`: copy at most this many MB/s (or a
+    /// text with a unit, or "none"). Returns what was shipped.
+    #[pyo3(signature = (dest, *, copy = false, keep = None, max_rate = None))]
     fn backup<'py>(
         slf: &Bound<'py, Self>,
         dest: PathBuf,
         copy: bool,
         keep: Option<String>,
+        max_rate: Option<Rate>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let py = slf.py();
         let path: PathBuf = slf.getattr("path")?.extract()?;
-        let opts = options(py, copy, keep.as_deref())?;
+        let opts = options(py, copy, keep.as_deref(), max_rate)?;
         let s = py
             .detach(|| backup::backup_with(&path, &dest, &opts))
             .map_err(|e| db_err(py, e))?;

@@ -58,3 +58,22 @@ def test_verify_reports_a_damaged_file_with_its_path(tmp_path):
     with pytest.raises(stele.SteleError, match="cannot give version"):
         stele.restore(bk, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_rate_limited_backup_is_whole_and_a_bad_rate_a_clear_error(tmp_path):
+    src, bk = tmp_path / "db", tmp_path / "bk"
+    with stele.open(src) as db:
+        for i in range(200):
+            db["c"][f"k{i}"] = {"n": i, "pad": "x" * 200}
+        db.checkpoint()
+        for rate in (0, "fast", "-3MB/s"):
+            with pytest.raises(stele.SteleError, match="backup rate limit"):
+                db.backup(bk, copy=True, max_rate=rate)
+        assert not bk.exists()
+        shipped = db.backup(bk, copy=True, max_rate=0.5)  # MB/s
+        assert shipped["version"] == db.snapshot().seq and shipped["tables_copied"] >= 1
+        assert db.backup(tmp_path / "bk2", copy=True, max_rate="64KiB/s")["tables_copied"] >= 1
+        assert db.backup(tmp_path / "bk3", copy=True, max_rate="none")["tables_copied"] >= 1
+    assert stele.verify(bk)["ok"]
+    with stele.open(bk, readonly=True) as replica:
+        assert len(replica["c"]) == 200

@@ -11,6 +11,7 @@ mod arrow_import;
 mod arrow_rows;
 mod backup;
 mod backup_faults;
+mod backup_rate;
 mod blocks;
 mod common;
 mod compact;

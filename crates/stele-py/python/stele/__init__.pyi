@@ -229,12 +229,19 @@ class Database:
     def stats(self) -> dict[str, dict[str, int]]:
         """{collection: {documents, layers, table_bytes, stored_bytes, unsaved_changes, packed_blocks, pack_bytes, index_bytes, dictionaries}}."""
     def backup(
-        self, dest: str | PathLike[str], *, copy: bool = False, keep: str | None = None
+        self,
+        dest: str | PathLike[str],
+        *,
+        copy: bool = False,
+        keep: str | None = None,
+        max_rate: float | str | None = None,
     ) -> dict[str, int]:
         """Backs the database up into folder dest while writes go on: a new backup, or only
         what is new since one made before (tables hard-linked on the same file system unless
         copy=True, else copied and checked against their names; the manifest last). keep: the
-        points kept, a count ("10") or an age ("24h"). Returns {version, manifest_version,
+        points kept, a count ("10") or an age ("24h"). max_rate: copy tables at most this many
+        MB/s (or "512KB/s", "1GB/s"; "none": the disk's rate), leaving the disk part of the
+        time to the database's writer. Returns {version, manifest_version,
         tables_copied, tables_linked, tables_kept, log_bytes, bytes_written}. The backup opens
         read-only as a database; restore() makes a new one from it."""
     def disk_usage(self) -> dict[str, int]:

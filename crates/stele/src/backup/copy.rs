@@ -8,9 +8,12 @@
 //! a time, on two threads, largest first; then every copy of the group is synced (the
 //! disk has written most of each back by then, so the syncs wait for the tails only) and
 //! only then named. A copy whose bytes do not hash to its name is refused and removed.
+//! With a rate limit (`BackupOptions::max_rate`) each megabyte waits for its slot on a
+//! clock shared by the threads before it is written.
 //! The caller syncs the folder, then writes the manifest that names the tables.
 
 use super::error::BackupError;
+use super::pace::Pace;
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -20,7 +23,7 @@ use stele_table::{Storage, StorageFile, TableId};
 /// Bytes hashed and written at a time: large enough for the storage to start the disk
 /// writing them back at once (it does for writes of 1 MiB or more), small enough to be
 /// written from the processor's cache right after they are hashed.
-const COPY_CHUNK_BYTES: usize = 1 << 20;
+pub(crate) const COPY_CHUNK_BYTES: usize = 1 << 20;
 
 /// Tables copied at once. Two: one thread's copy (page-cache pages hashed and written into
 /// new ones) runs while the other waits for the disk to take its writes.
@@ -50,7 +53,12 @@ pub(crate) struct Put {
 /// system allow (the table is checked to open: footer and index), else a copy checked
 /// against its id, synced and named. All or an error (copies not named yet removed); the
 /// caller syncs the folders.
-pub(crate) fn put_tables(storage: &dyn Storage, jobs: Vec<Job>, link: bool) -> Result<Put> {
+pub(crate) fn put_tables(
+    storage: &dyn Storage,
+    jobs: Vec<Job>,
+    link: bool,
+    pace: Option<&Pace>,
+) -> Result<Put> {
     let mut put = Put::default();
     let mut to_copy = Vec::new();
     for job in jobs {
@@ -68,7 +76,7 @@ pub(crate) fn put_tables(storage: &dyn Storage, jobs: Vec<Job>, link: bool) -> R
     sized.sort_by_key(|(len, _)| std::cmp::Reverse(*len));
     let sorted: Vec<Job> = sized.into_iter().map(|(_, j)| j).collect();
     for group in sorted.chunks(SYNC_GROUP) {
-        let copies = copy_group(storage, group)?;
+        let copies = copy_group(storage, group, pace)?;
         put.copied += copies.len();
         let mut left = copies.into_iter();
         while let Some(c) = left.next() {
@@ -100,14 +108,14 @@ fn try_link(storage: &dyn Storage, job: &Job) -> Result<bool> {
 
 /// Copies every table of `group` under a temp name, [`COPY_THREADS`] at a time; returns
 /// the copies, written and checked, not synced. On an error every temp file is removed.
-fn copy_group(storage: &dyn Storage, group: &[Job]) -> Result<Vec<Copying>> {
+fn copy_group(storage: &dyn Storage, group: &[Job], pace: Option<&Pace>) -> Result<Vec<Copying>> {
     let failed = AtomicBool::new(false);
     let done = par_map(group, |job| {
         // After a failure, the copies not started are not made.
         if failed.load(Ordering::Relaxed) {
             return None;
         }
-        let copied = start_copy(storage, job);
+        let copied = start_copy(storage, job, pace);
         if copied.is_err() {
             failed.store(true, Ordering::Relaxed);
         }
@@ -197,12 +205,12 @@ fn abandon(storage: &dyn Storage, copying: Vec<Copying>, e: Error) -> Error {
 
 /// Copies `job`'s table under a temp name beside its destination (the extension that
 /// garbage collection removes after a crash), checked against its id.
-fn start_copy(storage: &dyn Storage, job: &Job) -> Result<Copying> {
+fn start_copy(storage: &dyn Storage, job: &Job, pace: Option<&Pace>) -> Result<Copying> {
     let temp = job
         .to
         .with_file_name(format!(".backup-{}-{}.partial", std::process::id(), job.id));
     let _ = std::fs::remove_file(&temp);
-    match copy_checked(storage, &job.from, &temp, job.id) {
+    match copy_checked(storage, &job.from, &temp, job.id, pace) {
         Ok((file, bytes)) => Ok(Copying {
             temp,
             to: job.to.clone(),
@@ -224,6 +232,7 @@ fn copy_checked(
     from: &Path,
     to: &Path,
     id: TableId,
+    pace: Option<&Pace>,
 ) -> Result<(Box<dyn StorageFile>, u64)> {
     let src = Source::open(from)?;
     let bytes = src.bytes();
@@ -233,6 +242,9 @@ fn copy_checked(
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
     for chunk in bytes.chunks(COPY_CHUNK_BYTES) {
         hasher.update(chunk);
+        if let Some(pace) = pace {
+            pace.take(chunk.len());
+        }
         out.write_all(chunk)
             .map_err(|e| Error::io("writing table copy", to, e))?;
     }

@@ -436,7 +436,7 @@ fn build(
             to: tables_dir.join(id.file_name()),
         })
         .collect();
-    let mut written = put_tables(&**storage, jobs, link)?.copied_bytes;
+    let mut written = put_tables(&**storage, jobs, link, None)?.copied_bytes;
     storage
         .sync_dir(&tables_dir)
         .map_err(|e| Error::io("syncing folder", &tables_dir, e))?;

@@ -15,7 +15,7 @@
 //! 4. a line `<last version> <unix ms>` appended to `points/shipped.log`: what was
 //!    shipped when, for `restore --at TIME` and for `verify` to notice a log cut short.
 
-use super::copy::{Job, put_tables};
+use super::copy::{COPY_CHUNK_BYTES, Job, put_tables};
 use super::cut::Cut;
 use super::error::BackupError;
 use super::{POINTS_DIR, Position};
@@ -56,6 +56,8 @@ pub(crate) struct Dest {
     pub storage: Arc<dyn Storage>,
     /// Hard links for tables where the file system allows.
     link: bool,
+    /// The copies' rate limit.
+    pace: Option<super::pace::Pace>,
     /// Per segment (by first sequence number): the whole records the destination holds.
     pub shipped: BTreeMap<u64, Position>,
     /// The last version shipped (from `points/shipped.log`), 0 if none.
@@ -66,7 +68,12 @@ impl Dest {
     /// Opens (creating it if new) the destination folder `dir`. Refuses a folder that holds
     /// something else than a backup. Segments a killed shipment left with a torn tail are
     /// cut back to their whole records.
-    pub(crate) fn open(dir: &Path, storage: Arc<dyn Storage>, link: bool) -> Result<Dest> {
+    pub(crate) fn open(
+        dir: &Path,
+        storage: Arc<dyn Storage>,
+        link: bool,
+        pace: Option<super::pace::Pace>,
+    ) -> Result<Dest> {
         let points = dir.join(POINTS_DIR);
         let is_empty = match std::fs::read_dir(dir) {
             Ok(mut entries) => entries.next().is_none(),
@@ -110,6 +117,7 @@ impl Dest {
             dir: dir.to_path_buf(),
             storage,
             link,
+            pace,
             shipped,
             last_seq,
         })
@@ -148,7 +156,7 @@ impl Dest {
             let from = cut.tables_dir.join(id.file_name());
             jobs.push(Job { id, from, to });
         }
-        let put = put_tables(&*self.storage, jobs, self.link)?;
+        let put = put_tables(&*self.storage, jobs, self.link, self.pace.as_ref())?;
         report.tables_linked += put.linked;
         report.tables_copied += put.copied;
         report.bytes_written += put.copied_bytes;
@@ -180,7 +188,7 @@ impl Dest {
             }
             let path = wal::segment_path(&self.dir.join(WAL_DIR), seg.first);
             if seg.from == 0 {
-                self.replace(&path, &seg.bytes)?;
+                self.put_segment(&path, &seg.bytes)?;
             } else {
                 self.append(&path, seg.from, &seg.bytes)?;
             }
@@ -211,20 +219,78 @@ impl Dest {
         )?)
     }
 
-    /// Appends `bytes` at `at` of the segment `path` and syncs them.
+    /// Writes a new log segment: at once, or (with a rate limit) a megabyte at a time at
+    /// the pace, under a temp name, synced, renamed into place, the folder synced (as
+    /// `replace_file` does).
+    fn put_segment(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+        let Some(pace) = &self.pace else {
+            return self.replace(path, bytes);
+        };
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("segment");
+        let temp = path.with_file_name(format!(".{name}.tmp"));
+        if std::fs::symlink_metadata(&temp).is_ok() {
+            let _ = self.storage.remove(&temp);
+        }
+        let written = (|| {
+            let mut file = self
+                .storage
+                .create(&temp)
+                .map_err(|e| Error::io("creating log segment copy", &temp, e))?;
+            for chunk in bytes.chunks(COPY_CHUNK_BYTES) {
+                pace.take(chunk.len());
+                file.write_all(chunk)
+                    .map_err(|e| Error::io("writing log segment copy", &temp, e))?;
+            }
+            file.sync()
+                .map_err(|e| Error::io("syncing log segment copy", &temp, e))?;
+            drop(file);
+            self.storage
+                .rename(&temp, path)
+                .map_err(|e| Error::io("naming log segment copy", path, e))
+        })();
+        if written.is_err() {
+            let _ = self.storage.remove(&temp);
+        }
+        written?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        self.storage
+            .sync_dir(dir)
+            .map_err(|e| Error::io("syncing folder", dir, e))
+    }
+
+    /// Appends `bytes` at `at` of the segment `path` and syncs them; with a rate limit, a
+    /// megabyte at a time at the pace.
     fn append(&self, path: &Path, at: u64, bytes: &[u8]) -> Result<()> {
         let mut file = self
             .storage
             .open_log(path)
             .map_err(|e| Error::io("opening log segment", path, e))?;
-        let written = match file.write_at(at, bytes) {
-            Err(e) if e.kind() == std::io::ErrorKind::Unsupported => {
-                // A storage that only appends: the file holds exactly `at` bytes (cut at
-                // open and after every shipment).
-                file.write_all(bytes).and_then(|()| file.flush())
-            }
-            other => other,
+        let step = match self.pace {
+            Some(_) => COPY_CHUNK_BYTES,
+            None => bytes.len().max(1),
         };
+        let mut written = Ok(());
+        let mut offset = at;
+        for chunk in bytes.chunks(step) {
+            if let Some(pace) = &self.pace {
+                pace.take(chunk.len());
+            }
+            written = match file.write_at(offset, chunk) {
+                Err(e) if e.kind() == std::io::ErrorKind::Unsupported => {
+                    // A storage that only appends: the file holds exactly `offset` bytes
+                    // (cut at open and after every shipment, then written in order).
+                    file.write_all(chunk).and_then(|()| file.flush())
+                }
+                other => other,
+            };
+            if written.is_err() {
+                break;
+            }
+            offset += chunk.len() as u64;
+        }
         written
             .and_then(|()| file.sync_data())
             .map_err(|e| Error::io("appending to log segment", path, e))

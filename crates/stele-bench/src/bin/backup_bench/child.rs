@@ -11,8 +11,20 @@ pub(crate) fn run(raw: &[String]) -> Result<()> {
     let arg = |i: usize| raw.get(i).context("a missing argument of the child");
     match raw.first().map(String::as_str) {
         Some("child-backup") => {
-            let opts = BackupOptions::default().link(arg(3)? != "copy");
-            stele::backup::backup_with(Path::new(arg(1)?), Path::new(arg(2)?), &opts)?;
+            let rate = match raw.get(4) {
+                Some(mb) => stele::backup::parse_rate(mb)?,
+                None => None,
+            };
+            let opts = BackupOptions::default()
+                .link(arg(3)? != "copy")
+                .max_rate(rate);
+            let s = stele::backup::backup_with(Path::new(arg(1)?), Path::new(arg(2)?), &opts)?;
+            // For the parent: what the backup wrote of the log (the writer's records since
+            // its last checkpoint) and in all.
+            println!(
+                "log_bytes {} bytes_written {}",
+                s.log_bytes, s.bytes_written
+            );
             Ok(())
         }
         Some("child-replicate") => {

@@ -3,19 +3,21 @@
 //!
 //! ```text
 //! cargo run --release -p stele-bench --bin backup_bench -- [--quick] [--keep] [--rounds N]
-//!     [--mb MB] [--seconds S] [--work DIR] [--data DIR]
+//!     [--mb MB] [--seconds S] [--rates MB/s,...] [--only-copies] [--work DIR] [--data DIR]
 //! ```
 //!
 //! 1. A database of at least `--mb` megabytes on disk (default 1024) is built from every
 //!    collection of `../shared/data/collections`, repeated with new ids (`<id>~<round>`),
 //!    stored uncompressed (so that the bytes on disk are the documents' own, not a 10x
 //!    compression of them), committed in batches and compacted.
-//! 2. A writer thread commits batches of 100 small documents, durable each; its commits/s
-//!    are measured alone, then while `cp -r` copies the folder, then while this binary
+//! 2. A writer thread commits batches of 100 small documents, durable each, throughout;
+//!    its commits/s are measured while `cp -r` copies the folder, then while this binary
 //!    (again, as a separate process: a reader of the database) backs it up with copies
-//!    (`--copy`) and with hard links, each to a new folder on the same file system; `dd`
-//!    of the largest table gives the disk's write rates. In `--rounds` rounds (default 3),
-//!    medians reported: see `copies.rs`.
+//!    (`--copy`, unlimited and at each of `--rates`, default 400,200,100 MB/s) and with
+//!    hard links, each to a new folder on the same file system, against its rate alone in
+//!    the windows just before and after each run (paired ratios); `dd` of the largest
+//!    table gives the disk's write rates. In `--rounds` rounds (default 5), medians
+//!    reported: see `copies.rs`. `--only-copies`: this part only.
 //! 3. Incremental: 1% of the documents replaced, then a backup into the copy made in 2:
 //!    bytes written over the database's bytes, after a checkpoint; after the change spread
 //!    over 9 checkpoints, which start a compaction (size-tiered: the base stays, see
@@ -41,6 +43,7 @@ mod disk;
 mod lag;
 mod litestream;
 mod restore;
+mod writer;
 
 use anyhow::{Context, Result, bail};
 use std::io::BufRead;
@@ -56,6 +59,10 @@ pub(crate) struct Args {
     rounds: usize,
     mb: u64,
     seconds: f64,
+    /// The rate limits (MB/s) of the copies measured beside the unlimited one.
+    rates: Vec<f64>,
+    /// Part 2 only (the copies beside the writer).
+    only_copies: bool,
     work: Option<PathBuf>,
     data: PathBuf,
 }
@@ -64,9 +71,11 @@ fn parse_args(raw: &[String]) -> Result<Args> {
     let mut args = Args {
         quick: false,
         keep: false,
-        rounds: 3,
+        rounds: 5,
         mb: 1024,
         seconds: 5.0,
+        rates: vec![400.0, 200.0, 100.0],
+        only_copies: false,
         work: None,
         data: Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
     };
@@ -79,7 +88,16 @@ fn parse_args(raw: &[String]) -> Result<Args> {
                 args.mb = 8;
                 args.seconds = 0.3;
                 args.rounds = 1;
+                args.rates = vec![4.0];
             }
+            "--rates" => {
+                args.rates = value()?
+                    .split(',')
+                    .filter(|r| !r.trim().is_empty())
+                    .map(|r| r.trim().parse::<f64>())
+                    .collect::<Result<_, _>>()?;
+            }
+            "--only-copies" => args.only_copies = true,
             "--keep" => args.keep = true,
             "--rounds" => args.rounds = value()?.parse::<usize>()?.max(1),
             "--mb" => args.mb = value()?.parse()?,
@@ -87,7 +105,7 @@ fn parse_args(raw: &[String]) -> Result<Args> {
             "--work" => args.work = Some(PathBuf::from(value()?)),
             "--data" => args.data = PathBuf::from(value()?),
             other => bail!(
-                "backup_bench: unknown argument {other:?}\n\nusage: backup_bench [--quick] [--keep] [--rounds N] [--mb MB] [--seconds S] [--work DIR] [--data DIR]"
+                "backup_bench: unknown argument {other:?}\n\nusage: backup_bench [--quick] [--keep] [--rounds N] [--mb MB] [--seconds S] [--rates MB/s,...] [--only-copies] [--work DIR] [--data DIR]"
             ),
         }
     }
@@ -127,8 +145,17 @@ fn main() -> Result<()> {
     let db = Database::open_with(&src, options())?;
     let period = Duration::from_secs_f64(args.seconds);
     // 2. Writer alone, beside cp -r, beside backups.
-    let copies = copies::measure(&db, &src, work, args.rounds, period)?;
+    let copies = copies::measure(&db, &src, work, args.rounds, &args.rates)?;
     let copy_dest = copies.copy_dest.clone();
+    if args.only_copies {
+        drop(db);
+        load("at end");
+        if args.keep {
+            let kept = tmp.keep();
+            println!("kept the work folder: {}", kept.display());
+        }
+        return Ok(());
+    }
     // 3. Incremental after 1% changed: with a checkpoint; over enough checkpoints that they
     // start a compaction (size-tiered: the base stays); with a full `compact`.
     let changed = change_share(&db, &ids, 100, 0)?;
