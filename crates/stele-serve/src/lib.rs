@@ -24,9 +24,11 @@ mod assets;
 pub mod error;
 pub mod html;
 mod kick;
+mod options;
 mod pages;
 pub mod route;
 mod server;
 
 pub use error::ServeError;
-pub use server::{Options, Server};
+pub use options::Options;
+pub use server::Server;

@@ -12,8 +12,8 @@ mod table;
 
 use crate::error::ServeError;
 use crate::html;
+use crate::options::{Deadline, Options};
 use crate::route::{Format, Parsed, Route};
-use crate::server::{Deadline, Options};
 use serde_json::{Value, json};
 use std::io::Read;
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! types and how often each is present (MongoDB Compass's schema tab, in small).
 
 use crate::error::ServeError;
-use crate::server::Deadline;
+use crate::options::Deadline;
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
