@@ -43,6 +43,12 @@ mod disk;
 mod lag;
 mod litestream;
 mod restore;
+#[path = "../../doc/timing.rs"]
+#[allow(
+    dead_code,
+    reason = "shared with `stele-bench doc`; only the CPU clock is used here"
+)]
+mod timing;
 mod writer;
 
 use anyhow::{Context, Result, bail};

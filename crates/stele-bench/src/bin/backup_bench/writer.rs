@@ -10,6 +10,8 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 use stele::Database;
 
+use crate::timing::thread_cpu_secs;
+
 /// One commit: when it returned (seconds from the writer's start), how long it took and
 /// the thread's CPU time in it (both ms).
 #[derive(Debug, Clone, Copy)]
@@ -125,18 +127,4 @@ impl Writer {
             None => Ok(()),
         }
     }
-}
-
-/// CPU time of the calling thread, in seconds.
-fn thread_cpu_secs() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant Linux supports.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return f64::NAN;
-    }
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
