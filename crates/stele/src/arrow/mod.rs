@@ -200,10 +200,15 @@ impl ArrowOptions {
         if query.projection.is_some() {
             return refuse("a projection");
         }
-        let mut opts = ArrowOptions::new().filter(query.filter.clone());
-        opts.skip = query.skip;
-        opts.limit = query.limit.unwrap_or(usize::MAX);
-        Ok(opts)
+        Ok(ArrowOptions::new().documents_of(query))
+    }
+
+    /// These options reading the documents `query` keeps: its filter, skip and limit.
+    pub(crate) fn documents_of(mut self, query: &crate::Query) -> ArrowOptions {
+        self.filter = query.filter.clone();
+        self.skip = query.skip;
+        self.limit = query.limit.unwrap_or(usize::MAX);
+        self
     }
 }
 

@@ -157,10 +157,7 @@ impl Snapshot {
         query.check()?;
         let collection = query.collection().to_owned();
         if query.sort.is_empty() && query.projection.is_none() {
-            let mut opts = options.filter(query.filter.clone());
-            opts.skip = query.skip;
-            opts.limit = query.limit.unwrap_or(usize::MAX);
-            return self.scan_arrow(&collection, opts);
+            return self.scan_arrow(&collection, options.documents_of(query));
         }
         super::check_named(&options)?;
         let rows = Rows::Query(Box::new(query.clone()));
