@@ -128,18 +128,41 @@ pub(crate) enum Seen {
 pub(crate) struct SeenObject {
     keys: Vec<(String, Seen)>,
     at: HashMap<String, usize>,
-    guess: Vec<usize>,
+    guess: PlaceGuess,
+}
+
+/// For objects of one shape, which put each key at the place the object before did: the
+/// slot (a column, a key's index) that the key at each place went to last time. Tried
+/// first with one comparison of names; the caller hashes only when it misses.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PlaceGuess(Vec<usize>);
+
+impl PlaceGuess {
+    /// The slot the key at `place` went to last time, if `holds(slot)` says it is this
+    /// key's.
+    pub(crate) fn get(&self, place: usize, holds: impl Fn(usize) -> bool) -> Option<usize> {
+        self.0.get(place).copied().filter(|&slot| holds(slot))
+    }
+
+    /// Remembers that the key at `place` went to `slot` (places are met in order, so an
+    /// unseen place is the next one).
+    pub(crate) fn record(&mut self, place: usize, slot: usize) {
+        if let Some(g) = self.0.get_mut(place) {
+            *g = slot;
+        } else if self.0.len() == place {
+            self.0.push(slot);
+        }
+    }
 }
 
 impl SeenObject {
     /// Merges the properties of one object; false once it has too many keys to be a struct.
     pub(crate) fn merge(&mut self, o: &stele_doc::Object<'_>) -> bool {
         for (place, (key, v)) in o.iter_original().enumerate() {
+            let keys = &self.keys;
             let guessed = self
                 .guess
-                .get(place)
-                .copied()
-                .filter(|&i| self.keys.get(i).is_some_and(|(k, _)| k == key));
+                .get(place, |i| keys.get(i).is_some_and(|(k, _)| k == key));
             let i = match guessed.or_else(|| self.at.get(key).copied()) {
                 Some(i) => i,
                 None => {
@@ -152,11 +175,7 @@ impl SeenObject {
                 }
             };
             if guessed.is_none() {
-                if let Some(g) = self.guess.get_mut(place) {
-                    *g = i;
-                } else if self.guess.len() == place {
-                    self.guess.push(i);
-                }
+                self.guess.record(place, i);
             }
             if let Some((_, seen)) = self.keys.get_mut(i) {
                 seen.merge(v);

@@ -3,7 +3,7 @@
 
 use super::ArrowOptions;
 use super::build::Col;
-use super::kind::Kind;
+use super::kind::{Kind, PlaceGuess};
 use super::state::{
     ArrowReader, DOC_ID, Failed, ID, Layout, Rows, Running, Source, fill_row, finish_batch,
     for_each_in, misfit,
@@ -43,7 +43,7 @@ impl ArrowReader {
             columns: HashMap::new(),
             filled: Vec::new(),
             keys: Vec::new(),
-            guess: Vec::new(),
+            guess: PlaceGuess::default(),
         };
         if let Some(named) = &named {
             let mut parsed = Vec::new();
@@ -209,7 +209,7 @@ impl ArrowReader {
             columns,
             filled: vec![false; self.sources.len()],
             keys,
-            guess: Vec::new(),
+            guess: PlaceGuess::default(),
         };
         Ok(names)
     }

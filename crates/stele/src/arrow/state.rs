@@ -6,7 +6,7 @@
 //! core, `rows.rs` reads rows the query engine computes; all three build on this file.
 
 use super::build::{Col, Misfit};
-use super::kind::{Kind, Seen, SeenObject};
+use super::kind::{Kind, PlaceGuess, Seen, SeenObject};
 use crate::collection::Entries;
 use crate::error::{Error, Result};
 use crate::query::scan::Stretch;
@@ -47,7 +47,7 @@ pub(super) enum Layout {
         columns: HashMap<String, usize>,
         filled: Vec<bool>,
         keys: Vec<String>,
-        guess: Vec<usize>,
+        guess: PlaceGuess,
     },
 }
 
@@ -286,17 +286,10 @@ pub(super) fn fill_row(
             // column's name instead of hashing the key (5 % of an export's CPU).
             filled.fill(false);
             for (place, (key, v)) in doc.root_object().iter().flat_map(|o| o.iter()).enumerate() {
-                let guessed = guess
-                    .get(place)
-                    .copied()
-                    .filter(|&c| keys.get(c).is_some_and(|k| k == key));
+                let guessed = guess.get(place, |c| keys.get(c).is_some_and(|k| k == key));
                 let found = guessed.or_else(|| {
                     let c = columns.get(key).copied()?;
-                    if let Some(g) = guess.get_mut(place) {
-                        *g = c;
-                    } else if guess.len() == place {
-                        guess.push(c);
-                    }
+                    guess.record(place, c);
                     Some(c)
                 });
                 match found {
