@@ -55,11 +55,10 @@ pub(super) fn parquet(
 ) -> Result<u64> {
     let reader = reader(snap, collection, sel, false)?;
     let schema = reader.schema();
-    // Row groups of ROW_GROUP_ROWS (the default, a million rows, would hold the whole of
-    // most collections in memory until written).
+    // Row groups are cut below, at ROW_GROUP_ROWS (the writer's own default, a million
+    // rows, would hold the whole of most collections in memory until written).
     let props = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::default()))
-        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
         .build();
     // The file through `ArrowWriter` (which records the Arrow schema in the file's metadata),
     // its row groups by hand: each batch's columns encoded and compressed on every core.
