@@ -2,6 +2,7 @@
 //! statistics) and its iterator. Bulk writes are in `import.rs`, queries and indexes in
 //! `query.rs` (each adds its own `#[pymethods]` block: pyo3's `multiple-pymethods`).
 
+use std::path::PathBuf;
 use std::sync::Mutex;
 
 use pyo3::exceptions::{PyKeyError, PyTypeError};
@@ -9,10 +10,43 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 use stele::{Database, Snapshot};
 
-use super::snapshot::Taken;
 use super::{DocOptions, Payload, PyDatabase, PyId, id_arg, py_id, readable_id, stats_dict};
 use crate::errors::{Kind, db_err, new_err, type_err};
 use crate::handle::same_process;
+
+/// A snapshot and the process that took it: the only one that may read through it (its
+/// block cache's lock may have been held by another thread when a child was forked).
+#[derive(Debug, Clone)]
+pub(super) struct Taken {
+    snap: Snapshot,
+    /// The database's folder, for messages.
+    path: PathBuf,
+    pid: u32,
+}
+
+impl Taken {
+    /// A snapshot taken in this process.
+    pub(super) fn now(snap: Snapshot, path: PathBuf) -> Taken {
+        Taken {
+            snap,
+            path,
+            pid: std::process::id(),
+        }
+    }
+
+    /// The snapshot's commit number: a plain field, readable in any process (no lock).
+    pub(super) fn seq(&self) -> u64 {
+        self.snap.seq()
+    }
+
+    /// The snapshot, in the process that took it.
+    pub(super) fn snap(&self, py: Python<'_>) -> PyResult<&Snapshot> {
+        same_process(py, self.pid, || {
+            format!("a snapshot of database {}", self.path.display())
+        })?;
+        Ok(&self.snap)
+    }
+}
 
 /// Where a collection reads from.
 #[derive(Debug)]

@@ -6,10 +6,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use stele::Snapshot;
 
-use super::collection::{PyCollection, Reader};
+use super::collection::{PyCollection, Reader, Taken};
 use super::{DocOptions, all_stats};
 use crate::errors::db_err;
-use crate::handle::same_process;
 
 /// A read-only view of every collection as of one commit.
 #[pyclass(module = "stele", name = "Snapshot", frozen)]
@@ -19,35 +18,11 @@ pub(crate) struct PySnapshot {
     opts: DocOptions,
 }
 
-/// A snapshot and the process that took it: the only one that may read through it (its
-/// block cache's lock may have been held by another thread when a child was forked).
-#[derive(Debug, Clone)]
-pub(super) struct Taken {
-    snap: Snapshot,
-    /// The database's folder, for messages.
-    path: PathBuf,
-    pid: u32,
-}
-
-impl Taken {
-    /// The snapshot, in the process that took it.
-    pub(super) fn snap(&self, py: Python<'_>) -> PyResult<&Snapshot> {
-        same_process(py, self.pid, || {
-            format!("a snapshot of database {}", self.path.display())
-        })?;
-        Ok(&self.snap)
-    }
-}
-
 impl PySnapshot {
     /// A snapshot taken now, in this process, of the database in folder `path`.
     pub(super) fn new(snap: Snapshot, path: PathBuf, opts: DocOptions) -> Self {
         PySnapshot {
-            taken: Taken {
-                snap,
-                path,
-                pid: std::process::id(),
-            },
+            taken: Taken::now(snap, path),
             opts,
         }
     }
@@ -83,7 +58,7 @@ impl PySnapshot {
     /// Sequence number of the last batch this snapshot contains (0 for none).
     #[getter]
     fn seq(&self) -> u64 {
-        self.taken.snap.seq()
+        self.taken.seq()
     }
 
     /// {collection: {documents, layers, table_bytes, stored_bytes, unsaved_changes,
@@ -93,6 +68,6 @@ impl PySnapshot {
     }
 
     fn __repr__(&self) -> String {
-        format!("<stele.Snapshot seq={}>", self.taken.snap.seq())
+        format!("<stele.Snapshot seq={}>", self.taken.seq())
     }
 }

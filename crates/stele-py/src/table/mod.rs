@@ -6,45 +6,32 @@
 //! table's streaming iterator and resume after the last key they returned (one seek per chunk),
 //! so no iterator state borrows the table across Python calls.
 
-use std::collections::VecDeque;
+mod args;
+mod iter;
+mod reader;
+
 use std::ops::Bound as KeyBound;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use pyo3::exceptions::{PyIndexError, PyKeyError};
+use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
-use stele_durable::DurableMap;
-use stele_table::{DuplicatePolicy, Entry, Sorter, SorterOptions, Table};
+use pyo3::types::{PyBytes, PyDict, PyTuple};
+use stele_table::{Sorter, SorterOptions, Table};
 
-use crate::document::PyDocument;
-use crate::errors::{Kind, choice, durable_err, new_err, table_err, type_err};
-use crate::table_set::Reader;
+use crate::errors::{table_err, type_err};
+
+pub(crate) use args::{
+    duplicate_policy, entry_tuple, key_arg, out_of_range, position, prefix_bounds, range_bounds,
+    value_arg,
+};
+pub(crate) use iter::{PyTableIter, Source, Yield};
+pub(crate) use reader::Reader;
 
 /// Pairs handed to the sorter per release of the GIL, at most.
 const BATCH_PAIRS: usize = 4096;
 /// Bytes of keys and values handed to the sorter per release of the GIL, at most.
 const BATCH_BYTES: usize = 4 << 20;
-
-/// A key given as `bytes` or `str` (UTF-8), borrowed from the immutable Python object.
-pub(crate) fn key_arg<'a>(key: &'a Bound<'_, PyAny>) -> PyResult<&'a [u8]> {
-    if let Ok(b) = key.cast::<PyBytes>() {
-        return Ok(b.as_bytes());
-    }
-    if let Ok(s) = key.cast::<PyString>() {
-        return Ok(s.to_str()?.as_bytes());
-    }
-    Err(type_err("table keys are bytes or str", key))
-}
-
-/// A value given as `bytes`, `str` (UTF-8) or a `Document` (its bytes).
-pub(crate) fn value_arg<'a>(value: &'a Bound<'_, PyAny>) -> PyResult<&'a [u8]> {
-    if let Ok(d) = value.cast::<PyDocument>() {
-        return Ok(crate::document::document_bytes(d));
-    }
-    key_arg(value).map_err(|_| type_err("table values are bytes, str or Document", value))
-}
-
 /// A sorted, immutable table of byte-string keys and values, read through mmap.
 ///
 /// A read-only mapping: `t[key]`, `key in t`, `len(t)`, iteration over keys in order. Keys
@@ -64,14 +51,6 @@ pub(crate) fn value_arg<'a>(value: &'a Bound<'_, PyAny>) -> PyResult<&'a [u8]> {
 pub(crate) struct PyTable {
     /// A table, or for the subclass `TableSet` a set read as one table.
     pub(crate) table: Reader,
-}
-
-/// What a table iterator yields.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Yield {
-    Keys,
-    Values,
-    Items,
 }
 
 impl PyTable {
@@ -364,20 +343,6 @@ impl PyTable {
     }
 }
 
-/// The `duplicates=` keyword of tables: "reject", "keep_last" or "keep_first".
-pub(crate) fn duplicate_policy(py: Python<'_>, duplicates: &str) -> PyResult<DuplicatePolicy> {
-    choice(
-        py,
-        "duplicates",
-        duplicates,
-        &[
-            ("reject", DuplicatePolicy::Reject),
-            ("keep_last", DuplicatePolicy::KeepLast),
-            ("keep_first", DuplicatePolicy::KeepFirst),
-        ],
-    )
-}
-
 /// A sorter with the options of `Table.build`.
 pub(crate) fn new_sorter(
     py: Python<'_>,
@@ -424,198 +389,10 @@ pub(crate) fn finish_sorter(py: Python<'_>, sorter: Sorter, path: PathBuf) -> Py
     })
 }
 
-/// Lower and upper bounds of keys to visit.
-pub(crate) type KeyBounds = (KeyBound<Vec<u8>>, KeyBound<Vec<u8>>);
-
-/// Bounds `start <= key < end` (None: unbounded).
-pub(crate) fn range_bounds(
-    start: Option<&Bound<'_, PyAny>>,
-    end: Option<&Bound<'_, PyAny>>,
-) -> PyResult<KeyBounds> {
-    let lo = match start {
-        Some(k) => KeyBound::Included(key_arg(k)?.to_vec()),
-        None => KeyBound::Unbounded,
-    };
-    let hi = match end {
-        Some(k) => KeyBound::Excluded(key_arg(k)?.to_vec()),
-        None => KeyBound::Unbounded,
-    };
-    Ok((lo, hi))
-}
-
-/// Bounds of the keys starting with `prefix`.
-pub(crate) fn prefix_bounds(prefix: &Bound<'_, PyAny>) -> PyResult<KeyBounds> {
-    let p = key_arg(prefix)?;
-    let hi = stele_table::prefix_successor(p).map_or(KeyBound::Unbounded, KeyBound::Excluded);
-    Ok((KeyBound::Included(p.to_vec()), hi))
-}
-
-/// Position `i` (negative counts from the end) among `len` entries; `None` before the start.
-pub(crate) fn position(i: i64, len: u64) -> Option<u64> {
-    if i < 0 {
-        len.checked_sub(i.unsigned_abs())
-    } else {
-        Some(i as u64)
-    }
-}
-
-/// `IndexError` for position `i` among `len` entries.
-pub(crate) fn out_of_range(i: i64, len: u64) -> PyErr {
-    PyIndexError::new_err(format!("position {i} out of range for {len} entries"))
-}
-
-/// An entry as a `(key, value)` tuple of bytes.
-pub(crate) fn entry_tuple<'py>(
-    py: Python<'py>,
-    entry: Option<Entry<'_>>,
-) -> PyResult<Option<Bound<'py, PyTuple>>> {
-    entry
-        .map(|(k, v)| PyTuple::new(py, [PyBytes::new(py, k.as_bytes()), PyBytes::new(py, v)]))
-        .transpose()
-}
-
 fn io_err(op: &'static str, path: &std::path::Path, source: std::io::Error) -> stele_table::Error {
     stele_table::Error::Io {
         op,
         path: path.to_path_buf(),
         source,
-    }
-}
-
-/// Where a table iterator is: the bounds not yet visited and the decoded chunk.
-#[derive(Debug)]
-struct IterState {
-    lo: KeyBound<Vec<u8>>,
-    hi: KeyBound<Vec<u8>>,
-    reverse: bool,
-    what: Yield,
-    /// Entries to decode at the next refill: grows from 16 to 1024, so taking the first few
-    /// entries stays cheap and long scans amortize the seek.
-    chunk: usize,
-    buffered: VecDeque<Py<PyAny>>,
-    done: bool,
-}
-
-impl IterState {
-    fn refill(&mut self, py: Python<'_>, source: &Source) -> PyResult<()> {
-        let bounds = (as_ref(&self.lo), as_ref(&self.hi));
-        let last = match source {
-            Source::Table(t) => self.decode(py, t.range(bounds), |e| table_err(py, e))?,
-            Source::Map(m) => self.decode(py, m.range(bounds), |e| durable_err(py, e))?,
-            Source::Set(s) => self.decode(py, s.range::<&[u8], _>(bounds), |e| table_err(py, e))?,
-        };
-        if let Some(k) = last {
-            if self.reverse {
-                self.hi = KeyBound::Excluded(k);
-            } else {
-                self.lo = KeyBound::Excluded(k);
-            }
-        }
-        self.chunk = (self.chunk * 4).min(1024);
-        Ok(())
-    }
-
-    /// Buffers up to `chunk` entries of `it` (from the back if reversed); returns the last
-    /// key buffered.
-    fn decode<'t, E>(
-        &mut self,
-        py: Python<'_>,
-        mut it: impl DoubleEndedIterator<Item = Result<Entry<'t>, E>>,
-        err: impl Fn(E) -> PyErr,
-    ) -> PyResult<Option<Vec<u8>>> {
-        let mut last = None;
-        for _ in 0..self.chunk {
-            let next = if self.reverse {
-                it.next_back()
-            } else {
-                it.next()
-            };
-            let Some(entry) = next else {
-                self.done = true;
-                break;
-            };
-            let (k, v) = entry.map_err(&err)?;
-            let item = match self.what {
-                Yield::Keys => PyBytes::new(py, k.as_bytes()).into_any(),
-                Yield::Values => PyBytes::new(py, v).into_any(),
-                Yield::Items => {
-                    PyTuple::new(py, [PyBytes::new(py, k.as_bytes()), PyBytes::new(py, v)])?
-                        .into_any()
-                }
-            };
-            self.buffered.push_back(item.unbind());
-            last = Some(k.into_owned());
-        }
-        Ok(last)
-    }
-}
-
-fn as_ref(b: &KeyBound<Vec<u8>>) -> KeyBound<&[u8]> {
-    match b {
-        KeyBound::Included(k) => KeyBound::Included(k.as_slice()),
-        KeyBound::Excluded(k) => KeyBound::Excluded(k.as_slice()),
-        KeyBound::Unbounded => KeyBound::Unbounded,
-    }
-}
-
-/// What an iterator reads: a table, a table set, or a snapshot of a durable map.
-#[derive(Debug)]
-pub(crate) enum Source {
-    Table(Arc<Table>),
-    Map(Arc<DurableMap>),
-    Set(Arc<stele_table::TableSet>),
-}
-
-/// Iterator over the keys, values or (key, value) pairs of a table or a durable map (a
-/// snapshot of it: later changes to the map are not seen); holds the files open.
-#[pyclass(module = "stele", name = "TableIterator", frozen)]
-#[derive(Debug)]
-pub(crate) struct PyTableIter {
-    source: Source,
-    state: Mutex<IterState>,
-}
-
-impl PyTableIter {
-    pub(crate) fn new(
-        source: Source,
-        lo: KeyBound<Vec<u8>>,
-        hi: KeyBound<Vec<u8>>,
-        reverse: bool,
-        what: Yield,
-    ) -> PyTableIter {
-        PyTableIter {
-            source,
-            state: Mutex::new(IterState {
-                lo,
-                hi,
-                reverse,
-                what,
-                chunk: 16,
-                buffered: VecDeque::new(),
-                done: false,
-            }),
-        }
-    }
-}
-
-#[pymethods]
-impl PyTableIter {
-    fn __iter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
-        slf
-    }
-
-    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        // `try_lock`: a thread that waited here would hold the GIL the owner needs to finish.
-        let mut state = self.state.try_lock().map_err(|_| {
-            new_err(
-                py,
-                Kind::Stele,
-                "table iterator already in use (by another thread, or poisoned by a panic)".into(),
-            )
-        })?;
-        if state.buffered.is_empty() && !state.done {
-            state.refill(py, &self.source)?;
-        }
-        Ok(state.buffered.pop_front())
     }
 }
