@@ -11,7 +11,7 @@ use clap::Args;
 use stele_table::{Entry, SET_EXTENSION, SET_MAGIC, Table, TableBuilder, TableOptions, TableSet};
 
 use crate::say::count;
-use crate::table_cmd::{BuildArgs, duplicate_policy, feed, sorter};
+use crate::table_cmd::input::{BuildArgs, duplicate_policy, feed, sorter};
 
 /// A table file or a table set's manifest, read alike.
 pub enum Source {
@@ -234,7 +234,7 @@ pub fn build_set(args: &BuildArgs) -> Result<()> {
     let args = if args.sorted && !regular_file {
         let tmp = tempfile::NamedTempFile::new_in(&args.output)
             .with_context(|| format!("creating a temporary file in {}", args.output.display()))?;
-        let (mut input, _) = crate::table_cmd::open_input(&args.input)?;
+        let (mut input, _) = crate::table_cmd::input::open_input(&args.input)?;
         std::io::copy(&mut input, &mut tmp.as_file())
             .with_context(|| format!("reading {}", args.input.display()))?;
         spooled = tmp;
@@ -249,7 +249,7 @@ pub fn build_set(args: &BuildArgs) -> Result<()> {
     let manifest = args
         .output
         .join(format!("{}.{SET_EXTENSION}", args.set_name));
-    let bar = crate::table_cmd::progress_bar(args)?;
+    let bar = crate::table_cmd::input::progress_bar(args)?;
     let (paths, splits) = sort_into_shards(args, shards, &bar).with_context(|| {
         format!(
             "building table set {} (no manifest was written)",
