@@ -4,15 +4,14 @@ use crate::error::{Error, Result, check_item};
 use crate::memdiff::MemDiff;
 use crate::merge::{MapIter, Merger, Op, Source, decode_op};
 use crate::root::Kind;
-use crate::store::{MAX_LAYERS, Store};
+use crate::store::Store;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
-use stele_table::{
-    DiffInfo, DuplicatePolicy, Key, Sorter, SorterOptions, Table, TableBuilder, TableId,
-    prefix_successor,
-};
+use stele_table::{DiffInfo, Key, Table, TableId, prefix_successor};
 
+mod open;
 mod restack;
+mod save;
 
 /// Where [`DurableMap::get_and_origin`] found its answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,137 +112,6 @@ fn bounds_are_empty(lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> bool {
         (Bound::Included(a) | Bound::Excluded(a), Bound::Excluded(b))
         | (Bound::Excluded(a), Bound::Included(b)) => a >= b,
         _ => false,
-    }
-}
-
-impl Store {
-    /// Builds a map from pairs in any order, of any number (sorted within the store's
-    /// memory budget, spilling to disk beyond it). A key given twice keeps its last value.
-    pub fn build_map<K, V, I>(&self, pairs: I) -> Result<DurableMap>
-    where
-        K: AsRef<[u8]>,
-        V: AsRef<[u8]>,
-        I: IntoIterator<Item = (K, V)>,
-    {
-        // Before the sorter, which may spill into the folder.
-        self.check_writable()?;
-        let opts = self.options();
-        let mut sorter = Sorter::new(
-            SorterOptions::default()
-                .memory_budget_bytes(opts.memory_budget_bytes)
-                .table_options(opts.table.clone())
-                .temp_dir(self.dir())
-                .duplicates(DuplicatePolicy::KeepLast),
-        )?;
-        for (k, v) in pairs {
-            let (k, v) = (k.as_ref(), v.as_ref());
-            check_item("key", k)?;
-            check_item("value", v)?;
-            sorter.add(k, v)?;
-        }
-        let guard = self.write_guard()?;
-        let info = sorter.finish(self.dir())?;
-        let map = self.open_map(info.id);
-        drop(guard);
-        map
-    }
-
-    /// A new, empty map with no file yet; [`DurableMap::save`] writes its first table.
-    pub fn new_map(&self) -> DurableMap {
-        DurableMap {
-            store: self.clone(),
-            layers: Vec::new(),
-            diff: MemDiff::new(self.is_read_only()),
-            len: 0,
-            binding: None,
-            table_block_bytes: None,
-        }
-    }
-
-    /// Opens the map whose top table is `id`, with every layer below it.
-    pub fn open_map(&self, id: TableId) -> Result<DurableMap> {
-        let mut layers = Vec::new();
-        let mut next = Some((id, None));
-        while let Some((id, needed_by)) = next {
-            if layers.len() >= MAX_LAYERS {
-                return Err(Error::BadStack {
-                    top: id,
-                    reason: "has more layers than allowed",
-                });
-            }
-            let table = self.open_table(id, needed_by).map_err(|e| match e {
-                Error::Table(stele_table::Error::WrongKind { .. }) => Error::WrongKind {
-                    id,
-                    expected: "a map",
-                    found: "a list",
-                },
-                e => e,
-            })?;
-            let diff = table.diff_info();
-            if diff.is_some_and(|d| d.positional) {
-                return Err(Error::WrongKind {
-                    id,
-                    expected: "a map",
-                    found: "the diff of a list",
-                });
-            }
-            if let Some(d) = diff
-                && (d.parent == id || layers.iter().any(|l: &Arc<Layer>| l.id == d.parent))
-            {
-                return Err(Error::BadStack {
-                    top: id,
-                    reason: "loops",
-                });
-            }
-            next = diff.map(|d| (d.parent, Some(id)));
-            layers.push(Arc::new(Layer { id, table, diff }));
-        }
-        layers.reverse();
-        let len = layers.last().map_or(0, |l| l.logical_len());
-        Ok(DurableMap {
-            store: self.clone(),
-            layers,
-            diff: MemDiff::new(self.is_read_only()),
-            len,
-            binding: None,
-            table_block_bytes: None,
-        })
-    }
-
-    fn open_map_bound(&self, id: TableId, name: &str) -> Result<DurableMap> {
-        let mut m = self.open_map(id)?;
-        m.binding = Some(Binding::new(name, Some(id)));
-        Ok(m)
-    }
-
-    /// Opens the map whose top table is the file at `path` (`<dir>/<id>.stt`), in the store
-    /// of its folder.
-    pub fn open_map_path(path: impl AsRef<std::path::Path>) -> Result<DurableMap> {
-        let (store, id) = Store::for_table_path(path.as_ref())?;
-        store.open_map(id)
-    }
-
-    /// A snapshot of the map that root `name` points at, bound to the root so that
-    /// [`DurableMap::commit`] can move it forward.
-    pub fn map_at_root(&self, name: &str) -> Result<DurableMap> {
-        self.at_root(name, Kind::Map, |id| self.open_map_bound(id, name))?
-            .ok_or_else(|| Error::NoSuchRoot {
-                name: name.to_owned(),
-                dir: self.dir().to_path_buf(),
-            })
-    }
-
-    /// Like [`map_at_root`](Self::map_at_root), but a missing root gives a new empty map
-    /// bound to it (its first `commit` creates the root).
-    pub fn map_at_root_or_new(&self, name: &str) -> Result<DurableMap> {
-        match self.at_root(name, Kind::Map, |id| self.open_map_bound(id, name))? {
-            Some(m) => Ok(m),
-            None => {
-                let mut m = self.new_map();
-                m.binding = Some(Binding::new(name, None));
-                Ok(m)
-            }
-        }
     }
 }
 
@@ -578,101 +446,5 @@ impl DurableMap {
             Some(b) => Ok(b.table.nth(pos)?),
             None => Ok(None),
         }
-    }
-
-    /// Writes the unsaved changes as a diff table on top of the stack (or, for a map never
-    /// saved, as its first table) and returns the new top id. Nothing to save returns the
-    /// current id without writing.
-    pub fn save(&mut self) -> Result<TableId> {
-        if let (Some(id), true) = (self.id(), self.diff.is_empty()) {
-            return Ok(id);
-        }
-        let opts = self.table_options();
-        // A new map with nothing to write is the empty map, which has no file
-        // (`Store::finish_base`): no table builder (a temporary file made, then removed)
-        // and no lock taken for it. Every new database's checkpoint saved one (an import's
-        // collection, whose documents are in its packs map).
-        let empty_base = self.id().is_none() && self.diff.iter().all(|e| e.value().is_none());
-        let guard = if empty_base {
-            self.store.check_writable()?;
-            None
-        } else {
-            Some(self.store.write_guard()?)
-        };
-        let id = match self.id() {
-            None if empty_base => stele_table::empty_map_id(),
-            Some(parent) => {
-                let diff = DiffInfo::new(parent, self.len, false);
-                let mut b = TableBuilder::new(self.store.dir(), opts.diff(diff))?;
-                let mut buf = Vec::new();
-                for e in self.diff.iter() {
-                    buf.clear();
-                    match e.value() {
-                        Some(v) => {
-                            buf.push(stele_table::DIFF_PUT);
-                            buf.extend_from_slice(v);
-                        }
-                        None => buf.push(stele_table::DIFF_REMOVE),
-                    }
-                    b.add(e.key(), &buf)?;
-                }
-                b.finish()?.id
-            }
-            None => {
-                let mut b = TableBuilder::new(self.store.dir(), opts)?;
-                for e in self.diff.iter() {
-                    if let Some(v) = e.value() {
-                        b.add(e.key(), v)?;
-                    }
-                }
-                self.store.finish_base(b)?
-            }
-        };
-        let table = self.store.open_table(id, None)?;
-        drop(guard);
-        let diff = table.diff_info();
-        debug_assert_eq!(diff.map_or(table.len(), |d| d.logical_len), self.len);
-        // A new vector: snapshots taken before the save keep their own.
-        let mut layers = self.layers.clone();
-        layers.push(Arc::new(Layer { id, table, diff }));
-        self.layers = layers;
-        self.diff = MemDiff::new(self.store.is_read_only());
-        Ok(id)
-    }
-
-    /// Has the tables this map writes from now on (saved diffs, compacted bases, rebased
-    /// diffs; kept by its clones) use blocks of `block_size_bytes` instead of the store's (a
-    /// power of two, 16 B to 16 MiB; checked when a table is written). Suits maps of a few
-    /// values bigger than a block, such as compression dictionaries: each value spans whole
-    /// blocks, so the padding after it is under one block. Tables already written keep theirs.
-    pub fn set_table_block_size(&mut self, block_size_bytes: u32) {
-        self.table_block_bytes = Some(block_size_bytes);
-    }
-
-    /// The options of the tables this map writes.
-    fn table_options(&self) -> stele_table::TableOptions {
-        let opts = self.store.options().table.clone();
-        match self.table_block_bytes {
-            Some(bytes) => opts.block_size_bytes(bytes),
-            None => opts,
-        }
-    }
-
-    /// Saves, then points the root this map was opened from at the new top table, if the
-    /// root has not moved since (else [`Error::RootConflict`]). Returns the new top id.
-    pub fn commit(&mut self) -> Result<TableId> {
-        if self.binding.is_none() {
-            return Err(Error::NotBoundToRoot);
-        }
-        let id = self.save()?;
-        Binding::advance(&mut self.binding, &self.store, id, Kind::Map)?;
-        Ok(id)
-    }
-
-    /// Binds the map to root `name` as it is now, for [`commit`](Self::commit): the next
-    /// commit succeeds only if nobody switches the root before it.
-    pub fn bind_root(&mut self, name: &str) -> Result<()> {
-        self.binding = Some(Binding::current(&self.store, name)?);
-        Ok(())
     }
 }
