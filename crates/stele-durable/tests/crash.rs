@@ -51,7 +51,8 @@ fn killed_writers_leave_a_whole_acknowledged_state() {
         CHILD_ENV,
         dir.path(),
     )
-    .kill_after_ms(20, 150);
+    .kill_after_ms(20, 150)
+    .stretch_until_first_ack();
     let rounds = crash.rounds();
     let mut last_acked = 0;
     let mut kills_mid_work = 0;

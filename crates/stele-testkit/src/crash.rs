@@ -106,6 +106,10 @@ pub struct Crash {
     spread_ms: u64,
     seed: u64,
     rng: Rng,
+    /// Whether kill delays grow while no child has acknowledged anything (see
+    /// [`Crash::stretch_until_first_ack`]), and the factor they are multiplied by now.
+    stretch: bool,
+    stretch_factor: u64,
 }
 
 impl Crash {
@@ -129,6 +133,8 @@ impl Crash {
             spread_ms: 150,
             seed,
             rng: Rng::new(seed),
+            stretch: false,
+            stretch_factor: 1,
         }
     }
 
@@ -143,6 +149,16 @@ impl Crash {
     pub fn kill_after_ms(mut self, min_ms: u64, spread_ms: u64) -> Self {
         self.min_ms = min_ms;
         self.spread_ms = spread_ms;
+        self
+    }
+
+    /// Doubles the kill delay (up to 16 times) after each round whose child acknowledged
+    /// nothing, until one child has: on a loaded machine a child may need longer than the
+    /// configured delay just to start and reach its first commit, and a test whose rounds
+    /// all end before any commit checks nothing. Only for children that acknowledge early
+    /// and keep working (a child that acknowledges only at its end would be let finish).
+    pub fn stretch_until_first_ack(mut self) -> Self {
+        self.stretch = true;
         self
     }
 
@@ -188,7 +204,8 @@ impl Crash {
             }
             acked
         });
-        let delay = self.min_ms + self.rng.below(self.spread_ms as usize) as u64;
+        let delay =
+            (self.min_ms + self.rng.below(self.spread_ms as usize) as u64) * self.stretch_factor;
         std::thread::sleep(Duration::from_millis(delay));
         // SIGKILL (a child that already ended is only reaped).
         if let Err(e) = child.kill() {
@@ -200,6 +217,14 @@ impl Crash {
         let acked = reader
             .join()
             .unwrap_or_else(|_| panic!("reading the child's output failed"));
+        if self.stretch {
+            if acked == 0 {
+                self.stretch_factor = (self.stretch_factor * 2).min(16);
+            } else {
+                self.stretch = false;
+                self.stretch_factor = 1;
+            }
+        }
         Killed { acked, status }
     }
 }
