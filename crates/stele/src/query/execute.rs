@@ -6,6 +6,7 @@ use super::plan::{self, Chosen, IndexAccess, Plan};
 use super::{CountOutput, Query, QueryOutput, QueryStats};
 use crate::collection::{Near, get_near};
 use crate::error::{Error, Result};
+use crate::index::cache::KeyBlockCache;
 use crate::index::encode::encoded_len_flipped;
 use crate::snapshot::Snapshot;
 use crate::state::IndexState;
@@ -223,15 +224,17 @@ impl Snapshot {
             if n.is_multiple_of(256) {
                 run.check()?;
             }
-            if self.fetch(query, id, run, out, &mut near)? == Some(false) {
+            if self.fetch(query, id, run, out, &mut near, Hit::default())? == Some(false) {
                 break;
             }
         }
         Ok(())
     }
 
-    /// Reads document `id`, tests it and hands it to `out` if it passes: `None` if there is
-    /// no such document, else whether `out` wants more.
+    /// Reads document `id`, tests it (unless its index entry decided the filter) and hands
+    /// it to `out` if it passes (with the key its entry gives for a served sort, see
+    /// [`Collector::take_sorted`]): `None` if there is no such document, else whether `out`
+    /// wants more.
     fn fetch(
         &self,
         query: &Query,
@@ -239,6 +242,7 @@ impl Snapshot {
         run: &Run,
         out: &mut dyn Collector,
         near: &mut Near,
+        hit: Hit<'_>,
     ) -> Result<Option<bool>> {
         // `id` is the stored key (an integer id's is not its text).
         let Some(doc) = get_near(&self.state, &query.collection, id.as_bytes(), near)? else {
@@ -246,8 +250,12 @@ impl Snapshot {
         };
         run.docs.fetch_add(1, Ordering::Relaxed);
         let d = doc.document()?;
-        if query.filter.matches(d.root(), id) {
-            return out.take(id, &d).map(Some);
+        if hit.decided || query.filter.matches(d.root(), id) {
+            return match hit.sort {
+                Some(key) => out.take_sorted(id, &d, key),
+                None => out.take(id, &d),
+            }
+            .map(Some);
         }
         Ok(Some(true))
     }
@@ -264,7 +272,7 @@ impl Snapshot {
         match part {
             Chosen::Ids(list) => ids.extend(list.iter().cloned()),
             Chosen::Index(access) => {
-                index_entries(access, &query.filter, run, |id| {
+                index_entries(access, &query.filter, run, self.index_blocks(), |id, _| {
                     ids.insert(id.to_owned());
                     Ok(true)
                 })?;
@@ -290,6 +298,12 @@ impl Snapshot {
         out: &mut dyn Collector,
     ) -> Result<()> {
         let mut near = Near::default();
+        // When the entries' key conditions are the whole filter (as for a covered count),
+        // an entry that passes them decides its document: the filter is not run again on it.
+        let by_index = Hit {
+            decided: super::keys::key_conditions(&query.filter, access.ix).1,
+            sort: None,
+        };
         let missing = |id: &str| Error::InvalidQuery {
             reason: format!(
                 "index {:?} names document {id:?}, which does not exist (drop the index and create it again)",
@@ -298,10 +312,22 @@ impl Snapshot {
         };
         if access.sorted || !out.any_order() {
             // The rows' order is the index's: documents are read as their entries come.
-            index_entries(access, &query.filter, run, |id| {
-                self.fetch(query, id, run, out, &mut near)?
-                    .ok_or_else(|| missing(id))
-            })?;
+            // A served sort's rows tie when their entries' sort fields do: the collector
+            // takes that instead of computing each document's sort key.
+            index_entries(
+                access,
+                &query.filter,
+                run,
+                self.index_blocks(),
+                |id, sort| {
+                    let hit = Hit {
+                        sort: access.sorted.then_some(sort),
+                        ..by_index
+                    };
+                    self.fetch(query, id, run, out, &mut near, hit)?
+                        .ok_or_else(|| missing(id))
+                },
+            )?;
             return Ok(());
         }
         // The collector orders what it keeps itself: the ids are read in id order, a batch
@@ -313,7 +339,7 @@ impl Snapshot {
             batch.sort_unstable();
             for id in batch.drain(..) {
                 if !self
-                    .fetch(query, &id, run, out, &mut near)?
+                    .fetch(query, &id, run, out, &mut near, by_index)?
                     .ok_or_else(|| missing(&id))?
                 {
                     return Ok(false);
@@ -321,7 +347,7 @@ impl Snapshot {
             }
             Ok(true)
         };
-        index_entries(access, &query.filter, run, |id| {
+        index_entries(access, &query.filter, run, self.index_blocks(), |id, _| {
             batch.push(id.to_owned());
             if batch.len() >= ID_ORDER_BATCH {
                 wants_more = drain(&mut batch)?;
@@ -334,6 +360,11 @@ impl Snapshot {
         Ok(())
     }
 
+    /// The database's cache of decoded index blocks.
+    fn index_blocks(&self) -> &KeyBlockCache {
+        &self.state.packing.index_blocks
+    }
+
     /// Counts the distinct documents whose entries meet the filter's key conditions.
     fn count_keys(
         &self,
@@ -342,12 +373,21 @@ impl Snapshot {
         run: &Run,
     ) -> Result<u64> {
         let mut n = 0u64;
-        index_entries(access, filter, run, |_| {
+        index_entries(access, filter, run, self.index_blocks(), |_, _| {
             n += 1;
             Ok(true)
         })?;
         Ok(n)
     }
+}
+
+/// What an index entry tells about the document it names, for [`Snapshot::fetch`].
+#[derive(Default, Clone, Copy)]
+struct Hit<'k> {
+    /// The entry met key conditions that are the whole filter: the document matches.
+    decided: bool,
+    /// For a sort the index serves: what stands for the document's sort key.
+    sort: Option<&'k [u8]>,
 }
 
 /// Hashes document ids for the set of ids an index scan has yielded: XXH3 over the bytes
@@ -370,13 +410,15 @@ impl std::hash::Hasher for IdHasher {
 type Ids = std::hash::BuildHasherDefault<IdHasher>;
 
 /// Walks the entries of an index access, testing each against the filter's key conditions,
-/// and calls `f` with each document id once (its first entry that passes); `f` returns
-/// false to stop.
+/// and calls `f` with each document id once (its first entry that passes) and the values of
+/// that entry's first [`IndexAccess::sort_fields`] fields; `f` returns false to stop.
+/// Blocks are decoded through `cache`.
 pub(crate) fn index_entries(
     access: &IndexAccess<'_>,
     filter: &super::Filter,
     run: &Run,
-    mut f: impl FnMut(&str) -> Result<bool>,
+    cache: &KeyBlockCache,
+    mut f: impl FnMut(&str, &[u8]) -> Result<bool>,
 ) -> Result<()> {
     let def = &access.ix.def;
     let (conds, _) = super::keys::key_conditions(filter, access.ix);
@@ -393,15 +435,17 @@ pub(crate) fn index_entries(
             .as_deref()
             .map_or(Bound::Unbounded, Bound::Excluded);
         let lo = Bound::Included(range.lo.as_slice());
-        for (n, entry) in
-            crate::index::packed::scan(&access.ix.map, lo, hi, access.reverse).enumerate()
-        {
+        let mut scan =
+            crate::index::packed::scan(&access.ix.map, lo, hi, access.reverse, Some(cache));
+        let mut n = 0usize;
+        while let Some(entry) = scan.next_key() {
             if n.is_multiple_of(256) {
                 run.check()?;
             }
+            n += 1;
             let key = entry?;
             run.keys.fetch_add(1, Ordering::Relaxed);
-            let Some((tuple, id)) = def.split_key(&key) else {
+            let Some((tuple, id)) = def.split_key(key) else {
                 return Err(Error::InvalidQuery {
                     reason: format!(
                         "index {:?} holds a key that does not decode (drop the index and create it again)",
@@ -411,8 +455,12 @@ pub(crate) fn index_entries(
             };
             // Test the entry's values against the key conditions, field by field.
             let mut at = 0;
+            let mut sort_end = 0;
             let mut pass = true;
             for (i, &desc) in def.descending.iter().enumerate() {
+                if i == access.sort_fields {
+                    sort_end = at;
+                }
                 let flip = if desc { 0xff } else { 0 };
                 let Some(len) = tuple.get(at..).and_then(|t| encoded_len_flipped(t, flip)) else {
                     pass = false;
@@ -434,13 +482,16 @@ pub(crate) fn index_entries(
                 }
                 at += len;
             }
+            if access.sort_fields >= def.descending.len() {
+                sort_end = at;
+            }
             // A document has a second entry only if a field holds an array: rare, so the
             // id is copied and inserted at once (one hash) rather than looked up first.
             if !pass || !seen.insert(id.to_vec()) {
                 continue;
             }
             let id = String::from_utf8_lossy(id);
-            if !f(&id)? {
+            if !f(&id, tuple.get(..sort_end).unwrap_or_default())? {
                 return Ok(());
             }
         }
