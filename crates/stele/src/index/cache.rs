@@ -7,10 +7,9 @@
 //! bytes, compared in full before the decoded keys are used. So an entry can never be
 //! stale: the decoded keys are a function of the stored bytes, whichever map, table or
 //! database state they were read from; a write that changes an index writes loose entries
-//! or new blocks, whose bytes are new. Eviction is CLOCK (second chance), as for documents'
+//! or new blocks, whose bytes are new. Eviction is CLOCK (`crate::clock`), as for documents'
 //! blocks (`pack/cache.rs`), within a byte budget of its own.
 
-use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 /// The keys of one index block, decoded and validated: strictly increasing, each a whole
@@ -77,24 +76,10 @@ impl KeyBlock {
     }
 }
 
-#[derive(Debug)]
-struct Slot {
-    /// The stored bytes the keys were decoded from (compared on every hit).
-    stored: Box<[u8]>,
-    block: Arc<KeyBlock>,
-    charge_bytes: usize,
-    referenced: bool,
-}
+/// A cached block and the stored bytes it was decoded from (compared on every hit).
+type Cached = (Box<[u8]>, Arc<KeyBlock>);
 
-#[derive(Debug, Default)]
-struct Clock {
-    slots: HashMap<u64, Slot>,
-    /// Insertion order of the cached hashes (each appears once).
-    ring: VecDeque<u64>,
-    cached_bytes: usize,
-    hits: u64,
-    misses: u64,
-}
+type Clock = crate::clock::Clock<u64, Cached, std::hash::RandomState>;
 
 /// Decoded index blocks by their stored bytes, up to a byte budget (0: nothing kept).
 #[derive(Debug)]
@@ -134,18 +119,12 @@ impl KeyBlockCache {
         }
         let h = hash(stored);
         let mut c = self.lock();
-        match c.slots.get_mut(&h) {
-            Some(slot) if *slot.stored == *stored => {
-                slot.referenced = true;
-                let block = Arc::clone(&slot.block);
-                c.hits += 1;
-                Some(block)
-            }
-            _ => {
-                c.misses += 1;
-                None
-            }
+        let same = c.slots.get(&h).is_some_and(|s| *s.value.0 == *stored);
+        if !same {
+            c.misses += 1;
+            return None;
         }
+        c.hit(h).map(|(_, block)| Arc::clone(block))
     }
 
     /// Keeps `block`, decoded from `stored`. A slot already holding other bytes of the
@@ -155,40 +134,10 @@ impl KeyBlockCache {
         if charge_bytes > self.budget_bytes {
             return;
         }
-        let h = hash(stored);
-        let mut c = self.lock();
-        if c.slots.contains_key(&h) {
-            return;
-        }
-        c.slots.insert(
-            h,
-            Slot {
-                stored: stored.into(),
-                block: Arc::clone(block),
-                charge_bytes,
-                referenced: false,
-            },
-        );
-        c.ring.push_back(h);
-        c.cached_bytes += charge_bytes;
-        // Each pass over the ring clears every flag it spares, so this ends within two.
-        while c.cached_bytes > self.budget_bytes {
-            let Some(victim) = c.ring.pop_front() else {
-                break;
-            };
-            let spare = match c.slots.get_mut(&victim) {
-                Some(slot) if slot.referenced => {
-                    slot.referenced = false;
-                    true
-                }
-                _ => false,
-            };
-            if spare {
-                c.ring.push_back(victim);
-            } else if let Some(slot) = c.slots.remove(&victim) {
-                c.cached_bytes -= slot.charge_bytes;
-            }
-        }
+        let value = (stored.into(), Arc::clone(block));
+        let budget_bytes = self.budget_bytes;
+        self.lock()
+            .insert(hash(stored), value, charge_bytes, budget_bytes);
     }
 
     /// (blocks held, bytes charged, hits, misses).
