@@ -16,6 +16,7 @@ pub mod arrow;
 pub mod backup;
 mod batch;
 mod bytes;
+mod clock;
 mod collection;
 pub mod compress;
 mod cores;

@@ -34,6 +34,7 @@ mod power;
 mod power_loss;
 mod power_loss_recovery;
 mod query;
+mod query_index_cache;
 mod query_model;
 mod query_paths;
 mod query_spill;

@@ -91,6 +91,7 @@ pub(crate) fn index_keys(db: &Database, name: &str) -> Vec<Vec<u8>> {
         std::ops::Bound::Unbounded,
         std::ops::Bound::Unbounded,
         false,
+        None,
     );
     all.map(|k| k.unwrap()).collect()
 }

@@ -11,6 +11,7 @@
 pub(crate) mod build;
 #[cfg(test)]
 pub(crate) mod build_tests;
+pub(crate) mod cache;
 pub(crate) mod encode;
 pub(crate) mod packed;
 pub mod path;

@@ -15,10 +15,11 @@
 //! winning over a block's key. An index written by an older build holds loose keys only and
 //! reads the same way.
 
+use super::cache::{KeyBlock, KeyBlockCache};
 use crate::bytes::{Reader, put_varint};
 use crate::error::{Error, Result};
-use std::collections::VecDeque;
-use std::ops::{Bound, RangeBounds};
+use std::ops::Bound;
+use std::sync::Arc;
 use stele_durable::{DurableMap, MapIter, Store};
 
 /// First byte of a block entry's key (index keys start with a type byte of 0x10 or more).
@@ -107,11 +108,12 @@ fn with_contexts<T>(
 /// Decodes the keys of a block (validating every length).
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) fn decode_block(value: &[u8]) -> Result<Vec<Vec<u8>>> {
-    decode_block_keeping(value, |_| true)
+    let block = decode_keys(value)?;
+    Ok((0..block.len()).map(|i| block.key(i).to_vec()).collect())
 }
 
-/// Decodes a block, validating every key, and returns the keys `keep` takes.
-fn decode_block_keeping(value: &[u8], keep: impl Fn(&[u8]) -> bool) -> Result<Vec<Vec<u8>>> {
+/// Decodes a block, validating every key (lengths, strictly ascending order, first byte).
+pub(crate) fn decode_keys(value: &[u8]) -> Result<KeyBlock> {
     let mut r = Reader::new(value);
     if r.u8() != Some(BLOCK_FORMAT) {
         return Err(corrupt("unknown format"));
@@ -128,7 +130,8 @@ fn decode_block_keeping(value: &[u8], keep: impl Fn(&[u8]) -> bool) -> Result<Ve
     if raw.len() as u64 != raw_len {
         return Err(corrupt("wrong raw length"));
     }
-    let mut kept: Vec<Vec<u8>> = Vec::new();
+    // Whole keys take more than the prefix-coded raw bytes: twice is a first guess.
+    let mut block = KeyBlock::with_capacity(raw.len() * 2, count as usize);
     // The key being rebuilt (the previous one, then this one).
     let mut key: Vec<u8> = Vec::new();
     let mut r = Reader::new(&raw);
@@ -158,14 +161,27 @@ fn decode_block_keeping(value: &[u8], keep: impl Fn(&[u8]) -> bool) -> Result<Ve
         if key.first().is_none_or(|&b| b <= LOOSE_FROM) {
             return Err(corrupt("a key that no index writes"));
         }
-        if keep(&key) {
-            kept.push(key.clone());
+        if !block.push(&key) {
+            return Err(corrupt("implausible sizes"));
         }
     }
     if !r.is_empty() {
         return Err(corrupt("bytes after the last key"));
     }
-    Ok(kept)
+    Ok(block)
+}
+
+/// The decoded keys of the block stored as `value`: from `cache` when it holds them, else
+/// decoded (and then kept there).
+fn block_keys(value: &[u8], cache: Option<&KeyBlockCache>) -> Result<Arc<KeyBlock>> {
+    if let Some(block) = cache.and_then(|c| c.get(value)) {
+        return Ok(block);
+    }
+    let block = Arc::new(decode_keys(value)?);
+    if let Some(c) = cache {
+        c.insert(value, &block);
+    }
+    Ok(block)
 }
 
 /// Whether `map` holds blocks.
@@ -212,12 +228,14 @@ fn borrowed(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
 }
 
 /// Keys of `map` in (`lo`, `hi`), ascending or (`descending`) descending: its blocks' keys
-/// and its loose entries merged, removal marks hiding the keys they name.
+/// and its loose entries merged, removal marks hiding the keys they name. Blocks are
+/// decoded through `cache` when given.
 pub(crate) fn scan<'a>(
     map: &'a DurableMap,
     lo: Bound<&[u8]>,
     hi: Bound<&[u8]>,
     descending: bool,
+    cache: Option<&'a KeyBlockCache>,
 ) -> Scan<'a> {
     let with_block_key = |k: &[u8]| [&[BLOCK_KEY][..], k].concat();
     // Blocks from the first whose last key reaches `lo`, up to the first whose last key
@@ -228,6 +246,10 @@ pub(crate) fn scan<'a>(
     };
     let loose_start = Bound::Excluded(vec![LOOSE_FROM]);
     let blocks_hi = match hi {
+        // Ascending, the scan stops taking blocks after the first whose last key reaches
+        // `hi` (`Scan::fill_block`): no search for that block first (a third of the map
+        // ranges a selective query's scan opened).
+        Bound::Included(_) | Bound::Excluded(_) if !descending => loose_start.clone(),
         Bound::Included(k) | Bound::Excluded(k) => {
             let from = with_block_key(k);
             let reaching = map
@@ -255,11 +277,22 @@ pub(crate) fn scan<'a>(
         hi: owned(hi),
         loose,
         blocks,
-        block_keys: VecDeque::new(),
+        cache,
+        block: None,
+        pos: 0,
+        end: 0,
+        blocks_done: false,
         next_loose: None,
-        next_block: None,
+        last: Last::None,
         failed: false,
     }
+}
+
+/// Where the key [`Scan::next_key`] returned last lies.
+enum Last {
+    None,
+    Loose(Vec<u8>),
+    Block(usize),
 }
 
 /// The keys of an index in a range, in one direction (see [`scan`]).
@@ -269,23 +302,23 @@ pub(crate) struct Scan<'a> {
     hi: Bound<Vec<u8>>,
     loose: MapIter<'a>,
     blocks: MapIter<'a>,
-    /// Keys in range of the block being read, not yet merged.
-    block_keys: VecDeque<Vec<u8>>,
+    cache: Option<&'a KeyBlockCache>,
+    /// The block being read, and its keys in range not yet merged: `pos..end`.
+    block: Option<Arc<KeyBlock>>,
+    pos: usize,
+    end: usize,
+    /// No block after the current one can hold a key in range (ascending: its last key
+    /// reached `hi`).
+    blocks_done: bool,
     /// The next loose entry (key, removed), read ahead.
     next_loose: Option<(Vec<u8>, bool)>,
-    /// The next block key, read ahead.
-    next_block: Option<Vec<u8>>,
+    /// The key returned last.
+    last: Last,
     /// An error was returned: the scan is over.
     failed: bool,
 }
 
 impl Scan<'_> {
-    fn in_range(&self, k: &[u8]) -> bool {
-        // The key type named: with the `arrow` feature, `bytes` adds comparisons that
-        // make it ambiguous.
-        RangeBounds::<&[u8]>::contains(&(borrowed(&self.lo), borrowed(&self.hi)), &k)
-    }
-
     /// The next loose entry in the scan's direction.
     fn read_loose(&mut self) -> Result<Option<(Vec<u8>, bool)>> {
         let next = if self.descending {
@@ -302,60 +335,112 @@ impl Scan<'_> {
         }
     }
 
-    /// The next key of the blocks in the scan's direction (decoding the next block when
-    /// the current one is used up).
-    fn read_block_key(&mut self) -> Result<Option<Vec<u8>>> {
-        loop {
-            let k = if self.descending {
-                self.block_keys.pop_back()
-            } else {
-                self.block_keys.pop_front()
-            };
-            if k.is_some() {
-                return Ok(k);
-            }
-            let next = if self.descending {
+    /// Whether a block key is left, decoding the next block when the current one is used
+    /// up; the keys in range of a block are found by binary search.
+    fn fill_block(&mut self) -> Result<bool> {
+        while self.pos >= self.end {
+            let next = if self.blocks_done {
+                None
+            } else if self.descending {
                 self.blocks.next_back()
             } else {
                 self.blocks.next()
             };
-            let Some(entry) = next else { return Ok(None) };
+            let Some(entry) = next else {
+                self.block = None;
+                return Ok(false);
+            };
             let (_, value) = entry?;
-            let keys = decode_block_keeping(value, |k| self.in_range(k))?;
-            self.block_keys = keys.into();
+            let block = block_keys(value, self.cache)?;
+            self.pos = match &self.lo {
+                Bound::Included(k) => block.partition_point(|x| x < k.as_slice()),
+                Bound::Excluded(k) => block.partition_point(|x| x <= k.as_slice()),
+                Bound::Unbounded => 0,
+            };
+            self.end = match &self.hi {
+                Bound::Included(k) => block.partition_point(|x| x <= k.as_slice()),
+                Bound::Excluded(k) => block.partition_point(|x| x < k.as_slice()),
+                Bound::Unbounded => block.len(),
+            };
+            // The block's keys past `hi` mean every later block's are.
+            self.blocks_done |= !self.descending && self.end < block.len();
+            self.block = Some(block);
+        }
+        Ok(true)
+    }
+
+    /// The index (in the current block) of the next block key in the scan's direction.
+    fn head(&self) -> usize {
+        if self.descending {
+            // `fill_block` returned true: `pos < end`.
+            self.end.saturating_sub(1)
+        } else {
+            self.pos
         }
     }
 
-    fn step(&mut self) -> Result<Option<Vec<u8>>> {
+    /// Consumes the block key [`Scan::head`] names.
+    fn advance(&mut self) {
+        if self.descending {
+            self.end -= 1;
+        } else {
+            self.pos += 1;
+        }
+    }
+
+    fn step(&mut self) -> Result<bool> {
         loop {
             if self.next_loose.is_none() {
                 self.next_loose = self.read_loose()?;
             }
-            if self.next_block.is_none() {
-                self.next_block = self.read_block_key()?;
-            }
-            // Which comes first in the scan's direction; equal keys: the loose entry wins.
-            let take_loose = match (&self.next_loose, &self.next_block) {
-                (None, None) => return Ok(None),
-                (Some(_), None) => true,
-                (None, Some(_)) => false,
-                (Some((l, _)), Some(b)) => {
-                    if l == b {
-                        self.next_block = None;
-                        true
-                    } else {
-                        (l < b) != self.descending
-                    }
-                }
+            let have_block = self.fill_block()?;
+            let head = self.head();
+            let block_key = match (&self.block, have_block) {
+                (Some(b), true) => Some(b.key(head)),
+                _ => None,
             };
+            // Which comes first in the scan's direction; equal keys: the loose entry wins
+            // (and the block's key is dropped).
+            let (take_loose, drop_block_key) = match (&self.next_loose, block_key) {
+                (None, None) => return Ok(false),
+                (Some(_), None) => (true, false),
+                (None, Some(_)) => (false, false),
+                (Some((l, _)), Some(b)) if l.as_slice() == b => (true, true),
+                (Some((l, _)), Some(b)) => ((l.as_slice() < b) != self.descending, false),
+            };
+            if drop_block_key {
+                self.advance();
+            }
             if take_loose {
                 if let Some((k, removed)) = self.next_loose.take()
                     && !removed
                 {
-                    return Ok(Some(k));
+                    self.last = Last::Loose(k);
+                    return Ok(true);
                 }
-            } else if let Some(k) = self.next_block.take() {
-                return Ok(Some(k));
+            } else {
+                self.advance();
+                self.last = Last::Block(head);
+                return Ok(true);
+            }
+        }
+    }
+
+    /// The next key, borrowed until the next call (no copy of a block's key).
+    pub(crate) fn next_key(&mut self) -> Option<Result<&[u8]>> {
+        if self.failed {
+            return None;
+        }
+        match self.step() {
+            Ok(true) => Some(Ok(match &self.last {
+                Last::Loose(k) => k.as_slice(),
+                Last::Block(i) => self.block.as_ref().map_or(&[][..], |b| b.key(*i)),
+                Last::None => &[],
+            })),
+            Ok(false) => None,
+            Err(e) => {
+                self.failed = true;
+                Some(Err(e))
             }
         }
     }
@@ -365,12 +450,7 @@ impl Iterator for Scan<'_> {
     type Item = Result<Vec<u8>>;
 
     fn next(&mut self) -> Option<Result<Vec<u8>>> {
-        if self.failed {
-            return None;
-        }
-        let out = self.step().transpose();
-        self.failed = matches!(out, Some(Err(_)));
-        out
+        self.next_key().map(|r| r.map(<[u8]>::to_vec))
     }
 }
 
@@ -447,7 +527,7 @@ pub(crate) fn repack(store: &Store, map: &DurableMap) -> Result<DurableMap> {
     let source = map.sequential()?;
     pack(
         store,
-        scan(&source, Bound::Unbounded, Bound::Unbounded, false),
+        scan(&source, Bound::Unbounded, Bound::Unbounded, false, None),
     )
 }
 

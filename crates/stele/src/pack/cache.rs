@@ -7,15 +7,7 @@
 //! block once.
 
 use super::decoded::DecodedBlock;
-use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
-
-#[derive(Debug)]
-struct Slot {
-    block: Arc<DecodedBlock>,
-    charge_bytes: usize,
-    referenced: bool,
-}
 
 /// Hashes a block number for the cache's map: a folded 64x64-bit multiply, which spreads
 /// consecutive numbers over both the high bits (hashbrown's tags) and the low bits (its
@@ -44,15 +36,7 @@ impl std::hash::Hasher for NumberHasher {
 
 type Numbers = std::hash::BuildHasherDefault<NumberHasher>;
 
-#[derive(Debug, Default)]
-struct Clock {
-    slots: HashMap<u64, Slot, Numbers>,
-    /// Insertion order of the cached numbers (each cached number appears exactly once).
-    ring: VecDeque<u64>,
-    cached_bytes: usize,
-    hits: u64,
-    misses: u64,
-}
+type Clock = crate::clock::Clock<u64, Arc<DecodedBlock>, Numbers>;
 
 /// Decoded blocks by number, up to a byte budget.
 #[derive(Debug)]
@@ -88,19 +72,7 @@ impl BlockCache {
 
     /// The decoded block `number`, if cached (and counts the lookup).
     pub(crate) fn get(&self, number: u64) -> Option<Arc<DecodedBlock>> {
-        let mut c = self.lock();
-        match c.slots.get_mut(&number) {
-            Some(slot) => {
-                slot.referenced = true;
-                let block = Arc::clone(&slot.block);
-                c.hits += 1;
-                Some(block)
-            }
-            None => {
-                c.misses += 1;
-                None
-            }
-        }
+        self.lock().hit(number).map(Arc::clone)
     }
 
     /// Caches `block` under its number (a block bigger than the whole budget is not kept).
@@ -110,21 +82,9 @@ impl BlockCache {
         if charge_bytes > self.budget_bytes {
             return;
         }
-        let mut c = self.lock();
-        if c.slots.contains_key(&number) {
-            return;
-        }
-        c.slots.insert(
-            number,
-            Slot {
-                block: Arc::clone(block),
-                charge_bytes,
-                referenced: false,
-            },
-        );
-        c.ring.push_back(number);
-        c.cached_bytes += charge_bytes;
-        self.evict_over_budget(&mut c);
+        let budget_bytes = self.budget_bytes;
+        self.lock()
+            .insert(number, Arc::clone(block), charge_bytes, budget_bytes);
     }
 
     /// Changes the charge of `block` by `delta_bytes` (its stream forms were rebuilt into
@@ -139,35 +99,14 @@ impl BlockCache {
         let Some(slot) = c.slots.get_mut(&block.number()) else {
             return;
         };
-        if !std::ptr::eq(Arc::as_ptr(&slot.block), block) {
+        if !std::ptr::eq(Arc::as_ptr(&slot.value), block) {
             return;
         }
         let old = slot.charge_bytes;
         slot.charge_bytes = old.saturating_add_signed(delta_bytes);
         let new = slot.charge_bytes;
         c.cached_bytes = c.cached_bytes - old + new;
-        self.evict_over_budget(&mut c);
-    }
-
-    fn evict_over_budget(&self, c: &mut Clock) {
-        // Each pass over the ring clears every flag it spares, so this ends within two.
-        while c.cached_bytes > self.budget_bytes {
-            let Some(victim) = c.ring.pop_front() else {
-                break;
-            };
-            let spare = match c.slots.get_mut(&victim) {
-                Some(slot) if slot.referenced => {
-                    slot.referenced = false;
-                    true
-                }
-                _ => false,
-            };
-            if spare {
-                c.ring.push_back(victim);
-            } else if let Some(slot) = c.slots.remove(&victim) {
-                c.cached_bytes -= slot.charge_bytes;
-            }
-        }
+        c.evict_over_budget(self.budget_bytes);
     }
 
     pub(crate) fn stats(&self) -> BlockCacheStats {

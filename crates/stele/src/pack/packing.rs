@@ -3,6 +3,7 @@
 //! kept decoded.
 
 use super::cache::BlockCache;
+use crate::index::cache::KeyBlockCache;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// Block numbers and decoded blocks of one open database.
@@ -10,6 +11,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 pub(crate) struct Packing {
     next_block: AtomicU64,
     pub(crate) cache: BlockCache,
+    /// Decoded blocks of packed indexes, within an eighth of the block cache's budget
+    /// (`crate::index::cache`).
+    pub(crate) index_blocks: KeyBlockCache,
     /// Bytes of compressed documents read from the log that may be kept decoded in the
     /// in-memory diff (0 in a writer, whose diff is saved as it is).
     decoded_budget_bytes: AtomicUsize,
@@ -23,12 +27,18 @@ impl Default for Packing {
     }
 }
 
+/// The index blocks' cache gets this fraction of the block cache's budget: a selective
+/// query reads one or two index blocks of 4-8 KiB decoded where it reads a document block
+/// per few hits, so an eighth (8 MiB of the default 64 MiB) holds about a thousand blocks.
+const INDEX_CACHE_SHARE: usize = 8;
+
 impl Packing {
     /// `next_block`: above every block number stored (from the manifest).
     pub(crate) fn new(next_block: u64, cache_bytes: usize) -> Self {
         Packing {
             next_block: AtomicU64::new(next_block.max(1)),
             cache: BlockCache::new(cache_bytes),
+            index_blocks: KeyBlockCache::new(cache_bytes / INDEX_CACHE_SHARE),
             decoded_budget_bytes: AtomicUsize::new(0),
             decoded_bytes: AtomicUsize::new(0),
         }

@@ -28,6 +28,14 @@ const ROW_OVERHEAD: usize = 80;
 pub(crate) trait Collector: Send {
     /// Takes one; returns false once it wants no more.
     fn take(&mut self, id: &str, doc: &Document<&[u8]>) -> Result<bool>;
+    /// [`Collector::take`] from an index serving the query's sort, with `tie`: bytes equal
+    /// for two rows exactly when they tie on the sort (`IndexAccess::sort_fields`), which
+    /// stand for the document's sort key when ties are grouped. Every row of the query
+    /// comes this way, so keys of both kinds are never compared.
+    fn take_sorted(&mut self, id: &str, doc: &Document<&[u8]>, tie: &[u8]) -> Result<bool> {
+        let _ = tie;
+        self.take(id, doc)
+    }
     /// An empty collector of the same kind, for one stretch of a parallel scan.
     fn fork(&self) -> Box<dyn Collector>;
     /// Adds what a fork collected (forks are absorbed in collection order).
@@ -177,6 +185,29 @@ impl Rows {
         }
     }
 
+    /// A row arriving in sort order (`InOrder` with a sort), `tie` its sort key or what
+    /// stands for it: ties come in index order, so they are held until the key changes,
+    /// then put in id order.
+    fn take_in_group(
+        &mut self,
+        id: &str,
+        doc: &Document<&[u8]>,
+        tie: Option<&[u8]>,
+    ) -> Result<bool> {
+        let tie = tie.unwrap_or_default();
+        if tie != self.group_key.as_slice() {
+            self.flush_group();
+            if self.want.is_some_and(|w| self.rows.len() >= w) {
+                return Ok(false);
+            }
+            self.group_key.clear();
+            self.group_key.extend_from_slice(tie);
+        }
+        let row = self.render(id, doc);
+        self.group.push(row);
+        Ok(true)
+    }
+
     fn flush_group(&mut self) {
         self.group.sort_by(|a, b| a.id.cmp(&b.id));
         self.rows.append(&mut self.group);
@@ -252,6 +283,14 @@ impl Rows {
 }
 
 impl Collector for Rows {
+    fn take_sorted(&mut self, id: &str, doc: &Document<&[u8]>, tie: &[u8]) -> Result<bool> {
+        if !matches!(self.mode, Mode::InOrder) || self.sort.is_empty() {
+            return self.take(id, doc);
+        }
+        self.count += 1;
+        self.take_in_group(id, doc, Some(tie))
+    }
+
     fn take(&mut self, id: &str, doc: &Document<&[u8]>) -> Result<bool> {
         self.count += 1;
         match self.mode {
@@ -261,20 +300,11 @@ impl Collector for Rows {
                     let row = self.render(id, doc);
                     self.rows.push(row);
                 } else {
-                    // Ties on the sort paths come in index order: hold them until the key
-                    // changes, then put them in id order.
                     let fields_len = self.key(id, doc);
-                    if self.scratch.get(..fields_len) != Some(self.group_key.as_slice()) {
-                        self.flush_group();
-                        if self.want.is_some_and(|w| self.rows.len() >= w) {
-                            return Ok(false);
-                        }
-                        self.group_key =
-                            self.scratch.get(..fields_len).unwrap_or_default().to_vec();
-                    }
-                    let row = self.render(id, doc);
-                    self.group.push(row);
-                    return Ok(true);
+                    let key = std::mem::take(&mut self.scratch);
+                    let more = self.take_in_group(id, doc, key.get(..fields_len));
+                    self.scratch = key;
+                    return more;
                 }
                 if self.want.is_some_and(|w| self.rows.len() >= w) {
                     return Ok(false);

@@ -6,10 +6,11 @@ use super::plan::{self, Chosen, IndexAccess, Plan};
 use super::{CountOutput, Query, QueryOutput, QueryStats};
 use crate::collection::{Near, get_near};
 use crate::error::{Error, Result};
+use crate::index::cache::KeyBlockCache;
 use crate::index::encode::encoded_len_flipped;
 use crate::snapshot::Snapshot;
 use crate::state::IndexState;
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -223,15 +224,17 @@ impl Snapshot {
             if n.is_multiple_of(256) {
                 run.check()?;
             }
-            if self.fetch(query, id, run, out, &mut near)? == Some(false) {
+            if self.fetch(query, id, run, out, &mut near, Hit::default())? == Some(false) {
                 break;
             }
         }
         Ok(())
     }
 
-    /// Reads document `id`, tests it and hands it to `out` if it passes: `None` if there is
-    /// no such document, else whether `out` wants more.
+    /// Reads document `id`, tests it (unless its index entry decided the filter) and hands
+    /// it to `out` if it passes (with the key its entry gives for a served sort, see
+    /// [`Collector::take_sorted`]): `None` if there is no such document, else whether `out`
+    /// wants more.
     fn fetch(
         &self,
         query: &Query,
@@ -239,6 +242,7 @@ impl Snapshot {
         run: &Run,
         out: &mut dyn Collector,
         near: &mut Near,
+        hit: Hit<'_>,
     ) -> Result<Option<bool>> {
         // `id` is the stored key (an integer id's is not its text).
         let Some(doc) = get_near(&self.state, &query.collection, id.as_bytes(), near)? else {
@@ -246,8 +250,12 @@ impl Snapshot {
         };
         run.docs.fetch_add(1, Ordering::Relaxed);
         let d = doc.document()?;
-        if query.filter.matches(d.root(), id) {
-            return out.take(id, &d).map(Some);
+        if hit.decided || query.filter.matches(d.root(), id) {
+            return match hit.sort {
+                Some(key) => out.take_sorted(id, &d, key),
+                None => out.take(id, &d),
+            }
+            .map(Some);
         }
         Ok(Some(true))
     }
@@ -264,7 +272,7 @@ impl Snapshot {
         match part {
             Chosen::Ids(list) => ids.extend(list.iter().cloned()),
             Chosen::Index(access) => {
-                index_entries(access, &query.filter, run, |id| {
+                index_entries(access, &query.filter, run, self.index_blocks(), |id, _| {
                     ids.insert(id.to_owned());
                     Ok(true)
                 })?;
@@ -290,6 +298,12 @@ impl Snapshot {
         out: &mut dyn Collector,
     ) -> Result<()> {
         let mut near = Near::default();
+        // When the entries' key conditions are the whole filter (as for a covered count),
+        // an entry that passes them decides its document: the filter is not run again on it.
+        let by_index = Hit {
+            decided: super::keys::key_conditions(&query.filter, access.ix).1,
+            sort: None,
+        };
         let missing = |id: &str| Error::InvalidQuery {
             reason: format!(
                 "index {:?} names document {id:?}, which does not exist (drop the index and create it again)",
@@ -298,10 +312,22 @@ impl Snapshot {
         };
         if access.sorted || !out.any_order() {
             // The rows' order is the index's: documents are read as their entries come.
-            index_entries(access, &query.filter, run, |id| {
-                self.fetch(query, id, run, out, &mut near)?
-                    .ok_or_else(|| missing(id))
-            })?;
+            // A served sort's rows tie when their entries' sort fields do: the collector
+            // takes that instead of computing each document's sort key.
+            index_entries(
+                access,
+                &query.filter,
+                run,
+                self.index_blocks(),
+                |id, sort| {
+                    let hit = Hit {
+                        sort: access.sorted.then_some(sort),
+                        ..by_index
+                    };
+                    self.fetch(query, id, run, out, &mut near, hit)?
+                        .ok_or_else(|| missing(id))
+                },
+            )?;
             return Ok(());
         }
         // The collector orders what it keeps itself: the ids are read in id order, a batch
@@ -313,7 +339,7 @@ impl Snapshot {
             batch.sort_unstable();
             for id in batch.drain(..) {
                 if !self
-                    .fetch(query, &id, run, out, &mut near)?
+                    .fetch(query, &id, run, out, &mut near, by_index)?
                     .ok_or_else(|| missing(&id))?
                 {
                     return Ok(false);
@@ -321,7 +347,7 @@ impl Snapshot {
             }
             Ok(true)
         };
-        index_entries(access, &query.filter, run, |id| {
+        index_entries(access, &query.filter, run, self.index_blocks(), |id, _| {
             batch.push(id.to_owned());
             if batch.len() >= ID_ORDER_BATCH {
                 wants_more = drain(&mut batch)?;
@@ -334,6 +360,11 @@ impl Snapshot {
         Ok(())
     }
 
+    /// The database's cache of decoded index blocks.
+    fn index_blocks(&self) -> &KeyBlockCache {
+        &self.state.packing.index_blocks
+    }
+
     /// Counts the distinct documents whose entries meet the filter's key conditions.
     fn count_keys(
         &self,
@@ -342,7 +373,7 @@ impl Snapshot {
         run: &Run,
     ) -> Result<u64> {
         let mut n = 0u64;
-        index_entries(access, filter, run, |_| {
+        index_entries(access, filter, run, self.index_blocks(), |_, _| {
             n += 1;
             Ok(true)
         })?;
@@ -350,37 +381,89 @@ impl Snapshot {
     }
 }
 
-/// Hashes document ids for the set of ids an index scan has yielded: XXH3 over the bytes
-/// rather than the standard SipHash, which took 14 % of a covered count of 386,000
-/// entries (the ids are the collection's own, not an attacker's choice of hash-flooding
-/// keys; a flood would only slow the query).
-#[derive(Default)]
-struct IdHasher(u64);
+/// What an index entry tells about the document it names, for [`Snapshot::fetch`].
+#[derive(Default, Clone, Copy)]
+struct Hit<'k> {
+    /// The entry met key conditions that are the whole filter: the document matches.
+    decided: bool,
+    /// For a sort the index serves: what stands for the document's sort key.
+    sort: Option<&'k [u8]>,
+}
 
-impl std::hash::Hasher for IdHasher {
+/// The ids an index scan has yielded, so that a document with several entries (an array
+/// field) comes out once. The ids are copied into one buffer and a map from their XXH3
+/// hash to where they lie (another id of the same hash goes to a short list): a `Vec` per
+/// id, and the standard SipHash, were 6 % of a selective query (and 14 % of a covered
+/// count of 386,000 entries). The ids are the collection's own, not an attacker's choice of
+/// colliding keys; a flood of collisions would only slow the query.
+#[derive(Default)]
+struct SeenIds {
+    bytes: Vec<u8>,
+    /// Hash to the id's `(start, end)` in `bytes`.
+    first: HashMap<u64, (usize, usize), Hashed>,
+    /// Further ids whose hash another id had: `(hash, start, end)`.
+    more: Vec<(u64, usize, usize)>,
+}
+
+impl SeenIds {
+    /// Adds `id`; false if it was there already.
+    fn insert(&mut self, id: &[u8]) -> bool {
+        let h = xxhash_rust::xxh3::xxh3_64(id);
+        let start = self.bytes.len();
+        let range = (start, start + id.len());
+        match self.first.entry(h) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(range);
+            }
+            std::collections::hash_map::Entry::Occupied(o) => {
+                let bytes = &self.bytes;
+                let same = |&(a, b): &(usize, usize)| bytes.get(a..b) == Some(id);
+                if same(o.get()) || self.more.iter().any(|&(mh, a, b)| mh == h && same(&(a, b))) {
+                    return false;
+                }
+                self.more.push((h, range.0, range.1));
+            }
+        }
+        self.bytes.extend_from_slice(id);
+        true
+    }
+}
+
+/// Passes a hash on as it is (the keys of [`SeenIds`] are XXH3 hashes already).
+#[derive(Default)]
+struct PassHasher(u64);
+
+impl std::hash::Hasher for PassHasher {
     fn finish(&self) -> u64 {
         self.0
     }
 
     fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is used (the key is a u64); any other input still hashes.
         self.0 = xxhash_rust::xxh3::xxh3_64_with_seed(bytes, self.0);
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
     }
 }
 
-type Ids = std::hash::BuildHasherDefault<IdHasher>;
+type Hashed = std::hash::BuildHasherDefault<PassHasher>;
 
 /// Walks the entries of an index access, testing each against the filter's key conditions,
-/// and calls `f` with each document id once (its first entry that passes); `f` returns
-/// false to stop.
+/// and calls `f` with each document id once (its first entry that passes) and the values of
+/// that entry's first [`IndexAccess::sort_fields`] fields; `f` returns false to stop.
+/// Blocks are decoded through `cache`.
 pub(crate) fn index_entries(
     access: &IndexAccess<'_>,
     filter: &super::Filter,
     run: &Run,
-    mut f: impl FnMut(&str) -> Result<bool>,
+    cache: &KeyBlockCache,
+    mut f: impl FnMut(&str, &[u8]) -> Result<bool>,
 ) -> Result<()> {
     let def = &access.ix.def;
     let (conds, _) = super::keys::key_conditions(filter, access.ix);
-    let mut seen: HashSet<Vec<u8>, Ids> = HashSet::default();
+    let mut seen = SeenIds::default();
     let mut value = Vec::new();
     let ranges: Box<dyn Iterator<Item = &plan::KeyRange>> = if access.reverse {
         Box::new(access.ranges.iter().rev())
@@ -393,15 +476,17 @@ pub(crate) fn index_entries(
             .as_deref()
             .map_or(Bound::Unbounded, Bound::Excluded);
         let lo = Bound::Included(range.lo.as_slice());
-        for (n, entry) in
-            crate::index::packed::scan(&access.ix.map, lo, hi, access.reverse).enumerate()
-        {
+        let mut scan =
+            crate::index::packed::scan(&access.ix.map, lo, hi, access.reverse, Some(cache));
+        let mut n = 0usize;
+        while let Some(entry) = scan.next_key() {
             if n.is_multiple_of(256) {
                 run.check()?;
             }
+            n += 1;
             let key = entry?;
             run.keys.fetch_add(1, Ordering::Relaxed);
-            let Some((tuple, id)) = def.split_key(&key) else {
+            let Some((tuple, id)) = def.split_key(key) else {
                 return Err(Error::InvalidQuery {
                     reason: format!(
                         "index {:?} holds a key that does not decode (drop the index and create it again)",
@@ -411,8 +496,12 @@ pub(crate) fn index_entries(
             };
             // Test the entry's values against the key conditions, field by field.
             let mut at = 0;
+            let mut sort_end = 0;
             let mut pass = true;
             for (i, &desc) in def.descending.iter().enumerate() {
+                if i == access.sort_fields {
+                    sort_end = at;
+                }
                 let flip = if desc { 0xff } else { 0 };
                 let Some(len) = tuple.get(at..).and_then(|t| encoded_len_flipped(t, flip)) else {
                     pass = false;
@@ -434,16 +523,41 @@ pub(crate) fn index_entries(
                 }
                 at += len;
             }
+            if access.sort_fields >= def.descending.len() {
+                sort_end = at;
+            }
             // A document has a second entry only if a field holds an array: rare, so the
             // id is copied and inserted at once (one hash) rather than looked up first.
-            if !pass || !seen.insert(id.to_vec()) {
+            if !pass || !seen.insert(id) {
                 continue;
             }
             let id = String::from_utf8_lossy(id);
-            if !f(&id)? {
+            if !f(&id, tuple.get(..sort_end).unwrap_or_default())? {
                 return Ok(());
             }
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SeenIds;
+
+    #[test]
+    fn seen_ids_take_each_id_once() {
+        let mut seen = SeenIds::default();
+        let ids: Vec<String> = (0..5_000).map(|i| format!("id{i}")).collect();
+        for id in &ids {
+            assert!(seen.insert(id.as_bytes()), "{id}");
+        }
+        for id in ids.iter().rev() {
+            assert!(!seen.insert(id.as_bytes()), "{id}");
+        }
+        // The empty id and prefixes of others are ids of their own.
+        assert!(seen.insert(b""));
+        assert!(!seen.insert(b""));
+        assert!(seen.insert(b"id"));
+        assert!(seen.insert(b"id1234x"));
+    }
 }

@@ -185,6 +185,12 @@ pub(crate) struct IndexAccess<'s> {
     pub reverse: bool,
     /// Rows come out in the sort's order (ties, equal in every sort path, in any order).
     pub sorted: bool,
+    /// When `sorted`: the index fields up to the last sort path (the equality fields, fixed
+    /// by the one key range, then the sort paths). A document comes out at its first
+    /// entry in the scan's direction, whose values of the sort paths are the extremes that
+    /// make its sort key (an index's entries are every combination of its fields' values),
+    /// so two rows tie on the sort exactly when these fields of their entries are equal.
+    pub sort_fields: usize,
 }
 
 /// The access chosen for a filter.
@@ -423,6 +429,11 @@ fn offer<'s>(
             ranges,
             reverse: sorted && reverse.unwrap_or(false),
             sorted,
+            sort_fields: if sorted {
+                eq_fields + sort_rest.len()
+            } else {
+                0
+            },
         },
         eq_fields,
         bounded,
