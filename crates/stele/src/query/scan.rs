@@ -174,6 +174,26 @@ pub(crate) fn full_scan(
     let per_default = blocks_per_stretch(lasts.len(), MAX_BLOCKS_PER_STRETCH);
     let docs_per_block = (docs / lasts.len() as u64).max(1);
     let mut next = Stretches::new(&lasts);
+    if out.any_order() {
+        // What it keeps does not depend on the order documents come in (counts, sorts):
+        // every stretch in one pass, the pool taking the next as a thread frees up, not
+        // waves that each wait for their slowest stretch (on a shared machine, one whose
+        // thread was descheduled: `docs/notes/2026-12-02-scan-costs.md`).
+        let parts: Vec<Stretch> = std::iter::from_fn(|| next.take(per_default)).collect();
+        let forks: Vec<Box<dyn Collector>> = parts.iter().map(|_| out.fork()).collect();
+        let forks = forks
+            .into_par_iter()
+            .zip(parts.par_iter())
+            .map(|(mut fork, part)| {
+                scan_stretch(snap, query, run, part, fork.as_mut())?;
+                Ok(fork)
+            })
+            .collect::<Vec<Result<Box<dyn Collector>>>>();
+        for fork in forks {
+            out.absorb(fork?);
+        }
+        return Ok(());
+    }
     while !next.done() {
         // A collector whose forks hold what they collect until they are absorbed (groups)
         // says how many documents each may take; the wave's stretches are cut to that.
