@@ -58,3 +58,66 @@ fn a_group_past_its_memory_budget_spills_and_answers_alike() {
         }
     }
 }
+
+/// A group per document (and groups of many) over a packed collection read by the
+/// parallel scan, whose forks take stretches cut to the budget (`Collector::fork_docs`):
+/// every budget gives the answer worked out here from the documents, `$first` / `$last` /
+/// `$push` in id order included.
+#[test]
+fn groups_per_document_answer_alike_whatever_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = DatabaseOptions::default()
+        .pack_block_bytes(4096)
+        .background_training(false);
+    let db = Database::open_with(dir.path(), opts).unwrap();
+    let n = 12_000u32;
+    let mut b = db.batch();
+    for i in 0..n {
+        let json = format!(r#"{{"n":{i},"k":{},"name":"é{i}"}}"#, i % 97);
+        b.put_json("c", &format!("d{i:05}"), json.as_bytes())
+            .unwrap();
+    }
+    db.commit(b).unwrap();
+    db.compact().unwrap();
+    let snap = db.snapshot();
+    let per_doc = Pipeline::parse(
+        r#"[{"$group": {"_id": "$_id", "n": {"$sum": "$n"}, "w": {"$first": "$name"}}}]"#,
+    )
+    .unwrap();
+    let want_per_doc: Vec<String> = (0..n)
+        .map(|i| format!(r#"{{"_id":"d{i:05}","n":{i},"w":"é{i}"}}"#))
+        .collect();
+    let by_k = Pipeline::parse(
+        r#"[{"$group": {"_id": "$k", "c": {"$sum": 1}, "f": {"$first": "$n"}, "l": {"$last": "$n"}, "all": {"$push": "$n"}}}]"#,
+    )
+    .unwrap();
+    let want_by_k: Vec<String> = (0..97u32)
+        .map(|k| {
+            let all: Vec<String> = (k..n).step_by(97).map(|i| i.to_string()).collect();
+            format!(
+                r#"{{"_id":{k},"c":{},"f":{k},"l":{},"all":[{}]}}"#,
+                all.len(),
+                all.last().unwrap(),
+                all.join(",")
+            )
+        })
+        .collect();
+    for budget in [
+        1,
+        64 << 10,
+        1 << 20,
+        stele::query::DEFAULT_MEMORY_BUDGET_BYTES,
+    ] {
+        let got = snap
+            .aggregate("c", &per_doc.clone().memory_budget(budget))
+            .unwrap();
+        assert_eq!(got.rows, want_per_doc, "budget {budget}");
+        if budget <= 1 << 20 {
+            assert!(got.stats.spilled_bytes > 0, "budget {budget}");
+        }
+        let got = snap
+            .aggregate("c", &by_k.clone().memory_budget(budget))
+            .unwrap();
+        assert_eq!(got.rows, want_by_k, "budget {budget}");
+    }
+}

@@ -44,6 +44,14 @@ pub(crate) trait Collector: Send {
     fn full(&self) -> bool {
         false
     }
+    /// Asked by a parallel scan before each wave of `forks` forks: how many documents each
+    /// fork may take, for collectors whose forks hold what they collect until they are
+    /// absorbed and count against a memory budget (`$group`); `None` (the default) when
+    /// what a fork holds is bounded otherwise.
+    fn fork_docs(&mut self, forks: usize) -> Option<u64> {
+        let _ = forks;
+        None
+    }
     /// Whether what it keeps is the same whatever order the documents come in (it sorts
     /// them itself, or counts them): an index access may then read them in id order.
     fn any_order(&self) -> bool {

@@ -30,11 +30,9 @@ pub(crate) const SERIAL_SCAN_DOCS: u64 = 4_096;
 /// An id range: its lower and upper bounds.
 pub(crate) type Stretch = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 
-pub(crate) fn stretches(snap: &Snapshot, collection: &str) -> Result<Vec<Stretch>> {
-    stretches_of(snap, collection, MAX_BLOCKS_PER_STRETCH)
-}
-
-/// [`stretches`] of at most `max_blocks` blocks each.
+/// The stretches of `collection`, of at most `max_blocks` blocks each (the Arrow reader's;
+/// a full scan cuts its own as it goes, [`full_scan`]).
+#[cfg_attr(not(feature = "arrow"), allow(dead_code))]
 pub(crate) fn stretches_of(
     snap: &Snapshot,
     collection: &str,
@@ -43,26 +41,19 @@ pub(crate) fn stretches_of(
     let Some(packs) = snap.state.packs(collection) else {
         return Ok(vec![(Bound::Unbounded, Bound::Unbounded)]);
     };
-    let mut lasts = Vec::new();
-    for entry in packs.iter() {
-        let (last_id, _) = entry?;
-        lasts.push(last_id.to_vec());
+    let lasts = block_lasts(packs)?;
+    let per = blocks_per_stretch(lasts.len(), max_blocks);
+    let mut next = Stretches::new(&lasts);
+    Ok(std::iter::from_fn(|| next.take(per)).collect())
+}
+
+/// A stored id as text: `from_utf8`'s check (ids are UTF-8) is a fraction of the lossy
+/// conversion's, which walked every id in chunks (2 % of a full-scan count).
+fn id_text(id: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(id) {
+        Ok(s) => std::borrow::Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(id),
     }
-    let threads = crate::cores::cores().max(1);
-    let per = lasts
-        .len()
-        .div_ceil(threads * 8)
-        .clamp(1, max_blocks.max(1));
-    let mut out = Vec::new();
-    let mut lo = Bound::Unbounded;
-    for chunk in lasts.chunks(per) {
-        let Some(last) = chunk.last() else { continue };
-        out.push((lo, Bound::Included(last.clone())));
-        lo = Bound::Excluded(last.clone());
-    }
-    // Documents written since the last packing may lie past the last block.
-    out.push((lo, Bound::Unbounded));
-    Ok(out)
 }
 
 fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
@@ -98,7 +89,7 @@ pub(crate) fn scan_stretch(
         n += 1;
         let (id, doc) = entry?;
         let Some(doc) = doc else { continue };
-        let id = String::from_utf8_lossy(&id);
+        let id = id_text(&id);
         let d = doc.document()?;
         if query.filter.matches(d.root(), &id) && !out.take(&id, &d)? {
             break;
@@ -154,7 +145,7 @@ fn scan_blocks(
             n += 1;
             let doc = crate::stored::DocBytes::in_block(state, collection, Arc::clone(&block), i)?;
             let d = doc.document()?;
-            let id = String::from_utf8_lossy(id);
+            let id = id_text(id);
             if query.filter.matches(d.root(), &id) && !out.take(&id, &d)? {
                 break 'blocks;
             }
@@ -171,21 +162,50 @@ pub(crate) fn full_scan(
     run: &Run,
     out: &mut dyn Collector,
 ) -> Result<()> {
-    let parts = if crate::collection::count(&snap.state, &query.collection) < SERIAL_SCAN_DOCS {
-        vec![(Bound::Unbounded, Bound::Unbounded)]
-    } else {
-        stretches(snap, &query.collection)?
+    let docs = crate::collection::count(&snap.state, &query.collection);
+    let lasts = match snap.state.packs(&query.collection) {
+        Some(packs) if docs >= SERIAL_SCAN_DOCS => block_lasts(packs)?,
+        _ => Vec::new(),
     };
-    if parts.len() <= 1 {
-        for part in &parts {
-            scan_stretch(snap, query, run, part, out)?;
+    if lasts.len() <= 1 {
+        return scan_stretch(snap, query, run, &(Bound::Unbounded, Bound::Unbounded), out);
+    }
+    let wave = crate::cores::cores().max(1) * 2;
+    let per_default = blocks_per_stretch(lasts.len(), MAX_BLOCKS_PER_STRETCH);
+    let docs_per_block = (docs / lasts.len() as u64).max(1);
+    let mut next = Stretches::new(&lasts);
+    if out.any_order() {
+        // What it keeps does not depend on the order documents come in (counts, sorts):
+        // every stretch in one pass, the pool taking the next as a thread frees up, not
+        // waves that each wait for their slowest stretch (on a shared machine, one whose
+        // thread was descheduled: `docs/notes/2026-12-02-scan-costs.md`).
+        let parts: Vec<Stretch> = std::iter::from_fn(|| next.take(per_default)).collect();
+        let forks: Vec<Box<dyn Collector>> = parts.iter().map(|_| out.fork()).collect();
+        let forks = forks
+            .into_par_iter()
+            .zip(parts.par_iter())
+            .map(|(mut fork, part)| {
+                scan_stretch(snap, query, run, part, fork.as_mut())?;
+                Ok(fork)
+            })
+            .collect::<Vec<Result<Box<dyn Collector>>>>();
+        for fork in forks {
+            out.absorb(fork?);
         }
         return Ok(());
     }
-    let wave = crate::cores::cores().max(1) * 2;
-    for group in parts.chunks(wave) {
+    while !next.done() {
+        // A collector whose forks hold what they collect until they are absorbed (groups)
+        // says how many documents each may take; the wave's stretches are cut to that.
+        let per = match out.fork_docs(wave - 1) {
+            None => per_default,
+            Some(d) => usize::try_from(d / docs_per_block)
+                .unwrap_or(usize::MAX)
+                .clamp(1, per_default),
+        };
+        let group: Vec<Stretch> = (0..wave).map_while(|_| next.take(per)).collect();
         let Some((first, rest)) = group.split_first() else {
-            continue;
+            break;
         };
         // The first stretch of a wave goes straight into `out` (a stream sends its rows as
         // they are found); the others into forks, absorbed after it in order.
@@ -212,4 +232,106 @@ pub(crate) fn full_scan(
         }
     }
     Ok(())
+}
+
+/// The last id of each packed block, in order (read from the packs map, nothing
+/// decompressed).
+fn block_lasts(packs: &stele_durable::DurableMap) -> Result<Vec<Vec<u8>>> {
+    let mut lasts = Vec::new();
+    for entry in packs.iter() {
+        let (last_id, _) = entry?;
+        lasts.push(last_id.to_vec());
+    }
+    Ok(lasts)
+}
+
+/// Blocks per stretch for `blocks` blocks: about 8 stretches per core, at most `max`.
+fn blocks_per_stretch(blocks: usize, max: usize) -> usize {
+    let threads = crate::cores::cores().max(1);
+    blocks.div_ceil(threads * 8).clamp(1, max.max(1))
+}
+
+/// Cuts a collection's blocks into stretches of consecutive blocks, in id order, as they
+/// are asked for; the last one reaches past the last block (documents written since the
+/// last packing may lie there).
+struct Stretches<'a> {
+    lasts: &'a [Vec<u8>],
+    lo: Option<Bound<Vec<u8>>>,
+}
+
+impl<'a> Stretches<'a> {
+    fn new(lasts: &'a [Vec<u8>]) -> Stretches<'a> {
+        Stretches {
+            lasts,
+            lo: Some(Bound::Unbounded),
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.lo.is_none()
+    }
+
+    /// The next stretch, of at most `blocks` blocks (at least one).
+    fn take(&mut self, blocks: usize) -> Option<Stretch> {
+        let lo = self.lo.take()?;
+        let n = blocks.clamp(1, self.lasts.len().max(1));
+        match self.lasts.get(..n).and_then(<[Vec<u8>]>::last) {
+            Some(last) => {
+                self.lasts = self.lasts.get(n..).unwrap_or_default();
+                self.lo = Some(Bound::Excluded(last.clone()));
+                Some((lo, Bound::Included(last.clone())))
+            }
+            None => Some((lo, Bound::Unbounded)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lasts(n: usize) -> Vec<Vec<u8>> {
+        (0..n).map(|i| format!("id{i:04}").into_bytes()).collect()
+    }
+
+    /// Whatever sizes are asked for, the stretches follow one another with no gap and no
+    /// overlap, each of the asked number of blocks (while there are enough), and the last
+    /// reaches past the last block.
+    #[test]
+    fn stretches_cover_every_block_once_whatever_their_sizes() {
+        for n in [0, 1, 2, 7, 64] {
+            for sizes in [vec![1], vec![3], vec![0, 5, 2], vec![100]] {
+                let lasts = lasts(n);
+                let mut next = Stretches::new(&lasts);
+                let mut got = Vec::new();
+                let mut i = 0;
+                while !next.done() {
+                    let want = sizes[i % sizes.len()];
+                    i += 1;
+                    got.push((want, next.take(want).unwrap()));
+                }
+                assert!(next.take(1).is_none());
+                let mut lo: Bound<Vec<u8>> = Bound::Unbounded;
+                let mut covered = 0;
+                for (k, (want, (l, h))) in got.iter().enumerate() {
+                    assert_eq!(*l, lo, "n {n} sizes {sizes:?}");
+                    match h {
+                        Bound::Included(h) => {
+                            let at = lasts.iter().position(|x| x == h).unwrap();
+                            assert_eq!(at + 1 - covered, (*want).clamp(1, n - covered));
+                            covered = at + 1;
+                            lo = Bound::Excluded(h.clone());
+                        }
+                        Bound::Unbounded => assert_eq!(k, got.len() - 1),
+                        Bound::Excluded(_) => panic!("an upper bound is a block's last id"),
+                    }
+                }
+                assert_eq!(covered, n);
+                assert_eq!(
+                    got.last().map(|(_, (_, h))| h.clone()),
+                    Some(Bound::Unbounded)
+                );
+            }
+        }
+    }
 }

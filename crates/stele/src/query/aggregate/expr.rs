@@ -6,7 +6,7 @@
 
 use crate::error::{Error, Result};
 use crate::index::encode::encode_any;
-use crate::query::path::DocPath;
+use crate::query::path::{DocPath, Reached};
 use crate::query::project::json_string;
 use stele_doc::{Document, JsonOptions, Value};
 
@@ -126,7 +126,11 @@ impl Expr {
                 Out::Json(String::from_utf8(s).unwrap_or_default())
             }
             Expr::Path(p) => {
-                let mut reached = p.reach(root);
+                // No vector while no array is on the way (one per document otherwise).
+                let mut reached = match p.reach_fast(root) {
+                    Reached::One([v]) => return Out::One(v),
+                    Reached::Many(values) => values,
+                };
                 match reached.len() {
                     0 => Out::Missing,
                     1 => reached.pop().map_or(Out::Missing, Out::One),

@@ -7,11 +7,12 @@
 //! of the input (id order for a collection); `$push` keeps every value but missing ones.
 
 use super::expr::{Expr, IdRef, Out};
+use super::hash::KeyHash;
+use super::render::Render;
 use super::spill_state;
 use crate::error::{Error, Result};
 use crate::query::collect::Collector;
 use crate::query::execute::Run;
-use crate::query::project::json_string;
 use crate::query::spill;
 use std::any::Any;
 use std::collections::HashMap;
@@ -180,14 +181,6 @@ fn better(op: AccOp, enc: &[u8], best: Option<&(Vec<u8>, String)>) -> bool {
     })
 }
 
-fn float_json(f: f64) -> String {
-    if f.is_finite() {
-        format!("{f:?}")
-    } else {
-        "null".to_owned()
-    }
-}
-
 /// A group's key as JSON, and its accumulators' states.
 pub(super) type GroupState = (String, Vec<State>);
 
@@ -204,7 +197,7 @@ const STATE_BYTES: usize = std::mem::size_of::<State>();
 /// together, in input order, and merge as forks do), and the map starts again.
 pub(crate) struct Grouper {
     group: Group,
-    groups: HashMap<Vec<u8>, GroupState>,
+    groups: HashMap<Vec<u8>, GroupState, KeyHash>,
     scratch: Vec<u8>,
     /// About the memory `groups` holds.
     bytes: usize,
@@ -217,13 +210,20 @@ pub(crate) struct Grouper {
     failed: Option<Error>,
     /// The collection holds integer ids (the keys it is fed stand for integers).
     int_ids: bool,
+    /// Documents taken, its forks' included.
+    docs: u64,
+    /// What `bytes` grew by in all (not reset by a spill), its forks' included: with
+    /// `docs`, what a document adds on average.
+    grown: u64,
+    /// It has forks in a parallel scan: it and they hold a quarter of its limit each.
+    shared: bool,
 }
 
 impl Grouper {
     pub(crate) fn new(group: Group) -> Grouper {
         Grouper {
             group,
-            groups: HashMap::new(),
+            groups: HashMap::with_hasher(KeyHash::new()),
             scratch: Vec::new(),
             bytes: 0,
             spills: true,
@@ -231,6 +231,9 @@ impl Grouper {
             spilled: 0,
             failed: None,
             int_ids: false,
+            docs: 0,
+            grown: 0,
+            shared: false,
         }
     }
 
@@ -240,9 +243,19 @@ impl Grouper {
         self
     }
 
+    /// What the groups held may take before they spill: [`spill::held_limit`] of the
+    /// budget; in a parallel scan a quarter of it, and its forks another quarter between
+    /// them ([`Collector::fork_docs`]). Half of the limit each let a group per document
+    /// over 1M documents peak at 65.7 MiB for a budget of 64 (what the counts miss: the
+    /// map's spare slots, the allocator's rounding, memory freed but not returned).
+    fn limit(&self) -> usize {
+        let limit = spill::held_limit(self.group.budget);
+        if self.shared { limit / 4 } else { limit }
+    }
+
     /// Moves the groups held to the sorter once they pass the budget.
     fn settle(&mut self) -> Result<()> {
-        if !self.spills || self.bytes <= spill::held_limit(self.group.budget) {
+        if !self.spills || self.bytes <= self.limit() {
             return Ok(());
         }
         let sorter = match &mut self.sorter {
@@ -268,76 +281,23 @@ impl Grouper {
         let key = self.group.key.eval(root, id);
         self.scratch.clear();
         key.encode(&mut self.scratch);
-        if !self.groups.contains_key(&self.scratch) {
-            let states = self.group.new_states();
-            let json = key.json();
-            self.bytes +=
-                GROUP_OVERHEAD + 2 * self.scratch.len() + json.len() + STATE_BYTES * states.len();
-            self.groups.insert(self.scratch.clone(), (json, states));
-        }
-        let Some((_, states)) = self.groups.get_mut(&self.scratch) else {
+        // One lookup for a group seen before (the common case).
+        if let Some((_, states)) = self.groups.get_mut(self.scratch.as_slice()) {
+            accumulate(&self.group.accs, states, &mut self.bytes, root, id);
             return;
-        };
-        for (acc, state) in self.group.accs.iter().zip(states.iter_mut()) {
-            let value = || acc.expr.eval(root, id);
-            match state {
-                State::Sum { int, float, floats } => {
-                    let n = match acc.constant {
-                        Some(c) => Some((i128::from(c), c as f64, false)),
-                        None => number(&value()),
-                    };
-                    if let Some((i, f, is_float)) = n {
-                        *int = int.saturating_add(i);
-                        *float += f;
-                        *floats |= is_float;
-                    }
-                }
-                State::Avg { sum, n } => {
-                    let v = match acc.constant {
-                        Some(c) => Some(c as f64),
-                        None => number(&value()).map(|(_, f, _)| f),
-                    };
-                    if let Some(f) = v {
-                        *sum += f;
-                        *n += 1;
-                    }
-                }
-                State::Extreme(best) => {
-                    let v = value();
-                    if matches!(v, Out::Missing | Out::One(Value::Null)) {
-                        continue;
-                    }
-                    let mut enc = Vec::new();
-                    v.encode(&mut enc);
-                    if better(acc.op, &enc, best.as_ref()) {
-                        let json = v.json();
-                        // Counted each time (an overestimate: the old value is freed).
-                        self.bytes += enc.len() + json.len();
-                        *best = Some((enc, json));
-                    }
-                }
-                State::Count(n) => *n += 1,
-                State::Value(slot) => {
-                    if acc.op == AccOp::Last || slot.is_none() {
-                        let json = value().json();
-                        self.bytes += json.len();
-                        *slot = Some(json);
-                    }
-                }
-                State::Push(list) => {
-                    let v = value();
-                    if !matches!(v, Out::Missing) {
-                        let json = v.json();
-                        self.bytes += json.len() + 24;
-                        list.push(json);
-                    }
-                }
-            }
         }
+        let mut states = self.group.new_states();
+        let json = key.json();
+        self.bytes +=
+            GROUP_OVERHEAD + 2 * self.scratch.len() + json.len() + STATE_BYTES * states.len();
+        accumulate(&self.group.accs, &mut states, &mut self.bytes, root, id);
+        self.groups.insert(self.scratch.clone(), (json, states));
     }
 
     fn merge(&mut self, other: Grouper) {
         self.bytes += other.bytes;
+        self.docs += other.docs;
+        self.grown += other.grown;
         for (key, (json, theirs)) in other.groups {
             match self.groups.get_mut(&key) {
                 None => {
@@ -352,28 +312,30 @@ impl Grouper {
     pub(crate) fn finish(self, run: &Run) -> Result<Vec<String>> {
         let mut out = Vec::new();
         self.finish_each(run, |json| {
-            out.push(json);
+            out.push(json.to_owned());
             Ok(())
         })?;
         Ok(out)
     }
 
     /// Hands the groups as JSON documents, in key order, to `each` (which may keep them in
-    /// another form: a spilled group is rendered as it is merged, not listed first).
+    /// another form: a spilled group is rendered as it is merged, not listed first). Each
+    /// is rendered into one reused buffer.
     pub(crate) fn finish_each(
         mut self,
         run: &Run,
-        mut each: impl FnMut(String) -> Result<()> + Send,
+        mut each: impl FnMut(&str) -> Result<()> + Send,
     ) -> Result<()> {
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
         let accs = std::mem::take(&mut self.group.accs);
+        let mut render = Render::new(accs.iter().map(|a| a.name.as_str()));
         let Some(sorter) = self.sorter.take() else {
             let mut groups: Vec<(Vec<u8>, GroupState)> = self.groups.into_iter().collect();
             groups.sort_by(|a, b| a.0.cmp(&b.0));
             for (_, (key, states)) in groups {
-                each(render(&accs, &key, states))?;
+                each(render.row(&key, states))?;
             }
             return Ok(());
         };
@@ -395,16 +357,82 @@ impl Grouper {
                 Some((k, (_, ours))) if k.as_slice() == key => merge_states(&accs, ours, states),
                 _ => {
                     if let Some((_, (j, done))) = current.replace((key.to_vec(), (json, states))) {
-                        each(render(&accs, &j, done))?;
+                        each(render.row(&j, done))?;
                     }
                 }
             }
             Ok(true)
         })?;
         if let Some((_, (j, done))) = current {
-            each(render(&accs, &j, done))?;
+            each(render.row(&j, done))?;
         }
         Ok(())
+    }
+}
+
+/// Adds the document `root` to one group's `states`; `bytes` counts what they grew by.
+fn accumulate(
+    accs: &[Acc],
+    states: &mut [State],
+    bytes: &mut usize,
+    root: Value<'_>,
+    id: Option<IdRef<'_>>,
+) {
+    for (acc, state) in accs.iter().zip(states.iter_mut()) {
+        let value = || acc.expr.eval(root, id);
+        match state {
+            State::Sum { int, float, floats } => {
+                let n = match acc.constant {
+                    Some(c) => Some((i128::from(c), c as f64, false)),
+                    None => number(&value()),
+                };
+                if let Some((i, f, is_float)) = n {
+                    *int = int.saturating_add(i);
+                    *float += f;
+                    *floats |= is_float;
+                }
+            }
+            State::Avg { sum, n } => {
+                let v = match acc.constant {
+                    Some(c) => Some(c as f64),
+                    None => number(&value()).map(|(_, f, _)| f),
+                };
+                if let Some(f) = v {
+                    *sum += f;
+                    *n += 1;
+                }
+            }
+            State::Extreme(best) => {
+                let v = value();
+                if matches!(v, Out::Missing | Out::One(Value::Null)) {
+                    continue;
+                }
+                let mut enc = Vec::new();
+                v.encode(&mut enc);
+                if better(acc.op, &enc, best.as_ref()) {
+                    let json = v.json();
+                    // Counted each time (an overestimate: the old value is freed).
+                    *bytes += enc.len() + json.len();
+                    *best = Some((enc, json));
+                }
+            }
+            State::Count(n) => *n += 1,
+            State::Value(slot) => {
+                if acc.op == AccOp::Last || slot.is_none() {
+                    let json = value().json();
+                    *bytes += json.len();
+                    *slot = Some(json);
+                }
+            }
+            State::Push(list) => {
+                let v = value();
+                if !matches!(v, Out::Missing) {
+                    let json = v.json();
+                    *bytes += json.len() + 24;
+                    list.push(json);
+                }
+            }
+        }
     }
 }
 
@@ -445,46 +473,25 @@ fn merge_states(accs: &[Acc], ours: &mut [State], theirs: Vec<State>) {
     }
 }
 
-/// A group as a JSON document: `_id`, then each accumulator's output.
-fn render(accs: &[Acc], key: &str, states: Vec<State>) -> String {
-    let mut out = format!("{{\"_id\":{key}");
-    for (acc, state) in accs.iter().zip(states) {
-        let mut name = Vec::new();
-        json_string(&acc.name, &mut name);
-        out.push(',');
-        out.push_str(&String::from_utf8_lossy(&name));
-        out.push(':');
-        out.push_str(&match state {
-            State::Sum { int, float, floats } => {
-                if floats || i64::try_from(int).is_err() && u64::try_from(int).is_err() {
-                    float_json(float)
-                } else {
-                    int.to_string()
-                }
-            }
-            State::Avg { sum, n } => {
-                if n == 0 {
-                    "null".to_owned()
-                } else {
-                    float_json(sum / n as f64)
-                }
-            }
-            State::Extreme(best) => best.map_or_else(|| "null".to_owned(), |(_, j)| j),
-            State::Count(n) => n.to_string(),
-            State::Value(v) => v.unwrap_or_else(|| "null".to_owned()),
-            State::Push(list) => format!("[{}]", list.join(",")),
-        });
-    }
-    out.push('}');
-    out
-}
-
 impl Collector for Grouper {
     fn take(&mut self, id: &str, doc: &Document<&[u8]>) -> Result<bool> {
         let int = self.int_ids;
+        let before = self.bytes;
         self.add(doc.root(), Some(IdRef { key: id, int }));
+        self.docs += 1;
+        self.grown += self.bytes.saturating_sub(before) as u64;
         self.settle()?;
         Ok(true)
+    }
+
+    fn fork_docs(&mut self, forks: usize) -> Option<u64> {
+        self.shared = true;
+        if self.docs == 0 {
+            // Nothing to judge by yet: the smallest stretches (a block each).
+            return Some(0);
+        }
+        let share = (spill::held_limit(self.group.budget) / 4 / forks.max(1)) as u64;
+        Some(share / (self.grown / self.docs).max(1))
     }
 
     fn fork(&self) -> Box<dyn Collector> {

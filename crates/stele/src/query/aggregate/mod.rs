@@ -18,6 +18,8 @@
 
 pub(crate) mod expr;
 pub(crate) mod group;
+mod hash;
+mod render;
 mod spill_state;
 mod stages;
 

@@ -258,7 +258,7 @@ impl Snapshot {
                     after = 2;
                 } else {
                     g.finish_each(&run, |json| {
-                        docs.push(parsed(&json)?);
+                        docs.push(parsed(json)?);
                         Ok(())
                     })?;
                 }

@@ -204,7 +204,9 @@ impl Filter {
 
     /// The same, for a document whose id, when `None`, is its own `_id` property.
     pub(crate) fn matches_opt(&self, root: Value<'_>, id: Option<&str>) -> bool {
-        let mut scratch = Vec::with_capacity(32);
+        // Empty (no allocation) until a comparison needs an encoding: most conditions are
+        // decided without one (`quick`), and this runs once per document of a scan.
+        let mut scratch = Vec::new();
         self.test(root, id, &mut scratch)
     }
 
