@@ -73,9 +73,16 @@ fn encode_number(text: &str, out: &mut Vec<u8>) -> bool {
     let Some((negative, digits, exponent)) = decimal(text) else {
         return false;
     };
+    write_number(negative, &digits, exponent, out);
+    true
+}
+
+/// Writes a number from its exact decimal form: `digits` (values 0-9, no leading or
+/// trailing zero; empty for zero) and `exponent` (value = 0.digits x 10^exponent).
+fn write_number(negative: bool, digits: &[u8], exponent: i64, out: &mut Vec<u8>) {
     if digits.is_empty() {
         out.push(ZERO);
-        return true;
+        return;
     }
     // Exponents beyond what u16 holds are clamped: such numbers still sort by sign and
     // magnitude class, and JSON rarely carries them.
@@ -90,7 +97,29 @@ fn encode_number(text: &str, out: &mut Vec<u8>) -> bool {
             *b = !*b;
         }
     }
-    true
+}
+
+/// Writes `magnitude / 10^scale` with its sign, without going through text: integers and
+/// scaled decimals, the numbers most documents hold (the text path costs a vector and a
+/// render per number, 15 % of a top-20 scan).
+fn encode_scaled(negative: bool, magnitude: u64, scale: u8, out: &mut Vec<u8>) {
+    // u64 has at most 20 decimal digits.
+    let mut buf = [0u8; 20];
+    let mut n = magnitude;
+    let mut at = buf.len();
+    while n > 0 {
+        at -= 1;
+        if let Some(slot) = buf.get_mut(at) {
+            *slot = (n % 10) as u8;
+        }
+        n /= 10;
+    }
+    let all = buf.get(at..).unwrap_or(&[]);
+    let significant = all.len() as i64;
+    let end = all.iter().rposition(|&d| d != 0).map_or(0, |i| i + 1);
+    let digits = all.get(..end).unwrap_or(&[]);
+    // 0.d1d2... x 10^(digits before the point): `significant - scale` of them.
+    write_number(negative, digits, significant - i64::from(scale), out);
 }
 
 fn encode_string(s: &[u8], out: &mut Vec<u8>) {
@@ -116,7 +145,10 @@ pub(crate) fn encode_value(v: &Value<'_>, out: &mut Vec<u8>) -> bool {
         Value::Bool(false) => out.push(FALSE),
         Value::Bool(true) => out.push(TRUE),
         Value::String(s) => encode_string(s.to_cow().as_bytes(), out),
-        Value::Int(_) | Value::UInt(_) | Value::Float(_) | Value::Decimal(_) | Value::Scaled(_) => {
+        Value::Int(i) => encode_scaled(*i < 0, i.unsigned_abs(), 0, out),
+        Value::UInt(u) => encode_scaled(false, *u, 0, out),
+        Value::Scaled(d) => encode_scaled(d.is_negative(), d.mantissa(), d.scale(), out),
+        Value::Float(_) | Value::Decimal(_) => {
             let mut text = Vec::new();
             v.write_json(&mut text, &JsonOptions::new());
             return std::str::from_utf8(&text).is_ok_and(|t| encode_number(t, out));
@@ -237,6 +269,75 @@ mod tests {
         assert!(encode_value(&doc.root(), &mut out), "{json}");
         assert_eq!(encoded_len_flipped(&out, 0), Some(out.len()), "{json}");
         out
+    }
+
+    /// The direct encoding of integers and scaled decimals is byte for byte the encoding of
+    /// their JSON text, for whatever kind the document writer stores a number as.
+    #[test]
+    fn numbers_encode_as_their_text_does() {
+        let mut texts: Vec<String> = [
+            "0",
+            "-0",
+            "0.0",
+            "-0.0",
+            "10.50",
+            "0.05",
+            "-0.05",
+            "100",
+            "1000.000",
+            "7",
+            "9223372036854775807",
+            "-9223372036854775808",
+            "18446744073709551615",
+            "0.000001",
+            "123456789.987654321",
+            "-1.5",
+            "1e3",
+            "12e-2",
+        ]
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..5_000 {
+            // xorshift: a spread of magnitudes, signs and scales.
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let n = x >> (x % 64);
+            let sign = if x & 1 == 1 { "-" } else { "" };
+            let scale = (x >> 8) % 12;
+            let digits = n.to_string();
+            texts.push(format!("{sign}{digits}"));
+            if scale > 0 && (scale as usize) < digits.len() {
+                let (int, frac) = digits.split_at(digits.len() - scale as usize);
+                texts.push(format!("{sign}{int}.{frac}"));
+            }
+            texts.push(format!(
+                "{sign}0.{:0>width$}",
+                n % 1000,
+                width = scale as usize + 1
+            ));
+        }
+        let (mut ints, mut scaled) = (0, 0);
+        for t in &texts {
+            let doc =
+                stele_doc::Document::new(stele_doc::from_json(t.as_bytes()).unwrap()).unwrap();
+            match doc.root() {
+                Value::Int(_) | Value::UInt(_) => ints += 1,
+                Value::Scaled(_) => scaled += 1,
+                _ => {}
+            }
+            let mut direct = Vec::new();
+            assert!(encode_value(&doc.root(), &mut direct), "{t}");
+            let mut via_text = Vec::new();
+            assert!(encode_number(&doc.root().to_json(), &mut via_text), "{t}");
+            assert_eq!(direct, via_text, "{t} ({:?})", doc.root());
+        }
+        assert!(
+            ints > 1_000 && scaled > 1_000,
+            "{ints} integers, {scaled} scaled"
+        );
     }
 
     #[test]
