@@ -364,18 +364,22 @@ impl BlockTraining {
     }
 }
 
-/// How much bigger (in hundredths) blocks packed at the fast level may be than at the
-/// level asked for, for [`cheapest_level`] to choose the fast one.
+/// How much bigger (in hundredths) blocks packed at a faster level may be than at the
+/// level asked for, for [`cheapest_level`] to choose the faster one.
 const FAST_LEVEL_MAX_GROWTH_PERCENT: usize = 2;
 
-/// `fast` if blocks of `forms` (a sample of what will be packed, in order), cut as packing
-/// cuts them into blocks of `block_bytes` and compressed with `dict`, come out at most
-/// [`FAST_LEVEL_MAX_GROWTH_PERCENT`] % bigger at zstd level `fast` than at `level`; else
-/// `level`. Why: on collections of small documents whose blocks the dictionary already
-/// compresses well, level 6 (lazy matching over the dictionary) was 40 % of an import's CPU
-/// and stored 1 % less than level 3 (4.5 million npm package documents); on others (geonames
-/// cities, emojibase, mdn) level 3 stores 13-20 % more. The sample (at most 2 MiB) is
-/// packed twice: milliseconds.
+/// The lowest zstd level from `fast` up to `level` at which blocks of `forms` (a sample of
+/// what will be packed, in order), cut as packing cuts them into blocks of `block_bytes`
+/// and compressed with `dict`, come out at most [`FAST_LEVEL_MAX_GROWTH_PERCENT`] % bigger
+/// than at `level`; `level` if none does. Why: on collections of small documents whose
+/// blocks the dictionary already compresses well, level 6 (lazy matching over the
+/// dictionary) was 40 % of an import's CPU and stored 1 % less than level 3 (4.5 million
+/// npm package documents, numbered); on others (geonames cities, emojibase, mdn) level 3
+/// stores 13-20 % more. The levels between count too: the same npm documents sorted by
+/// name (`--id-field name`) stored 10.7 % more at level 3 than at 6, 5.6 % more at 4 and
+/// 0.2 % more at 5, which costs about a tenth less of the import's CPU than 6
+/// (`docs/notes/2026-12-02-import-small-docs.md`). The sample (at most 2 MiB) is packed
+/// once per level tried, lowest first, stopping at the first that fits: milliseconds.
 pub fn cheapest_level(
     forms: &[&[u8]],
     dict: Option<&[u8]>,
@@ -387,9 +391,13 @@ pub fn cheapest_level(
         return Ok(level);
     }
     let slow_bytes = packed_bytes(&mut block_context(level, dict)?, forms, block_bytes)?;
-    let fast_bytes = packed_bytes(&mut block_context(fast, dict)?, forms, block_bytes)?;
-    let fits = fast_bytes * 100 <= slow_bytes * (100 + FAST_LEVEL_MAX_GROWTH_PERCENT);
-    Ok(if fits { fast } else { level })
+    for candidate in fast..level {
+        let bytes = packed_bytes(&mut block_context(candidate, dict)?, forms, block_bytes)?;
+        if bytes * 100 <= slow_bytes * (100 + FAST_LEVEL_MAX_GROWTH_PERCENT) {
+            return Ok(candidate);
+        }
+    }
+    Ok(level)
 }
 
 /// Bytes of `forms` packed in order into blocks of `block_bytes` as packing cuts them
@@ -433,5 +441,57 @@ mod tests {
         assert!(block_is_full(262_144, 3, 32_768));
         // No overflow near the top.
         assert!(!block_is_full(1, 1, usize::MAX));
+    }
+
+    /// Sorted records sharing long prefixes with their neighbours (npm-like package names
+    /// and their repository URLs): the level chosen is the lowest within 2 % of the level
+    /// asked for, which may lie between the fast one and it.
+    #[test]
+    fn the_cheapest_level_is_the_lowest_within_two_percent_of_the_level_asked_for() {
+        let mut rng = 0x1234_5678_9abc_def0u64;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let words = [
+            "react", "vue", "types", "babel", "eslint", "plugin", "loader", "cli",
+        ];
+        let mut names: Vec<String> = (0..20_000)
+            .map(|_| {
+                let a = words[(next() % 8) as usize];
+                let b = words[(next() % 8) as usize];
+                format!("{a}-{b}-{:x}", next() % 4096)
+            })
+            .collect();
+        names.sort();
+        let forms: Vec<Vec<u8>> = names
+            .iter()
+            .map(|n| format!("{{\"repository\":\"https://github.com/{n}.git\"}}").into_bytes())
+            .collect();
+        let refs: Vec<&[u8]> = forms.iter().map(Vec::as_slice).collect();
+        let bytes_at = |level: i32| {
+            packed_bytes(
+                &mut block_context(level, None).expect("a context"),
+                &refs,
+                32_768,
+            )
+            .expect("packed")
+        };
+        let chosen = cheapest_level(&refs, None, 32_768, 6, 3).expect("a level");
+        let slow = bytes_at(6);
+        assert!((3..=6).contains(&chosen), "{chosen}");
+        if chosen < 6 {
+            assert!(bytes_at(chosen) * 100 <= slow * 102, "level {chosen}");
+        }
+        for lower in 3..chosen {
+            assert!(bytes_at(lower) * 100 > slow * 102, "level {lower} fits too");
+        }
+        assert_eq!(
+            cheapest_level(&refs, None, 32_768, 3, 3).expect("a level"),
+            3
+        );
+        assert_eq!(cheapest_level(&[], None, 32_768, 6, 3).expect("a level"), 6);
     }
 }

@@ -31,7 +31,7 @@
 
 use super::options::{IResult, ImportError};
 use super::presample::Presample;
-use super::sample::{Sample, spread};
+use super::sample::{MAX_SAMPLE_DOCS, Sample, docs_to_sample, spread, train_share};
 use crate::compress::{Compressor, NewDictionary, PackTarget};
 use crate::db::{Landed, Landing, SORT_PREFIX};
 use crate::error::Error;
@@ -102,6 +102,9 @@ pub(super) struct BulkWriter {
     /// the sample come out nearly as small with it as at `settings.level`
     /// ([`BulkWriter::level_from_sample`]).
     fast_level: Option<i32>,
+    /// The compressor's sample ring (`CompressOptions::sample_docs`): the fewest documents
+    /// of the sample an import trains on, if it holds them ([`train_share`]).
+    ring_docs: usize,
 }
 
 /// How the documents reach their blocks.
@@ -142,11 +145,15 @@ impl BulkWriter {
         budget_bytes: usize,
     ) -> IResult<Self> {
         let compressor = db.compressor_of(collection)?;
-        let (sample_docs, sample_bytes) = {
+        let (sample_docs, sample_bytes, ring_docs) = {
             let c = compressor.lock().map_err(|_| poisoned())?;
             let o = c.options();
             // Whole documents, so up to twice the bytes a training keeps (it cuts them).
-            (o.sample_docs, o.sample_bytes.saturating_mul(2))
+            (
+                o.sample_docs.max(MAX_SAMPLE_DOCS),
+                o.sample_bytes.saturating_mul(2),
+                o.sample_docs,
+            )
         };
         // At most 2 MiB: training on the compressor's full 16 MiB took 0.6 s of a 1 s import
         // of 4 MB of tweets, and stored them 1 % smaller.
@@ -170,6 +177,7 @@ impl BulkWriter {
             compressor,
             converted: false,
             fast_level: None,
+            ring_docs,
         })
     }
 
@@ -189,10 +197,13 @@ impl BulkWriter {
 
     /// The most documents and bytes its sample holds (`None` once streaming): what a
     /// [`Presample`] for [`Self::streaming`] should take, as the sorting writer's own
-    /// reservoir would.
-    pub(super) fn sample_limits(&self) -> Option<(usize, usize)> {
+    /// reservoir would for an input of `input_bytes` bytes (`train_share`).
+    pub(super) fn sample_limits(&self, input_bytes: u64) -> Option<(usize, usize)> {
         match &self.mode {
-            Mode::Sorting { sample, .. } => Some((sample.max_docs, sample.max_bytes)),
+            Mode::Sorting { sample, .. } => {
+                let docs = docs_to_sample(input_bytes, self.ring_docs).min(sample.max_docs);
+                Some((docs, sample.max_bytes))
+            }
             Mode::Streaming(_) => None,
         }
     }
@@ -220,6 +231,7 @@ impl BulkWriter {
         // The text forms the blocks will hold (`super::convert::convert_all`).
         let refs: Vec<&[u8]> = sample.texts.iter().map(Vec::as_slice).collect();
         let refs = spread(&refs, sample.json_bytes, share);
+        let refs = train_share(refs, est_doc_bytes, self.ring_docs);
         let dictionary = train(&self.compressor, &refs, self.settings, est_docs)?;
         let state = db.visible_state();
         let current = crate::pack::last_dictionary(&state, collection)?;
@@ -324,6 +336,7 @@ impl BulkWriter {
             compressor,
             converted,
             fast_level,
+            ring_docs,
         } = self;
         let (sorter, sample) = match mode {
             Mode::Sorting { sorter, sample } => (sorter, sample),
@@ -362,7 +375,7 @@ impl BulkWriter {
             None
         } else {
             let share = usize::try_from(doc_bytes / SAMPLE_SHARE).unwrap_or(usize::MAX);
-            refs = sample.spread(share);
+            refs = train_share(sample.spread(share), doc_bytes, ring_docs);
             train(&compressor, &refs, settings, docs)?
         };
         let state = db.visible_state();

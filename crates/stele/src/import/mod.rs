@@ -339,7 +339,7 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
         if !BulkWriter::streams(writer.settings(), file_bytes) {
             return Ok(());
         }
-        let Some((max_docs, max_bytes)) = writer.sample_limits() else {
+        let Some((max_docs, max_bytes)) = writer.sample_limits(file_bytes) else {
             return Ok(());
         };
         let read_err = |error| ImportError::Read {

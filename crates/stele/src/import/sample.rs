@@ -5,6 +5,41 @@
 /// 16 KiB anyway, and held-out ones are packed whole).
 const MAX_SAMPLE_DOC_BYTES: usize = 1 << 20;
 
+/// Most documents an import's sample holds, if within its bytes (`bulk::MAX_SAMPLE_BYTES`, a
+/// share of the import): more than the compressor's own ring (`CompressOptions::sample_docs`,
+/// 1,024), which for small documents is less than two blocks of them. An import trains on
+/// one sampled document per [`BYTES_PER_SAMPLED_DOC`] of its documents, at least the ring's
+/// count and at most this: a dictionary is at most a tenth of what it trains on, so a bigger
+/// sample of small documents means a bigger dictionary, which only a big collection pays
+/// back. The 4.5 million npm package documents (90 bytes of JSON each) trained on 1,024
+/// (about 50 KB of text forms) and stored 82.6 MB; on 8,192, 78.9 MB (1.18x zstd -3 instead
+/// of 1.24x); on 32,768, 78.9 MB again. Trained on 8,192 whatever their size, vega flights
+/// (200,000 documents, 9.9 MB), geonames cities and mongodb zips stored 4-5 % more (their
+/// dictionaries grew to 32 KiB), hence the share (`docs/notes/2026-12-02-import-small-docs.md`).
+pub(super) const MAX_SAMPLE_DOCS: usize = 8192;
+
+/// See [`MAX_SAMPLE_DOCS`]: 16 KiB, so the sample grows past the ring's 1,024 documents
+/// from 16 MiB of documents on.
+const BYTES_PER_SAMPLED_DOC: u64 = 16 << 10;
+
+/// Every k-th of `refs`, k the smallest that keeps at most one per
+/// [`BYTES_PER_SAMPLED_DOC`] of an import of `doc_bytes` bytes of documents, and at least
+/// `ring_docs` (all of `refs` if fewer): what the dictionary trains on and the level is
+/// judged by ([`MAX_SAMPLE_DOCS`]).
+/// How many documents an import of `doc_bytes` bytes of documents samples: one per
+/// [`BYTES_PER_SAMPLED_DOC`], at least `ring_docs`, at most [`MAX_SAMPLE_DOCS`] (unless
+/// `ring_docs` is more).
+pub(super) fn docs_to_sample(doc_bytes: u64, ring_docs: usize) -> usize {
+    let for_bytes = usize::try_from(doc_bytes / BYTES_PER_SAMPLED_DOC).unwrap_or(usize::MAX);
+    for_bytes.min(MAX_SAMPLE_DOCS).max(ring_docs).max(1)
+}
+
+pub(super) fn train_share(refs: Vec<&[u8]>, doc_bytes: u64, ring_docs: usize) -> Vec<&[u8]> {
+    let max_docs = docs_to_sample(doc_bytes, ring_docs);
+    let stride = refs.len().div_ceil(max_docs).max(1);
+    refs.into_iter().step_by(stride).collect()
+}
+
 /// Documents sampled for the dictionary: a reservoir of at most `max_docs` documents and
 /// about `max_bytes` bytes, each document of the input equally likely to be in it.
 #[derive(Debug)]
@@ -79,6 +114,32 @@ pub(super) fn spread<'d>(docs: &[&'d [u8]], bytes: u64, max_bytes: usize) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An import trains on one sampled document per 16 KiB of its documents, at least the
+    /// ring's count and at most all of the sample, spread over it.
+    #[test]
+    fn an_import_trains_on_more_of_its_sample_the_bigger_it_is() {
+        let docs: Vec<Vec<u8>> = (0..MAX_SAMPLE_DOCS as u32)
+            .map(|i| i.to_le_bytes().to_vec())
+            .collect();
+        let refs = || docs.iter().map(Vec::as_slice).collect::<Vec<&[u8]>>();
+        // 9.9 MB of documents: the ring's 1,024, every 8th.
+        let small = train_share(refs(), 9_900_000, 1024);
+        assert_eq!(small.len(), 1024);
+        assert_eq!(small[1], 8u32.to_le_bytes());
+        // 64 MiB: 4,096, every other one.
+        assert_eq!(train_share(refs(), 64 << 20, 1024).len(), 4096);
+        // 370 MB: all 8,192 (the sample holds no more).
+        assert_eq!(
+            train_share(refs(), 370_000_000, 1024).len(),
+            MAX_SAMPLE_DOCS
+        );
+        // A sample smaller than the ring: all of it.
+        assert_eq!(
+            train_share(refs()[..100].to_vec(), 1 << 20, 1024).len(),
+            100
+        );
+    }
 
     /// The training share of a sample: every k-th document, within the bytes asked for,
     /// from the whole sample; all of it when it fits.
