@@ -53,10 +53,11 @@ fn failed(e: parquet::errors::ParquetError) -> Error {
     }
 }
 
-/// Rows under which a batch's (or a group's) columns are encoded on the calling thread: a
-/// few rows encode in microseconds, and handing them to threads costs more, each hand-off a
-/// wait for a core on a loaded machine (a file of 20 documents took 10 ms of wall time for
-/// 1 ms of CPU).
+/// Rows under which a whole selection (read in at most two batches) is encoded on the
+/// calling thread: a few rows encode in microseconds, and handing them to threads costs
+/// more, each hand-off a wait for a core on a loaded machine (a file of 20 documents took
+/// 10 ms of wall time for 1 ms of CPU). Larger exports encode every batch on every core,
+/// however small the batch (a stretch of debian-packages' blocks holds about 600 rows).
 const ROWS_FOR_THREADS: usize = 1024;
 
 /// Writes the batches of `reader` as a Parquet file; row groups end at `group_rows`.
@@ -90,6 +91,15 @@ fn write(reader: ArrowReader, out: impl Write + Send, group_rows: usize) -> Resu
         Some(_) => reader.next_batch()?,
         None => None,
     };
+    let rows_read: usize = [&first, &second]
+        .into_iter()
+        .flatten()
+        .map(RecordBatch::num_rows)
+        .sum();
+    if reader.done && rows_read < ROWS_FOR_THREADS {
+        // The whole selection, and a small one: encoded on this thread.
+        groups.threads = 1;
+    }
     for batch in [first, second].into_iter().flatten() {
         groups.add(&batch)?;
     }
@@ -161,8 +171,7 @@ impl<W: Write + Send> Groups<W> {
                 ),
             });
         }
-        let threads = threads_for(batch.num_rows(), self.threads);
-        on_every_core(writers.len(), threads, |i| {
+        on_every_core(writers.len(), self.threads, |i| {
             let leaf = locked(leaves.get(i))?.take();
             match leaf {
                 Some(leaf) => locked(writers.get(i))?.write(&leaf).map_err(failed),
@@ -177,9 +186,8 @@ impl<W: Write + Send> Groups<W> {
     }
 
     fn close_group(&mut self) -> Result<()> {
-        if let Some((writers, rows)) = self.group.take() {
-            let threads = threads_for(rows, self.threads);
-            write_group(&mut self.file, writers, threads)?;
+        if let Some((writers, _)) = self.group.take() {
+            write_group(&mut self.file, writers, self.threads)?;
             self.written += 1;
         }
         Ok(())
@@ -191,11 +199,6 @@ impl<W: Write + Send> Groups<W> {
         self.file.close().map_err(failed)?;
         Ok(self.rows)
     }
-}
-
-/// The threads to encode `rows` rows on: one under [`ROWS_FOR_THREADS`].
-fn threads_for(rows: usize, threads: usize) -> usize {
-    if rows < ROWS_FOR_THREADS { 1 } else { threads }
 }
 
 /// Closes the column writers of a row group (their last pages encoded on every core) and
