@@ -316,3 +316,52 @@ fn parquet_of_many_row_groups_and_nested_columns_imports_back() {
         assert_eq!(typed(g), typed(w));
     }
 }
+
+/// `stele import --pack-level`: a Parquet import packed at level 1 lands the same documents
+/// in more bytes than the default level 6; a level outside 1-22 is refused, nothing created.
+#[test]
+fn an_import_packs_at_the_level_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = shared_slice(dir.path(), "geonames-cities.jsonl.zst", 20_000);
+    let db = dir.path().join("db");
+    on("import", &db).arg("c").arg(&src).assert().success();
+    let pq = dir.path().join("c.parquet");
+    on("export", &db)
+        .args(["c", "-o"])
+        .arg(&pq)
+        .assert()
+        .success();
+    fn size(d: &std::path::Path) -> u64 {
+        std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                let meta = e.metadata().unwrap();
+                if meta.is_dir() {
+                    size(&e.path())
+                } else {
+                    meta.len()
+                }
+            })
+            .sum()
+    }
+    let [six, one] = ["six", "one"].map(|n| dir.path().join(n));
+    on("import", &six).arg("c").arg(&pq).assert().success();
+    on("import", &one)
+        .arg("c")
+        .arg(&pq)
+        .args(["--pack-level", "1"])
+        .assert()
+        .success();
+    assert_eq!(exported(&six, "c"), exported(&one, "c"));
+    assert!(size(&one) > size(&six), "{} <= {}", size(&one), size(&six));
+    let none = dir.path().join("none");
+    on("import", &none)
+        .arg("c")
+        .arg(&pq)
+        .args(["--pack-level", "0"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("--pack-level"));
+    assert!(!none.exists());
+}

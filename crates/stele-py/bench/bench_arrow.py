@@ -12,10 +12,11 @@ timed), best of `--repeat`:
   - every field: `pyarrow.table(coll.to_arrow())` against `SELECT * FROM read_json(file)`;
   - a group-by count over the first field: `duckdb.sql("select a, count(*) from r group by a")`
     over a Stele reader of that one field, against the same query over `read_json(file)`;
-  - Parquet export (when the `stele` command is built, `target/release/stele`, and
-    `/usr/bin/time` is there to measure its peak memory): `stele export
-    DB c -o x.parquet` (a process: open, read, write; its peak memory from the OS) against
-    DuckDB `COPY (SELECT * FROM read_json(file)) TO 'x.parquet'`;
+  - Parquet export: `coll.to_parquet(x.parquet)` (in this process, as DuckDB's COPY runs
+    in it) against DuckDB `COPY (SELECT * FROM read_json(file)) TO 'x.parquet'`; and, when
+    the `stele` command is built (`target/release/stele`) and `/usr/bin/time` is there to
+    measure its peak memory, `stele export DB c -o x.parquet` (a process: start, open, read,
+    write; its peak memory from the OS) against the same COPY;
   - Parquet import of that file: `stele import DB2 c x.parquet` (a process, a new database
     each time) against DuckDB `CREATE TABLE t AS SELECT * FROM read_parquet('x.parquet')`
     in memory, and into a database file closed after it (checkpointed: compressed and
@@ -203,12 +204,15 @@ def run(name: str, path: Path, repeat: int, work: Path) -> None:
     # Warm-up: pyarrow's first table takes ~0.6 s of its own set-up, DuckDB's first query too.
     pa.table(coll.to_arrow(fields=first[:1], batch_rows=10))
     duckdb.sql("select 1").fetchall()
+    duck_copy = lambda: duckdb.sql(f"copy (select * from {src}) to '{work / 'd.parquet'}'")
+    # In this process, as DuckDB's COPY runs in it.
+    cases.append(("parquet export", lambda: coll.to_parquet(work / "p.parquet"), duck_copy))
     if STELE_CLI.exists() and Path("/usr/bin/time").exists():
         cases.append(
             (
-                "parquet export",
+                "parquet export, CLI process",
                 lambda: export_parquet(db_dir, work / "s.parquet"),
-                lambda: duckdb.sql(f"copy (select * from {src}) to '{work / 'd.parquet'}'"),
+                duck_copy,
             )
         )
         pq = work / "s.parquet"

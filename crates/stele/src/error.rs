@@ -262,6 +262,13 @@ pub enum Error {
         /// What is wrong, and what to give instead.
         reason: String,
     },
+    /// A Parquet file could not be written (`Snapshot::export_parquet`): the output failed
+    /// (a full disk, a closed pipe), or the encoder refused the columns.
+    #[error("writing Parquet: {reason}")]
+    Parquet {
+        /// The writer's message.
+        reason: String,
+    },
     /// A query cannot run as asked.
     #[error("invalid query: {reason}")]
     InvalidQuery {

@@ -8,6 +8,7 @@
 
 mod arrow;
 mod arrow_import;
+mod arrow_parquet;
 mod arrow_rows;
 mod backup;
 mod backup_faults;

@@ -77,6 +77,11 @@ pub struct ImportArgs {
     /// powers of 1000).
     #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = crate::size::at_least(4 << 20))]
     memory: usize,
+    /// zstd level of the blocks the import packs, 1 to 22 (default 6 with a dictionary
+    /// trained on the input, 3 for an input of 1 MiB or less): lower packs faster and stores
+    /// more, until a compaction packs them again at the database's level.
+    #[arg(long, value_name = "LEVEL", value_parser = clap::value_parser!(i32).range(1..=22))]
+    pack_level: Option<i32>,
     /// Create the database even if the folder holds other files (by default a database is
     /// created only in a new or empty folder).
     #[arg(long)]
@@ -165,6 +170,9 @@ pub fn import(args: &ImportArgs) -> Result<()> {
         Some(_) => false,
         None => args.input.extension().is_some_and(|e| e == "parquet"),
     };
+    if let Some(level) = args.pack_level {
+        opts = opts.pack_level(level);
+    }
     if let Some(f) = args.format.filter(|_| !parquet) {
         opts = opts.format(match f {
             Format::Json => ImportFormat::Json,

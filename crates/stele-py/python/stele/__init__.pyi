@@ -470,6 +470,21 @@ class Collection:
         integers beyond 64 bits to JSON text) or given as a pyarrow schema. A value that does
         not fit its column stops the stream with an error naming the document and field, or
         reads as null with misfits="null"."""
+    def to_parquet(
+        self,
+        path: str | PathLike[str],
+        fields: list[str] | str | None = None,
+        filter: Filter | None = None,
+        *,
+        schema: Any | None = None,
+        sample_rows: int | None = None,
+        misfits: str = "error",
+        row_group_rows: int = 8192,
+    ) -> int:
+        """Writes the collection (or the fields in fields, the documents filter keeps) as the
+        Parquet file path (zstd), typed as to_arrow types it, in this process without pyarrow,
+        in row groups of about row_group_rows rows; returns the rows written. Renamed into place once whole: after an error an existing
+        file at path is left as it was."""
     def find(
         self,
         filter: Filter | None = None,

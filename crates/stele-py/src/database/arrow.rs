@@ -67,7 +67,7 @@ fn optional<'py>(py: Python<'py>, name: &str, what: &str) -> PyResult<Bound<'py,
 }
 
 /// `base` with the keyword arguments `to_arrow` takes.
-fn reader_options(
+pub(super) fn reader_options(
     py: Python<'_>,
     base: ArrowOptions,
     fields: Option<Bound<'_, PyAny>>,

@@ -26,6 +26,7 @@ mod batch;
 mod collection;
 mod find;
 mod import;
+mod parquet;
 mod query;
 mod snapshot;
 

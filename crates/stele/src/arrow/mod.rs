@@ -61,11 +61,15 @@ mod import;
 mod import_text;
 mod kind;
 mod parallel;
+#[cfg(feature = "parquet")]
+mod parquet;
 mod reader;
 mod rows;
 mod state;
 
 pub use import::{SLICE_ROWS, import_arrow};
+#[cfg(feature = "parquet")]
+pub use parquet::PARQUET_ROW_GROUP_ROWS;
 pub use state::ArrowReader;
 
 use crate::error::{Error, Result};

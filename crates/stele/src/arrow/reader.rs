@@ -234,7 +234,7 @@ impl ArrowReader {
         fresh
     }
 
-    fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+    pub(super) fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
         if self.rows.is_some() {
             return super::rows::next_batch(self);
         }

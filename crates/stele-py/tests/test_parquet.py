@@ -1,0 +1,98 @@
+"""Collection.to_parquet: the Parquet file written in this process, read back by pyarrow
+equal to to_arrow's table (types included); fields, filters and row groups; errors leave
+nothing behind."""
+
+from __future__ import annotations
+
+import pytest
+
+import stele
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+
+def doc(i: int) -> dict:
+    d = {
+        "kind": ["a", "b", "c"][i % 3],
+        "n": i,
+        "x": i / 4,
+        "who": {"name": f"ünï {i}", "tags": [f"t{k}" for k in range(i % 3)]},
+    }
+    if i % 7 == 0:
+        d["big"] = 2**70 + i
+    if i % 4 == 0:
+        d["note"] = None
+    return d
+
+
+DOCS = {f"d{i:05}": doc(i) for i in range(20_000)}
+
+
+@pytest.fixture
+def coll(tmp_path):
+    with stele.open(tmp_path / "db") as db:
+        c = db["docs"]
+        c.put_many(DOCS.items())
+        yield c
+
+
+def test_the_file_reads_back_as_to_arrow(coll, tmp_path):
+    out = tmp_path / "all.parquet"
+    assert coll.to_parquet(out) == len(DOCS)
+    back = pq.read_table(out)
+    want = pa.table(coll.to_arrow())
+    assert back.schema.equals(want.schema)
+    assert back.equals(want)
+    # Row groups of about 8,192 rows: bounded memory whatever the collection's size.
+    assert pq.ParquetFile(out).metadata.num_row_groups in (2, 3)
+
+
+def test_fields_filter_and_row_groups(coll, tmp_path):
+    out = tmp_path / "some.parquet"
+    rows = coll.to_parquet(
+        str(out), fields=["_id", "n", "who.name"], filter={"kind": "b"}, row_group_rows=1000
+    )
+    want = pa.table(coll.to_arrow(fields=["_id", "n", "who.name"], filter={"kind": "b"}))
+    assert rows == want.num_rows == sum(1 for d in DOCS.values() if d["kind"] == "b")
+    back = pq.read_table(out)
+    assert back.equals(want)
+    assert back.column_names == ["_id", "n", "who.name"]
+    # A group closes once its batches hold row_group_rows rows (a batch may end early, at
+    # the end of a stretch of blocks read on one core).
+    groups = pq.ParquetFile(out).metadata.num_row_groups
+    assert rows // 2000 <= groups <= rows // 1000
+
+
+def test_a_given_schema_is_written(coll, tmp_path):
+    schema = pa.schema(
+        [pa.field("_id", pa.string(), nullable=False), ("x", pa.float64()), ("n", pa.float64())]
+    )
+    out = tmp_path / "typed.parquet"
+    coll.to_parquet(out, schema=schema)
+    back = pq.read_table(out)
+    assert back.schema.equals(schema)
+    assert back.column("n").to_pylist()[:3] == [0.0, 1.0, 2.0]
+
+
+def test_a_misfit_leaves_no_file_and_keeps_the_old_one(coll, tmp_path):
+    out = tmp_path / "x.parquet"
+    out.write_bytes(b"old")
+    schema = pa.schema([("_id", pa.string()), ("kind", pa.int64())])
+    with pytest.raises(stele.InvalidInput, match="kind"):
+        coll.to_parquet(out, schema=schema)
+    assert out.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("x.")] == ["x.parquet"]
+
+
+def test_an_unknown_field_path_is_an_error(coll, tmp_path):
+    with pytest.raises(stele.InvalidInput):
+        coll.to_parquet(tmp_path / "y.parquet", fields=["a..b"])
+    assert not (tmp_path / "y.parquet").exists()
+
+
+def test_an_empty_collection_writes_an_empty_file(tmp_path):
+    with stele.open(tmp_path / "db") as db:
+        out = tmp_path / "e.parquet"
+        assert db["none"].to_parquet(out) == 0
+        assert pq.read_table(out).num_rows == 0
