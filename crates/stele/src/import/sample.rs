@@ -36,8 +36,16 @@ pub(super) fn docs_to_sample(doc_bytes: u64, ring_docs: usize) -> usize {
 
 pub(super) fn train_share(refs: Vec<&[u8]>, doc_bytes: u64, ring_docs: usize) -> Vec<&[u8]> {
     let max_docs = docs_to_sample(doc_bytes, ring_docs);
-    let stride = refs.len().div_ceil(max_docs).max(1);
-    refs.into_iter().step_by(stride).collect()
+    if refs.len() <= max_docs {
+        return refs;
+    }
+    // `max_docs` of them, evenly spread: a whole stride (every k-th) would keep as few as
+    // half of `max_docs` (1,500 of a sample at 1,024 a stride of 2 keeps 750), and a small
+    // import would train on less than the ring's count.
+    let len = refs.len();
+    (0..max_docs)
+        .filter_map(|i| refs.get(i * len / max_docs).copied())
+        .collect()
 }
 
 /// Documents sampled for the dictionary: a reservoir of at most `max_docs` documents and
@@ -133,6 +141,11 @@ mod tests {
         assert_eq!(
             train_share(refs(), 370_000_000, 1024).len(),
             MAX_SAMPLE_DOCS
+        );
+        // 1,500 documents for the ring's 1,024: 1,024 of them, not every other one (750).
+        assert_eq!(
+            train_share(refs()[..1500].to_vec(), 1 << 20, 1024).len(),
+            1024
         );
         // A sample smaller than the ring: all of it.
         assert_eq!(
