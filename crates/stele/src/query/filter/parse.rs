@@ -277,6 +277,11 @@ pub(crate) fn operand(v: Value<'_>) -> Operand {
         Value::Int(i) => Fast::Int(i128::from(i)),
         Value::UInt(u) => Fast::Int(i128::from(u)),
         Value::Float(f) if f.is_finite() => Fast::Float(f),
+        Value::Scaled(d) => Fast::Scaled {
+            negative: d.is_negative(),
+            mantissa: d.mantissa(),
+            scale: d.scale(),
+        },
         _ => Fast::Slow,
     };
     Operand {
