@@ -16,7 +16,7 @@ use super::sort::sort_key;
 use crate::error::Result;
 use crate::index::encode::encode_str;
 use crate::query::path::DocPath;
-use crate::query::{Row, execute::Run};
+use crate::query::{Row, run::Run};
 use std::any::Any;
 use std::collections::BinaryHeap;
 use stele_doc::Document;

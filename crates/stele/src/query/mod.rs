@@ -58,6 +58,7 @@ pub(crate) mod int_ids;
 pub(crate) mod keys;
 pub(crate) mod plan;
 pub(crate) mod project;
+pub(crate) mod run;
 pub(crate) mod scan;
 pub(crate) mod sort;
 pub(crate) mod spill;

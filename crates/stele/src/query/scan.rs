@@ -6,7 +6,7 @@
 
 use super::Query;
 use super::collect::Collector;
-use super::execute::Run;
+use super::run::Run;
 use crate::collection::Entries;
 use crate::error::Result;
 use crate::snapshot::Snapshot;

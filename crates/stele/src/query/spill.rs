@@ -8,7 +8,7 @@
 use super::Query;
 use super::Row;
 use super::collect::{Collector, Rows};
-use super::execute::Run;
+use super::run::Run;
 use crate::error::{Error, Result};
 use std::any::Any;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -13,8 +13,8 @@
 //! bytes of rows and spills the rest through the table sorter (`spill.rs`).
 
 use super::collect::{Collector, Rows};
-use super::execute::Run;
 use super::plan::Chosen;
+use super::run::Run;
 use super::spill::SortSpill;
 use super::{Plan, Query, QueryStats, Row};
 use crate::error::{Error, Result};

@@ -9,10 +9,10 @@
 use super::expr::{Expr, IdRef, Out};
 use super::hash::KeyHash;
 use super::render::Render;
-use super::spill_state;
+use super::spill_state::{self, GroupState, State};
 use crate::error::{Error, Result};
 use crate::query::collect::Collector;
-use crate::query::execute::Run;
+use crate::query::run::Run;
 use crate::query::spill;
 use std::any::Any;
 use std::collections::HashMap;
@@ -48,17 +48,6 @@ pub struct Group {
     accs: Vec<Acc>,
     /// Memory the groups may hold before they spill (`Pipeline::memory_budget`).
     pub(super) budget: usize,
-}
-
-/// The state of one accumulator in one group.
-#[derive(Debug, Clone)]
-pub(super) enum State {
-    Sum { int: i128, float: f64, floats: bool },
-    Avg { sum: f64, n: u64 },
-    Extreme(Option<(Vec<u8>, String)>),
-    Count(u64),
-    Value(Option<String>),
-    Push(Vec<String>),
 }
 
 impl Group {
@@ -180,9 +169,6 @@ fn better(op: AccOp, enc: &[u8], best: Option<&(Vec<u8>, String)>) -> bool {
         }
     })
 }
-
-/// A group's key as JSON, and its accumulators' states.
-pub(super) type GroupState = (String, Vec<State>);
 
 /// The memory of a group besides its key and JSON: the map's slot (72 bytes, and as many
 /// again free, since the table doubles as it grows), the three allocations' rounding.

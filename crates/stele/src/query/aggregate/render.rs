@@ -3,7 +3,7 @@
 //! part (the name's JSON, each number), several allocations per group: with a group per
 //! document they were a large part of the group-by (`docs/notes/2026-12-02-scan-costs.md`).
 
-use super::group::State;
+use super::spill_state::State;
 use crate::query::project::json_string;
 use std::fmt::Write;
 

@@ -1,10 +1,23 @@
-//! A group's partial state as bytes, for a `$group` that spills through the sorter
-//! (`group.rs`): its key's JSON, then each accumulator's state, tagged. Lengths and
-//! numbers are little-endian and fixed-width; the bytes live only in the sorter's
-//! temporary files, within one run of one query.
+//! The state of a group's accumulators, and that state as bytes for a `$group` that spills
+//! through the sorter (`group.rs`): its key's JSON, then each accumulator's state, tagged.
+//! Lengths and numbers are little-endian and fixed-width; the bytes live only in the
+//! sorter's temporary files, within one run of one query.
 
-use super::group::{GroupState, State};
 use crate::error::{Error, Result};
+
+/// The state of one accumulator in one group.
+#[derive(Debug, Clone)]
+pub(super) enum State {
+    Sum { int: i128, float: f64, floats: bool },
+    Avg { sum: f64, n: u64 },
+    Extreme(Option<(Vec<u8>, String)>),
+    Count(u64),
+    Value(Option<String>),
+    Push(Vec<String>),
+}
+
+/// A group's key as JSON, and its accumulators' states.
+pub(super) type GroupState = (String, Vec<State>);
 
 fn put_str(s: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(&(s.len() as u32).to_le_bytes());
