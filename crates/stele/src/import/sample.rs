@@ -22,10 +22,6 @@ pub(super) const MAX_SAMPLE_DOCS: usize = 8192;
 /// from 16 MiB of documents on.
 const BYTES_PER_SAMPLED_DOC: u64 = 16 << 10;
 
-/// Every k-th of `refs`, k the smallest that keeps at most one per
-/// [`BYTES_PER_SAMPLED_DOC`] of an import of `doc_bytes` bytes of documents, and at least
-/// `ring_docs` (all of `refs` if fewer): what the dictionary trains on and the level is
-/// judged by ([`MAX_SAMPLE_DOCS`]).
 /// How many documents an import of `doc_bytes` bytes of documents samples: one per
 /// [`BYTES_PER_SAMPLED_DOC`], at least `ring_docs`, at most [`MAX_SAMPLE_DOCS`] (unless
 /// `ring_docs` is more).
@@ -34,6 +30,9 @@ pub(super) fn docs_to_sample(doc_bytes: u64, ring_docs: usize) -> usize {
     for_bytes.min(MAX_SAMPLE_DOCS).max(ring_docs).max(1)
 }
 
+/// As many of `refs` as [`docs_to_sample`] gives for an import of `doc_bytes` bytes of
+/// documents, evenly spread over them (all of `refs` if fewer): what the dictionary trains on
+/// and the level is judged by ([`MAX_SAMPLE_DOCS`]).
 pub(super) fn train_share(refs: Vec<&[u8]>, doc_bytes: u64, ring_docs: usize) -> Vec<&[u8]> {
     let max_docs = docs_to_sample(doc_bytes, ring_docs);
     if refs.len() <= max_docs {
