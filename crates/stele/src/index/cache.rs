@@ -107,9 +107,7 @@ impl KeyBlockCache {
     fn lock(&self) -> std::sync::MutexGuard<'_, Clock> {
         // A panic while holding the lock leaves a consistent map: every change is one
         // insertion or removal with its byte count.
-        self.clock
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        crate::pack::decoded::lock_unpoisoned(&self.clock)
     }
 
     /// The decoded keys of the block stored as `stored`, if cached.
