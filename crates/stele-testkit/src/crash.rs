@@ -106,10 +106,9 @@ pub struct Crash {
     spread_ms: u64,
     seed: u64,
     rng: Rng,
-    /// Whether kill delays grow while no child has acknowledged anything (see
-    /// [`Crash::stretch_until_first_ack`]), and the factor they are multiplied by now.
-    stretch: bool,
-    stretch_factor: u64,
+    /// While kill delays grow because no child has acknowledged anything yet (see
+    /// [`Crash::stretch_until_first_ack`]): the factor they are multiplied by now.
+    stretch: Option<u64>,
 }
 
 impl Crash {
@@ -133,8 +132,7 @@ impl Crash {
             spread_ms: 150,
             seed,
             rng: Rng::new(seed),
-            stretch: false,
-            stretch_factor: 1,
+            stretch: None,
         }
     }
 
@@ -158,7 +156,7 @@ impl Crash {
     /// all end before any commit checks nothing. Only for children that acknowledge early
     /// and keep working (a child that acknowledges only at its end would be let finish).
     pub fn stretch_until_first_ack(mut self) -> Self {
-        self.stretch = true;
+        self.stretch = Some(1);
         self
     }
 
@@ -204,8 +202,8 @@ impl Crash {
             }
             acked
         });
-        let delay =
-            (self.min_ms + self.rng.below(self.spread_ms as usize) as u64) * self.stretch_factor;
+        let delay = (self.min_ms + self.rng.below(self.spread_ms as usize) as u64)
+            * self.stretch.unwrap_or(1);
         std::thread::sleep(Duration::from_millis(delay));
         // SIGKILL (a child that already ended is only reaped).
         if let Err(e) = child.kill() {
@@ -217,13 +215,8 @@ impl Crash {
         let acked = reader
             .join()
             .unwrap_or_else(|_| panic!("reading the child's output failed"));
-        if self.stretch {
-            if acked == 0 {
-                self.stretch_factor = (self.stretch_factor * 2).min(16);
-            } else {
-                self.stretch = false;
-                self.stretch_factor = 1;
-            }
+        if let Some(factor) = self.stretch {
+            self.stretch = (acked == 0).then(|| (factor * 2).min(16));
         }
         Killed { acked, status }
     }
