@@ -4,8 +4,9 @@
 //! characters as `\n`-style or `\u00XX`, everything else (including non-ASCII) written as UTF-8.
 //! With this, a minified input in that canonical form comes back byte for byte.
 
-use crate::format::u64_digits;
-use crate::reader::{ArrayIter, ObjectIter, Value};
+use crate::format::Tag;
+use crate::format::{append, u64_digits};
+use crate::reader::{Array, ArrayIter, DocRef, Object, ObjectIter, Value};
 use crate::writer::scan::find_special;
 
 /// How to print JSON.
@@ -39,29 +40,48 @@ const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// Appends `s` as a JSON string literal.
 pub(crate) fn write_str(out: &mut Vec<u8>, s: &[u8]) {
+    out.reserve(s.len() + 2);
     out.push(b'"');
+    if s.len() <= 16 {
+        // Short (most keys and many values): tested and copied in one pass, where a scan
+        // for the bytes to escape and then a copy cost twice the loop (profiled).
+        for &b in s {
+            if b == b'"' || b == b'\\' || b < 0x20 {
+                write_escape(out, b);
+            } else {
+                out.push(b);
+            }
+        }
+        out.push(b'"');
+        return;
+    }
     let mut i = 0;
     loop {
         let (j, _) = find_special(s, i);
         out.extend_from_slice(s.get(i..j).unwrap_or_default());
         let Some(&b) = s.get(j) else { break };
-        match b {
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            0x08 => out.extend_from_slice(b"\\b"),
-            0x0C => out.extend_from_slice(b"\\f"),
-            _ => {
-                out.extend_from_slice(b"\\u00");
-                out.push(HEX[usize::from(b >> 4)]);
-                out.push(HEX[usize::from(b & 0xF)]);
-            }
-        }
+        write_escape(out, b);
         i = j + 1;
     }
     out.push(b'"');
+}
+
+/// Appends the escape of `b`, one of the bytes a JSON string cannot hold as they are.
+fn write_escape(out: &mut Vec<u8>, b: u8) {
+    match b {
+        b'"' => out.extend_from_slice(b"\\\""),
+        b'\\' => out.extend_from_slice(b"\\\\"),
+        b'\n' => out.extend_from_slice(b"\\n"),
+        b'\r' => out.extend_from_slice(b"\\r"),
+        b'\t' => out.extend_from_slice(b"\\t"),
+        0x08 => out.extend_from_slice(b"\\b"),
+        0x0C => out.extend_from_slice(b"\\f"),
+        _ => {
+            out.extend_from_slice(b"\\u00");
+            out.push(HEX[usize::from(b >> 4)]);
+            out.push(HEX[usize::from(b & 0xF)]);
+        }
+    }
 }
 
 fn newline(out: &mut Vec<u8>, depth: usize) {
@@ -75,9 +95,102 @@ enum Open<'a> {
     Array(ArrayIter<'a>),
 }
 
+/// Appends `v` as JSON; `depth` is the indentation level of `v` for pretty output.
+pub(crate) fn write_value(out: &mut Vec<u8>, v: Value<'_>, opts: &JsonOptions, depth: usize) {
+    if opts.pretty {
+        write_nested(out, v, opts, depth);
+    } else {
+        write_compact(out, v, opts.sorted_keys, COMPACT_LEVELS);
+    }
+}
+
+/// Containers the compact writer opens by recursion before it hands what is below to the
+/// iterative writer: bounds its stack use (a document may nest [`crate::MAX_DEPTH`] levels)
+/// while nearly every document is written by the recursion alone.
+const COMPACT_LEVELS: usize = 32;
+
+/// Compact JSON of `v`, by recursion over its containers down to `levels` of them.
+fn write_compact(out: &mut Vec<u8>, v: Value<'_>, sorted_keys: bool, levels: usize) {
+    match v {
+        Value::Object(o) => write_object(out, o, sorted_keys, levels),
+        Value::Array(a) => write_array(out, a, sorted_keys, levels),
+        scalar => write_scalar(out, scalar),
+    }
+}
+
+/// Compact JSON of the value of type `tag` at `pos` of `doc` (`null` if it does not decode,
+/// only in bytes wrongly promised valid, as the containers' iterators give it). Containers
+/// are opened from their tag and scalars decoded straight into the arm that writes them
+/// ([`Value::decode_with`]): the iterative writer moved every value through a 64-byte
+/// [`Value`] (written field by field, read back whole) and an iterator on a heap stack, and
+/// took 1.4x the time on small documents (`docs/notes/2026-12-02-index-rows.md`).
+#[inline(always)]
+fn write_at(
+    out: &mut Vec<u8>,
+    doc: DocRef<'_>,
+    at: Option<(Tag, usize)>,
+    sorted_keys: bool,
+    levels: usize,
+) {
+    let written = match at {
+        Some((Tag::Object, pos)) => {
+            Object::at(doc, pos).map(|o| write_object(out, o, sorted_keys, levels))
+        }
+        Some((Tag::Array, pos)) => {
+            Array::at(doc, pos).map(|a| write_array(out, a, sorted_keys, levels))
+        }
+        Some((tag, pos)) => Value::decode_with(doc, tag, pos, |v| write_scalar(out, v)),
+        None => None,
+    };
+    if written.is_none() {
+        out.extend_from_slice(b"null");
+    }
+}
+
+fn write_object(out: &mut Vec<u8>, o: Object<'_>, sorted_keys: bool, levels: usize) {
+    let Some(below) = levels.checked_sub(1) else {
+        let opts = JsonOptions::new().sorted_keys(sorted_keys);
+        return write_nested(out, Value::Object(o), &opts, 0);
+    };
+    out.push(b'{');
+    let doc = o.doc_ref();
+    let mut first = true;
+    let mut property = |i: usize| {
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        write_str(out, o.key_at(i).as_bytes());
+        out.push(b':');
+        write_at(out, doc, o.value_pos(i), sorted_keys, below);
+    };
+    if sorted_keys {
+        (0..o.len()).for_each(property);
+    } else {
+        o.each_in_input_order(&mut property);
+    }
+    out.push(b'}');
+}
+
+fn write_array(out: &mut Vec<u8>, a: Array<'_>, sorted_keys: bool, levels: usize) {
+    let Some(below) = levels.checked_sub(1) else {
+        let opts = JsonOptions::new().sorted_keys(sorted_keys);
+        return write_nested(out, Value::Array(a), &opts, 0);
+    };
+    out.push(b'[');
+    let doc = a.doc_ref();
+    for i in 0..a.len() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_at(out, doc, a.value_pos(i), sorted_keys, below);
+    }
+    out.push(b']');
+}
+
 /// Appends `v` as JSON; `depth` is the indentation level of `v` for pretty output. Iterative:
 /// an explicit stack of open containers, so deep documents cannot overflow the thread's stack.
-pub(crate) fn write_value(out: &mut Vec<u8>, v: Value<'_>, opts: &JsonOptions, depth: usize) {
+fn write_nested(out: &mut Vec<u8>, v: Value<'_>, opts: &JsonOptions, depth: usize) {
     let mut stack: Vec<(Open<'_>, bool)> = Vec::new();
     let mut next = Some(v);
     loop {
@@ -141,6 +254,9 @@ pub(crate) fn write_value(out: &mut Vec<u8>, v: Value<'_>, opts: &JsonOptions, d
     }
 }
 
+// Always inlined: in the compact writer each arm of `Value::decode_with` then keeps only its
+// own variant's code.
+#[inline(always)]
 fn write_scalar(out: &mut Vec<u8>, v: Value<'_>) {
     match v {
         Value::Null => out.extend_from_slice(b"null"),
@@ -150,9 +266,9 @@ fn write_scalar(out: &mut Vec<u8>, v: Value<'_>) {
             if i < 0 {
                 out.push(b'-');
             }
-            out.extend_from_slice(u64_digits(i.unsigned_abs(), &mut [0u8; 20]));
+            append(out, u64_digits(i.unsigned_abs(), &mut [0u8; 20]));
         }
-        Value::UInt(u) => out.extend_from_slice(u64_digits(u, &mut [0u8; 20])),
+        Value::UInt(u) => append(out, u64_digits(u, &mut [0u8; 20])),
         Value::Float(f) => out.extend_from_slice(ryu::Buffer::new().format_finite(f).as_bytes()),
         Value::Decimal(t) => out.extend_from_slice(t.as_bytes()),
         Value::Scaled(d) => d.write_to(out),
@@ -186,11 +302,54 @@ mod tests {
             u64_digits(u64::MAX, &mut [0; 20]),
             u64::MAX.to_string().as_bytes()
         );
+        for n in [
+            0u64, 9, 10, 99, 100, 101, 999, 1000, 12345, 100000, 9999999999,
+        ] {
+            assert_eq!(u64_digits(n, &mut [0; 20]), n.to_string().as_bytes());
+        }
         let mut out = Vec::new();
         write_str(&mut out, "a\"b\\c\n\u{1}\u{7f}é/".as_bytes());
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "\"a\\\"b\\\\c\\n\\u0001\u{7f}é/\""
         );
+    }
+
+    /// The compact writer (recursion down to `COMPACT_LEVELS`, then the iterative writer)
+    /// writes the bytes the iterative writer does, in both key orders.
+    #[test]
+    fn compact_writes_what_the_iterative_writer_does() {
+        let many: Vec<String> = (0..40).rev().map(|i| format!("\"k{i}\": {i}")).collect();
+        let deep = |n: usize| format!("{}1{}", "[{\"a\":".repeat(n), "}]".repeat(n));
+        let docs = [
+            r#"{"b": 1, "a": [2, 2.50, -0.001, 1e300, "x"], "c": {"z": null, "y": true}}"#
+                .to_owned(),
+            // Input order by key id, then an explicit order (the inner keys' ids are "a" < "b").
+            r#"{"x": {"a": 1, "b": 2}, "y": {"b": 1, "a": 2}, "": {}, "e": []}"#.to_owned(),
+            format!("{{{}}}", many.join(",")),
+            r#"["short\"", "exactly sixteen!", "seventeen bytes..", "\u0001\t\n", "é ü"]"#
+                .to_owned(),
+            format!("[\"{}\\\\{}\"]", "long ".repeat(10), "é".repeat(20)),
+            deep(COMPACT_LEVELS / 2 - 1),
+            deep(COMPACT_LEVELS / 2),
+            deep(COMPACT_LEVELS / 2 + 1),
+            deep(60), // 120 levels, near the default limit of 128
+            "18446744073709551615".to_owned(),
+        ];
+        for json in &docs {
+            let bytes = crate::from_json(json.as_bytes()).unwrap();
+            let doc = crate::Document::new(bytes.as_slice()).unwrap();
+            for sorted in [false, true] {
+                let opts = JsonOptions::new().sorted_keys(sorted);
+                let (mut compact, mut nested) = (Vec::new(), Vec::new());
+                write_value(&mut compact, doc.root(), &opts, 0);
+                write_nested(&mut nested, doc.root(), &opts, 0);
+                assert_eq!(
+                    String::from_utf8(compact).unwrap(),
+                    String::from_utf8(nested).unwrap(),
+                    "{json}, sorted keys {sorted}"
+                );
+            }
+        }
     }
 }

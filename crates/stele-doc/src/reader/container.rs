@@ -260,6 +260,12 @@ impl<'a> Object<'a> {
         self.shape.len
     }
 
+    /// The document this object is read from.
+    #[inline(always)]
+    pub(crate) fn doc_ref(&self) -> DocRef<'a> {
+        self.doc
+    }
+
     /// Whether the object has no properties.
     #[inline]
     pub fn is_empty(&self) -> bool {
@@ -552,6 +558,49 @@ impl<'a> Object<'a> {
         }
     }
 
+    /// Calls `f` with the sorted index of each property, in the order of the input (what
+    /// [`Object::iter_original`] visits), without allocating for objects of up to
+    /// [`SMALL_OBJECT`] properties: the JSON writer's walk, once per object of every row.
+    #[inline]
+    pub(crate) fn each_in_input_order(&self, mut f: impl FnMut(usize)) {
+        let s = &self.shape;
+        match s.order() {
+            InputOrder::Sorted => (0..s.len).for_each(f),
+            InputOrder::Explicit(width) => {
+                for k in 0..s.len {
+                    f(
+                        get_uint(self.doc.bytes, s.order_at() + k * width, width).unwrap_or(0)
+                            as u32 as usize,
+                    );
+                }
+            }
+            InputOrder::ById if s.len <= SMALL_OBJECT => {
+                // Insertion sort of (key id, index) pairs: the same order as the sort in
+                // `iter_original` (pairs compare whole, so even equal ids order one way).
+                let mut by_id = [(0usize, 0u32); SMALL_OBJECT];
+                let by_id = by_id.get_mut(..s.len).unwrap_or_default();
+                for i in 0..by_id.len() {
+                    let item = (self.key_id(i), i as u32);
+                    let mut j = i;
+                    while j > 0 && by_id.get(j - 1).is_some_and(|prev| *prev > item) {
+                        by_id.swap(j - 1, j);
+                        j -= 1;
+                    }
+                    if let Some(slot) = by_id.get_mut(j) {
+                        *slot = item;
+                    }
+                }
+                by_id.iter().for_each(|&(_, i)| f(i as usize));
+            }
+            InputOrder::ById => self
+                .iter_original()
+                .order
+                .unwrap_or_default()
+                .into_iter()
+                .for_each(|i| f(i as usize)),
+        }
+    }
+
     /// Properties in the order of the input (sorted if written with `KeyOrder::Sorted`).
     pub fn iter_original(&self) -> ObjectIter<'a> {
         let order = match self.shape.order() {
@@ -602,6 +651,10 @@ impl<'a> Object<'a> {
         (s.key_width(), s.offset_width(), order_width)
     }
 }
+
+/// Objects of up to this many properties are walked in input order without allocating
+/// ([`Object::each_in_input_order`]); larger ones sort their order in a `Vec`.
+pub(crate) const SMALL_OBJECT: usize = 32;
 
 /// Iterator over `(name, value)` pairs of an [`Object`].
 #[derive(Debug, Clone)]
@@ -712,6 +765,12 @@ impl<'a> Array<'a> {
         self.shape.len
     }
 
+    /// The document this array is read from.
+    #[inline(always)]
+    pub(crate) fn doc_ref(&self) -> DocRef<'a> {
+        self.doc
+    }
+
     /// Whether the array is empty.
     #[inline]
     pub fn is_empty(&self) -> bool {
@@ -721,6 +780,13 @@ impl<'a> Array<'a> {
     /// Element `i`.
     #[inline]
     pub fn get(&self, i: usize) -> Option<Value<'a>> {
+        let (tag, pos) = self.value_pos(i)?;
+        Value::decode(self.doc, tag, pos)
+    }
+
+    /// The type and payload position of element `i`.
+    #[inline(always)]
+    pub(crate) fn value_pos(&self, i: usize) -> Option<(Tag, usize)> {
         let s = &self.shape;
         if i >= s.len {
             return None;
@@ -736,7 +802,7 @@ impl<'a> Array<'a> {
             s.offsets_at() + i * s.offset_width(),
             s.offset_width(),
         )? as usize;
-        Value::decode(self.doc, tag, s.pos.checked_sub(offset)?)
+        Some((tag, s.pos.checked_sub(offset)?))
     }
 
     /// Elements in order.

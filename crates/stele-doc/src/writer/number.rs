@@ -11,6 +11,8 @@
 //! Floats written as `f64` values (builder, serde) are stored as `f64` and print in their
 //! shortest round-trip form.
 
+use crate::format::{append, u64_digits};
+
 /// How a valid JSON number text is stored.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Number {
@@ -247,17 +249,19 @@ pub(crate) fn write_scaled(out: &mut Vec<u8>, negative: bool, mantissa: u64, sca
         out.push(b'-');
     }
     let mut buf = [0u8; 20];
-    let digits = crate::format::u64_digits(mantissa, &mut buf);
+    let digits = u64_digits(mantissa, &mut buf);
     let scale = usize::from(scale);
+    // Short copies by `append`: this prints every fraction of the rows a query renders.
     if digits.len() <= scale {
         out.extend_from_slice(b"0.");
         out.resize(out.len() + scale - digits.len(), b'0');
-        out.extend_from_slice(digits);
+        append(out, digits);
     } else {
         let (int, frac) = digits.split_at(digits.len() - scale);
-        out.extend_from_slice(int);
+        out.reserve(digits.len() + 1);
+        append(out, int);
         out.push(b'.');
-        out.extend_from_slice(frac);
+        append(out, frac);
     }
 }
 
