@@ -55,6 +55,10 @@ fn queries() -> Vec<Query> {
             .sort("score", false)
             .skip(3),
         q().sort("n", true).limit(10),
+        // Served by the index and streamed by the query's thread (no limit, or one above
+        // what runs at once): ties grouped by the index entries (`take_sorted`).
+        q().sort("score", true).skip(7),
+        q().sort("score", false).limit(1500),
     ]
 }
 

@@ -308,6 +308,15 @@ impl Collector for Sender {
         Ok(more && !self.done)
     }
 
+    /// Forwarded, so that a streamed sort the index serves groups its ties by the index
+    /// entries as `query` does, rather than computing each row's sort key.
+    fn take_sorted(&mut self, id: &str, doc: &Document<&[u8]>, tie: &[u8]) -> Result<bool> {
+        let more = self.inner.take_sorted(id, doc, tie)?;
+        let ready = self.inner.take_ready();
+        self.send_all(ready);
+        Ok(more && !self.done)
+    }
+
     fn fork(&self) -> Box<dyn Collector> {
         self.inner.fork()
     }
