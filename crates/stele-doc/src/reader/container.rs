@@ -1,14 +1,13 @@
-//! Objects read in place (arrays: `array.rs`): each header is decoded once into a shape
-//! (positions of its parts), then every access is a multiply-add and a load: binary search by
-//! name.
+//! Objects and arrays read in place: each header is decoded once into a shape (positions of its
+//! parts), then every access is a multiply-add and a load: binary search by name, O(1) by index.
 
 use std::cmp::Ordering;
 
 use super::DocRef;
-use super::array::ArrShape;
 use super::value::Value;
 use crate::format::{
-    OBJ_HAS_ORDER, OBJ_ORDER_BY_ID, Tag, get_uint, get_varint, width_bytes, width_code_for,
+    ARR_UNIFORM, OBJ_HAS_ORDER, OBJ_ORDER_BY_ID, Tag, get_uint, get_varint, width_bytes,
+    width_code_for,
 };
 
 /// The name with id `id` (its offset in the names area).
@@ -40,7 +39,7 @@ pub(crate) fn cmp_name(a: &[u8], b: &[u8]) -> Ordering {
 
 /// The flags byte and element count that start every container header, and their size.
 #[inline]
-pub(super) fn read_prefix(bytes: &[u8], pos: usize) -> Option<(u8, usize, u8)> {
+fn read_prefix(bytes: &[u8], pos: usize) -> Option<(u8, usize, u8)> {
     let flags = *bytes.get(pos)?;
     let (len, used) = get_varint(bytes, pos + 1)?;
     Some((flags, usize::try_from(len).ok()?, 1 + used as u8))
@@ -689,3 +688,167 @@ impl<'a> Iterator for ObjectIter<'a> {
 }
 
 impl ExactSizeIterator for ObjectIter<'_> {}
+
+/// An array header, decoded (24 bytes; part positions derived when needed).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ArrShape {
+    pos: usize,
+    len: usize,
+    flags: u8,
+    /// Bytes of flags and count: where the offsets start, relative to `pos`.
+    prefix: u8,
+}
+
+impl ArrShape {
+    #[inline]
+    pub(crate) fn read(bytes: &[u8], pos: usize) -> Option<ArrShape> {
+        let (flags, len, prefix) = read_prefix(bytes, pos)?;
+        Some(ArrShape {
+            pos,
+            len,
+            flags,
+            prefix,
+        })
+    }
+
+    #[inline]
+    fn offset_width(&self) -> usize {
+        width_bytes(self.flags)
+    }
+
+    #[inline]
+    fn offsets_at(&self) -> usize {
+        self.pos + usize::from(self.prefix)
+    }
+
+    #[inline]
+    fn tags_at(&self) -> usize {
+        self.offsets_at() + self.len * self.offset_width()
+    }
+
+    #[inline]
+    fn uniform(&self) -> bool {
+        self.flags & ARR_UNIFORM != 0
+    }
+}
+
+/// An array: O(1) access by index.
+#[derive(Clone, Copy)]
+pub struct Array<'a> {
+    doc: DocRef<'a>,
+    shape: ArrShape,
+}
+
+impl std::fmt::Debug for Array<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl<'a> Array<'a> {
+    #[inline]
+    pub(crate) fn at(doc: DocRef<'a>, pos: usize) -> Option<Array<'a>> {
+        Some(Array {
+            doc,
+            shape: ArrShape::read(doc.bytes, pos)?,
+        })
+    }
+
+    #[inline]
+    pub(crate) fn from_shape(doc: DocRef<'a>, shape: ArrShape) -> Array<'a> {
+        Array { doc, shape }
+    }
+
+    /// Number of elements.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.shape.len
+    }
+
+    /// The document this array is read from.
+    #[inline(always)]
+    pub(crate) fn doc_ref(&self) -> DocRef<'a> {
+        self.doc
+    }
+
+    /// Whether the array is empty.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.shape.len == 0
+    }
+
+    /// Element `i`.
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<Value<'a>> {
+        let (tag, pos) = self.value_pos(i)?;
+        Value::decode(self.doc, tag, pos)
+    }
+
+    /// The type and payload position of element `i`.
+    #[inline(always)]
+    pub(crate) fn value_pos(&self, i: usize) -> Option<(Tag, usize)> {
+        let s = &self.shape;
+        if i >= s.len {
+            return None;
+        }
+        let tag_pos = if s.uniform() {
+            s.tags_at()
+        } else {
+            s.tags_at() + i
+        };
+        let tag = Tag::from_u8(*self.doc.bytes.get(tag_pos)?)?;
+        let offset = get_uint(
+            self.doc.bytes,
+            s.offsets_at() + i * s.offset_width(),
+            s.offset_width(),
+        )? as usize;
+        Some((tag, s.pos.checked_sub(offset)?))
+    }
+
+    /// Elements in order.
+    pub fn iter(&self) -> ArrayIter<'a> {
+        ArrayIter {
+            array: *self,
+            next: 0,
+        }
+    }
+
+    /// Bytes of this array's header (flags, count, offsets, tags).
+    pub fn header_len(&self) -> usize {
+        let s = &self.shape;
+        let tags = if s.uniform() { 1 } else { s.len };
+        s.tags_at() + tags - s.pos
+    }
+
+    /// Width in bytes of the element offsets.
+    pub fn offset_width(&self) -> usize {
+        self.shape.offset_width()
+    }
+}
+
+/// Iterator over the elements of an [`Array`].
+#[derive(Debug, Clone)]
+pub struct ArrayIter<'a> {
+    array: Array<'a>,
+    next: usize,
+}
+
+impl<'a> Iterator for ArrayIter<'a> {
+    type Item = Value<'a>;
+
+    fn next(&mut self) -> Option<Value<'a>> {
+        if self.next >= self.array.len() {
+            return None;
+        }
+        let v = self.array.get(self.next).unwrap_or(Value::Null);
+        self.next += 1;
+        Some(v)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.array.len() - self.next.min(self.array.len());
+        (left, Some(left))
+    }
+}
+
+impl ExactSizeIterator for ArrayIter<'_> {}

@@ -7,15 +7,13 @@
 //! out of bounds; it can only make string contents unsound, which is why the unchecked path is
 //! `unsafe`.
 
-mod array;
 mod container;
 mod path;
 mod path_set;
 mod value;
 
-pub use array::{Array, ArrayIter};
 use container::Head;
-pub use container::{Object, ObjectIter};
+pub use container::{Array, ArrayIter, Object, ObjectIter};
 pub use path::{CachedPath, Path, PathSegment};
 pub use path_set::PathSet;
 pub use value::{ScaledDecimal, Str, Value};
