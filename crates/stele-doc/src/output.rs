@@ -123,7 +123,7 @@ fn write_compact(out: &mut Vec<u8>, v: Value<'_>, sorted_keys: bool, levels: usi
 /// are opened from their tag and scalars decoded straight into the arm that writes them
 /// ([`Value::decode_with`]): the iterative writer moved every value through a 64-byte
 /// [`Value`] (written field by field, read back whole) and an iterator on a heap stack, and
-/// took 1.4x the time on small documents (`docs/notes/2026-12-02-index-rows.md`).
+/// took 1.6x the time on 85-byte documents (`docs/notes/2026-12-02-index-rows.md`).
 #[inline(always)]
 fn write_at(
     out: &mut Vec<u8>,
@@ -147,10 +147,14 @@ fn write_at(
     }
 }
 
+/// A container below the compact writer's recursion, by the iterative writer.
+fn write_deep(out: &mut Vec<u8>, v: Value<'_>, sorted_keys: bool) {
+    write_nested(out, v, &JsonOptions::new().sorted_keys(sorted_keys), 0);
+}
+
 fn write_object(out: &mut Vec<u8>, o: Object<'_>, sorted_keys: bool, levels: usize) {
     let Some(below) = levels.checked_sub(1) else {
-        let opts = JsonOptions::new().sorted_keys(sorted_keys);
-        return write_nested(out, Value::Object(o), &opts, 0);
+        return write_deep(out, Value::Object(o), sorted_keys);
     };
     out.push(b'{');
     let doc = o.doc_ref();
@@ -174,8 +178,7 @@ fn write_object(out: &mut Vec<u8>, o: Object<'_>, sorted_keys: bool, levels: usi
 
 fn write_array(out: &mut Vec<u8>, a: Array<'_>, sorted_keys: bool, levels: usize) {
     let Some(below) = levels.checked_sub(1) else {
-        let opts = JsonOptions::new().sorted_keys(sorted_keys);
-        return write_nested(out, Value::Array(a), &opts, 0);
+        return write_deep(out, Value::Array(a), sorted_keys);
     };
     out.push(b'[');
     let doc = a.doc_ref();

@@ -174,13 +174,7 @@ pub(crate) struct ObjShape {
 impl ObjShape {
     #[inline]
     pub(crate) fn read(bytes: &[u8], pos: usize) -> Option<ObjShape> {
-        let (flags, len, prefix) = read_prefix(bytes, pos)?;
-        Some(ObjShape {
-            pos,
-            len,
-            flags,
-            prefix,
-        })
+        Head::read(bytes, pos).map(Head::object)
     }
 
     #[inline]
@@ -702,13 +696,7 @@ pub(crate) struct ArrShape {
 impl ArrShape {
     #[inline]
     pub(crate) fn read(bytes: &[u8], pos: usize) -> Option<ArrShape> {
-        let (flags, len, prefix) = read_prefix(bytes, pos)?;
-        Some(ArrShape {
-            pos,
-            len,
-            flags,
-            prefix,
-        })
+        Head::read(bytes, pos).map(Head::array)
     }
 
     #[inline]
