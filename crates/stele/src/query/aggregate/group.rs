@@ -297,7 +297,7 @@ impl Grouper {
     /// The groups as JSON documents, in key order.
     pub(crate) fn finish(self, run: &Run) -> Result<Vec<String>> {
         let mut out = Vec::new();
-        self.finish_each(run, |json| {
+        self.finish_each(run, |json, _| {
             out.push(json.to_owned());
             Ok(())
         })?;
@@ -306,11 +306,12 @@ impl Grouper {
 
     /// Hands the groups as JSON documents, in key order, to `each` (which may keep them in
     /// another form: a spilled group is rendered as it is merged, not listed first). Each
-    /// is rendered into one reused buffer.
+    /// is rendered into one reused buffer. With each row comes whether it is already what
+    /// the document writer makes of it and prints back ([`Render::canonical`]).
     pub(crate) fn finish_each(
         mut self,
         run: &Run,
-        mut each: impl FnMut(&str) -> Result<()> + Send,
+        mut each: impl FnMut(&str, bool) -> Result<()> + Send,
     ) -> Result<()> {
         if let Some(e) = self.failed.take() {
             return Err(e);
@@ -319,9 +320,11 @@ impl Grouper {
         let mut render = Render::new(accs.iter().map(|a| a.name.as_str()));
         let Some(sorter) = self.sorter.take() else {
             let mut groups: Vec<(Vec<u8>, GroupState)> = self.groups.into_iter().collect();
-            groups.sort_by(|a, b| a.0.cmp(&b.0));
+            // The keys are the map's, distinct: an unstable sort gives the one order.
+            groups.sort_unstable_by(|a, b| a.0.cmp(&b.0));
             for (_, (key, states)) in groups {
-                each(render.row(&key, states))?;
+                let (row, canonical) = render.checked_row(&key, states);
+                each(row, canonical)?;
             }
             return Ok(());
         };
@@ -343,14 +346,16 @@ impl Grouper {
                 Some((k, (_, ours))) if k.as_slice() == key => merge_states(&accs, ours, states),
                 _ => {
                     if let Some((_, (j, done))) = current.replace((key.to_vec(), (json, states))) {
-                        each(render.row(&j, done))?;
+                        let (row, canonical) = render.checked_row(&j, done);
+                        each(row, canonical)?;
                     }
                 }
             }
             Ok(true)
         })?;
         if let Some((_, (j, done))) = current {
-            each(render.row(&j, done))?;
+            let (row, canonical) = render.checked_row(&j, done);
+            each(row, canonical)?;
         }
         Ok(())
     }
