@@ -273,7 +273,9 @@ impl Grouper {
             return;
         }
         let mut states = self.group.new_states();
-        let json = key.json();
+        // A string's encoding is its bytes and 3 more; its JSON, the bytes, 2 quotes and
+        // any escapes.
+        let json = key.json_with_capacity(self.scratch.len() + 8);
         self.bytes +=
             GROUP_OVERHEAD + 2 * self.scratch.len() + json.len() + STATE_BYTES * states.len();
         accumulate(&self.group.accs, &mut states, &mut self.bytes, root, id);
