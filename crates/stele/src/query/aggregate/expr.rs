@@ -37,6 +37,22 @@ impl Out<'_> {
         }
     }
 
+    /// [`Out::json`], written into a buffer of `capacity` bytes at first: about the text's
+    /// size (a group's key: its encoding's length), where `to_json` grows an empty one and
+    /// reallocated a key's text three or four times (a tenth of a group-by with a group per
+    /// document over 185, `docs/notes/2026-12-02-small-scans.md`).
+    pub(crate) fn json_with_capacity(&self, capacity: usize) -> String {
+        match self {
+            Out::One(v) => {
+                let mut out = Vec::with_capacity(capacity);
+                v.write_json(&mut out, &JsonOptions::new());
+                // The writer emits only UTF-8.
+                String::from_utf8(out).unwrap_or_default()
+            }
+            _ => self.json(),
+        }
+    }
+
     /// The value's order encoding (null's when missing).
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         match self {

@@ -14,8 +14,9 @@ use crate::error::{Error, Result};
 use crate::query::collect::Collector;
 use crate::query::run::Run;
 use crate::query::spill;
+use hashbrown::HashTable;
 use std::any::Any;
-use std::collections::HashMap;
+use std::hash::BuildHasher;
 use stele_doc::{Document, Value};
 use stele_table::Sorter;
 
@@ -170,7 +171,16 @@ fn better(op: AccOp, enc: &[u8], best: Option<&(Vec<u8>, String)>) -> bool {
     })
 }
 
-/// The memory of a group besides its key and JSON: the map's slot (72 bytes, and as many
+/// A group in the map: its key's order encoding, the key's hash by the map's [`KeyHash`]
+/// (kept, so that a lookup hashes once and the table's growth hashes nothing again), its
+/// key's JSON and states.
+struct Slot {
+    hash: u64,
+    key: Vec<u8>,
+    state: GroupState,
+}
+
+/// The memory of a group besides its key and JSON: the map's slot (80 bytes, and as many
 /// again free, since the table doubles as it grows), the three allocations' rounding.
 /// Counting 64 instead let a group per document reach 109 MiB for a budget of 64.
 const GROUP_OVERHEAD: usize = 192;
@@ -183,7 +193,10 @@ const STATE_BYTES: usize = std::mem::size_of::<State>();
 /// together, in input order, and merge as forks do), and the map starts again.
 pub(crate) struct Grouper {
     group: Group,
-    groups: HashMap<Vec<u8>, GroupState, KeyHash>,
+    /// Distinct keys; each slot's `hash` is `hasher`'s of its key (forks share `hasher`,
+    /// so an absorbed slot keeps its hash).
+    groups: HashTable<Slot>,
+    hasher: KeyHash,
     scratch: Vec<u8>,
     /// About the memory `groups` holds.
     bytes: usize,
@@ -209,7 +222,8 @@ impl Grouper {
     pub(crate) fn new(group: Group) -> Grouper {
         Grouper {
             group,
-            groups: HashMap::with_hasher(KeyHash::new()),
+            groups: HashTable::new(),
+            hasher: KeyHash::new(),
             scratch: Vec::new(),
             bytes: 0,
             spills: true,
@@ -250,11 +264,11 @@ impl Grouper {
         };
         let mut key = Vec::new();
         let mut value = Vec::new();
-        for (k, state) in self.groups.drain() {
+        for slot in self.groups.drain() {
             key.clear();
-            key.extend_from_slice(&k);
+            key.extend_from_slice(&slot.key);
             key.extend_from_slice(&self.spilled.to_be_bytes());
-            spill_state::encode(&state, &mut value);
+            spill_state::encode(&slot.state, &mut value);
             sorter.add(&key, &value)?;
         }
         self.spilled += 1;
@@ -267,29 +281,46 @@ impl Grouper {
         let key = self.group.key.eval(root, id);
         self.scratch.clear();
         key.encode(&mut self.scratch);
-        // One lookup for a group seen before (the common case).
-        if let Some((_, states)) = self.groups.get_mut(self.scratch.as_slice()) {
-            accumulate(&self.group.accs, states, &mut self.bytes, root, id);
+        // One hash and one lookup for a group seen before (the common case), the same
+        // hash for a new one.
+        let hash = self.hasher.hash_one(self.scratch.as_slice());
+        let scratch = &self.scratch;
+        if let Some(slot) = self.groups.find_mut(hash, |s| s.key == *scratch) {
+            accumulate(
+                &self.group.accs,
+                &mut slot.state.1,
+                &mut self.bytes,
+                root,
+                id,
+            );
             return;
         }
         let mut states = self.group.new_states();
-        let json = key.json();
+        // A string's encoding is its bytes and 3 more; its JSON, the bytes, 2 quotes and
+        // any escapes.
+        let json = key.json_with_capacity(self.scratch.len() + 8);
         self.bytes +=
             GROUP_OVERHEAD + 2 * self.scratch.len() + json.len() + STATE_BYTES * states.len();
         accumulate(&self.group.accs, &mut states, &mut self.bytes, root, id);
-        self.groups.insert(self.scratch.clone(), (json, states));
+        let slot = Slot {
+            hash,
+            key: self.scratch.clone(),
+            state: (json, states),
+        };
+        self.groups.insert_unique(hash, slot, |s| s.hash);
     }
 
     fn merge(&mut self, other: Grouper) {
         self.bytes += other.bytes;
         self.docs += other.docs;
         self.grown += other.grown;
-        for (key, (json, theirs)) in other.groups {
-            match self.groups.get_mut(&key) {
+        // A fork hashes with this map's `hasher` (`fork`): its slots' hashes hold here.
+        for slot in other.groups {
+            match self.groups.find_mut(slot.hash, |s| s.key == slot.key) {
                 None => {
-                    self.groups.insert(key, (json, theirs));
+                    self.groups.insert_unique(slot.hash, slot, |s| s.hash);
                 }
-                Some((_, ours)) => merge_states(&self.group.accs, ours, theirs),
+                Some(ours) => merge_states(&self.group.accs, &mut ours.state.1, slot.state.1),
             }
         }
     }
@@ -297,7 +328,7 @@ impl Grouper {
     /// The groups as JSON documents, in key order.
     pub(crate) fn finish(self, run: &Run) -> Result<Vec<String>> {
         let mut out = Vec::new();
-        self.finish_each(run, |json| {
+        self.finish_each(run, |json, _| {
             out.push(json.to_owned());
             Ok(())
         })?;
@@ -306,11 +337,12 @@ impl Grouper {
 
     /// Hands the groups as JSON documents, in key order, to `each` (which may keep them in
     /// another form: a spilled group is rendered as it is merged, not listed first). Each
-    /// is rendered into one reused buffer.
+    /// is rendered into one reused buffer. With each row comes whether it is already what
+    /// the document writer makes of it and prints back ([`Render::canonical`]).
     pub(crate) fn finish_each(
         mut self,
         run: &Run,
-        mut each: impl FnMut(&str) -> Result<()> + Send,
+        mut each: impl FnMut(&str, bool) -> Result<()> + Send,
     ) -> Result<()> {
         if let Some(e) = self.failed.take() {
             return Err(e);
@@ -318,10 +350,16 @@ impl Grouper {
         let accs = std::mem::take(&mut self.group.accs);
         let mut render = Render::new(accs.iter().map(|a| a.name.as_str()));
         let Some(sorter) = self.sorter.take() else {
-            let mut groups: Vec<(Vec<u8>, GroupState)> = self.groups.into_iter().collect();
-            groups.sort_by(|a, b| a.0.cmp(&b.0));
-            for (_, (key, states)) in groups {
-                each(render.row(&key, states))?;
+            let mut groups: Vec<Slot> = self.groups.into_iter().collect();
+            // The keys are the map's, distinct: an unstable sort gives the one order.
+            groups.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+            for Slot {
+                state: (key, states),
+                ..
+            } in groups
+            {
+                let (row, canonical) = render.checked_row(&key, states);
+                each(row, canonical)?;
             }
             return Ok(());
         };
@@ -343,14 +381,16 @@ impl Grouper {
                 Some((k, (_, ours))) if k.as_slice() == key => merge_states(&accs, ours, states),
                 _ => {
                     if let Some((_, (j, done))) = current.replace((key.to_vec(), (json, states))) {
-                        each(render.row(&j, done))?;
+                        let (row, canonical) = render.checked_row(&j, done);
+                        each(row, canonical)?;
                     }
                 }
             }
             Ok(true)
         })?;
         if let Some((_, (j, done))) = current {
-            each(render.row(&j, done))?;
+            let (row, canonical) = render.checked_row(&j, done);
+            each(row, canonical)?;
         }
         Ok(())
     }
@@ -483,6 +523,8 @@ impl Collector for Grouper {
     fn fork(&self) -> Box<dyn Collector> {
         Box::new(Grouper {
             spills: false,
+            // The same seed: its slots' hashes hold in this map when it is absorbed.
+            hasher: self.hasher,
             ..Grouper::new(self.group.clone()).with_int_ids(self.int_ids)
         })
     }

@@ -2,6 +2,23 @@
 //! one buffer reused from row to row. Rows used to be built by `format!` and a string per
 //! part (the name's JSON, each number), several allocations per group: with a group per
 //! document they were a large part of the group-by (`docs/notes/2026-12-02-scan-costs.md`).
+//!
+//! A row is handed on as the answer when [`Render::canonical`] proves it is the text the
+//! old path made of it (the row parsed into a document, then that document's JSON):
+//! what it cannot prove goes through that round trip. The proof, part by part:
+//! - numbers: the writer stores every JSON number text so that it prints back byte for
+//!   byte (`stele_doc`'s `writer::number`), and every number here is JSON (`{int}` of an
+//!   `i128` is never `-0`; `{:?}` of a finite `f64` is `123.0`, `1e21`, `-0.0`, `5e-324`);
+//! - strings and names: the document writer escapes `"`, `\`, `\n`, `\r`, `\t` as
+//!   [`json_string`] does, and other control characters as `\b`, `\f` or `\u00XX`
+//!   where [`json_string`] writes `\u00XX`: a row without `\u` holds no such character, and
+//!   text of a value the writer printed (`to_json`) prints the same again;
+//! - object keys: a row's own names are `_id` and the accumulators' names, checked to be
+//!   distinct here (the writer would keep one of twins); objects inside come from stored
+//!   documents or from the pipeline's own objects (documents too), which hold no twins;
+//! - depth: the writer refuses containers nested deeper than
+//!   [`stele_doc::DEFAULT_MAX_DEPTH`]; a row with at most that many `{` and `[` in all
+//!   (strings counted too) cannot nest deeper.
 
 use super::spill_state::State;
 use crate::query::project::json_string;
@@ -11,12 +28,20 @@ use std::fmt::Write;
 pub(super) struct Render {
     /// Each accumulator's output name as JSON, with the `,` before it and the `:` after.
     names: Vec<String>,
+    /// The names are distinct and none is `_id` (see [`Render::canonical`]).
+    distinct_names: bool,
     out: String,
 }
 
 impl Render {
     pub(super) fn new<'a>(names: impl Iterator<Item = &'a str>) -> Render {
+        let names: Vec<&str> = names.collect();
+        let distinct_names = names
+            .iter()
+            .enumerate()
+            .all(|(i, n)| *n != "_id" && !names.get(..i).unwrap_or_default().contains(n));
         let names = names
+            .into_iter()
             .map(|name| {
                 let mut json = Vec::from(&b","[..]);
                 json_string(name, &mut json);
@@ -26,8 +51,34 @@ impl Render {
             .collect();
         Render {
             names,
+            distinct_names,
             out: String::new(),
         }
+    }
+
+    /// Whether `row` (made by [`Render::row`]) is byte for byte what the document writer
+    /// makes of it and prints back (`Document::to_json` of `from_json(row)`), so that it
+    /// can be the answer without that round trip; false when that is not proven (see the
+    /// module documentation), never when it would differ.
+    pub(super) fn canonical(&self, row: &str) -> bool {
+        if !self.distinct_names {
+            return false;
+        }
+        // An escaped backslash before a `u` (`\\u` in the text) is refused too: a needless
+        // round trip, never a wrong row.
+        if row.contains("\\u") {
+            return false;
+        }
+        // A row shorter than the limit cannot hold more `{` and `[` than it.
+        let limit = stele_doc::DEFAULT_MAX_DEPTH;
+        row.len() <= limit || row.bytes().filter(|&b| b == b'{' || b == b'[').count() <= limit
+    }
+
+    /// [`Render::row`], and whether it is [`Render::canonical`].
+    pub(super) fn checked_row(&mut self, key: &str, states: Vec<State>) -> (&str, bool) {
+        self.row(key, states);
+        let canonical = self.canonical(&self.out);
+        (&self.out, canonical)
     }
 
     /// The row of the group whose key is `key` (JSON text) with these accumulator states
@@ -226,3 +277,7 @@ mod tests {
         assert_eq!(none.row("1", Vec::new()), "{\"_id\":1}");
     }
 }
+
+#[cfg(test)]
+#[path = "render_tests.rs"]
+mod canonical_tests;

@@ -203,6 +203,23 @@ fn run_stages(mut docs: Vec<Vec<u8>>, stages: &[Stage], run: &Run) -> Result<Vec
     Ok(docs)
 }
 
+/// A pipeline's answer: its rows, the plan of the query that read the collection and what
+/// that query examined.
+fn output(
+    rows: Vec<String>,
+    plan: crate::query::Plan,
+    stats: crate::query::QueryStats,
+) -> AggregateOutput {
+    AggregateOutput {
+        stats: crate::query::QueryStats {
+            rows: rows.len() as u64,
+            ..stats
+        },
+        rows,
+        plan,
+    }
+}
+
 impl Snapshot {
     /// Runs an aggregation pipeline over `collection`. See [`Pipeline`].
     pub fn aggregate(&self, collection: &str, pipeline: &Pipeline) -> Result<AggregateOutput> {
@@ -250,14 +267,29 @@ impl Snapshot {
                 let mut after = 1;
                 if let Some(Stage::Count(name)) = rest.get(1) {
                     let mut n = 0u64;
-                    g.finish_each(&run, |_| {
+                    g.finish_each(&run, |_, _| {
                         n += 1;
                         Ok(())
                     })?;
                     docs.push(count_doc(name, n)?);
                     after = 2;
+                } else if rest.len() == 1 {
+                    // The last stage: each row is the answer as rendered when that is what
+                    // the document round trip below would print (`Render::canonical`), a
+                    // parse and a print per group saved (most of a group-by with a group
+                    // per document, `docs/notes/2026-12-02-small-scans.md`).
+                    let mut rows = Vec::new();
+                    g.finish_each(&run, |json, canonical| {
+                        rows.push(if canonical {
+                            json.to_owned()
+                        } else {
+                            Document::new(&parsed(json)?[..])?.to_json()
+                        });
+                        Ok(())
+                    })?;
+                    return Ok(output(rows, plan, run.stats(0)));
                 } else {
-                    g.finish_each(&run, |json| {
+                    g.finish_each(&run, |json, _| {
                         docs.push(parsed(json)?);
                         Ok(())
                     })?;
@@ -299,14 +331,7 @@ impl Snapshot {
             .iter()
             .map(|b| Ok(Document::new(&b[..])?.to_json()))
             .collect::<Result<_>>()?;
-        Ok(AggregateOutput {
-            stats: crate::query::QueryStats {
-                rows: rows.len() as u64,
-                ..stats
-            },
-            rows,
-            plan,
-        })
+        Ok(output(rows, plan, stats))
     }
 
     /// The distinct values of `path` among the documents `query` matches (an array's
