@@ -174,7 +174,7 @@ impl RowWriter {
     fn new(write: &WriteOptions, ids: &Ids) -> RowWriter {
         RowWriter {
             writer: DocumentWriter::with_options(write.clone()),
-            scratch: Scratch::new(write.clone()),
+            scratch: Scratch::new(),
             ids: ids.clone(),
         }
     }
