@@ -213,6 +213,14 @@ impl<'a, S: Scan> Parser<'a, S> {
 /// Parses all of `input` as one JSON value into `w` (which must be reset), with the fastest
 /// scanner of this CPU unless the options ask for the portable one.
 pub(crate) fn parse(w: &mut DocumentWriter, input: &[u8]) -> Result<()> {
+    debug_assert!(w.frames.is_empty(), "parse takes a reset writer");
+    parse_nested(w, input)
+}
+
+/// Parses all of `input` as one JSON value into `w` as its next value, where `w` may be in
+/// the middle of a document (its open containers are left as they are): the value ends
+/// when the containers it opened are closed.
+fn parse_nested(w: &mut DocumentWriter, input: &[u8]) -> Result<()> {
     let level = if w.opts.portable_scanner {
         Level::Portable
     } else {
@@ -243,18 +251,22 @@ fn parse_with<S: Scan>(w: &mut DocumentWriter, input: &[u8], scan: S) -> Result<
     // The unescaping buffer is taken from the writer once per document (not once per string:
     // moving it out and back per string was 8% of converting small documents).
     let mut buf = std::mem::take(&mut w.unescaped);
-    let result = parse_into(w, input, scan, &mut buf);
+    // Containers open before the value: not the parser's to close.
+    let base = w.frames.len();
+    let result = parse_into(w, input, scan, &mut buf, base);
     w.unescaped = buf;
     result
 }
 
-/// [`parse_with`] with the unescaping buffer `buf` held apart from the writer.
+/// [`parse_with`] with the unescaping buffer `buf` held apart from the writer, into a
+/// writer with `base` containers open before the value.
 #[inline(always)]
 fn parse_into<S: Scan>(
     w: &mut DocumentWriter,
     input: &[u8],
     scan: S,
     buf: &mut Vec<u8>,
+    base: usize,
 ) -> Result<()> {
     let mut p = Parser {
         input,
@@ -330,7 +342,9 @@ fn parse_into<S: Scan>(
         // After a value: close containers or move to the next element.
         loop {
             p.skip_ws();
-            let Some(in_object) = w.frames.last().map(|f| f.is_object) else {
+            // The value is done once the containers it opened are closed.
+            let opened = w.frames.get(base..).unwrap_or_default();
+            let Some(in_object) = opened.last().map(|f| f.is_object) else {
                 if p.pos != input.len() {
                     return Err(p.err(p.pos, "trailing characters after the JSON value"));
                 }
@@ -368,6 +382,30 @@ fn parse_into<S: Scan>(
 }
 
 impl DocumentWriter {
+    /// Writes the value of one JSON text as the next value of the document being written
+    /// (a property's value after [`Self::key`], an array element, or the root): what
+    /// [`Self::from_json`] would parse, without writing it into a document of its own
+    /// and copying it over. On error the document being written is left unfinished:
+    /// [`Self::reset`] it.
+    ///
+    /// ```
+    /// let mut w = stele_doc::DocumentWriter::new();
+    /// w.begin_object()?;
+    /// w.key("a")?;
+    /// w.json_value(br#"{"b": [1, 2.5, "x"]}"#)?;
+    /// w.key("c")?;
+    /// w.i64(3)?;
+    /// w.end_object()?;
+    /// let bytes = w.finish()?;
+    /// let doc = stele_doc::Document::new(bytes.as_slice())?;
+    /// assert_eq!(doc.to_json(), r#"{"a":{"b":[1,2.5,"x"]},"c":3}"#);
+    /// assert!(w.json_value(b"[1,").is_err());
+    /// # Ok::<(), stele_doc::Error>(())
+    /// ```
+    pub fn json_value(&mut self, input: &[u8]) -> Result<()> {
+        parse_nested(self, input)
+    }
+
     /// Converts one JSON text to a document.
     ///
     /// ```

@@ -3,8 +3,9 @@
 //! (`super::docs`: the inference rule in reverse, no JSON text in between), on every core,
 //! while the next batch is read; the documents go to the JSON import's own bulk write
 //! ([`BulkImport`]: sorted by id, packed once on every core, switched in by one checkpoint),
-//! so the import is all or nothing, with the same ids and reports. Memory: two slices of at
-//! most [`SLICE_ROWS`] rows (one being read, one written) plus the bulk write's budget.
+//! so the import is all or nothing, with the same ids and reports. Memory: three slices of at
+//! most [`SLICE_ROWS`] rows (one being read, one written, one handed to the bulk write)
+//! plus the bulk write's budget.
 //!
 //! A collection not written in bulk (compression off, or `ImportOptions::bulk` off) is
 //! imported through the JSON import's staged write instead (`super::import_text`).
@@ -173,7 +174,7 @@ impl RowWriter {
     fn new(write: &WriteOptions, ids: &Ids) -> RowWriter {
         RowWriter {
             writer: DocumentWriter::with_options(write.clone()),
-            scratch: Scratch::new(write.clone()),
+            scratch: Scratch::new(),
             ids: ids.clone(),
         }
     }
@@ -254,25 +255,66 @@ impl<P: FnMut(ImportProgress)> Import<'_, P> {
         let mut slices = Slices { batch: None, at: 0 };
         let mut next = slices.next(&mut batches);
         let write = self.opts.document_options().clone();
+        // Rows of the slices taken so far: the next slice's first is record `rows + 1`.
+        let mut rows = 0u64;
+        // The slice written last and its first record, not handed on yet.
+        let mut pending: Option<(Vec<Built>, u64)> = None;
         while let Some(slice) = next {
-            let slice = slice.map_err(|e| ImportError::Read {
-                file: SOURCE.to_owned(),
-                error: std::io::Error::other(e),
-            })?;
-            let first = self.progress.documents + self.progress.skipped + 1;
-            let plan = &self.plan;
+            let slice = match slice {
+                Ok(slice) => slice,
+                Err(e) => {
+                    // The rows before the failure are handed on first: a bad row among
+                    // them is reported before the stream's error, as read in order.
+                    if let Some((built, first)) = pending.take() {
+                        self.hand_on(built, first)?;
+                    }
+                    return Err(ImportError::Read {
+                        file: SOURCE.to_owned(),
+                        error: std::io::Error::other(e),
+                    });
+                }
+            };
+            let first = rows + 1;
+            rows += slice.num_rows() as u64;
+            let Import {
+                bulk,
+                opts,
+                plan,
+                report,
+                progress,
+                ..
+            } = &mut self;
+            let plan = &*plan;
             // This slice written on the pool while the next one is read (a Parquet file's
-            // decoding, a stream's producer).
-            let (built, after) = rayon::join(
+            // decoding, a stream's producer) and the one before is handed to the bulk write
+            // (its sorter's copy and sample: a tenth of a geonames import's CPU, which left
+            // the pool idle while it ran on the calling thread between slices).
+            let (built, (after, handed)) = rayon::join(
                 || build(&slice, plan, first, &write),
-                || slices.next(&mut batches),
+                || {
+                    rayon::join(
+                        || slices.next(&mut batches),
+                        || match pending.take() {
+                            Some((built, first)) => {
+                                hand_on(bulk, opts, report, progress, built, first)
+                            }
+                            None => Ok(()),
+                        },
+                    )
+                },
             );
             next = after;
-            self.hand_on(built?, first)?;
+            // The rows before this slice's first failed first, as in order.
+            handed?;
+            pending = Some((built?, first));
             (self.callback)(self.progress);
             if self.opts.is_cancelled() {
                 return Err(ImportError::Cancelled);
             }
+        }
+        if let Some((built, first)) = pending.take() {
+            self.hand_on(built, first)?;
+            (self.callback)(self.progress);
         }
         self.progress.phase = ImportPhase::Writing;
         (self.callback)(self.progress);
@@ -286,36 +328,54 @@ impl<P: FnMut(ImportProgress)> Import<'_, P> {
         })
     }
 
-    /// The rows of a slice, in order: good ones to the bulk write, bad ones stop the import
-    /// or are counted.
     fn hand_on(&mut self, built: Vec<Built>, first: u64) -> Result<(), ImportError> {
-        for (record, row) in (first..).zip(built) {
-            match row {
-                Ok((id, kind, doc)) => {
-                    self.bulk.add_document(id.as_bytes(), kind, &doc)?;
-                    self.progress.documents += 1;
+        hand_on(
+            &mut self.bulk,
+            self.opts,
+            &mut self.report,
+            &mut self.progress,
+            built,
+            first,
+        )
+    }
+}
+
+/// The rows of a slice (the first is record `first`), in order: good ones to the bulk
+/// write, bad ones stop the import or are counted.
+fn hand_on(
+    bulk: &mut BulkImport,
+    opts: &ImportOptions,
+    report: &mut ImportReport,
+    progress: &mut ImportProgress,
+    built: Vec<Built>,
+    first: u64,
+) -> Result<(), ImportError> {
+    for (record, row) in (first..).zip(built) {
+        match row {
+            Ok((id, kind, doc)) => {
+                bulk.add_document(id.as_bytes(), kind, &doc)?;
+                progress.documents += 1;
+            }
+            Err(reason) => {
+                let bad = BadRecord {
+                    source: SOURCE.to_owned(),
+                    line: record,
+                    column: None,
+                    record,
+                    reason,
+                };
+                if !opts.skips_bad() {
+                    return Err(ImportError::BadRecord(bad));
                 }
-                Err(reason) => {
-                    let bad = BadRecord {
-                        source: SOURCE.to_owned(),
-                        line: record,
-                        column: None,
-                        record,
-                        reason,
-                    };
-                    if !self.opts.skips_bad() {
-                        return Err(ImportError::BadRecord(bad));
-                    }
-                    self.progress.skipped += 1;
-                    self.report.skipped += 1;
-                    if self.report.bad.len() < 100 {
-                        self.report.bad.push(bad);
-                    }
+                progress.skipped += 1;
+                report.skipped += 1;
+                if report.bad.len() < 100 {
+                    report.bad.push(bad);
                 }
             }
         }
-        Ok(())
     }
+    Ok(())
 }
 
 /// The rows of `slice` as documents, on every core, in order; the first is record `first`.
