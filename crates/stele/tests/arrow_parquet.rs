@@ -103,3 +103,40 @@ fn a_misfit_or_a_failing_output_is_a_clear_error() {
     assert!(matches!(err, Error::Parquet { .. }), "{err:?}");
     assert!(err.to_string().contains("disk full"), "{err}");
 }
+
+#[test]
+fn a_file_export_is_whole_or_leaves_the_old_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    import(&db, "c", &numbered(300));
+    let path = dir.path().join("out.parquet");
+    let snap = db.snapshot();
+    let rows = snap
+        .export_parquet_file("c", ArrowOptions::new(), &path)
+        .unwrap();
+    assert_eq!(rows, 300);
+    let (_, in_memory) = parquet(&db, "c", ArrowOptions::new());
+    let on_disk = std::fs::read(&path).unwrap();
+    assert!(on_disk == in_memory, "the file holds the export's bytes");
+
+    // A failing export (a field path that does not parse) leaves the file as it was and
+    // no temporary file beside it.
+    let bad = ArrowOptions::new().fields(&["a..b"]);
+    assert!(snap.export_parquet_file("c", bad, &path).is_err());
+    assert!(
+        std::fs::read(&path).unwrap() == on_disk,
+        "the old file is kept"
+    );
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 2, "only the database and the file: {names:?}");
+
+    // A folder that does not exist: the error names the temporary file's path.
+    let missing = dir.path().join("no/such/folder/x.parquet");
+    let err = snap
+        .export_parquet_file("c", ArrowOptions::new(), &missing)
+        .unwrap_err();
+    assert!(matches!(&err, Error::Io { op: "creating", .. }), "{err:?}");
+}

@@ -252,6 +252,11 @@ pub fn export(args: &ExportArgs) -> Result<()> {
                     std::fs::rename(&tmp, path).with_context(|| {
                         format!("renaming {} to {}", tmp.display(), path.display())
                     })?;
+                    // The new name is an entry of the folder: synced so it survives a crash.
+                    let dir = tmp.parent().unwrap_or(std::path::Path::new("."));
+                    File::open(dir)
+                        .and_then(|d| d.sync_all())
+                        .with_context(|| format!("syncing folder {}", dir.display()))?;
                     Ok(r)
                 });
             if written.is_err() {

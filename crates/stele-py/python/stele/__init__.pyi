@@ -483,8 +483,9 @@ class Collection:
     ) -> int:
         """Writes the collection (or the fields in fields, the documents filter keeps) as the
         Parquet file path (zstd), typed as to_arrow types it, in this process without pyarrow,
-        in row groups of about row_group_rows rows; returns the rows written. Renamed into place once whole: after an error an existing
-        file at path is left as it was."""
+        in row groups of about row_group_rows rows; returns the rows written. Written beside
+        path, synced, and renamed into place once whole: durable when this returns; after an
+        error an existing file at path is left as it was."""
     def find(
         self,
         filter: Filter | None = None,

@@ -63,6 +63,8 @@ mod kind;
 mod parallel;
 #[cfg(feature = "parquet")]
 mod parquet;
+#[cfg(feature = "parquet")]
+mod parquet_file;
 mod reader;
 mod rows;
 mod state;
