@@ -275,11 +275,10 @@ fn elided_form(
         && ((rebuilt && restored.as_slice() == text) || text_form_rebuilds(restored, doc, check))
 }
 
+/// Where (line, column) and why a record is bad.
+type BadAt = (u64, Option<u64>, String);
+
 /// The id and the document of one record, or where and why it is bad.
-#[allow(
-    clippy::type_complexity,
-    reason = "private; the tuple is the bad record's fields"
-)]
 fn convert(
     writers: &mut Writers,
     ids: &mut Ids,
@@ -287,58 +286,38 @@ fn convert(
     at: super::spool::Origin,
     stem: Option<&str>,
     wrap: Option<&str>,
-) -> Result<(String, IdKind, Parsed), (u64, Option<u64>, String)> {
+) -> Result<(String, IdKind, Parsed), BadAt> {
     // The strict writer first (see `parses_as_streams`); a text it refuses (repeated keys,
     // bad JSON) is parsed again under the import's options, which decide what it becomes
-    // and what a bad record's error says.
-    if let Some(doc) = writers.strict.as_mut().and_then(|w| w.from_json(text).ok()) {
-        let (id, kind, doc) = finish_record(&mut writers.user, ids, text, at, stem, wrap, doc)?;
-        // An object's document as parsed (`finish_record` wraps only non-objects).
-        let rebuilds = non_object(text).is_none();
-        return Ok((id, kind, Parsed { doc, rebuilds }));
-    }
+    // and what a bad record's error says. An object's document so parsed is what its text
+    // rebuilds (only non-objects are wrapped below).
+    let strict = writers.strict.as_mut().and_then(|w| w.from_json(text).ok());
+    let rebuilds = strict.is_some() && non_object(text).is_none();
     let writer = &mut writers.user;
-    let doc = writer.from_json(text).map_err(|e| match e {
-        stele_doc::Error::Json {
-            line,
-            column,
-            reason,
-            ..
-        } => {
-            let (line, column) = (line as u64, column as u64);
-            let abs_col = if line == 1 {
-                at.column + column - 1
-            } else {
-                column
-            };
-            (
-                at.line + line - 1,
-                Some(abs_col),
-                format!("invalid JSON: {reason}"),
-            )
-        }
-        other => (at.line, None, other.to_string()),
-    })?;
-    let (id, kind, doc) = finish_record(writer, ids, text, at, stem, wrap, doc)?;
-    let rebuilds = false;
-    Ok((id, kind, Parsed { doc, rebuilds }))
-}
-
-/// The id and the document of a record whose JSON text `text` parsed into `doc`: wrapped
-/// (with `writer`) if not an object and `wrap` says so, else refused; or why it is bad.
-#[allow(
-    clippy::type_complexity,
-    reason = "private; the tuple is the bad record's fields"
-)]
-fn finish_record(
-    writer: &mut DocumentWriter,
-    ids: &mut Ids,
-    text: &[u8],
-    at: super::spool::Origin,
-    stem: Option<&str>,
-    wrap: Option<&str>,
-    doc: Vec<u8>,
-) -> Result<(String, IdKind, Vec<u8>), (u64, Option<u64>, String)> {
+    let doc = match strict {
+        Some(doc) => doc,
+        None => writer.from_json(text).map_err(|e| match e {
+            stele_doc::Error::Json {
+                line,
+                column,
+                reason,
+                ..
+            } => {
+                let (line, column) = (line as u64, column as u64);
+                let abs_col = if line == 1 {
+                    at.column + column - 1
+                } else {
+                    column
+                };
+                (
+                    at.line + line - 1,
+                    Some(abs_col),
+                    format!("invalid JSON: {reason}"),
+                )
+            }
+            other => (at.line, None, other.to_string()),
+        })?,
+    };
     let bad = |reason: String| (at.line, None, reason);
     // Checked once the text is known to be JSON, so that bad JSON is said to be that.
     let doc = match (non_object(text), wrap) {
@@ -361,7 +340,7 @@ fn finish_record(
         }
     };
     check_id(&id).map_err(|e| bad(e.to_string()))?;
-    Ok((id, kind, doc))
+    Ok((id, kind, Parsed { doc, rebuilds }))
 }
 
 /// What the JSON text `text` is when it is not an object ("a number", ...), from its first

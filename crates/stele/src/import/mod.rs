@@ -402,14 +402,6 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
         }
         let text = std::mem::take(&mut self.pending.text);
         let records = std::mem::take(&mut self.pending.records);
-        // Room for a batch like this one and an eighth more (a batch ends within one
-        // record past its limit): grown from empty, the batch's text was copied again at
-        // every doubling (`realloc`, 1-2 % of the CPU of an import of small records).
-        // What was read so far filled a batch, so the room is likely used.
-        self.pending.text.reserve(text.len() + text.len() / 8);
-        self.pending
-            .records
-            .reserve(records.len() + records.len() / 8);
         let texts = matches!(self.sink, Some(Sink::Bulk(_)));
         if rayon::current_thread_index().is_some() {
             let wrap = self.opts.wrap_non_objects.as_deref();
