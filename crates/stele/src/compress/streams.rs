@@ -24,8 +24,11 @@
 //! text better than streams, whose length bytes break the runs that documents of one
 //! collection share: 4.5 million small documents (npm package names and URLs) pack into 32
 //! KiB blocks 16 % smaller as text than as streams, 20 % smaller than as documents
-//! (`docs/notes/`, "Import at scale"). An import pays for it by converting each record a
-//! second time (the check), instead of making and checking its stream form.
+//! (`docs/notes/`, "Import at scale"). An import pays for it by checking that the text
+//! rebuilds the document, instead of making and checking its stream form: under its
+//! default write options the one parse that makes the document is that check (repeated
+//! keys refused, `crate::import` parses a record so refused again), under others a second
+//! parse.
 
 use std::borrow::Cow;
 use std::cell::RefCell;

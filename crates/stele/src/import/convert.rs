@@ -5,12 +5,12 @@ use super::Ids;
 use super::options::{IResult, ImportError, NON_OBJECT_FIX};
 use super::pending::RawRecord;
 use crate::batch::check_id;
-use crate::compress::{elide, text_form_rebuilds};
+use crate::compress::{elide, is_text_form, text_form_rebuilds};
 use crate::error::Error;
 use crate::ids::{IdKind, int_key};
 use rayon::prelude::*;
 use std::sync::mpsc;
-use stele_doc::{CachedPath, Document, DocumentWriter, Value, WriteOptions, stream};
+use stele_doc::{CachedPath, Document, DocumentWriter, DuplicateKeys, Value, WriteOptions, stream};
 
 /// Records converted together, in input order: each one's id (as stored: an integer id is
 /// its `crate::ids` key), the id's kind and its document (or its text form, see
@@ -137,22 +137,27 @@ pub(super) fn convert_all(
         .map_init(
             || {
                 let check = texts.then(|| DocumentWriter::with_options(stream::write_options()));
+                let strict = (texts && parses_as_streams(write))
+                    .then(|| DocumentWriter::with_options(strict_options(write)));
                 (
-                    DocumentWriter::with_options(write.clone()),
+                    Writers {
+                        user: DocumentWriter::with_options(write.clone()),
+                        strict,
+                    },
                     ids.clone(),
                     check,
                     (Vec::new(), Vec::new()),
                 )
             },
-            |(writer, ids, check, scratch), pairs| {
+            |(writers, ids, check, scratch), pairs| {
                 let text_bytes: usize = pairs.iter().map(|(t, _)| t.len()).sum();
                 let mut chunk = Chunk {
                     bytes: Vec::with_capacity(text_bytes + 16 * pairs.len()),
                     entries: Vec::with_capacity(pairs.len()),
                 };
                 for (text, r) in pairs {
-                    let converted = convert(writer, ids, text, r.at, r.stem.as_deref(), wrap);
-                    let (id, kind, doc) = match converted {
+                    let converted = convert(writers, ids, text, r.at, r.stem.as_deref(), wrap);
+                    let (id, kind, Parsed { doc, rebuilds }) = match converted {
                         Ok(c) => c,
                         Err((line, column, reason)) => {
                             chunk.entries.push(Entry::Bad(line, column, reason));
@@ -164,7 +169,7 @@ pub(super) fn convert_all(
                     store_form(
                         text,
                         (&id, kind),
-                        &doc,
+                        (&doc, rebuilds),
                         ids,
                         check,
                         scratch,
@@ -183,13 +188,51 @@ pub(super) fn convert_all(
     Converted { chunks }
 }
 
+/// The writers a conversion thread parses records with: `user` under the import's write
+/// options, and `strict` (where [`parses_as_streams`] holds) under [`strict_options`].
+struct Writers {
+    user: DocumentWriter,
+    strict: Option<DocumentWriter>,
+}
+
+/// A record's document, and whether it is what [`stream::write_options`] make of the
+/// record's text (so that the text, if an object's, is its text form without a check).
+struct Parsed {
+    doc: Vec<u8>,
+    rebuilds: bool,
+}
+
+/// Whether a document written under `write` with repeated keys refused is, byte for byte,
+/// the one [`stream::write_options`] (which `crate::compress::to_document` rebuilds text
+/// forms with) make of the same text: the options differ at most in the depth limit (that
+/// of `write` is at most the stream options', the format's own limit, so a text within it
+/// is within theirs and the limit changes no byte) and in the scanner (which changes no
+/// byte either), and with repeated keys refused in both the duplicate policy does not
+/// matter. Then one parse of a record checks its text form, in place of two: about a
+/// tenth of the CPU of an import of small records. Without repeated keys the writer's
+/// policy changes nothing (`dedup_sorted` only reads it when two keys are equal), so a
+/// document of `write` itself is the same.
+fn parses_as_streams(write: &WriteOptions) -> bool {
+    strict_options(write)
+        .max_depth(usize::MAX)
+        .portable_scanner(false)
+        == stream::write_options()
+}
+
+/// `write` with repeated keys refused: what [`Writers::strict`] parses under.
+fn strict_options(write: &WriteOptions) -> WriteOptions {
+    write.clone().duplicate_keys(DuplicateKeys::Reject)
+}
+
 /// Appends to `out` what a record's value is stored as: without its id field (ids from a
 /// field, where that rebuilds `doc`), as its text (where that rebuilds `doc`), or `doc`;
-/// only `doc` when there is no `check` writer (an import not packed in blocks).
+/// only `doc` when there is no `check` writer (an import not packed in blocks). Where
+/// `rebuilds` ([`Parsed::rebuilds`]), a text form needs no check: `doc` is what the text
+/// rebuilds.
 fn store_form(
     text: &[u8],
     id: (&str, IdKind),
-    doc: &[u8],
+    (doc, rebuilds): (&[u8], bool),
     ids: &Ids,
     check: &mut Option<DocumentWriter>,
     (elided, restored): &mut (Vec<u8>, Vec<u8>),
@@ -199,12 +242,15 @@ fn store_form(
         out.extend_from_slice(doc);
         return;
     };
+    // Blanks around a JSON text change nothing in its document; `rebuilds` says `text`
+    // parsed, so what is trimmed is JSON white space (all of it ASCII white space).
     let trimmed = text.trim_ascii();
+    let rebuilt = rebuilds && is_text_form(trimmed);
     if let Ids::Field(_, name) = ids
-        && elided_form(trimmed, name, id, doc, check, (elided, restored))
+        && elided_form(trimmed, name, id, (doc, rebuilt), check, (elided, restored))
     {
         out.extend_from_slice(elided);
-    } else if text_form_rebuilds(trimmed, doc, check) {
+    } else if rebuilt || text_form_rebuilds(trimmed, doc, check) {
         out.extend_from_slice(trimmed);
     } else {
         out.extend_from_slice(doc);
@@ -214,54 +260,64 @@ fn store_form(
 /// Whether `elided` (cleared first) now holds the text form of `text` without its id
 /// field `name` (`crate::compress::elide`): only if putting the id back under its key
 /// rebuilds exactly `doc` (checked with `check`, as [`text_form_rebuilds`] checks whole
-/// text forms; `restored` is scratch).
+/// text forms; `restored` is scratch). Where `text` itself is known to rebuild `doc`
+/// (`rebuilt`), a restored text equal to it byte for byte needs no check.
 fn elided_form(
     text: &[u8],
     name: &str,
     (id, kind): (&str, IdKind),
-    doc: &[u8],
+    (doc, rebuilt): (&[u8], bool),
     check: &mut DocumentWriter,
     (elided, restored): (&mut Vec<u8>, &mut Vec<u8>),
 ) -> bool {
     elide::cut(text, name, kind, elided)
         && elide::restore(id.as_bytes(), elided, restored).is_ok()
-        && text_form_rebuilds(restored, doc, check)
+        && ((rebuilt && restored.as_slice() == text) || text_form_rebuilds(restored, doc, check))
 }
 
+/// Where (line, column) and why a record is bad.
+type BadAt = (u64, Option<u64>, String);
+
 /// The id and the document of one record, or where and why it is bad.
-#[allow(
-    clippy::type_complexity,
-    reason = "private; the tuple is the bad record's fields"
-)]
-pub(super) fn convert(
-    writer: &mut DocumentWriter,
+fn convert(
+    writers: &mut Writers,
     ids: &mut Ids,
     text: &[u8],
     at: super::spool::Origin,
     stem: Option<&str>,
     wrap: Option<&str>,
-) -> Result<(String, IdKind, Vec<u8>), (u64, Option<u64>, String)> {
-    let doc = writer.from_json(text).map_err(|e| match e {
-        stele_doc::Error::Json {
-            line,
-            column,
-            reason,
-            ..
-        } => {
-            let (line, column) = (line as u64, column as u64);
-            let abs_col = if line == 1 {
-                at.column + column - 1
-            } else {
-                column
-            };
-            (
-                at.line + line - 1,
-                Some(abs_col),
-                format!("invalid JSON: {reason}"),
-            )
-        }
-        other => (at.line, None, other.to_string()),
-    })?;
+) -> Result<(String, IdKind, Parsed), BadAt> {
+    // The strict writer first (see `parses_as_streams`); a text it refuses (repeated keys,
+    // bad JSON) is parsed again under the import's options, which decide what it becomes
+    // and what a bad record's error says. An object's document so parsed is what its text
+    // rebuilds (only non-objects are wrapped below).
+    let strict = writers.strict.as_mut().and_then(|w| w.from_json(text).ok());
+    let rebuilds = strict.is_some() && non_object(text).is_none();
+    let writer = &mut writers.user;
+    let doc = match strict {
+        Some(doc) => doc,
+        None => writer.from_json(text).map_err(|e| match e {
+            stele_doc::Error::Json {
+                line,
+                column,
+                reason,
+                ..
+            } => {
+                let (line, column) = (line as u64, column as u64);
+                let abs_col = if line == 1 {
+                    at.column + column - 1
+                } else {
+                    column
+                };
+                (
+                    at.line + line - 1,
+                    Some(abs_col),
+                    format!("invalid JSON: {reason}"),
+                )
+            }
+            other => (at.line, None, other.to_string()),
+        })?,
+    };
     let bad = |reason: String| (at.line, None, reason);
     // Checked once the text is known to be JSON, so that bad JSON is said to be that.
     let doc = match (non_object(text), wrap) {
@@ -284,7 +340,7 @@ pub(super) fn convert(
         }
     };
     check_id(&id).map_err(|e| bad(e.to_string()))?;
-    Ok((id, kind, doc))
+    Ok((id, kind, Parsed { doc, rebuilds }))
 }
 
 /// What the JSON text `text` is when it is not an object ("a number", ...), from its first
@@ -361,6 +417,74 @@ pub(super) fn field_id(
 mod tests {
     use crate::Database;
     use crate::import::{ImportError, ImportOptions, import_reader};
+    use stele_doc::{DocumentWriter, KeyOrder};
+
+    /// The import's own write options parse each record once (its text form checked by
+    /// that parse); options whose documents a text form would not rebuild do not.
+    #[test]
+    fn one_parse_checks_text_forms_under_the_import_options_only() {
+        let import = crate::write_options();
+        assert!(super::parses_as_streams(&import));
+        assert!(super::parses_as_streams(
+            &import.clone().max_depth(16).portable_scanner(true)
+        ));
+        assert!(!super::parses_as_streams(
+            &import.clone().key_order(KeyOrder::Sorted)
+        ));
+        assert!(!super::parses_as_streams(
+            &stele_doc::WriteOptions::default()
+        ));
+    }
+
+    /// Records whose text the strict parse refuses (repeated keys) or whose text is not the
+    /// text form (blanks inside and around, escapes, numbers spelled in many ways) come back from a bulk import as the documents the import's options
+    /// make of them, byte for byte, numbered (5 MB: packed while read) and with ids from a
+    /// field (sorted).
+    #[test]
+    fn every_record_lands_as_the_document_its_text_makes() {
+        let shapes = [
+            "{\"id\":\"a{i}\",\"n\":{i},\"s\":\"x{i}\"}",
+            "  {\"id\":\"a{i}\", \"n\" : {i},\"s\":\"x\"}\t",
+            "{\"n\":{i},\"n\":\"again\",\"id\":\"a{i}\"}",
+            "{\"id\":\"a{i}\",\"o\":{\"k\":1,\"k\":2},\"z\":[1.0,1e5,-0,12345678901234567890123]}",
+            "{\"b\":true,\"id\":\"a{i}\",\"u\":\"\\u00e9t\u{e9}\\n\",\"a\":null}",
+            "{\"a\":[1,{\"b\":2}], \"id\" : \"a{i}\" ,\"c\":{}}",
+        ];
+        let lines: Vec<String> = (0..90_000)
+            .map(|i| shapes[i % shapes.len()].replace("{i}", &i.to_string()))
+            .collect();
+        let text = lines.join("\n");
+        let mut writer = DocumentWriter::with_options(crate::write_options());
+        for id_field in [None, Some("id")] {
+            let dir = tempfile::tempdir().expect("a folder");
+            let file = dir.path().join("in.jsonl");
+            std::fs::write(&file, &text).expect("the input written");
+            let db = Database::open(dir.path().join("db")).expect("open");
+            let mut opts = ImportOptions::new();
+            if let Some(f) = id_field {
+                opts = opts.id_field(f);
+            }
+            let report =
+                crate::import::import_path(&db, "c", &file, &opts, |_| {}).expect("imported");
+            assert_eq!(report.documents, lines.len() as u64);
+            assert!(report.packed_bytes > 0, "a bulk import, packed in blocks");
+            assert_eq!(report.packed_while_reading, id_field.is_none());
+            let snap = db.snapshot();
+            for (i, line) in lines.iter().enumerate() {
+                let id = match id_field {
+                    Some(_) => format!("a{i}"),
+                    None => crate::import::numbered_id("", i as u64 + 1),
+                };
+                let want = writer.from_json(line.as_bytes()).expect("a document");
+                let got = snap.get("c", &id).expect("a get").expect("the document");
+                assert_eq!(
+                    got.bytes(),
+                    want.as_slice(),
+                    "{id_field:?}, line {i}: {line}"
+                );
+            }
+        }
+    }
 
     /// 20,000 JSON lines (about 1 MB: four batches of 256 KiB) with bad records on lines
     /// 5,000 and 15,000, in different batches.
