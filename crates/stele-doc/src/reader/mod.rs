@@ -10,6 +10,7 @@
 mod container;
 mod path;
 mod path_set;
+mod slots;
 mod value;
 
 use container::Head;

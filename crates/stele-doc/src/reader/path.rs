@@ -2,7 +2,8 @@
 //! makes the same path on many documents of one shape nearly free.
 
 use super::Document;
-use super::container::{Object, SlotPlace};
+use super::container::Object;
+use super::slots::SlotPlace;
 use super::value::Value;
 use crate::error::{Error, Result};
 use crate::format::Tag;

@@ -4,8 +4,9 @@
 mod hints;
 
 use super::Document;
-use super::container::{Object, SlotPlace};
+use super::container::Object;
 use super::path::{CachedPath, Path};
+use super::slots::SlotPlace;
 use super::value::Value;
 use crate::error::Result;
 use hints::Hints;
