@@ -158,7 +158,7 @@ impl BulkWriter {
         // At most 2 MiB: training on the compressor's full 16 MiB took 0.6 s of a 1 s import
         // of 4 MB of tweets, and stored them 1 % smaller.
         let sample_bytes = sample_bytes.min(budget_bytes / 8).min(MAX_SAMPLE_BYTES);
-        let sort_budget = super::pending::sort_budget(budget_bytes, sample_bytes);
+        let sort_budget = super::budget::sort_budget(budget_bytes, sample_bytes);
         let sorter = Sorter::new(
             SorterOptions::default()
                 .memory_budget_bytes(sort_budget)

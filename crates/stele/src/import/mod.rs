@@ -60,6 +60,7 @@
 //! bad records use up their number too. [`IdSource::FileStem`] (folders only, their
 //! default) uses the file name without `.json`. An id replaces a document with the same id.
 
+mod budget;
 mod bulk;
 mod convert;
 mod documents;
