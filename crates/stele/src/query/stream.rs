@@ -300,21 +300,27 @@ impl Sender {
     }
 }
 
+impl Sender {
+    /// After the inner collector took a document (`more`: whether it wants others): sends
+    /// the rows it has ready, and says whether the scan goes on.
+    fn sent_ready(&mut self, more: bool) -> bool {
+        let ready = self.inner.take_ready();
+        self.send_all(ready);
+        more && !self.done
+    }
+}
+
 impl Collector for Sender {
     fn take(&mut self, id: &str, doc: &Document<&[u8]>) -> Result<bool> {
         let more = self.inner.take(id, doc)?;
-        let ready = self.inner.take_ready();
-        self.send_all(ready);
-        Ok(more && !self.done)
+        Ok(self.sent_ready(more))
     }
 
     /// Forwarded, so that a streamed sort the index serves groups its ties by the index
     /// entries as `query` does, rather than computing each row's sort key.
     fn take_sorted(&mut self, id: &str, doc: &Document<&[u8]>, tie: &[u8]) -> Result<bool> {
         let more = self.inner.take_sorted(id, doc, tie)?;
-        let ready = self.inner.take_ready();
-        self.send_all(ready);
-        Ok(more && !self.done)
+        Ok(self.sent_ready(more))
     }
 
     fn fork(&self) -> Box<dyn Collector> {
