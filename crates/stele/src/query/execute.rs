@@ -58,12 +58,19 @@ impl Snapshot {
         query.check()?;
         let query = &*super::int_ids::for_state(&self.state, query);
         let run = Run::new(query.time_budget);
-        let unsorted = Query {
-            sort: Vec::new(),
-            projection: None,
-            ..query.clone()
+        // A count neither sorts nor projects: the query without them, borrowed when it has
+        // none (cloning the whole query was a sixth of a count over 11 documents).
+        let unsorted = if query.sort.is_empty() && query.projection.is_none() {
+            std::borrow::Cow::Borrowed(query)
+        } else {
+            std::borrow::Cow::Owned(Query {
+                sort: Vec::new(),
+                projection: None,
+                ..query.clone()
+            })
         };
-        let (chosen, mut plan) = self.plan(&unsorted);
+        let unsorted = &*unsorted;
+        let (chosen, mut plan) = self.plan(unsorted);
         let mut count = match &chosen {
             Chosen::Index(access) if super::keys::key_conditions(&query.filter, access.ix).1 => {
                 if let plan::Access::Index { covered, .. } = &mut plan.access {
@@ -73,7 +80,7 @@ impl Snapshot {
             }
             _ => {
                 let mut rows = Rows::counting();
-                self.feed(&unsorted, &chosen, &run, &mut rows)?;
+                self.feed(unsorted, &chosen, &run, &mut rows)?;
                 rows.count()
             }
         };
