@@ -86,15 +86,7 @@ impl DocBytes<'_> {
     /// immutable decoded block) passed validation before.
     pub(crate) fn document(&self) -> Result<stele_doc::Document<&[u8]>> {
         if let DocBytes::InBlock(block, i) = self {
-            let bytes = block.get(*i);
-            if block.is_checked(*i) {
-                // SAFETY: `Document::new` accepted exactly these bytes before (the flag is
-                // set only after it did), and a decoded block's bytes never change.
-                return Ok(unsafe { stele_doc::Document::new_unchecked(bytes) });
-            }
-            let doc = stele_doc::Document::new(bytes)?;
-            block.mark_checked(*i);
-            return Ok(doc);
+            return checked_in_block(block, *i, block.get(*i));
         }
         if let DocBytes::Validated(bytes) = self {
             // SAFETY: `apply::put_doc` validated these bytes before putting them into the
@@ -177,6 +169,37 @@ pub(crate) fn decode_with<'a>(
         .decode(stored, dicts)
         .map(|c| DocBytes::Owned(c.into_owned()))
         .map_err(|e| Error::corrupt_document(collection, id, e.to_string()))
+}
+
+/// A reader over `bytes`, document `i` of `block` (what [`DecodedBlock::get`] gives for
+/// it once it is rebuilt), validated unless these very bytes passed validation before.
+fn checked_in_block<'b>(
+    block: &DecodedBlock,
+    i: usize,
+    bytes: &'b [u8],
+) -> Result<stele_doc::Document<&'b [u8]>> {
+    if block.is_checked(i) {
+        // SAFETY: `Document::new` accepted exactly these bytes before (the flag is set only
+        // after it did), and a decoded block's bytes never change.
+        return Ok(unsafe { stele_doc::Document::new_unchecked(bytes) });
+    }
+    let doc = stele_doc::Document::new(bytes)?;
+    block.mark_checked(i);
+    Ok(doc)
+}
+
+/// A reader over document `i` of `block` (a block of `collection`), borrowed from the
+/// block: what [`DocBytes::in_block`] then [`DocBytes::document`] give, without the
+/// `Arc` clone and drop of the block per document (a full scan reads every document of a
+/// block it holds).
+pub(crate) fn document_in_block<'b>(
+    state: &State,
+    collection: &str,
+    block: &'b DecodedBlock,
+    i: usize,
+) -> Result<stele_doc::Document<&'b [u8]>> {
+    let bytes = read_document(state, collection, block, i)?;
+    checked_in_block(block, i, bytes)
 }
 
 /// Document `i` of `block` (a block of `collection`), rebuilt from its stream form on its

@@ -12,7 +12,6 @@ use crate::error::Result;
 use crate::snapshot::Snapshot;
 use rayon::prelude::*;
 use std::ops::Bound;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 /// Blocks per stretch, at most: small enough that a wave of stretches keeps every core busy
@@ -143,8 +142,7 @@ fn scan_blocks(
                 run.check()?;
             }
             n += 1;
-            let doc = crate::stored::DocBytes::in_block(state, collection, Arc::clone(&block), i)?;
-            let d = doc.document()?;
+            let d = crate::stored::document_in_block(state, collection, &block, i)?;
             let id = id_text(id);
             if query.filter.matches(d.root(), &id) && !out.take(&id, &d)? {
                 break 'blocks;
