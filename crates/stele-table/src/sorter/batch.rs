@@ -148,6 +148,14 @@ pub(crate) struct Batch {
     /// its second chunk: sorts smaller than one chunk never start the thread.
     supply: Option<ChunkSupply>,
     chunks: Vec<Chunk>,
+    /// Chunks of `chunk_bytes` of batches spilled before, emptied, taken before any new
+    /// chunk: a sort that spills many batches maps, faults in and zeroes its arena once
+    /// instead of once per batch (`clear_page_erms` of fresh chunks was 4 % of the CPU of
+    /// a 4.5M-record import that spilled 348 MB, `docs/notes/2026-12-02-id-field-import.md`
+    /// in the `stele` crate's repository). Counted in [`Batch::memory_bytes`]: a batch
+    /// filling up takes them one by one, so what is held stays what the last batch held
+    /// until this one holds more.
+    spare: Vec<Chunk>,
     recs: Vec<Rec>,
     /// After `sort`: `lcps[i]` is the common prefix length of keys `i - 1` and `i`
     /// (`lcps[0]` is 0), computed from the radix digits without touching the arena.
@@ -322,6 +330,7 @@ impl Batch {
             chunk_bytes: (budget_bytes / 16).clamp(4 << 10, CHUNK_BYTES),
             supply: None,
             chunks: Vec::new(),
+            spare: Vec::new(),
             recs: Vec::new(),
             lcps: Vec::new(),
             presorted: true,
@@ -389,6 +398,7 @@ impl Batch {
             0
         };
         self.arena_bytes
+            + self.spare.len() * self.chunk_bytes
             + ready_chunk_bytes
             + (self.recs.capacity() + self.recs.len()) * std::mem::size_of::<Rec>()
             + self.recs.len() * 4
@@ -401,9 +411,12 @@ impl Batch {
         let need = key.len() + value.len();
         let fits = self.chunks.last().is_some_and(|c| c.spare_bytes() >= need);
         if !fits {
-            let chunk = match &self.supply {
-                Some(supply) if need <= self.chunk_bytes => supply.take(),
-                _ => None,
+            let chunk = if need > self.chunk_bytes {
+                None
+            } else if let Some(spare) = self.spare.pop() {
+                Some(Ok(spare))
+            } else {
+                self.supply.as_ref().and_then(ChunkSupply::take)
             };
             let chunk = match chunk {
                 Some(chunk) => chunk?,
@@ -433,7 +446,15 @@ impl Batch {
     }
 
     pub(crate) fn clear(&mut self) {
-        self.chunks.clear();
+        // Chunks of the usual size are kept for the next batch; bigger ones (made for one
+        // large pair) are freed.
+        let chunk_bytes = self.chunk_bytes;
+        for mut chunk in self.chunks.drain(..) {
+            if chunk.map.len() == chunk_bytes {
+                chunk.len = 0;
+                self.spare.push(chunk);
+            }
+        }
         self.recs.clear();
         self.lcps = Vec::new();
         self.presorted = true;
