@@ -335,6 +335,10 @@ fn convert(
         Ids::Counter(prefix) => (super::numbered_id(prefix, at.record), IdKind::Text),
         Ids::FileStem => (stem.unwrap_or_default().to_owned(), IdKind::Text),
         Ids::Field(path, name) => {
+            debug_assert!(
+                Document::new(doc.as_slice()).is_ok(),
+                "the writer made a document that does not validate"
+            );
             // SAFETY: every path above made `doc` with `DocumentWriter::from_json` just now,
             // and a writer writes only documents `stele_doc::validate` accepts: validating
             // it again to read one field was 3-4 % of an id-field import's CPU (`perf`,
