@@ -298,9 +298,7 @@ impl Sender {
             Err(TrySendError::Disconnected(_)) => false,
         }
     }
-}
 
-impl Sender {
     /// After the inner collector took a document (`more`: whether it wants others): sends
     /// the rows it has ready, and says whether the scan goes on.
     fn sent_ready(&mut self, more: bool) -> bool {
