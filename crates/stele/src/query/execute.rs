@@ -2,6 +2,7 @@
 //! whole filter, and the collector keeps rows in the order asked (`collect.rs`).
 
 use super::collect::{Collector, Rows};
+use super::filter::Cond;
 use super::plan::{self, Chosen, IndexAccess, Plan};
 use super::run::Run;
 use super::{CountOutput, Query, QueryOutput};
@@ -71,12 +72,21 @@ impl Snapshot {
         };
         let unsorted = &*unsorted;
         let (chosen, mut plan) = self.plan(unsorted);
-        let mut count = match &chosen {
-            Chosen::Index(access) if super::keys::key_conditions(&query.filter, access.ix).1 => {
+        // The key conditions, found once: they decide whether the keys alone answer, and
+        // then test each entry.
+        let keyed = match &chosen {
+            Chosen::Index(access) => Some((
+                access,
+                super::keys::key_conditions(&query.filter, access.ix),
+            )),
+            _ => None,
+        };
+        let mut count = match keyed {
+            Some((access, (conds, true))) => {
                 if let plan::Access::Index { covered, .. } = &mut plan.access {
                     *covered = true;
                 }
-                self.count_keys(access, &query.filter, &run)?
+                self.count_keys(access, &conds, &run)?
             }
             _ => {
                 let mut rows = Rows::counting();
@@ -210,7 +220,8 @@ impl Snapshot {
         match part {
             Chosen::Ids(list) => ids.extend(list.iter().cloned()),
             Chosen::Index(access) => {
-                index_entries(access, &query.filter, run, self.index_blocks(), |id, _| {
+                let (conds, _) = super::keys::key_conditions(&query.filter, access.ix);
+                index_entries(access, &conds, run, self.index_blocks(), |id, _| {
                     ids.insert(id.to_owned());
                     Ok(true)
                 })?;
@@ -238,8 +249,9 @@ impl Snapshot {
         let mut near = Near::default();
         // When the entries' key conditions are the whole filter (as for a covered count),
         // an entry that passes them decides its document: the filter is not run again on it.
+        let (conds, decided) = super::keys::key_conditions(&query.filter, access.ix);
         let by_index = Hit {
-            decided: super::keys::key_conditions(&query.filter, access.ix).1,
+            decided,
             sort: None,
         };
         let missing = |id: &str| Error::InvalidQuery {
@@ -252,20 +264,14 @@ impl Snapshot {
             // The rows' order is the index's: documents are read as their entries come.
             // A served sort's rows tie when their entries' sort fields do: the collector
             // takes that instead of computing each document's sort key.
-            index_entries(
-                access,
-                &query.filter,
-                run,
-                self.index_blocks(),
-                |id, sort| {
-                    let hit = Hit {
-                        sort: access.sorted.then_some(sort),
-                        ..by_index
-                    };
-                    self.fetch(query, id, run, out, &mut near, hit)?
-                        .ok_or_else(|| missing(id))
-                },
-            )?;
+            index_entries(access, &conds, run, self.index_blocks(), |id, sort| {
+                let hit = Hit {
+                    sort: access.sorted.then_some(sort),
+                    ..by_index
+                };
+                self.fetch(query, id, run, out, &mut near, hit)?
+                    .ok_or_else(|| missing(id))
+            })?;
             return Ok(());
         }
         // The collector orders what it keeps itself: the ids are read in id order, a batch
@@ -285,7 +291,7 @@ impl Snapshot {
             }
             Ok(true)
         };
-        index_entries(access, &query.filter, run, self.index_blocks(), |id, _| {
+        index_entries(access, &conds, run, self.index_blocks(), |id, _| {
             batch.push(id.to_owned());
             if batch.len() >= ID_ORDER_BATCH {
                 wants_more = drain(&mut batch)?;
@@ -303,15 +309,15 @@ impl Snapshot {
         &self.state.packing.index_blocks
     }
 
-    /// Counts the distinct documents whose entries meet the filter's key conditions.
+    /// Counts the distinct documents whose entries meet the key conditions `conds`.
     fn count_keys(
         &self,
         access: &IndexAccess<'_>,
-        filter: &super::Filter,
+        conds: &[Option<&Cond>],
         run: &Run,
     ) -> Result<u64> {
         let mut n = 0u64;
-        index_entries(access, filter, run, self.index_blocks(), |_, _| {
+        index_entries(access, conds, run, self.index_blocks(), |_, _| {
             n += 1;
             Ok(true)
         })?;
@@ -388,27 +394,31 @@ impl std::hash::Hasher for PassHasher {
 
 type Hashed = std::hash::BuildHasherDefault<PassHasher>;
 
-/// Walks the entries of an index access, testing each against the filter's key conditions,
-/// and calls `f` with each document id once (its first entry that passes) and the values of
-/// that entry's first [`IndexAccess::sort_fields`] fields; `f` returns false to stop.
-/// Blocks are decoded through `cache`.
+/// Walks the entries of an index access, testing each against `conds` (the filter's key
+/// conditions on the index's fields, `keys::key_conditions`), and calls `f` with each
+/// document id once (its first entry that passes) and the values of that entry's first
+/// [`IndexAccess::sort_fields`] fields; `f` returns false to stop. Blocks are decoded
+/// through `cache`.
 pub(crate) fn index_entries(
     access: &IndexAccess<'_>,
-    filter: &super::Filter,
+    conds: &[Option<&Cond>],
     run: &Run,
     cache: &KeyBlockCache,
     mut f: impl FnMut(&str, &[u8]) -> Result<bool>,
 ) -> Result<()> {
     let def = &access.ix.def;
-    let (conds, _) = super::keys::key_conditions(filter, access.ix);
     let mut seen = SeenIds::default();
     let mut value = Vec::new();
-    let ranges: Box<dyn Iterator<Item = &plan::KeyRange>> = if access.reverse {
-        Box::new(access.ranges.iter().rev())
-    } else {
-        Box::new(access.ranges.iter())
-    };
-    for range in ranges {
+    let ranges_len = access.ranges.len();
+    // The ranges in the scan's direction (by position: no boxed iterator to allocate).
+    let in_order = (0..ranges_len).map(|k| {
+        if access.reverse {
+            ranges_len - 1 - k
+        } else {
+            k
+        }
+    });
+    for range in in_order.filter_map(|k| access.ranges.get(k)) {
         let hi = range
             .hi
             .as_deref()
