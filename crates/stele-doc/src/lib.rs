@@ -43,8 +43,8 @@ pub use error::{DUPLICATE_KEY_FIX, Error, MAX_DEPTH_FIX, Result};
 pub use inspect::{Layout as DocLayout, inspect};
 pub use output::JsonOptions;
 pub use reader::{
-    Array, ArrayIter, CachedPath, Document, Object, ObjectIter, Path, PathSegment, PathSet,
-    ScaledDecimal, Str, Value, prefetch_document,
+    Array, ArrayIter, CachedKey, CachedPath, Document, Object, ObjectIter, Path, PathSegment,
+    PathSet, ScaledDecimal, Str, Value, prefetch_document,
 };
 pub use validate::validate;
 pub use writer::{

@@ -15,7 +15,7 @@ mod value;
 
 use container::Head;
 pub use container::{Array, ArrayIter, Object, ObjectIter};
-pub use path::{CachedPath, Path, PathSegment};
+pub use path::{CachedKey, CachedPath, Path, PathSegment};
 pub use path_set::PathSet;
 pub use value::{ScaledDecimal, Str, Value};
 

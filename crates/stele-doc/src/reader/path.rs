@@ -370,6 +370,49 @@ impl CachedPath {
     }
 }
 
+/// One object key looked up in many objects, remembering where it was found: the one-key
+/// step of a [`CachedPath`] on its own, for callers that walk paths of their own grammar (a
+/// step that may meet an array, say) and only want each object's lookup cached. A hit checks
+/// the remembered slot (key id, then the name's bytes in full) and never returns another
+/// key's value; a miss searches and remembers the new slot.
+///
+/// ```
+/// use stele_doc::{CachedKey, Document, Value, from_json};
+/// let mut born = CachedKey::new("born");
+/// for text in [r#"{"name":"Ada","born":1815}"#, r#"{"born":1903,"name":"Kurt"}"#] {
+///     let bytes = from_json(text.as_bytes())?;
+///     let doc = Document::new(&bytes)?;
+///     let Value::Object(o) = doc.root() else { unreachable!() };
+///     assert!(born.get(o).is_some_and(|v| v.as_i64().is_some()));
+/// }
+/// # Ok::<(), stele_doc::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct CachedKey(KeyStep);
+
+impl CachedKey {
+    /// A lookup of the property named `key` (any text: nothing is parsed).
+    pub fn new(key: &str) -> CachedKey {
+        CachedKey(KeyStep {
+            key: key.into(),
+            slot: SlotKey::new(key),
+        })
+    }
+
+    /// The value of the property in `o`, the remembered slot tried first.
+    #[inline]
+    pub fn get<'a>(&mut self, o: Object<'a>) -> Option<Value<'a>> {
+        self.0.read_in(o, |v| v)
+    }
+
+    /// The same, the value handed to `f` inside the read (as [`CachedPath::read`]: it never
+    /// goes through memory as a whole [`Value`]); `None` if `o` has no such property.
+    #[inline]
+    pub fn read<'a, R>(&mut self, o: Object<'a>, f: impl FnOnce(Value<'a>) -> R) -> Option<R> {
+        self.0.read_in(o, f)
+    }
+}
+
 impl KeyStep {
     #[inline(always)]
     fn read<'a, R>(&mut self, v: Value<'a>, f: impl FnOnce(Value<'a>) -> R) -> Option<R> {

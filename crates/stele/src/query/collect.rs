@@ -12,9 +12,10 @@
 
 use super::Query;
 use super::project::Projection;
-use super::sort::sort_key;
+use super::sort::sort_fields;
 use crate::error::Result;
 use crate::index::encode::encode_str;
+use crate::index::path::ReachCache;
 use crate::query::path::DocPath;
 use crate::query::{Row, run::Run};
 use std::any::Any;
@@ -109,6 +110,8 @@ pub(crate) struct Rows {
     /// The `k` smallest keys' documents, not yet rendered (see [`Pending`]).
     heap: BinaryHeap<(Vec<u8>, Pending)>,
     scratch: Vec<u8>,
+    /// The sort paths' lookups remembered across documents, one per path.
+    sort_caches: Vec<ReachCache>,
 }
 
 /// A row of a top-k heap before it is rendered: the document's bytes, copied. Over a
@@ -141,7 +144,6 @@ impl Rows {
     ) -> Rows {
         Rows {
             mode,
-            sort,
             projection,
             want,
             count: 0,
@@ -152,6 +154,8 @@ impl Rows {
             keyed_bytes: 0,
             heap: BinaryHeap::new(),
             scratch: Vec::new(),
+            sort_caches: sort.iter().map(|(p, _)| p.cache()).collect(),
+            sort,
         }
     }
 
@@ -189,8 +193,22 @@ impl Rows {
             encode_str(id, &mut self.scratch);
             0
         } else {
-            sort_key(&self.sort, doc.root(), Some(id), &mut self.scratch)
+            let fields_len = self.fields_key(id, doc);
+            encode_str(id, &mut self.scratch);
+            fields_len
         }
+    }
+
+    /// The sort paths' part of the sort key (no id) into `scratch`; returns its length.
+    fn fields_key(&mut self, id: &str, doc: &Document<&[u8]>) -> usize {
+        self.scratch.clear();
+        sort_fields(
+            &self.sort,
+            &mut self.sort_caches,
+            doc.root(),
+            Some(id),
+            &mut self.scratch,
+        )
     }
 
     /// A row arriving in sort order (`InOrder` with a sort), `tie` its sort key or what
@@ -319,7 +337,23 @@ impl Collector for Rows {
                 }
             }
             Mode::TopK(k) => {
-                self.key(id, doc);
+                if self.sort.is_empty() {
+                    self.key(id, doc);
+                } else {
+                    self.fields_key(id, doc);
+                    // Past the heap's largest key on the sort paths alone, it is past it
+                    // whatever its id (the first byte that differs lies before the id):
+                    // most documents of a scan, their id not encoded (its `encode_string` was
+                    // 4.5 % of a top 20 over covers).
+                    let past = |(top, _): &(Vec<u8>, Pending)| {
+                        let n = self.scratch.len().min(top.len());
+                        self.scratch.as_slice() > top.get(..n).unwrap_or_default()
+                    };
+                    if self.heap.len() >= k && self.heap.peek().is_some_and(past) {
+                        return Ok(true);
+                    }
+                    encode_str(id, &mut self.scratch);
+                }
                 if self.heap.len() >= k
                     && self
                         .heap

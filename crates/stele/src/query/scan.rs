@@ -6,6 +6,7 @@
 
 use super::Query;
 use super::collect::Collector;
+use super::filter::id_text;
 use super::run::Run;
 use crate::collection::Entries;
 use crate::error::Result;
@@ -46,15 +47,6 @@ pub(crate) fn stretches_of(
     Ok(std::iter::from_fn(|| next.take(per)).collect())
 }
 
-/// A stored id as text: `from_utf8`'s check (ids are UTF-8) is a fraction of the lossy
-/// conversion's, which walked every id in chunks (2 % of a full-scan count).
-fn id_text(id: &[u8]) -> std::borrow::Cow<'_, str> {
-    match std::str::from_utf8(id) {
-        Ok(s) => std::borrow::Cow::Borrowed(s),
-        Err(_) => String::from_utf8_lossy(id),
-    }
-}
-
 fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
     b.as_ref().map(Vec::as_slice)
 }
@@ -76,6 +68,7 @@ pub(crate) fn scan_stretch(
     }
     let entries = Entries::new(&snap.state, &query.collection, as_ref(lo), as_ref(hi), true)?;
     run.check()?;
+    let mut filter = query.filter.matcher();
     // Documents read since the counter was last updated: it is updated every 256, so a
     // stream's reader sees how far the scan has gone while it runs.
     let mut n = 0u64;
@@ -88,9 +81,8 @@ pub(crate) fn scan_stretch(
         n += 1;
         let (id, doc) = entry?;
         let Some(doc) = doc else { continue };
-        let id = id_text(&id);
         let d = doc.document()?;
-        if query.filter.matches(d.root(), &id) && !out.take(&id, &d)? {
+        if filter.matches(&d, &id) && !out.take(&id_text(&id), &d)? {
             break;
         }
     }
@@ -114,6 +106,7 @@ fn scan_blocks(
         return Ok(());
     };
     run.check()?;
+    let mut filter = query.filter.matcher();
     let below_hi = |id: &[u8]| match hi {
         Bound::Included(h) => id <= h.as_slice(),
         Bound::Excluded(h) => id < h.as_slice(),
@@ -143,8 +136,7 @@ fn scan_blocks(
             }
             n += 1;
             let d = crate::stored::document_in_block(state, collection, &block, i)?;
-            let id = id_text(id);
-            if query.filter.matches(d.root(), &id) && !out.take(&id, &d)? {
+            if filter.matches(&d, id) && !out.take(&id_text(id), &d)? {
                 break 'blocks;
             }
         }

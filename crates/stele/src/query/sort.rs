@@ -7,7 +7,7 @@
 //! memory agree.
 
 use crate::index::encode::{encode_any, encode_str};
-use crate::index::path::Reached;
+use crate::index::path::{ReachCache, Reached};
 use crate::index::query_entries;
 use crate::query::path::DocPath;
 use stele_doc::Value;
@@ -21,11 +21,32 @@ pub(crate) fn sort_key(
     id: Option<&str>,
     out: &mut Vec<u8>,
 ) -> usize {
-    for (path, descending) in sort {
+    let fields_len = sort_fields(sort, &mut [], root, id, out);
+    if let Some(id) = id {
+        encode_str(id, out);
+    }
+    fields_len
+}
+
+/// [`sort_key`] without the id: the sort paths' part alone (its length returned), each
+/// path's lookups through `caches` (one per sort path, from [`DocPath::cache`]; the paths
+/// without one looked up afresh).
+pub(crate) fn sort_fields(
+    sort: &[(DocPath, bool)],
+    caches: &mut [ReachCache],
+    root: Value<'_>,
+    id: Option<&str>,
+    out: &mut Vec<u8>,
+) -> usize {
+    for (k, (path, descending)) in sort.iter().enumerate() {
         let start = out.len();
+        let mut reached = || match caches.get_mut(k) {
+            Some(cache) => path.reach_cached(root, cache),
+            None => path.reach_fast(root),
+        };
         if let (Some(id), "_id") = (id, path.as_str()) {
             encode_str(id, out);
-        } else if let Reached::One([v]) = path.reach_fast(root)
+        } else if let Reached::One([v]) = reached()
             && !matches!(v, Value::Array(_))
         {
             // One value, not an array: its own encoding (what `query_entries` would give).
@@ -46,9 +67,5 @@ pub(crate) fn sort_key(
                 .for_each(|b| *b = !*b);
         }
     }
-    let fields_len = out.len();
-    if let Some(id) = id {
-        encode_str(id, out);
-    }
-    fields_len
+    out.len()
 }

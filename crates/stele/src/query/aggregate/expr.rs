@@ -6,6 +6,7 @@
 
 use crate::error::{Error, Result};
 use crate::index::encode::encode_any;
+use crate::index::path::ReachCache;
 use crate::query::path::{DocPath, Reached};
 use crate::query::project::json_string;
 use stele_doc::{Document, JsonOptions, Value};
@@ -69,6 +70,23 @@ impl Out<'_> {
     }
 }
 
+/// What a field path reached, as an expression's value. No vector while no array is on
+/// the way (one per document otherwise).
+fn reached_out(reached: Reached<'_>) -> Out<'_> {
+    let mut reached = match reached {
+        Reached::One([v]) => return Out::One(v),
+        Reached::Many(values) => values,
+    };
+    match reached.len() {
+        0 => Out::Missing,
+        1 => reached.pop().map_or(Out::Missing, Out::One),
+        _ => {
+            let parts: Vec<String> = reached.iter().map(json_of).collect();
+            Out::Json(format!("[{}]", parts.join(",")))
+        }
+    }
+}
+
 /// JSON text of a value, for output.
 pub(crate) fn json_of(v: &Value<'_>) -> String {
     let mut out = Vec::new();
@@ -121,6 +139,31 @@ impl Expr {
         }
     }
 
+    /// [`Expr::eval`], a field path's lookups through `cache` (made by [`Expr::cache`] of
+    /// this expression), remembered from one document to the next.
+    #[inline]
+    pub(crate) fn eval_cached<'a>(
+        &'a self,
+        root: Value<'a>,
+        id: Option<IdRef<'_>>,
+        cache: &mut ReachCache,
+    ) -> Out<'a> {
+        match self {
+            Expr::Path(p) if !(p.as_str() == "_id" && id.is_some()) => {
+                reached_out(p.reach_cached(root, cache))
+            }
+            _ => self.eval(root, id),
+        }
+    }
+
+    /// The lookup cache of [`Expr::eval_cached`]: a field path's, else an empty one.
+    pub(crate) fn cache(&self) -> ReachCache {
+        match self {
+            Expr::Path(p) => p.cache(),
+            _ => ReachCache::default(),
+        }
+    }
+
     /// Evaluates against the document `root` (whose `_id` is `id` when given).
     pub(crate) fn eval<'a>(&'a self, root: Value<'a>, id: Option<IdRef<'_>>) -> Out<'a> {
         match self {
@@ -141,21 +184,7 @@ impl Expr {
                 json_string(id.key, &mut s);
                 Out::Json(String::from_utf8(s).unwrap_or_default())
             }
-            Expr::Path(p) => {
-                // No vector while no array is on the way (one per document otherwise).
-                let mut reached = match p.reach_fast(root) {
-                    Reached::One([v]) => return Out::One(v),
-                    Reached::Many(values) => values,
-                };
-                match reached.len() {
-                    0 => Out::Missing,
-                    1 => reached.pop().map_or(Out::Missing, Out::One),
-                    _ => {
-                        let parts: Vec<String> = reached.iter().map(json_of).collect();
-                        Out::Json(format!("[{}]", parts.join(",")))
-                    }
-                }
-            }
+            Expr::Path(p) => reached_out(p.reach_fast(root)),
             // The literal's value borrows `doc`, a local: copied out as JSON.
             Expr::Literal(bytes) => match Document::new(&bytes[..]) {
                 Ok(doc) => Out::Json(json_of(&doc.root())),

@@ -11,6 +11,7 @@ use super::hash::KeyHash;
 use super::render::Render;
 use super::spill_state::{self, GroupState, State};
 use crate::error::{Error, Result};
+use crate::index::path::ReachCache;
 use crate::query::collect::Collector;
 use crate::query::run::Run;
 use crate::query::spill;
@@ -197,6 +198,8 @@ pub(crate) struct Grouper {
     /// so an absorbed slot keeps its hash).
     groups: HashTable<Slot>,
     hasher: KeyHash,
+    /// The key's lookups remembered across documents ([`Expr::eval_cached`]).
+    key_cache: ReachCache,
     scratch: Vec<u8>,
     /// About the memory `groups` holds.
     bytes: usize,
@@ -221,6 +224,7 @@ pub(crate) struct Grouper {
 impl Grouper {
     pub(crate) fn new(group: Group) -> Grouper {
         Grouper {
+            key_cache: group.key.cache(),
             group,
             groups: HashTable::new(),
             hasher: KeyHash::new(),
@@ -278,7 +282,7 @@ impl Grouper {
 
     /// Adds the document `root` (with id `id` when it has one outside it).
     pub(crate) fn add(&mut self, root: Value<'_>, id: Option<IdRef<'_>>) {
-        let key = self.group.key.eval(root, id);
+        let key = self.group.key.eval_cached(root, id, &mut self.key_cache);
         self.scratch.clear();
         key.encode(&mut self.scratch);
         // One hash and one lookup for a group seen before (the common case), the same
