@@ -7,14 +7,17 @@
 //! out of bounds; it can only make string contents unsound, which is why the unchecked path is
 //! `unsafe`.
 
+mod array;
 mod container;
+mod head;
 mod path;
 mod path_set;
 mod slots;
 mod value;
 
-use container::Head;
-pub use container::{Array, ArrayIter, Object, ObjectIter};
+pub use array::{Array, ArrayIter};
+pub use container::{Object, ObjectIter};
+use head::Head;
 pub use path::{CachedKey, CachedPath, Path, PathSegment};
 pub use path_set::PathSet;
 pub use value::{ScaledDecimal, Str, Value};

@@ -3,7 +3,8 @@
 use std::borrow::Cow;
 
 use super::DocRef;
-use super::container::{Array, Object};
+use super::array::Array;
+use super::container::Object;
 use crate::format::{Tag, get_uint, get_varint};
 
 /// A string stored in a document: borrowed as is, or LZ4-compressed.

@@ -1,145 +1,19 @@
-//! The in-memory batch: pairs in an arena, sorted by a parallel MSD radix pass on the first
-//! two key bytes followed by comparison sorts of the buckets.
+//! The in-memory batch: pairs in an arena ([`super::arena`]), sorted by a parallel MSD
+//! radix pass on the first two key bytes followed by the sorts of [`super::radix`] on the
+//! buckets.
 
+use super::arena::{self, CHUNK_BYTES, Chunk, ChunkSupply, Rec};
+use super::radix::{key_prefix, sort_level};
 use crate::block::common_prefix;
 use crate::builder::DuplicatePolicy;
 use crate::error::{Error, Result};
 use crate::memory::{HUGE_PAGE_BYTES, advise_huge_pages};
-use memmap2::{Advice, MmapMut};
 use rayon::prelude::*;
 
-/// Arena chunk size: big enough that chunk switches are rare, small enough that the last,
-/// partly used chunk wastes little of the budget.
-const CHUNK_BYTES: usize = 4 << 20;
-/// Page size assumed when touching fresh memory (a smaller real page only leaves some
-/// pages to be faulted in later).
-const PAGE_BYTES: usize = 4096;
 /// Records ahead whose keys are prefetched in passes over the arena in sorted order.
 pub(crate) const PREFETCH_AHEAD: usize = 16;
-/// Key bytes sorted digit by digit before falling back to comparisons.
-const MAX_RADIX_DEPTH: usize = 256;
 /// Below this many entries a plain sort beats the radix pass.
 const RADIX_MIN_ENTRIES: usize = 1 << 16;
-
-/// One pair: the first 8 key bytes (big-endian, so integer order is byte order), where the
-/// key and value are, and their lengths.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Rec {
-    prefix: u64,
-    /// Chunk number in the high 32 bits, offset in the chunk in the low 32. With the
-    /// length, also the insertion order, which breaks ties between equal keys (see
-    /// [`Rec::order`]).
-    loc: u64,
-    key_len: u32,
-    value_len: u32,
-}
-
-impl Rec {
-    /// The insertion order of records, as a sort key. `loc` alone is not unique: a pair
-    /// with an empty key and an empty value takes no arena bytes, so the next pair starts
-    /// at the same place. All the pairs at one `loc` but the last are such empty pairs
-    /// (each later one starts where they did), so among them the lengths order them as
-    /// they came: the empty pairs (identical, in any order) before the one that has bytes.
-    /// Comparing `loc` alone let a sort put an empty value after a later duplicate of its
-    /// empty key, and `KeepFirst` then kept the later value.
-    fn order(&self) -> (u64, u64) {
-        (
-            self.loc,
-            u64::from(self.key_len) + u64::from(self.value_len),
-        )
-    }
-}
-
-/// One arena chunk: an anonymous map and how much of it is used. A map rather than a
-/// vector so that the kernel places it on a 2 MiB boundary (for lengths that are multiples
-/// of 2 MiB) and backs it with huge pages, and so that freeing it returns the memory.
-#[derive(Debug)]
-struct Chunk {
-    map: MmapMut,
-    len: usize,
-}
-
-impl Chunk {
-    fn new(bytes: usize) -> Result<Self> {
-        let map =
-            MmapMut::map_anon(bytes).map_err(|e| Error::io("allocating sort memory", "", e))?;
-        if bytes >= HUGE_PAGE_BYTES {
-            // Only a hint: without huge pages the sort is slower, not wrong.
-            let _ = map.advise(Advice::HugePage);
-        }
-        Ok(Chunk { map, len: 0 })
-    }
-
-    fn spare_bytes(&self) -> usize {
-        self.map.len() - self.len
-    }
-
-    /// Writes one byte of every page, so that the kernel faults in (and zeroes) the whole
-    /// chunk now rather than while pairs are copied into it.
-    fn touch(&mut self) {
-        for b in self.map.iter_mut().step_by(PAGE_BYTES) {
-            *b = 0;
-        }
-    }
-
-    fn append(&mut self, bytes: &[u8]) {
-        let end = self.len + bytes.len();
-        if let Some(dst) = self.map.get_mut(self.len..end) {
-            dst.copy_from_slice(bytes);
-            self.len = end;
-        }
-    }
-}
-
-impl std::ops::Deref for Chunk {
-    type Target = [u8];
-
-    fn deref(&self) -> &[u8] {
-        self.map.get(..self.len).unwrap_or_default()
-    }
-}
-
-/// Arena chunks made ready on a thread of their own: mapped, advised and with every page
-/// touched. Why: faulting in and zeroing fresh memory was about a tenth of the CPU time of
-/// an in-memory build (`perf` on 14M pairs: `clear_page_erms` under the arena copies), all
-/// of it on the thread that adds pairs, one at a time, while the other cores wait for the
-/// sort. One chunk is kept ready (a rendezvous channel: the thread makes the next chunk only
-/// once the previous one is taken); it is counted in the batch's memory.
-#[derive(Debug)]
-struct ChunkSupply {
-    /// In a mutex only so that a batch stays `Sync` (sorting shares it between threads);
-    /// only the adding thread takes chunks, once per chunk.
-    ready: std::sync::Mutex<std::sync::mpsc::Receiver<Result<Chunk>>>,
-}
-
-impl ChunkSupply {
-    /// Starts the thread; `None` if it cannot be started (chunks are then made in line).
-    fn start(chunk_bytes: usize) -> Option<Self> {
-        let (tx, ready) = std::sync::mpsc::sync_channel(0);
-        std::thread::Builder::new()
-            .name("stele-sort-arena".into())
-            .spawn(move || {
-                loop {
-                    let chunk = Chunk::new(chunk_bytes).map(|mut c| {
-                        c.touch();
-                        c
-                    });
-                    // Fails once the batch is gone: the thread ends, freeing its chunk.
-                    if tx.send(chunk).is_err() {
-                        break;
-                    }
-                }
-            })
-            .ok()?;
-        Some(ChunkSupply {
-            ready: std::sync::Mutex::new(ready),
-        })
-    }
-
-    fn take(&self) -> Option<Result<Chunk>> {
-        self.ready.lock().ok()?.recv().ok()
-    }
-}
 
 #[derive(Debug)]
 pub(crate) struct Batch {
@@ -166,163 +40,6 @@ pub(crate) struct Batch {
     arena_bytes: usize,
 }
 
-/// Sorts `recs`, whose keys share their first `depth` bytes and whose `prefix` holds key
-/// bytes `depth..depth + 8`, by key and then insertion order, and sets `lcps[1..]` to the
-/// common prefix lengths of neighbours (`lcps[0]` belongs to the caller).
-fn sort_level(chunks: &[Chunk], recs: &mut [Rec], lcps: &mut [u32], depth: usize) {
-    if depth >= MAX_RADIX_DEPTH {
-        // Keys sharing this long a prefix are rare: compare the rest directly rather than
-        // recurse further (which could exhaust the stack for huge keys).
-        sort_by_comparison(chunks, recs, lcps, depth);
-        return;
-    }
-    // A key that ends within this digit sorts before longer keys with the same digit (it is
-    // their prefix), and equal to keys of its own length: so lengths are capped at
-    // `depth + 9`, meaning "continues past this digit".
-    let cap = |r: &Rec| (r.key_len as usize).min(depth + 9) as u32;
-    if recs.len() <= LSD_MIN_ENTRIES {
-        recs.sort_unstable_by_key(|r| (r.prefix, cap(r), r.order()));
-    } else {
-        lsd_sort(recs, depth);
-    }
-    for i in 1..recs.len() {
-        let (a, b) = (&recs[i - 1], &recs[i]);
-        // Equal digits give 8 here; runs that continue past the digit are refined below.
-        let digit_common = ((a.prefix ^ b.prefix).leading_zeros() / 8) as usize;
-        lcps[i] = (depth + digit_common)
-            .min(a.key_len as usize)
-            .min(b.key_len as usize) as u32;
-    }
-    let mut i = 0;
-    // Keys of the records ahead are prefetched up to here, for the small runs.
-    let mut fetched = 0;
-    while i < recs.len() {
-        let (p, c) = (recs[i].prefix, cap(&recs[i]));
-        let mut j = i + 1;
-        while j < recs.len() && recs[j].prefix == p && cap(&recs[j]) == c {
-            j += 1;
-        }
-        while fetched < (j + PREFETCH_AHEAD).min(recs.len()) {
-            crate::prefetch::prefetch(Batch::key(chunks, &recs[fetched]));
-            fetched += 1;
-        }
-        if j - i > 1 && j - i <= SMALL_RUN && c as usize == depth + 9 {
-            // Few keys share this digit: sorting them by their remaining bytes touches each
-            // key once, where going on digit by digit would load it again at every level.
-            sort_by_comparison(chunks, &mut recs[i..j], &mut lcps[i..j], depth + 8);
-        } else if j - i > 1 && c as usize == depth + 9 {
-            let run = &mut recs[i..j];
-            for k in 0..run.len() {
-                if let Some(ahead) = run.get(k + PREFETCH_AHEAD) {
-                    crate::prefetch::prefetch(Batch::key(chunks, ahead));
-                }
-                let r = &mut run[k];
-                r.prefix = key_prefix(Batch::key(chunks, r).get(depth + 8..).unwrap_or_default());
-            }
-            sort_level(chunks, run, &mut lcps[i..j], depth + 8);
-        }
-        i = j;
-    }
-}
-
-/// Runs of up to this many keys sharing a digit are sorted by comparing their remaining
-/// bytes rather than digit by digit.
-const SMALL_RUN: usize = 16;
-
-/// Sorts `recs`, whose keys share their first `from` bytes, by key and then insertion order,
-/// comparing the keys from byte `from`, and sets `lcps[1..]` as `sort_level` does.
-fn sort_by_comparison(chunks: &[Chunk], recs: &mut [Rec], lcps: &mut [u32], from: usize) {
-    recs.sort_unstable_by(|a, b| {
-        let ka = Batch::key(chunks, a).get(from..).unwrap_or_default();
-        let kb = Batch::key(chunks, b).get(from..).unwrap_or_default();
-        ka.cmp(kb).then(a.order().cmp(&b.order()))
-    });
-    for i in 1..recs.len() {
-        let a = Batch::key(chunks, &recs[i - 1]);
-        let b = Batch::key(chunks, &recs[i]);
-        let lcp = from
-            + common_prefix(
-                a.get(from..).unwrap_or_default(),
-                b.get(from..).unwrap_or_default(),
-            );
-        lcps[i] = lcp as u32;
-    }
-}
-
-/// Above this many records a run is sorted by `lsd_sort` rather than by comparisons.
-const LSD_MIN_ENTRIES: usize = 256;
-/// Scratch buffers of up to this many records stay with their thread between runs.
-const LSD_SCRATCH_KEEP: usize = 1 << 16;
-
-thread_local! {
-    /// Scratch space for `lsd_sort`, kept per thread so that sorting thousands of buckets
-    /// does not allocate (and page-fault) a buffer for each.
-    static LSD_SCRATCH: std::cell::RefCell<Vec<Rec>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Sorts `recs` by `(prefix, capped length)` as `sort_level` does, with a stable LSD radix
-/// sort on bytes: records must come in insertion order (as the scatter and every level leave
-/// them), which stability keeps for equal keys, so the order is the same as sorting by
-/// `(prefix, capped length, insertion order)`. Passes whose digit is the same for all records (such as
-/// the leading bytes the scatter already split on, or the zero padding of short keys) are
-/// skipped.
-fn lsd_sort(recs: &mut [Rec], depth: usize) {
-    // Digit 0 is the capped length relative to `depth` (0..=9), digits 1..=8 the prefix
-    // bytes from least to most significant.
-    let digit = |r: &Rec, d: usize| -> usize {
-        if d == 0 {
-            (r.key_len as usize).min(depth + 9) - depth.min(r.key_len as usize)
-        } else {
-            ((r.prefix >> (8 * (d - 1))) & 0xff) as usize
-        }
-    };
-    let mut counts = [[0usize; 256]; 9];
-    for r in recs.iter() {
-        for (d, c) in counts.iter_mut().enumerate() {
-            c[digit(r, d)] += 1;
-        }
-    }
-    let n = recs.len();
-    let passes: Vec<usize> = (0..9).filter(|&d| !counts[d].contains(&n)).collect();
-    if passes.is_empty() {
-        return;
-    }
-    LSD_SCRATCH.with(|scratch| {
-        let mut scratch = scratch.borrow_mut();
-        scratch.clear();
-        scratch.resize(n, Rec::default());
-        let (mut src, mut dst): (&mut [Rec], &mut [Rec]) = (recs, &mut scratch[..n]);
-        let mut in_scratch = false;
-        for &d in &passes {
-            let mut offsets = [0usize; 256];
-            let mut at = 0;
-            for (o, &c) in offsets.iter_mut().zip(counts[d].iter()) {
-                *o = at;
-                at += c;
-            }
-            for r in src.iter() {
-                let b = digit(r, d);
-                dst[offsets[b]] = *r;
-                offsets[b] += 1;
-            }
-            std::mem::swap(&mut src, &mut dst);
-            in_scratch = !in_scratch;
-        }
-        if in_scratch {
-            // `src` is the scratch holding the result, `dst` the caller's records.
-            dst.copy_from_slice(src);
-        }
-        if scratch.capacity() > LSD_SCRATCH_KEEP {
-            // Do not hold a large buffer in the thread after the sort.
-            *scratch = Vec::new();
-        }
-    });
-}
-
-fn key_prefix(key: &[u8]) -> u64 {
-    crate::prefix::prefix8(key)
-}
-
 impl Batch {
     /// A batch whose arena grows in chunks of about 1/16 of the budget (4 KiB to 4 MiB).
     pub(crate) fn new(budget_bytes: usize) -> Self {
@@ -345,20 +62,20 @@ impl Batch {
     /// Key of the `i`-th record (in sorted order after `sort`).
     #[inline]
     pub(crate) fn key_at(&self, i: usize) -> &[u8] {
-        Self::key(&self.chunks, &self.recs[i])
+        arena::key(&self.chunks, &self.recs[i])
     }
 
     /// Value of the `i`-th record.
     #[inline]
     pub(crate) fn value_at(&self, i: usize) -> &[u8] {
-        Self::value(&self.chunks, &self.recs[i])
+        arena::value(&self.chunks, &self.recs[i])
     }
 
     /// Starts loading the key of the `i`-th record into the cache (if `i` exists).
     #[inline]
     pub(crate) fn prefetch(&self, i: usize) {
         if let Some(r) = self.recs.get(i) {
-            crate::prefetch::prefetch(Self::key(&self.chunks, r));
+            crate::prefetch::prefetch(arena::key(&self.chunks, r));
         }
     }
 
@@ -469,7 +186,7 @@ impl Batch {
             self.lcps.push(0);
             return;
         };
-        let prev = Self::key(&self.chunks, prev);
+        let prev = arena::key(&self.chunks, prev);
         let lcp = common_prefix(prev, key);
         let in_order = match (prev.get(lcp), key.get(lcp)) {
             (Some(a), Some(b)) => a < b,
@@ -483,18 +200,6 @@ impl Batch {
             self.presorted = false;
             self.lcps = Vec::new();
         }
-    }
-
-    fn key<'a>(chunks: &'a [Chunk], r: &Rec) -> &'a [u8] {
-        let chunk = &chunks[(r.loc >> 32) as usize];
-        let off = (r.loc & 0xffff_ffff) as usize;
-        &chunk[off..off + r.key_len as usize]
-    }
-
-    fn value<'a>(chunks: &'a [Chunk], r: &Rec) -> &'a [u8] {
-        let chunk = &chunks[(r.loc >> 32) as usize];
-        let off = (r.loc & 0xffff_ffff) as usize + r.key_len as usize;
-        &chunk[off..off + r.value_len as usize]
     }
 
     /// Sorts by key, equal keys in insertion order, using the rayon thread pool (nothing to
@@ -634,7 +339,7 @@ impl Batch {
             }
             self.prefetch(j + PREFETCH_AHEAD);
             let first = &self.recs[i];
-            let key = Self::key(chunks, first);
+            let key = arena::key(chunks, first);
             let chosen = match policy {
                 DuplicatePolicy::Reject if j - i > 1 => {
                     return Err(Error::DuplicateKey { key: key.to_vec() });
@@ -642,7 +347,7 @@ impl Batch {
                 DuplicatePolicy::KeepLast => &self.recs[j - 1],
                 _ => first,
             };
-            f(key, Self::value(chunks, chosen))?;
+            f(key, arena::value(chunks, chosen))?;
             i = j;
         }
         Ok(())

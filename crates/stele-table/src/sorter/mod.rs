@@ -1,9 +1,11 @@
 //! Building a table from pairs in any order, within a memory budget.
 
+mod arena;
 mod batch;
 mod encode;
 mod merge;
 mod pipeline;
+mod radix;
 mod run;
 
 use crate::builder::{
