@@ -52,10 +52,9 @@ pub fn import_parquet_file(
     collection: &str,
     path: impl AsRef<Path>,
     opts: &ImportOptions,
-    progress: impl FnMut(ImportProgress),
+    mut progress: impl FnMut(ImportProgress),
 ) -> Result<ImportReport, ImportError> {
     let path = path.as_ref();
-    let mut progress = progress;
     let (file, meta) = open(path)?;
     let (bulk, plan) = match prepare(db, collection, meta.schema(), opts)? {
         Prepared::Bulk(bulk) => *bulk,
