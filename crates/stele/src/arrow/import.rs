@@ -314,23 +314,28 @@ impl<'a, P: FnMut(ImportProgress)> Import<'a, P> {
             } = &mut self;
             let plan = &*plan;
             // This slice written on the pool while the next one is read (a Parquet file's
-            // decoding, a stream's producer) and the one before is handed to the bulk write
-            // (its sorter's copy and sample: a tenth of a geonames import's CPU, which left
-            // the pool idle while it ran on the calling thread between slices).
-            let (built, (after, handed)) = rayon::join(
-                || build(&slice, plan, first, &write),
-                || {
+            // decoding, a stream's producer), from a thread of the scope, and the one before
+            // is handed to the bulk write on this thread meanwhile (its sorter's copy and
+            // sample: a tenth of a geonames import's CPU). Not from a thread of the pool: a
+            // streamed bulk write packs each block as it fills, and a packer called on the
+            // pool packs in place, on that one thread (a debian-packages import took twice
+            // the wall time of the sorted one); called from here it packs on the pool.
+            let (built, after, handed) = std::thread::scope(|scope| {
+                let work = scope.spawn(|| {
                     rayon::join(
+                        || build(&slice, plan, first, &write),
                         || slices.next(&mut batches),
-                        || match pending.take() {
-                            Some((built, first)) => {
-                                hand_on(bulk, opts, report, progress, built, first)
-                            }
-                            None => Ok(()),
-                        },
                     )
-                },
-            );
+                });
+                let handed = match pending.take() {
+                    Some((built, first)) => hand_on(bulk, opts, report, progress, built, first),
+                    None => Ok(()),
+                };
+                match work.join() {
+                    Ok((built, after)) => (built, after, handed),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            });
             next = after;
             // The rows before this slice's first failed first, as in order.
             handed?;
