@@ -31,6 +31,7 @@ mod import_streamed;
 mod import_syncs;
 mod int_ids;
 mod pack;
+mod parquet_import;
 mod power;
 mod power_loss;
 mod power_loss_recovery;

@@ -133,26 +133,6 @@ fn import_bar(bar: ProgressBar) -> impl FnMut(ImportProgress) {
     }
 }
 
-/// The rows of a Parquet file, as Arrow record batches.
-fn parquet_rows(
-    path: &std::path::Path,
-) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader, ImportError> {
-    let malformed = |reason: String| ImportError::Malformed {
-        file: path.display().to_string(),
-        line: 0,
-        reason,
-    };
-    let file = std::fs::File::open(path).map_err(|error| ImportError::Read {
-        file: path.display().to_string(),
-        error,
-    })?;
-    // Batches of 8,192 rows (the reader's default is 1,024): the import writes a batch's
-    // rows on every core while the next batch is decoded.
-    parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
-        .and_then(|b| b.with_batch_size(8192).build())
-        .map_err(|e| malformed(format!("not a Parquet file this reader can read: {e}")))
-}
-
 pub fn import(args: &ImportArgs) -> Result<()> {
     // Checked first: a bad name is not blamed on the input, and creates no database.
     stele::check_collection_name(&args.collection)?;
@@ -199,15 +179,13 @@ pub fn import(args: &ImportArgs) -> Result<()> {
     let report = write_creating(&args.db, args.create_here, |db| {
         let bar = ProgressBar::new_spinner();
         let result = if parquet {
-            parquet_rows(&args.input).and_then(|rows| {
-                stele::arrow::import_arrow(
-                    db,
-                    &args.collection,
-                    rows,
-                    &opts,
-                    import_bar(bar.clone()),
-                )
-            })
+            stele::arrow::import_parquet_file(
+                db,
+                &args.collection,
+                &args.input,
+                &opts,
+                import_bar(bar.clone()),
+            )
         } else if from_stdin {
             stele::import::import_reader(
                 db,

@@ -454,6 +454,17 @@ class Collection:
         there is one), else numbered. Columns JSON cannot hold raise InvalidInput first."""
     def import_arrow(self, data: Any, *, id: str | None = None, batch: int = 10_000) -> dict[str, Any]:
         """The same as put_arrow."""
+    def import_parquet(
+        self,
+        path: str | PathLike[str],
+        *,
+        id: str | None = None,
+        skip_bad: bool = False,
+        batch: int = 10_000,
+    ) -> dict[str, Any]:
+        """Imports every row of the Parquet file path as a document, as import_arrow does, read
+        in this process without pyarrow (the import `stele import` runs): all or nothing; ids
+        from the column id (default: _id when there is one), else numbered."""
     def to_arrow(
         self,
         fields: list[str] | str | None = None,

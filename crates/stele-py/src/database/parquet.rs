@@ -1,5 +1,7 @@
 //! `Collection.to_parquet`: a collection written as a Parquet file in this process
-//! (`Snapshot::export_parquet`), without pyarrow.
+//! (`Snapshot::export_parquet`), without pyarrow; `Collection.import_parquet`: a Parquet
+//! file read back in this process (`stele::arrow::import_parquet_file`, the import
+//! `stele import` runs), without pyarrow.
 
 use std::path::PathBuf;
 
@@ -10,6 +12,7 @@ use super::arrow::reader_options;
 use super::collection::PyCollection;
 use super::find::filter_arg;
 use crate::errors::db_err;
+use crate::import::{ImportArgs, run_import};
 
 #[pymethods]
 impl PyCollection {
@@ -54,5 +57,38 @@ impl PyCollection {
         let name = self.name.clone();
         py.detach(|| snap.export_parquet_file(&name, opts, &path))
             .map_err(|e| db_err(py, e))
+    }
+
+    /// import_parquet(path, *, id=None, skip_bad=False, batch=10000) -> dict
+    ///
+    /// Imports every row of the Parquet file `path` as one document, as `import_arrow`
+    /// imports Arrow data (the same columns, ids and errors), reading the file in this
+    /// process without pyarrow (the import `stele import` runs): all or nothing. Ids from
+    /// the column `id` (`_id`, the column `to_parquet` writes, when there is one), else
+    /// numbered from 1. A file whose ids ascend (one `to_parquet` wrote) is packed while it
+    /// is read. Returns the same dict as `import_file`.
+    #[pyo3(signature = (path, *, id = None, skip_bad = false, batch = 10_000))]
+    fn import_parquet<'py>(
+        &self,
+        py: Python<'py>,
+        path: PathBuf,
+        id: Option<&str>,
+        skip_bad: bool,
+        batch: usize,
+    ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let db = self.writer(py)?;
+        let args = ImportArgs {
+            format: None,
+            id_field: id,
+            skip_bad,
+            wrap_non_objects: None,
+            duplicates: "last_wins",
+            batch,
+        };
+        let name = self.name.clone();
+        let missing = format!("no file {}: check the path", path.display());
+        run_import(py, &args, &missing, move |opts, progress| {
+            stele::arrow::import_parquet_file(&db, &name, &path, opts, progress)
+        })
     }
 }

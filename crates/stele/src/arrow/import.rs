@@ -47,8 +47,35 @@ pub fn import_arrow(
     opts: &ImportOptions,
     progress: impl FnMut(ImportProgress),
 ) -> Result<ImportReport, ImportError> {
-    let schema = batches.schema();
-    for (field, col) in schema.fields().iter().zip(empty_columns(&schema)) {
+    match prepare(db, collection, &batches.schema(), opts)? {
+        Prepared::Text(opts) => {
+            super::import_text::import_as_text(db, collection, batches, &opts, progress)
+        }
+        Prepared::Bulk(bulk) => {
+            let (bulk, plan) = *bulk;
+            Import::new(bulk, opts, plan, progress).run(batches)
+        }
+    }
+}
+
+/// How an import of rows of a schema goes.
+pub(super) enum Prepared {
+    /// In bulk, with what each row becomes (boxed: a bulk write holds its sorter).
+    Bulk(Box<(BulkImport, Plan)>),
+    /// Through the JSON import's staged write, with these options (the collection is not
+    /// written in bulk).
+    Text(ImportOptions),
+}
+
+/// Checks the columns of `schema` and finds where the ids come from; then the bulk write
+/// of `collection`, if it is written in bulk (sorted: see [`BulkImport::streaming`]).
+pub(super) fn prepare(
+    db: &crate::Database,
+    collection: &str,
+    schema: &Schema,
+    opts: &ImportOptions,
+) -> Result<Prepared, ImportError> {
+    for (field, col) in schema.fields().iter().zip(empty_columns(schema)) {
         Cells::of(col.as_ref(), field, field.name()).map_err(|reason| malformed(0, reason))?;
     }
     let has_id_column = schema.field_with_name(ID).is_ok();
@@ -69,25 +96,15 @@ pub fn import_arrow(
         }
     };
     let Some(bulk) = BulkImport::new(db, collection, opts)? else {
-        let opts = match ids {
+        return Ok(Prepared::Text(match ids {
             Ids::Column => opts.clone().id_field(ID),
             _ => opts.clone(),
-        };
-        return super::import_text::import_as_text(db, collection, batches, &opts, progress);
+        }));
     };
     // SAFETY: `Import::hand_on` adds only documents `RowWriter::row` just finished with a
     // `DocumentWriter`.
     let bulk = unsafe { bulk.for_written_documents(opts) };
-    let plan = Plan::new(&schema, ids);
-    Import {
-        bulk,
-        opts,
-        plan,
-        report: ImportReport::default(),
-        progress: ImportProgress::start(),
-        callback: progress,
-    }
-    .run(batches)
+    Ok(Prepared::Bulk(Box::new((bulk, Plan::new(schema, ids)))))
 }
 
 /// The column the ids come from by default (the scan's id column).
@@ -95,7 +112,7 @@ const ID: &str = "_id";
 /// The scan's column for a root property named `_id`.
 const DOC_ID: &str = "doc._id";
 
-fn malformed(line: u64, reason: String) -> ImportError {
+pub(super) fn malformed(line: u64, reason: String) -> ImportError {
     ImportError::Malformed {
         file: SOURCE.to_owned(),
         line,
@@ -125,7 +142,7 @@ enum Ids {
 
 /// What each row becomes: the columns written as properties (their index and key), and the ids.
 #[derive(Clone)]
-struct Plan {
+pub(super) struct Plan {
     props: Vec<(usize, String)>,
     id_column: Option<usize>,
     ids: Ids,
@@ -161,7 +178,7 @@ impl Plan {
 }
 
 /// A row written: its id (as stored), the id's kind and its document; or why it is bad.
-type Built = Result<(String, IdKind, Vec<u8>), String>;
+pub(super) type Built = Result<(String, IdKind, Vec<u8>), String>;
 
 /// One row of `columns` as a document and an id; `record` is its number from 1.
 struct RowWriter {
@@ -238,7 +255,7 @@ fn column_id(cells: Option<&Cells<'_>>, i: usize) -> Result<(String, IdKind), St
 }
 
 /// An import under way: rows to documents, handed to the bulk write in input order.
-struct Import<'a, P> {
+pub(super) struct Import<'a, P> {
     bulk: BulkImport,
     opts: &'a ImportOptions,
     plan: Plan,
@@ -247,8 +264,19 @@ struct Import<'a, P> {
     callback: P,
 }
 
-impl<P: FnMut(ImportProgress)> Import<'_, P> {
-    fn run(
+impl<'a, P: FnMut(ImportProgress)> Import<'a, P> {
+    pub(super) fn new(bulk: BulkImport, opts: &'a ImportOptions, plan: Plan, callback: P) -> Self {
+        Import {
+            bulk,
+            opts,
+            plan,
+            report: ImportReport::default(),
+            progress: ImportProgress::start(),
+            callback,
+        }
+    }
+
+    pub(super) fn run(
         mut self,
         mut batches: impl RecordBatchReader + Send,
     ) -> Result<ImportReport, ImportError> {
@@ -286,23 +314,28 @@ impl<P: FnMut(ImportProgress)> Import<'_, P> {
             } = &mut self;
             let plan = &*plan;
             // This slice written on the pool while the next one is read (a Parquet file's
-            // decoding, a stream's producer) and the one before is handed to the bulk write
-            // (its sorter's copy and sample: a tenth of a geonames import's CPU, which left
-            // the pool idle while it ran on the calling thread between slices).
-            let (built, (after, handed)) = rayon::join(
-                || build(&slice, plan, first, &write),
-                || {
+            // decoding, a stream's producer), from a thread of the scope, and the one before
+            // is handed to the bulk write on this thread meanwhile (its sorter's copy and
+            // sample: a tenth of a geonames import's CPU). Not from a thread of the pool: a
+            // streamed bulk write packs each block as it fills, and a packer called on the
+            // pool packs in place, on that one thread (a debian-packages import took twice
+            // the wall time of the sorted one); called from here it packs on the pool.
+            let (built, after, handed) = std::thread::scope(|scope| {
+                let work = scope.spawn(|| {
                     rayon::join(
+                        || build(&slice, plan, first, &write),
                         || slices.next(&mut batches),
-                        || match pending.take() {
-                            Some((built, first)) => {
-                                hand_on(bulk, opts, report, progress, built, first)
-                            }
-                            None => Ok(()),
-                        },
                     )
-                },
-            );
+                });
+                let handed = match pending.take() {
+                    Some((built, first)) => hand_on(bulk, opts, report, progress, built, first),
+                    None => Ok(()),
+                };
+                match work.join() {
+                    Ok((built, after)) => (built, after, handed),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            });
             next = after;
             // The rows before this slice's first failed first, as in order.
             handed?;
@@ -379,7 +412,7 @@ fn hand_on(
 }
 
 /// The rows of `slice` as documents, on every core, in order; the first is record `first`.
-fn build(
+pub(super) fn build(
     slice: &RecordBatch,
     plan: &Plan,
     first: u64,

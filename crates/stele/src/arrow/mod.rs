@@ -65,6 +65,8 @@ mod parallel;
 mod parquet;
 #[cfg(feature = "parquet")]
 mod parquet_file;
+#[cfg(feature = "parquet")]
+mod parquet_import;
 mod reader;
 mod rows;
 mod state;
@@ -72,6 +74,8 @@ mod state;
 pub use import::{SLICE_ROWS, import_arrow};
 #[cfg(feature = "parquet")]
 pub use parquet::PARQUET_ROW_GROUP_ROWS;
+#[cfg(feature = "parquet")]
+pub use parquet_import::import_parquet_file;
 pub use state::ArrowReader;
 
 use crate::error::{Error, Result};

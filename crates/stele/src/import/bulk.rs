@@ -345,6 +345,11 @@ impl BulkWriter {
                     packer, dictionary, ..
                 } = *s;
                 let (packs, imported, packed_bytes) = packer.finish()?;
+                // Asked once more before landing: the reading asked after each stretch,
+                // and the packing was done meanwhile.
+                if cancelled() {
+                    return Err(ImportError::Cancelled);
+                }
                 let outcome = land(
                     db,
                     collection,

@@ -145,6 +145,52 @@ impl BulkImport {
         }
     }
 
+    #[cfg(feature = "parquet")]
+    /// The most documents and bytes a sample for [`Self::streaming`] should hold for an
+    /// import of about `est_doc_bytes` bytes of documents (`None` once streaming): what the
+    /// sorted write's own reservoir would train on (`BulkWriter::sample_limits`).
+    pub(crate) fn sample_limits(&self, est_doc_bytes: u64) -> Option<(usize, usize)> {
+        self.writer.sample_limits(est_doc_bytes)
+    }
+
+    #[cfg(feature = "parquet")]
+    /// Whether an import of about `est_doc_bytes` bytes of documents is big enough to be
+    /// packed while it is read (`BulkWriter::streams`).
+    pub(crate) fn streams(&self, est_doc_bytes: u64) -> bool {
+        BulkWriter::streams(self.writer.settings(), est_doc_bytes)
+    }
+
+    #[cfg(feature = "parquet")]
+    /// This bulk write, given nothing yet, switched to documents added in strictly
+    /// ascending id order, each block packed as soon as it is full, with a dictionary
+    /// trained now on `sample` (`BulkWriter::streaming`): an id that does not sort after
+    /// the one before sets `out_of_order` and fails the add, for the caller to start again
+    /// sorted. The ids must be the collection's kind (no key conversion reorders them).
+    pub(crate) fn streaming(
+        self,
+        sample: &super::presample::Presample,
+        est_docs: u64,
+        est_doc_bytes: u64,
+        out_of_order: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) -> IResult<Self> {
+        debug_assert_eq!(self.added, 0, "streaming from the first document on");
+        let writer = self.writer.streaming(
+            &self.db,
+            &self.collection,
+            sample,
+            est_docs,
+            est_doc_bytes,
+            out_of_order,
+        )?;
+        Ok(BulkImport { writer, ..self })
+    }
+
+    #[cfg(feature = "parquet")]
+    /// The kind of the ids of the collection (or of the first document added), if known.
+    pub(crate) fn id_kind(&self) -> Option<IdKind> {
+        self.kind
+    }
+
     #[cfg(feature = "arrow")]
     /// As [`Self::finish`], stopping with [`ImportError::Cancelled`] before anything landed
     /// once the cancel flag of `opts` is set.
@@ -174,6 +220,7 @@ impl BulkImport {
             spilled_bytes: outcome.spilled_bytes,
             collection_documents: outcome.landed.documents,
             merged: outcome.landed.merged,
+            packed_while_reading: outcome.streamed,
             ..ImportReport::default()
         })
     }

@@ -79,6 +79,8 @@ pub use options::{
     ImportFormat, ImportOptions, ImportPhase, ImportProgress, ImportReport, NON_OBJECT_FIX,
     SMALL_IMPORT_PACK_LEVEL, numbered_id, numbered_id_for,
 };
+#[cfg(feature = "parquet")]
+pub(crate) use presample::Presample;
 
 use crate::db::Database;
 use crate::error::Error;

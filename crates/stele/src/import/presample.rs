@@ -28,7 +28,7 @@ const MAX_LINE_BYTES: usize = 1 << 20;
 
 /// Documents sampled from a file before it is imported.
 #[derive(Debug, Default)]
-pub(super) struct Presample {
+pub(crate) struct Presample {
     /// The documents, in file order.
     pub(super) docs: Vec<Vec<u8>>,
     /// Their JSON texts (without the blanks around them): what a bulk import packs where
@@ -136,6 +136,21 @@ pub(super) fn presample(
 }
 
 impl Presample {
+    /// A sample of documents an import writes itself (the Arrow import of a Parquet file,
+    /// `crate::arrow`), in input order: the blocks hold the documents as they are, so the
+    /// dictionary trains on them (what the sorted write's reservoir would have held), and
+    /// their bytes stand for the input's.
+    #[cfg(feature = "parquet")]
+    pub(crate) fn of_documents(docs: Vec<Vec<u8>>) -> Presample {
+        let doc_bytes: u64 = docs.iter().map(|d| d.len() as u64).sum();
+        Presample {
+            texts: docs.clone(),
+            docs,
+            json_bytes: doc_bytes,
+            doc_bytes,
+        }
+    }
+
     /// Replaces each sampled text by its form without the top-level field `name` where it
     /// has one (`crate::compress::elide`), as the import will store it.
     pub(super) fn elide_texts(&mut self, name: &str) {
