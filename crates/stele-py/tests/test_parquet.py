@@ -96,3 +96,48 @@ def test_an_empty_collection_writes_an_empty_file(tmp_path):
         out = tmp_path / "e.parquet"
         assert db["none"].to_parquet(out) == 0
         assert pq.read_table(out).num_rows == 0
+
+
+def test_import_parquet_round_trips_to_parquet(coll, tmp_path):
+    out = tmp_path / "all.parquet"
+    coll.to_parquet(out)
+    with stele.open(tmp_path / "back") as db:
+        report = db["docs"].import_parquet(out)
+        assert report["documents"] == len(DOCS)
+        back = db["docs"]
+        assert len(back) == len(DOCS)
+        for key in ("d00000", "d00007", "d12345", "d19999"):
+            assert back[key].to_python() == DOCS[key], key
+        # The same rows come out as they went in, types included.
+        assert pa.table(back.to_arrow()).equals(pa.table(coll.to_arrow()))
+
+
+def test_import_parquet_of_ids_out_of_order_and_numbered(tmp_path):
+    ids = [f"k{i:04}" for i in range(3000)]
+    ids[10], ids[2500] = ids[2500], ids[10]
+    table = pa.table({"_id": ids, "n": list(range(3000))})
+    out = tmp_path / "shuffled.parquet"
+    pq.write_table(table, out)
+    with stele.open(tmp_path / "db") as db:
+        assert db["c"].import_parquet(out)["documents"] == 3000
+        assert db["c"]["k2500"].to_python() == {"n": 10}
+        assert db["c"]["k0010"].to_python() == {"n": 2500}
+        # No id column: numbered from 1, in file order.
+        pq.write_table(pa.table({"n": [5, 6, 7]}), tmp_path / "plain.parquet")
+        assert db["plain"].import_parquet(tmp_path / "plain.parquet")["documents"] == 3
+        assert db["plain"][1].to_python() == {"n": 5}
+
+
+def test_import_parquet_errors_leave_nothing(tmp_path):
+    bad = tmp_path / "not.parquet"
+    bad.write_bytes(b"this is not parquet")
+    with stele.open(tmp_path / "db") as db:
+        with pytest.raises(stele.SteleError, match="not.parquet"):
+            db["c"].import_parquet(bad)
+        pq.write_table(pa.table({"_id": ["a", None, "c"], "n": [1, 2, 3]}), tmp_path / "n.parquet")
+        with pytest.raises(stele.InvalidInput):
+            db["c"].import_parquet(tmp_path / "n.parquet")
+        assert len(db["c"]) == 0
+        report = db["c"].import_parquet(tmp_path / "n.parquet", skip_bad=True)
+        assert report["documents"] == 2
+        assert sorted(k for k, _ in db["c"].items()) == ["a", "c"]

@@ -25,6 +25,11 @@ use stele_doc::{CachedPath, Document, DocumentWriter, WriteOptions};
 /// chunk) is taken a slice at a time, so memory stays a slice's documents.
 pub const SLICE_ROWS: usize = 16_384;
 
+/// Slices of fewer rows are built and handed on in turn on the calling thread, not built on a
+/// thread of their own meanwhile: starting a thread (tens of microseconds) would cost a stream
+/// of one-row batches more than the whole import of its rows.
+const OVERLAP_MIN_ROWS: usize = 1_024;
+
 /// The name the errors give the input.
 const SOURCE: &str = "(arrow)";
 
@@ -320,22 +325,38 @@ impl<'a, P: FnMut(ImportProgress)> Import<'a, P> {
             // streamed bulk write packs each block as it fills, and a packer called on the
             // pool packs in place, on that one thread (a debian-packages import took twice
             // the wall time of the sorted one); called from here it packs on the pool.
-            let (built, after, handed) = std::thread::scope(|scope| {
-                let work = scope.spawn(|| {
-                    rayon::join(
-                        || build(&slice, plan, first, &write),
-                        || slices.next(&mut batches),
-                    )
-                });
-                let handed = match pending.take() {
+            let hand_pending =
+                |bulk: &mut BulkImport,
+                 report: &mut ImportReport,
+                 progress: &mut ImportProgress,
+                 pending: Option<(Vec<Built>, u64)>| match pending {
                     Some((built, first)) => hand_on(bulk, opts, report, progress, built, first),
                     None => Ok(()),
                 };
-                match work.join() {
-                    Ok((built, after)) => (built, after, handed),
-                    Err(panic) => std::panic::resume_unwind(panic),
-                }
-            });
+            let (built, after, handed) = if slice.num_rows() < OVERLAP_MIN_ROWS {
+                // A small slice (a stream of small batches): a thread started for it would
+                // cost more than the overlap saves, so the rows before are handed on first.
+                let handed = hand_pending(bulk, report, progress, pending.take());
+                let (built, after) = rayon::join(
+                    || build(&slice, plan, first, &write),
+                    || slices.next(&mut batches),
+                );
+                (built, after, handed)
+            } else {
+                std::thread::scope(|scope| {
+                    let work = scope.spawn(|| {
+                        rayon::join(
+                            || build(&slice, plan, first, &write),
+                            || slices.next(&mut batches),
+                        )
+                    });
+                    let handed = hand_pending(bulk, report, progress, pending.take());
+                    match work.join() {
+                        Ok((built, after)) => (built, after, handed),
+                        Err(panic) => std::panic::resume_unwind(panic),
+                    }
+                })
+            };
             next = after;
             // The rows before this slice's first failed first, as in order.
             handed?;
