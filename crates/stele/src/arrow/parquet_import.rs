@@ -78,20 +78,15 @@ pub fn import_parquet_file(
         Err(_) if out_of_order.load(Ordering::Relaxed) => {
             // The ids ascended in the sample but not in the file: sorted after all, from
             // the first row (the failed attempt's tables go with the next checkpoint).
+            // `import_arrow` of every row: the sorted import of a stream.
             let (file, meta) = open(path)?;
-            let again = match prepare(db, collection, meta.schema(), opts)? {
-                Prepared::Bulk(bulk) => {
-                    let (bulk, plan) = *bulk;
-                    Import::new(bulk, opts, plan, &mut progress).run(rows(path, file, &meta, None)?)
-                }
-                Prepared::Text(text_opts) => super::import_text::import_as_text(
-                    db,
-                    collection,
-                    rows(path, file, &meta, None)?,
-                    &text_opts,
-                    &mut progress,
-                ),
-            };
+            let again = super::import_arrow(
+                db,
+                collection,
+                rows(path, file, &meta, None)?,
+                opts,
+                &mut progress,
+            );
             again.map(|report| ImportReport {
                 restarted_sorted: true,
                 ..report
