@@ -48,7 +48,8 @@ pub use retrain::{
 };
 pub(crate) use streams::to_document_written;
 pub use streams::{
-    TRIAL_EVERY_BLOCKS, is_kept_text, is_text_form, text_form_rebuilds, to_document,
+    MOST_BLOCKS_BETWEEN_TRIALS, TRIAL_EVERY_BLOCKS, is_kept_text, is_text_form, text_form_rebuilds,
+    to_document,
 };
 /// The trainer with its choices exposed: for the benchmarks (`compress_bench`) and the
 /// test that makes the fuzz targets' seeds; not part of the supported API. Not behind a

@@ -7,8 +7,7 @@ use super::context::{block_context, compress_joined, encode_block};
 use super::header::{Codec, DictionaryId, MAX_BLOCK_DOCS};
 use super::keyed::join;
 use super::streams::{
-    FormChoice, Forms, TRIAL_EVERY_BLOCKS, is_kept_text, push_stream, push_stream_trusted,
-    to_document,
+    FormChoice, Forms, is_kept_text, push_stream, push_stream_trusted, to_document,
 };
 use crate::{Error, Result};
 
@@ -225,12 +224,11 @@ impl BlockPacker {
         let mut as_docs = std::mem::take(&mut self.alternative);
         self.pack_keyed_as(Codec::KeyedBlock, keys, &doc_forms.parts(), &mut as_docs)?;
         self.pack_keyed_as(codec_of(true), keys, &stream_forms.parts(), out)?;
-        self.forms.streams = out.len() <= as_docs.len();
+        self.forms.tried(out.len() <= as_docs.len());
         if !self.forms.streams {
             std::mem::swap(out, &mut as_docs);
         }
         self.alternative = as_docs;
-        self.forms.until_trial = TRIAL_EVERY_BLOCKS - 1;
         Ok(codec_of(self.forms.streams))
     }
 }
