@@ -121,3 +121,105 @@ fn groups_per_document_answer_alike_whatever_the_budget() {
         assert_eq!(got.rows, want_by_k, "budget {budget}");
     }
 }
+
+/// Keys of every kind in one `$group`: numbers equal by value (`1`, `1.0`), objects equal
+/// whatever their order, a missing key with `null`, strings with a zero byte, quotes and
+/// non-ASCII text, arrays, the integer limits, and a third of the documents in a group of
+/// their own (floats, strings, objects in turn). On a collection read on the caller's
+/// thread (3,000 and 6,000 documents) and by the parallel scan (20,000), each with every
+/// budget (1 byte spills): the groups worked out here from the documents, and one order.
+#[test]
+fn keys_of_mixed_types_group_alike_serial_parallel_and_spilled() {
+    // (the key as stored, or none for a missing key; the group it falls in)
+    let variants: [(Option<&str>, usize); 20] = [
+        (Some("1"), 0),
+        (Some("2.5"), 1),
+        (Some("-7"), 2),
+        (Some(r#""a""#), 3),
+        (Some(r#""""#), 4),
+        (Some(r#""é漢""#), 5),
+        (Some(r#""x\"y""#), 6),
+        (Some("null"), 7),
+        (Some("true"), 8),
+        (Some("false"), 9),
+        (Some(r#"[1,"b"]"#), 10),
+        (Some(r#"{"x":1,"y":[2]}"#), 11),
+        (Some("{}"), 12),
+        (Some("[]"), 13),
+        (Some("18446744073709551615"), 14),
+        (Some("-9223372036854775808"), 15),
+        (Some(r#""a\u0000b""#), 16),
+        (Some("1.0"), 0),
+        (Some(r#"{"y":[2],"x":1}"#), 11),
+        (None, 7),
+    ];
+    for n in [3_000u32, 6_000, 20_000] {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = DatabaseOptions::default()
+            .pack_block_bytes(4096)
+            .background_training(false);
+        let db = Database::open_with(dir.path(), opts).unwrap();
+        let mut b = db.batch();
+        // Each group's key as printed (the first document's) and its documents' `n`.
+        let mut want: std::collections::BTreeMap<String, (String, Vec<u32>)> =
+            std::collections::BTreeMap::new();
+        for i in 0..n {
+            let (key, group) = match i % 9 {
+                0 => (Some(format!("{i}.5")), format!("f{i}")),
+                3 => (Some(format!(r#""u{i}""#)), format!("s{i}")),
+                6 => (Some(format!(r#"{{"u":{i}}}"#)), format!("o{i}")),
+                _ => {
+                    let (key, g) = variants[i as usize % variants.len()];
+                    (key.map(str::to_owned), format!("v{g:02}"))
+                }
+            };
+            let json = match &key {
+                Some(k) => format!(r#"{{"n":{i},"k":{k}}}"#),
+                None => format!(r#"{{"n":{i}}}"#),
+            };
+            b.put_json("c", &format!("d{i:05}"), json.as_bytes())
+                .unwrap();
+            want.entry(group)
+                .or_insert_with(|| (key.unwrap_or_else(|| "null".to_owned()), Vec::new()))
+                .1
+                .push(i);
+        }
+        db.commit(b).unwrap();
+        db.compact().unwrap();
+        let snap = db.snapshot();
+        let mut want: Vec<String> = want
+            .into_values()
+            .map(|(key, docs)| {
+                // The writer prints a zero byte in a string as `\u0000`, as it was given.
+                format!(
+                    r#"{{"_id":{key},"c":{},"f":{},"l":{},"m":{}}}"#,
+                    docs.len(),
+                    docs[0],
+                    docs[docs.len() - 1],
+                    docs[docs.len() - 1]
+                )
+            })
+            .collect();
+        want.sort();
+        let p = Pipeline::parse(
+            r#"[{"$group": {"_id": "$k", "c": {"$sum": 1}, "f": {"$first": "$n"}, "l": {"$last": "$n"}, "m": {"$max": "$n"}}}]"#,
+        )
+        .unwrap();
+        let mut order = None;
+        for budget in [1, 64 << 10, stele::query::DEFAULT_MEMORY_BUDGET_BYTES] {
+            let out = snap
+                .aggregate("c", &p.clone().memory_budget(budget))
+                .unwrap();
+            if budget == 1 {
+                assert!(out.stats.spilled_bytes > 0, "n {n}");
+            }
+            let mut got = out.rows.clone();
+            got.sort();
+            assert_eq!(got, want, "n {n} budget {budget}");
+            match &order {
+                None => order = Some(out.rows),
+                Some(o) => assert_eq!(&out.rows, o, "n {n} budget {budget}"),
+            }
+        }
+    }
+}

@@ -53,6 +53,11 @@ pub(crate) trait Collector: Send {
         let _ = forks;
         None
     }
+    /// Collections of fewer documents are read on the caller's thread, in one stretch
+    /// ([`super::scan::full_scan`]).
+    fn serial_docs(&self) -> u64 {
+        super::scan::SERIAL_SCAN_DOCS
+    }
     /// Whether what it keeps is the same whatever order the documents come in (it sorts
     /// them itself, or counts them): an index access may then read them in id order.
     fn any_order(&self) -> bool {

@@ -154,7 +154,7 @@ pub(crate) fn full_scan(
 ) -> Result<()> {
     let docs = crate::collection::count(&snap.state, &query.collection);
     let lasts = match snap.state.packs(&query.collection) {
-        Some(packs) if docs >= SERIAL_SCAN_DOCS => block_lasts(packs)?,
+        Some(packs) if docs >= out.serial_docs() => block_lasts(packs)?,
         _ => Vec::new(),
     };
     if lasts.len() <= 1 {

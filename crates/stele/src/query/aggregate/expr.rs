@@ -38,19 +38,14 @@ impl Out<'_> {
         }
     }
 
-    /// [`Out::json`], written into a buffer of `capacity` bytes at first: about the text's
-    /// size (a group's key: its encoding's length), where `to_json` grows an empty one and
-    /// reallocated a key's text three or four times (a tenth of a group-by with a group per
-    /// document over 185, `docs/notes/2026-12-02-small-scans.md`).
-    pub(crate) fn json_with_capacity(&self, capacity: usize) -> String {
+    /// Appends [`Out::json`] to `out` (a `$group`'s arena of keys: no string of its own,
+    /// where one per group, grown from empty, was a tenth of a group-by with a group per
+    /// document, `docs/notes/2026-12-02-small-scans.md`).
+    pub(crate) fn write_json(&self, out: &mut Vec<u8>) {
         match self {
-            Out::One(v) => {
-                let mut out = Vec::with_capacity(capacity);
-                v.write_json(&mut out, &JsonOptions::new());
-                // The writer emits only UTF-8.
-                String::from_utf8(out).unwrap_or_default()
-            }
-            _ => self.json(),
+            Out::Missing => out.extend_from_slice(b"null"),
+            Out::One(v) => v.write_json(out, &JsonOptions::new()),
+            Out::Json(s) => out.extend_from_slice(s.as_bytes()),
         }
     }
 

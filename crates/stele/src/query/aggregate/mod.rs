@@ -18,6 +18,7 @@
 
 pub(crate) mod expr;
 pub(crate) mod group;
+mod grouper;
 mod hash;
 mod render;
 mod spill_state;

@@ -75,7 +75,7 @@ impl Render {
     }
 
     /// [`Render::row`], and whether it is [`Render::canonical`].
-    pub(super) fn checked_row(&mut self, key: &str, states: Vec<State>) -> (&str, bool) {
+    pub(super) fn checked_row(&mut self, key: &str, states: &[State]) -> (&str, bool) {
         self.row(key, states);
         let canonical = self.canonical(&self.out);
         (&self.out, canonical)
@@ -83,7 +83,7 @@ impl Render {
 
     /// The row of the group whose key is `key` (JSON text) with these accumulator states
     /// (one per name, in order).
-    pub(super) fn row(&mut self, key: &str, states: Vec<State>) -> &str {
+    pub(super) fn row(&mut self, key: &str, states: &[State]) -> &str {
         let out = &mut self.out;
         out.clear();
         out.push_str("{\"_id\":");
@@ -91,14 +91,14 @@ impl Render {
         for (name, state) in self.names.iter().zip(states) {
             out.push_str(name);
             match state {
-                State::Sum { int, float, floats } => {
+                &State::Sum { int, float, floats } => {
                     if floats || i64::try_from(int).is_err() && u64::try_from(int).is_err() {
                         float_json(float, out);
                     } else {
                         let _ = write!(out, "{int}");
                     }
                 }
-                State::Avg { sum, n } => {
+                &State::Avg { sum, n } => {
                     if n == 0 {
                         out.push_str("null");
                     } else {
@@ -106,7 +106,7 @@ impl Render {
                     }
                 }
                 State::Extreme(best) => match best {
-                    Some((_, json)) => out.push_str(&json),
+                    Some((_, json)) => out.push_str(json),
                     None => out.push_str("null"),
                 },
                 State::Count(n) => {
@@ -270,11 +270,11 @@ mod tests {
         let mut render = Render::new(names.iter().copied());
         for (key, states) in sets {
             let want = old_render(&names, key, states.clone());
-            assert_eq!(render.row(key, states), want);
+            assert_eq!(render.row(key, &states), want);
         }
         // Fewer accumulators than names never happens; no accumulator at all does.
         let mut none = Render::new(std::iter::empty());
-        assert_eq!(none.row("1", Vec::new()), "{\"_id\":1}");
+        assert_eq!(none.row("1", &[]), "{\"_id\":1}");
     }
 }
 

@@ -24,11 +24,11 @@ fn put_str(s: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(s);
 }
 
-/// Appends `state` to `out`.
-pub(super) fn encode(state: &GroupState, out: &mut Vec<u8>) {
+/// Writes a group's state (its key's JSON `key`, its `states`) into `out`.
+pub(super) fn encode(key: &str, states: &[State], out: &mut Vec<u8>) {
     out.clear();
-    put_str(state.0.as_bytes(), out);
-    for s in &state.1 {
+    put_str(key.as_bytes(), out);
+    for s in states {
         match s {
             State::Sum { int, float, floats } => {
                 out.push(0);
@@ -169,10 +169,10 @@ mod tests {
             ],
         );
         let mut bytes = Vec::new();
-        encode(&state, &mut bytes);
+        encode(&state.0, &state.1, &mut bytes);
         let back = decode(&bytes, 8).unwrap();
         let mut again = Vec::new();
-        encode(&back, &mut again);
+        encode(&back.0, &back.1, &mut again);
         assert_eq!(again, bytes);
         assert_eq!(back.0, state.0);
         for cut in 0..bytes.len() {

@@ -1,7 +1,7 @@
 //! Running a pipeline: its leading stages as a query over the collection, the rest over the
 //! documents that query produced (see the [module documentation](super)).
 
-use super::group::Grouper;
+use super::grouper::Grouper;
 use super::{AggregateOutput, Pipeline, Stage};
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
