@@ -168,6 +168,20 @@ proptest! {
             front.extend(back);
             prop_assert_eq!(&front, &want);
         }
+        // Ranges starting at, just past and far past the last key (`range` answers those
+        // past it without a search), both ways.
+        if let Some(last) = model.keys().next_back() {
+            let mut after = last.clone();
+            after.push(0);
+            let far = vec![0xff; last.len() + 2];
+            for lo in [Bound::Included(last), Bound::Excluded(last), Bound::Included(&after), Bound::Excluded(&far)] {
+                let want: Vec<_> = model.range::<Vec<u8>, _>((lo, Bound::Unbounded)).map(|(k, v)| (k.clone(), v.clone())).collect();
+                prop_assert_eq!(&collect(t.range((bound(lo), Bound::Unbounded))), &want);
+                let mut back: Vec<_> = t.range((bound(lo), Bound::Unbounded)).rev().map(|r| { let (k, v) = r.unwrap(); (k.into_owned(), v.to_vec()) }).collect();
+                back.reverse();
+                prop_assert_eq!(&back, &want);
+            }
+        }
     }
 
     #[test]

@@ -250,3 +250,105 @@ fn plans_projections_and_index_management() {
     let ids: Vec<&str> = out.rows.iter().map(|r| r.id.as_str()).collect();
     assert_eq!(ids, ["c3", "c2", "c1"]);
 }
+
+/// The candidates' reasons, written only when asked (`Plan::candidates`), say what each
+/// index offered or why it could not serve, for every kind of reason.
+#[test]
+fn candidates_say_why_each_index_was_or_was_not_chosen() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    let mut b = db.batch();
+    for i in 0..20u8 {
+        let json = doc(i % 5, i16::from(i) - 5, i, false);
+        b.put_json("C", &format!("d{i:02}"), json.as_bytes())
+            .unwrap();
+    }
+    db.commit(b).unwrap();
+    db.create_index("C", "city_n", &["city", "n"]).unwrap();
+    db.create_index("C", "n", &["n"]).unwrap();
+    db.create_index("C", "k", &["meta.k"]).unwrap();
+    let snap = db.snapshot();
+    let reasons = |q: &Query| -> Vec<(String, bool, String)> {
+        let out = snap.query(q).unwrap();
+        // Counts and explain see the same candidates.
+        assert_eq!(
+            snap.explain(q).unwrap().plan.candidates(),
+            out.plan.candidates()
+        );
+        out.plan
+            .candidates()
+            .into_iter()
+            .map(|c| (c.index, c.chosen, c.reason))
+            .collect()
+    };
+    let filtered = |f: &str| Query::new("C").filter(stele::Filter::parse(f).unwrap());
+    let owned = |v: &[(&str, bool, &str)]| -> Vec<(String, bool, String)> {
+        v.iter()
+            .map(|(i, c, r)| ((*i).to_owned(), *c, (*r).to_owned()))
+            .collect()
+    };
+    assert_eq!(
+        reasons(&filtered(r#"{"city": "Oslo", "n": {"$gt": 0}}"#)),
+        owned(&[
+            (
+                "city_n",
+                true,
+                "2 field(s) narrowing the scan (1 to one value, then a range), 1 key range(s)"
+            ),
+            ("k", false, "no condition on its first field (meta.k)"),
+            (
+                "n",
+                false,
+                "1 field(s) narrowing the scan (0 to one value, then a range), 1 key range(s); another offered more"
+            ),
+        ])
+    );
+    assert_eq!(
+        reasons(&filtered(r#"{"_id": "d01", "n": 3}"#)),
+        owned(&[
+            ("city_n", false, "the filter names documents by _id"),
+            ("k", false, "the filter names documents by _id"),
+            ("n", false, "the filter names documents by _id"),
+        ])
+    );
+    assert_eq!(
+        reasons(&filtered(r#"{"meta.k": {"$in": [1, 2]}}"#).order_by("n", true)),
+        owned(&[
+            (
+                "city_n",
+                false,
+                "no condition on its first field (city) and it does not serve the sort"
+            ),
+            (
+                "k",
+                false,
+                "1 field(s) narrowing the scan (0 to one value), 2 key range(s); another offered more"
+            ),
+            (
+                "n",
+                true,
+                "0 field(s) narrowing the scan (0 to one value), serves the sort, 1 key range(s)"
+            ),
+        ])
+    );
+    assert_eq!(
+        reasons(&filtered(r#"{"$or": [{"city": "Lima"}, {"n": 3}]}"#)),
+        owned(&[
+            (
+                "city_n",
+                false,
+                "no condition on its first field (city); the $or branches are read through indexes"
+            ),
+            (
+                "k",
+                false,
+                "no condition on its first field (meta.k); the $or branches are read through indexes"
+            ),
+            (
+                "n",
+                false,
+                "no condition on its first field (n); the $or branches are read through indexes"
+            ),
+        ])
+    );
+}

@@ -29,9 +29,9 @@ pub(super) fn print(
     count: Option<u64>,
     as_json: bool,
 ) -> Result<()> {
+    let candidates = plan.candidates();
     if as_json {
-        let candidates: Vec<_> = plan
-            .candidates
+        let candidates: Vec<_> = candidates
             .iter()
             .map(|c| json!({"index": c.index, "chosen": c.chosen, "reason": c.reason}))
             .collect();
@@ -54,20 +54,15 @@ pub(super) fn print(
         return Ok(());
     }
     writeln!(w, "plan: {plan}")?;
-    if plan.candidates.is_empty() {
+    if candidates.is_empty() {
         writeln!(
             w,
             "candidates: none (no index of this collection serves queries)"
         )?;
     } else {
         writeln!(w, "candidates:")?;
-        let width = plan
-            .candidates
-            .iter()
-            .map(|c| c.index.len())
-            .max()
-            .unwrap_or(0);
-        for c in &plan.candidates {
+        let width = candidates.iter().map(|c| c.index.len()).max().unwrap_or(0);
+        for c in &candidates {
             let verdict = if c.chosen { "chosen" } else { "rejected" };
             writeln!(w, "  {:<width$}  {verdict:<8}  {}", c.index, c.reason)?;
         }

@@ -219,7 +219,7 @@ pub(super) fn explain_dict<'py>(
     )?;
     d.set_item("sorted_in_memory", plan.sorted_in_memory)?;
     let candidates = PyList::empty(py);
-    for c in &plan.candidates {
+    for c in &plan.candidates() {
         let cd = PyDict::new(py);
         cd.set_item("index", &c.index)?;
         cd.set_item("chosen", c.chosen)?;

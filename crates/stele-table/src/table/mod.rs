@@ -14,6 +14,7 @@ use crate::footer::{FOOTER_BYTES, Footer};
 use crate::index::Index;
 use crate::prefetch::prefetch;
 use std::ops::{Bound, RangeBounds};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Candidate blocks of a get whose tails are prefetched (see `Table::prefetch_tails`).
@@ -72,6 +73,9 @@ pub struct Table<B = MmapBytes> {
     footer: Footer,
     index: Index,
     verified: Box<[AtomicU64]>,
+    /// The largest key, read once when a range first needs it (`None`: the table is
+    /// empty, or it could not be read, and ranges search as usual).
+    last_key: OnceLock<Option<Box<[u8]>>>,
 }
 
 impl<B: AsRef<[u8]>> std::fmt::Debug for Table<B> {
@@ -127,6 +131,7 @@ impl<B: AsRef<[u8]>> Table<B> {
             footer,
             index,
             verified,
+            last_key: OnceLock::new(),
         })
     }
 
@@ -344,6 +349,13 @@ impl<B: AsRef<[u8]>> Table<B> {
 
     /// Entries whose keys fall in `range`, e.g. `t.range(&b"a"[..]..&b"c"[..])` or `t.range(..)`.
     pub fn range<'k, R: RangeBounds<&'k [u8]>>(&self, range: R) -> Iter<'_, B> {
+        // A range starting past the largest key is empty: no search (the range of an
+        // index's loose entries over a base that holds only its blocks asked for two).
+        if let Bound::Included(k) | Bound::Excluded(k) = range.start_bound()
+            && self.last_key().is_some_and(|last| *k > last)
+        {
+            return Iter::new(self, self.len(), self.len());
+        }
         let lo = match range.start_bound() {
             Bound::Unbounded => Ok(0),
             Bound::Included(k) => self.rank(k),
@@ -371,6 +383,17 @@ impl<B: AsRef<[u8]>> Table<B> {
             (Ok(lo), Ok(hi)) => Iter::new(self, lo, hi.max(lo)),
             (Err(e), _) | (_, Err(e)) => Iter::failed(self, e),
         }
+    }
+
+    /// The largest key, read once (a table never changes); `None` if the table is empty or
+    /// its last entry does not read (the caller then searches, and meets the error there).
+    fn last_key(&self) -> Option<&[u8]> {
+        self.last_key
+            .get_or_init(|| match self.last() {
+                Ok(Some((key, _))) => Some(Box::from(&*key)),
+                _ => None,
+            })
+            .as_deref()
     }
 
     /// Number of entries whose key is `<= key`.

@@ -274,7 +274,14 @@ impl Rows {
     /// The rows of a sort without a limit, with their keys, in no order, taken out.
     pub(crate) fn take_keyed(&mut self) -> Vec<(Vec<u8>, Row)> {
         self.keyed_bytes = 0;
-        std::mem::take(&mut self.keyed)
+        let mut keyed = std::mem::take(&mut self.keyed);
+        if self.sort.is_empty() {
+            // Left empty by `take`: the id's encoding.
+            for (key, row) in &mut keyed {
+                encode_str(&row.id, key);
+            }
+        }
+        keyed
     }
 
     /// The rows, skipped and limited, in order.
@@ -300,7 +307,12 @@ impl Rows {
                     .collect()
             }
             Mode::All => {
-                self.keyed.sort_by(|a, b| a.0.cmp(&b.0));
+                if self.sort.is_empty() {
+                    // Keys left empty (see `take`): the id's encoding orders as the id does.
+                    self.keyed.sort_by(|a, b| a.1.id.cmp(&b.1.id));
+                } else {
+                    self.keyed.sort_by(|a, b| a.0.cmp(&b.0));
+                }
                 self.keyed.into_iter().map(|(_, r)| r).collect()
             }
         };
@@ -377,11 +389,18 @@ impl Collector for Rows {
                 }
             }
             Mode::All => {
-                self.key(id, doc);
+                // Without a sort the key is the id's encoding, whose order is the id's own:
+                // it is left empty (no copy per row) and made only if the rows spill
+                // (`take_keyed`); `finish` orders them by id.
+                let key = if self.sort.is_empty() {
+                    Vec::new()
+                } else {
+                    self.key(id, doc);
+                    self.scratch.clone()
+                };
                 let row = self.render(id, doc);
-                self.keyed_bytes +=
-                    ROW_OVERHEAD + self.scratch.len() + row.id.len() + row.json.len();
-                self.keyed.push((self.scratch.clone(), row));
+                self.keyed_bytes += ROW_OVERHEAD + key.len() + row.id.len() + row.json.len();
+                self.keyed.push((key, row));
             }
         }
         Ok(true)

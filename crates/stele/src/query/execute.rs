@@ -2,8 +2,9 @@
 //! whole filter, and the collector keeps rows in the order asked (`collect.rs`).
 
 use super::collect::{Collector, Rows};
+use super::explain::{Access, Plan};
 use super::filter::Cond;
-use super::plan::{self, Chosen, IndexAccess, Plan};
+use super::plan::{self, Chosen, IndexAccess};
 use super::run::Run;
 use super::{CountOutput, Query, QueryOutput};
 use crate::collection::{Near, get_near};
@@ -83,7 +84,7 @@ impl Snapshot {
         };
         let mut count = match keyed {
             Some((access, (conds, true))) => {
-                if let plan::Access::Index { covered, .. } = &mut plan.access {
+                if let Access::Index { covered, .. } = &mut plan.access {
                     *covered = true;
                 }
                 self.count_keys(access, &conds, &run)?
@@ -114,12 +115,12 @@ impl Snapshot {
             .take_while(|((c, _), _)| c == coll)
             .map(|(_, ix)| ix)
             .collect();
-        let mut candidates = Vec::new();
-        let chosen = plan::choose(&query.filter, &query.sort, &indexes, &mut candidates);
+        let mut considered = Vec::new();
+        let chosen = plan::choose(&query.filter, &query.sort, &indexes, &mut considered);
         let plan = Plan {
             access: chosen.access(),
             sorted_in_memory: false,
-            candidates,
+            considered,
         };
         (chosen, plan)
     }
@@ -222,7 +223,7 @@ impl Snapshot {
             Chosen::Index(access) => {
                 let (conds, _) = super::keys::key_conditions(&query.filter, access.ix);
                 index_entries(access, &conds, run, self.index_blocks(), |id, _| {
-                    ids.insert(id.to_owned());
+                    ids.insert(String::from_utf8_lossy(id).into_owned());
                     Ok(true)
                 })?;
             }
@@ -269,37 +270,47 @@ impl Snapshot {
                     sort: access.sorted.then_some(sort),
                     ..by_index
                 };
-                self.fetch(query, id, run, out, &mut near, hit)?
-                    .ok_or_else(|| missing(id))
+                let id = String::from_utf8_lossy(id);
+                self.fetch(query, &id, run, out, &mut near, hit)?
+                    .ok_or_else(|| missing(&id))
             })?;
             return Ok(());
         }
         // The collector orders what it keeps itself: the ids are read in id order, a batch
         // at a time, so the documents of one packed block are found in it one after the
         // other (`Near`) rather than each through the packs map and the block cache.
-        let mut batch: Vec<String> = Vec::new();
+        // The batch's ids lie in one buffer (`spans` says where): no allocation per id.
+        let mut bytes: Vec<u8> = Vec::new();
+        let mut spans: Vec<(usize, usize)> = Vec::new();
         let mut wants_more = true;
-        let mut drain = |batch: &mut Vec<String>| -> Result<bool> {
-            batch.sort_unstable();
-            for id in batch.drain(..) {
+        let mut drain = |bytes: &mut Vec<u8>, spans: &mut Vec<(usize, usize)>| -> Result<bool> {
+            let id_at = |&(a, b): &(usize, usize)| bytes.get(a..b).unwrap_or_default();
+            spans.sort_unstable_by(|x, y| id_at(x).cmp(id_at(y)));
+            let mut more = true;
+            for span in spans.iter() {
+                let id = String::from_utf8_lossy(id_at(span));
                 if !self
                     .fetch(query, &id, run, out, &mut near, by_index)?
                     .ok_or_else(|| missing(&id))?
                 {
-                    return Ok(false);
+                    more = false;
+                    break;
                 }
             }
-            Ok(true)
+            bytes.clear();
+            spans.clear();
+            Ok(more)
         };
         index_entries(access, &conds, run, self.index_blocks(), |id, _| {
-            batch.push(id.to_owned());
-            if batch.len() >= ID_ORDER_BATCH {
-                wants_more = drain(&mut batch)?;
+            spans.push((bytes.len(), bytes.len() + id.len()));
+            bytes.extend_from_slice(id);
+            if spans.len() >= ID_ORDER_BATCH {
+                wants_more = drain(&mut bytes, &mut spans)?;
             }
             Ok(wants_more)
         })?;
         if wants_more {
-            drain(&mut batch)?;
+            drain(&mut bytes, &mut spans)?;
         }
         Ok(())
     }
@@ -396,7 +407,8 @@ type Hashed = std::hash::BuildHasherDefault<PassHasher>;
 
 /// Walks the entries of an index access, testing each against `conds` (the filter's key
 /// conditions on the index's fields, `keys::key_conditions`), and calls `f` with each
-/// document id once (its first entry that passes) and the values of that entry's first
+/// document id once (its first entry that passes; the stored key's bytes, left to `f` to
+/// read as text: a count never does) and the values of that entry's first
 /// [`IndexAccess::sort_fields`] fields; `f` returns false to stop. Blocks are decoded
 /// through `cache`.
 pub(crate) fn index_entries(
@@ -404,7 +416,7 @@ pub(crate) fn index_entries(
     conds: &[Option<&Cond>],
     run: &Run,
     cache: &KeyBlockCache,
-    mut f: impl FnMut(&str, &[u8]) -> Result<bool>,
+    mut f: impl FnMut(&[u8], &[u8]) -> Result<bool>,
 ) -> Result<()> {
     let def = &access.ix.def;
     let mut seen = SeenIds::default();
@@ -479,8 +491,7 @@ pub(crate) fn index_entries(
             if !pass || !seen.insert(id) {
                 continue;
             }
-            let id = String::from_utf8_lossy(id);
-            if !f(&id, tuple.get(..sort_end).unwrap_or_default())? {
+            if !f(id, tuple.get(..sort_end).unwrap_or_default())? {
                 return Ok(());
             }
         }

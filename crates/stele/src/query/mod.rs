@@ -53,6 +53,7 @@
 pub mod aggregate;
 pub(crate) mod collect;
 pub(crate) mod execute;
+pub(crate) mod explain;
 pub mod filter;
 pub(crate) mod int_ids;
 pub(crate) mod keys;
@@ -66,9 +67,9 @@ pub mod stream;
 
 pub use crate::index::path;
 pub use aggregate::{AggregateOutput, Pipeline};
+pub use explain::{Access, Candidate, Plan};
 pub use filter::Filter;
 pub use path::DocPath;
-pub use plan::{Access, Candidate, Plan};
 pub use stream::RowStream;
 
 use crate::error::{Error, Result};

@@ -8,7 +8,7 @@
 //!   when the sort's paths follow the equality fields in index order (equality, then sort,
 //!   then range), all in the index's directions or all reversed. The one with the most
 //!   equality fields, then a range, then a served sort wins; every candidate appears in
-//!   [`Plan::candidates`] with why it was or was not taken.
+//!   [`Plan::candidates`](crate::Plan::candidates) with why it was or was not taken.
 //! - A filter whose top is an `$or` may use one index per branch; the ids are merged.
 //! - Else every document is read (a full scan, in parallel over the packed blocks).
 //!
@@ -16,10 +16,11 @@
 //! so an index only narrows what is read, never the answer.
 
 use crate::index::encode::{MISSING, class_end, class_of, string_prefix};
+use crate::query::explain::{Access, Considered, Why};
 use crate::query::filter::{Cond, Fast, Filter, Node, Operand};
 use crate::query::path::DocPath;
 use crate::state::IndexState;
-use std::fmt;
+use std::sync::Arc;
 use stele_table::prefix_successor;
 
 /// Key range `[lo, hi)` of an index (`hi` `None`: to the end).
@@ -47,134 +48,33 @@ impl KeyRange {
             },
         }
     }
-}
 
-/// One index considered, and why it was or was not chosen.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Candidate {
-    /// The index name.
-    pub index: String,
-    /// Whether the plan uses it.
-    pub chosen: bool,
-    /// What it offered, or why it could not serve.
-    pub reason: String,
-}
-
-/// How a query reads the collection.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Access {
-    /// Every document, in id order.
-    FullScan,
-    /// The documents with these ids (`_id` equality or `$in`).
-    Ids(Vec<String>),
-    /// Documents with ids in a range (`_id` ranges and prefixes).
-    IdRange {
-        /// Lowest id, inclusive.
-        lo: Option<String>,
-        /// Highest id.
-        hi: Option<(String, bool)>,
-    },
-    /// Entries of one index in key ranges.
-    Index {
-        /// The index.
-        index: String,
-        /// Number of key ranges read.
-        ranges: usize,
-        /// Read from the high end (a descending sort over an ascending index, or the reverse).
-        reverse: bool,
-        /// Counted from the index keys alone, no document read.
-        covered: bool,
-    },
-    /// Several accesses whose ids are merged (one per `$or` branch).
-    Union(Vec<Access>),
-}
-
-/// The plan of a query: its access path, whether rows are sorted after reading, and the
-/// candidates considered. [`Display`](fmt::Display) prints it for people.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Plan {
-    /// How documents are found.
-    pub access: Access,
-    /// Rows are sorted in memory (or through the sorter) after reading.
-    pub sorted_in_memory: bool,
-    /// The indexes considered.
-    pub candidates: Vec<Candidate>,
-}
-
-impl Plan {
-    /// The index the plan reads, if one (the first, for a union).
-    pub fn index(&self) -> Option<&str> {
-        fn first(a: &Access) -> Option<&str> {
-            match a {
-                Access::Index { index, .. } => Some(index),
-                Access::Union(parts) => parts.iter().find_map(first),
-                _ => None,
-            }
+    /// This range narrowed by `next`, a range of the next field: `next` after this range's
+    /// start (the key prefix of the fields before), in place. A range with nothing before
+    /// it becomes `next` itself (moved, not copied).
+    fn narrow(&mut self, next: KeyRange) {
+        if self.lo.is_empty() {
+            *self = next;
+            return;
         }
-        first(&self.access)
-    }
-
-    /// Whether the plan reads every document.
-    pub fn is_full_scan(&self) -> bool {
-        matches!(self.access, Access::FullScan)
+        self.hi = match &next.hi {
+            Some(h) => {
+                let mut hi = Vec::with_capacity(self.lo.len() + h.len());
+                hi.extend_from_slice(&self.lo);
+                hi.extend_from_slice(h);
+                Some(hi)
+            }
+            None => prefix_successor(&self.lo),
+        };
+        self.lo.extend_from_slice(&next.lo);
     }
 }
 
-impl fmt::Display for Access {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Access::FullScan => write!(f, "full scan"),
-            Access::Ids(ids) => write!(f, "id lookup of {} id(s)", ids.len()),
-            Access::IdRange { lo, hi } => {
-                write!(f, "id range")?;
-                if let Some(lo) = lo {
-                    write!(f, " from {lo:?}")?;
-                }
-                if let Some((hi, incl)) = hi {
-                    write!(f, " to {hi:?}{}", if *incl { " inclusive" } else { "" })?;
-                }
-                Ok(())
-            }
-            Access::Index {
-                index,
-                ranges,
-                reverse,
-                covered,
-            } => {
-                write!(f, "index scan of {index:?} ({ranges} key range(s)")?;
-                if *reverse {
-                    write!(f, ", reversed")?;
-                }
-                if *covered {
-                    write!(f, ", covered: no document read")?;
-                }
-                write!(f, ")")
-            }
-            Access::Union(parts) => {
-                write!(f, "union of ")?;
-                for (i, p) in parts.iter().enumerate() {
-                    if i > 0 {
-                        write!(f, " + ")?;
-                    }
-                    write!(f, "[{p}]")?;
-                }
-                Ok(())
-            }
-        }
-    }
-}
-
-impl fmt::Display for Plan {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.access)?;
-        if self.sorted_in_memory {
-            write!(f, ", then sorted")?;
-        }
-        Ok(())
-    }
+/// `r` for a descending field: a point is a whole encoding, and complemented it is the
+/// descending key's prefix.
+fn flipped(r: &KeyRange) -> KeyRange {
+    let enc: Vec<u8> = r.lo.iter().map(|b| !b).collect();
+    KeyRange::point(&enc)
 }
 
 /// A chosen index access with everything execution needs.
@@ -337,9 +237,9 @@ fn offer<'s>(
     ix: &'s IndexState,
     fields: &[(&DocPath, &Cond)],
     sort: &[(DocPath, bool)],
-) -> Result<Offer<'s>, String> {
+) -> Result<Offer<'s>, Why> {
     if !ix.def.query_keys {
-        return Err("made by an earlier version, its keys do not follow the query rules: drop it and create it again".to_owned());
+        return Err(Why::OldKeys);
     }
     let paths = ix.def.doc_paths();
     let mut ranges = vec![KeyRange {
@@ -366,26 +266,26 @@ fn offer<'s>(
         if ranges.len() * field_ranges.len() > MAX_RANGES {
             break;
         }
-        let mut next = Vec::with_capacity(ranges.len() * field_ranges.len());
-        for r in &ranges {
-            for fr in &field_ranges {
-                let fr = if desc {
-                    // A point is a whole encoding: complemented, it is the desc key's prefix.
-                    let enc: Vec<u8> = fr.lo.iter().map(|b| !b).collect();
-                    KeyRange::point(&enc)
-                } else {
-                    fr.clone()
-                };
-                next.push(fr.after(&r.lo));
+        let one = field_ranges.len() == 1;
+        if let ([only], [fr]) = (ranges.as_mut_slice(), field_ranges.as_slice()) {
+            // One range by one (the common case): narrowed in place, no product built.
+            only.narrow(if desc { flipped(fr) } else { fr.clone() });
+        } else {
+            let mut next = Vec::with_capacity(ranges.len() * field_ranges.len());
+            for r in &ranges {
+                for fr in &field_ranges {
+                    let fr = if desc { flipped(fr) } else { fr.clone() };
+                    next.push(fr.after(&r.lo));
+                }
             }
+            ranges = next;
         }
-        ranges = next;
         bounded += 1;
-        if points && field_ranges.len() == 1 && single {
+        if points && one && single {
             eq_fields += 1;
             continue;
         }
-        single = single && field_ranges.len() == 1;
+        single = single && one;
         if !points {
             range = true;
             break;
@@ -397,13 +297,11 @@ fn offer<'s>(
     // (largest) element, which may be another. A range on a sorted field does not qualify
     // either: an array's elements outside the range still set its sort key, so index order
     // and sort order could differ.
-    let sort_rest: Vec<&(DocPath, bool)> = sort.iter().collect();
     let ranged = if range { paths.get(bounded - 1) } else { None };
-    let mut sorted = ranges.len() == 1
-        && !sort_rest.is_empty()
-        && !sort_rest.iter().any(|(p, _)| Some(p) == ranged);
+    let mut sorted =
+        ranges.len() == 1 && !sort.is_empty() && !sort.iter().any(|(p, _)| Some(p) == ranged);
     let mut reverse = None;
-    for (k, (p, desc)) in sort_rest.iter().enumerate() {
+    for (k, (p, desc)) in sort.iter().enumerate() {
         let at = eq_fields + k;
         let ok = paths.get(at) == Some(p) && p.as_str() != "_id";
         let flip = ix.def.descending.get(at).copied().unwrap_or(false) != *desc;
@@ -414,15 +312,9 @@ fn offer<'s>(
         reverse = Some(flip);
     }
     if bounded == 0 && !sorted {
-        return Err(format!(
-            "no condition on its first field ({}){}",
-            paths.first().map_or("", |p| p.as_str()),
-            if sort.is_empty() {
-                ""
-            } else {
-                " and it does not serve the sort"
-            }
-        ));
+        return Err(Why::NoFirstField {
+            sort: !sort.is_empty(),
+        });
     }
     Ok(Offer {
         access: IndexAccess {
@@ -430,11 +322,7 @@ fn offer<'s>(
             ranges,
             reverse: sorted && reverse.unwrap_or(false),
             sorted,
-            sort_fields: if sorted {
-                eq_fields + sort_rest.len()
-            } else {
-                0
-            },
+            sort_fields: if sorted { eq_fields + sort.len() } else { 0 },
         },
         eq_fields,
         bounded,
@@ -487,29 +375,30 @@ fn id_access(fields: &[(&DocPath, &Cond)]) -> Option<Chosen<'static>> {
 /// How good an index's offer is: equality fields, a range, a served sort, fewer fields.
 type Score = (usize, bool, bool, std::cmp::Reverse<usize>);
 
-/// Chooses the access for `filter` and `sort` over `indexes`; records the candidates.
+/// Chooses the access for `filter` and `sort` over `indexes`; records the candidates (as
+/// [`Why`]: their text is written only if someone asks, `Plan::candidates`).
 pub(crate) fn choose<'s>(
     filter: &Filter,
     sort: &[(DocPath, bool)],
     indexes: &[&'s IndexState],
-    candidates: &mut Vec<Candidate>,
+    candidates: &mut Vec<Considered>,
 ) -> Chosen<'s> {
     let mut fields = Vec::new();
     let mut rest = Vec::new();
     conjuncts(filter, &mut fields, &mut rest);
+    let considered = |ix: &IndexState, chosen: bool, why: Why| Considered {
+        def: Arc::clone(&ix.def),
+        chosen,
+        why,
+        or_branches: false,
+    };
     if let Some(ids) = id_access(&fields) {
-        for ix in indexes {
-            candidates.push(Candidate {
-                index: ix.def.name.clone(),
-                chosen: false,
-                reason: "the filter names documents by _id".to_owned(),
-            });
-        }
+        candidates.extend(indexes.iter().map(|ix| considered(ix, false, Why::ById)));
         return ids;
     }
-    let mut best: Option<(Offer<'s>, Score)> = None;
-    let mut reasons = Vec::new();
-    for ix in indexes {
+    let mut best: Option<(Offer<'s>, Score, usize)> = None;
+    let first = candidates.len();
+    for (n, ix) in indexes.iter().enumerate() {
         match offer(ix, &fields, sort) {
             Ok(o) => {
                 let score = (
@@ -518,40 +407,25 @@ pub(crate) fn choose<'s>(
                     o.access.sorted,
                     std::cmp::Reverse(ix.def.fields.len()),
                 );
-                let desc = format!(
-                    "{} field(s) narrowing the scan ({} to one value{}){}, {} key range(s)",
-                    o.bounded,
-                    o.eq_fields,
-                    if o.range { ", then a range" } else { "" },
-                    if o.access.sorted && !sort.is_empty() {
-                        ", serves the sort"
-                    } else {
-                        ""
-                    },
-                    o.access.ranges.len()
-                );
-                reasons.push((ix.def.name.clone(), desc, true));
-                if best.as_ref().is_none_or(|(_, s)| score > *s) {
-                    best = Some((o, score));
+                let why = Why::Offered {
+                    bounded: o.bounded,
+                    eq_fields: o.eq_fields,
+                    range: o.range,
+                    serves_sort: o.access.sorted && !sort.is_empty(),
+                    ranges: o.access.ranges.len(),
+                };
+                candidates.push(considered(ix, false, why));
+                if best.as_ref().is_none_or(|(_, s, _)| score > *s) {
+                    best = Some((o, score, n));
                 }
             }
-            Err(why) => reasons.push((ix.def.name.clone(), why, false)),
+            Err(why) => candidates.push(considered(ix, false, why)),
         }
     }
-    let chosen_name = best.as_ref().map(|(o, _)| o.access.ix.def.name.clone());
-    for (index, reason, offered) in reasons {
-        let chosen = chosen_name.as_deref() == Some(index.as_str());
-        candidates.push(Candidate {
-            reason: if offered && !chosen {
-                format!("{reason}; another offered more")
-            } else {
-                reason
-            },
-            index,
-            chosen,
-        });
-    }
-    if let Some((o, _)) = best {
+    if let Some((o, _, n)) = best {
+        if let Some(c) = candidates.get_mut(first + n) {
+            c.chosen = true;
+        }
         return Chosen::Index(o.access);
     }
     // One index (or id access) per branch of a top-level $or, when every branch has one.
@@ -566,8 +440,8 @@ pub(crate) fn choose<'s>(
                 c => parts.push(c),
             }
         }
-        for c in candidates.iter_mut() {
-            c.reason = format!("{}; the $or branches are read through indexes", c.reason);
+        for c in candidates.iter_mut().skip(first) {
+            c.or_branches = true;
         }
         return Chosen::Union(parts);
     }
