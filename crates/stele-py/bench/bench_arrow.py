@@ -251,6 +251,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--copies", type=int, default=6,
                     help="copies of debian-packages in the export-memory collection")
+    ap.add_argument("--only", action="append", default=[], metavar="NAME",
+                    help="run only the inputs whose name contains NAME (repeatable); "
+                         "skips the export-memory runs")
     args = ap.parse_args()
     names = (
         ["geonames-cities.jsonl.zst"]
@@ -264,13 +267,17 @@ def main() -> None:
     )
     print(f"stele {stele.__version__ if hasattr(stele, '__version__') else ''} cores {os.cpu_count()}"
           f" load {os.getloadavg()[0]:.2f}")
+    if args.only:
+        names = [n for n in names if any(o in n for o in args.only)]
     inputs = [(name, jsonl(name, 5000 if args.quick else None)) for name in names]
     if not args.quick:
         inputs += corpus_arrays()
+    if args.only:
+        inputs = [(n, p) for n, p in inputs if any(o in n for o in args.only)]
     with tempfile.TemporaryDirectory() as work:
         for name, path in inputs:
             run(name, path, 1 if args.quick else args.repeat, Path(work))
-        if not args.quick and STELE_CLI.exists() and Path("/usr/bin/time").exists():
+        if not args.quick and not args.only and STELE_CLI.exists() and Path("/usr/bin/time").exists():
             export_memory(args.copies, Path(work))
     print(f"\nload {os.getloadavg()[0]:.2f}")
     print("\n| collection | what | Stele s | DuckDB s | DuckDB / Stele |")

@@ -58,7 +58,7 @@ pub fn import_arrow(
         }
         Prepared::Bulk(bulk) => {
             let (bulk, plan) = *bulk;
-            Import::new(bulk, opts, plan, progress).run(batches)
+            Import::new(Late::Ready(bulk), opts, plan, progress).run(batches)
         }
     }
 }
@@ -259,9 +259,49 @@ fn column_id(cells: Option<&Cells<'_>>, i: usize) -> Result<(String, IdKind), St
     }
 }
 
+/// Most bytes of documents written and held while the bulk write is still being made
+/// ([`Late::Coming`]: a Parquet import's sample read and dictionary trained on a thread of
+/// its own); past them the import waits for it.
+const WAITING_MAX_BYTES: usize = 8 << 20;
+
+/// The bulk write of an import: ready, or being made on a thread of a scope (rows are
+/// written into documents meanwhile, and handed to it once it is there).
+pub(super) enum Late<'scope> {
+    Ready(BulkImport),
+    Coming(std::thread::ScopedJoinHandle<'scope, Result<BulkImport, ImportError>>),
+    /// Its thread failed (the error was returned).
+    Failed,
+}
+
+impl Late<'_> {
+    /// Whether [`Self::get`] would not wait.
+    fn is_ready(&self) -> bool {
+        match self {
+            Late::Coming(thread) => thread.is_finished(),
+            Late::Ready(_) | Late::Failed => true,
+        }
+    }
+
+    /// The bulk write, waiting for it to be made.
+    fn get(&mut self) -> Result<&mut BulkImport, ImportError> {
+        if let Late::Coming(_) = self
+            && let Late::Coming(thread) = std::mem::replace(self, Late::Failed)
+        {
+            match thread.join() {
+                Ok(made) => *self = Late::Ready(made?),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        match self {
+            Late::Ready(bulk) => Ok(bulk),
+            _ => Err(ImportError::Cancelled),
+        }
+    }
+}
+
 /// An import under way: rows to documents, handed to the bulk write in input order.
-pub(super) struct Import<'a, P> {
-    bulk: BulkImport,
+pub(super) struct Import<'a, 'scope, P> {
+    bulk: Late<'scope>,
     opts: &'a ImportOptions,
     plan: Plan,
     report: ImportReport,
@@ -269,8 +309,13 @@ pub(super) struct Import<'a, P> {
     callback: P,
 }
 
-impl<'a, P: FnMut(ImportProgress)> Import<'a, P> {
-    pub(super) fn new(bulk: BulkImport, opts: &'a ImportOptions, plan: Plan, callback: P) -> Self {
+impl<'a, 'scope, P: FnMut(ImportProgress)> Import<'a, 'scope, P> {
+    pub(super) fn new(
+        bulk: Late<'scope>,
+        opts: &'a ImportOptions,
+        plan: Plan,
+        callback: P,
+    ) -> Self {
         Import {
             bulk,
             opts,
@@ -290,15 +335,16 @@ impl<'a, P: FnMut(ImportProgress)> Import<'a, P> {
         let write = self.opts.document_options().clone();
         // Rows of the slices taken so far: the next slice's first is record `rows + 1`.
         let mut rows = 0u64;
-        // The slice written last and its first record, not handed on yet.
-        let mut pending: Option<(Vec<Built>, u64)> = None;
+        // The slices written and not handed on yet, with their first records: the one
+        // written last, or more while the bulk write is being made.
+        let mut pending = Waiting::default();
         while let Some(slice) = next {
             let slice = match slice {
                 Ok(slice) => slice,
                 Err(e) => {
                     // The rows before the failure are handed on first: a bad row among
                     // them is reported before the stream's error, as read in order.
-                    if let Some((built, first)) = pending.take() {
+                    for (built, first) in pending.take_all() {
                         self.hand_on(built, first)?;
                     }
                     return Err(ImportError::Read {
@@ -319,24 +365,28 @@ impl<'a, P: FnMut(ImportProgress)> Import<'a, P> {
             } = &mut self;
             let plan = &*plan;
             // This slice written on the pool while the next one is read (a Parquet file's
-            // decoding, a stream's producer), from a thread of the scope, and the one before
-            // is handed to the bulk write on this thread meanwhile (its sorter's copy and
+            // decoding, a stream's producer), from a thread of the scope, and the ones before
+            // are handed to the bulk write on this thread meanwhile (its sorter's copy and
             // sample: a tenth of a geonames import's CPU). Not from a thread of the pool: a
             // streamed bulk write packs each block as it fills, and a packer called on the
             // pool packs in place, on that one thread (a debian-packages import took twice
             // the wall time of the sorted one); called from here it packs on the pool.
-            let hand_pending =
-                |bulk: &mut BulkImport,
-                 report: &mut ImportReport,
-                 progress: &mut ImportProgress,
-                 pending: Option<(Vec<Built>, u64)>| match pending {
-                    Some((built, first)) => hand_on(bulk, opts, report, progress, built, first),
-                    None => Ok(()),
-                };
+            // While the bulk write is still being made, the slices wait for it (up to
+            // `WAITING_MAX_BYTES`), so the writing goes on meanwhile.
+            let due = pending.take_due(bulk.is_ready());
+            let hand_pending = |bulk: &mut Late<'scope>,
+                                report: &mut ImportReport,
+                                progress: &mut ImportProgress,
+                                due: Vec<(Vec<Built>, u64)>| {
+                for (built, first) in due {
+                    hand_on(bulk.get()?, opts, report, progress, built, first)?;
+                }
+                Ok::<(), ImportError>(())
+            };
             let (built, after, handed) = if slice.num_rows() < OVERLAP_MIN_ROWS {
                 // A small slice (a stream of small batches): a thread started for it would
                 // cost more than the overlap saves, so the rows before are handed on first.
-                let handed = hand_pending(bulk, report, progress, pending.take());
+                let handed = hand_pending(bulk, report, progress, due);
                 let (built, after) = rayon::join(
                     || build(&slice, plan, first, &write),
                     || slices.next(&mut batches),
@@ -350,7 +400,7 @@ impl<'a, P: FnMut(ImportProgress)> Import<'a, P> {
                             || slices.next(&mut batches),
                         )
                     });
-                    let handed = hand_pending(bulk, report, progress, pending.take());
+                    let handed = hand_pending(bulk, report, progress, due);
                     match work.join() {
                         Ok((built, after)) => (built, after, handed),
                         Err(panic) => std::panic::resume_unwind(panic),
@@ -360,19 +410,32 @@ impl<'a, P: FnMut(ImportProgress)> Import<'a, P> {
             next = after;
             // The rows before this slice's first failed first, as in order.
             handed?;
-            pending = Some((built?, first));
+            let built = match built {
+                Ok(built) => built,
+                Err(e) => {
+                    for (built, first) in pending.take_all() {
+                        self.hand_on(built, first)?;
+                    }
+                    return Err(e);
+                }
+            };
+            pending.push(built, first);
             (self.callback)(self.progress);
             if self.opts.is_cancelled() {
                 return Err(ImportError::Cancelled);
             }
         }
-        if let Some((built, first)) = pending.take() {
+        for (built, first) in pending.take_all() {
             self.hand_on(built, first)?;
             (self.callback)(self.progress);
         }
         self.progress.phase = ImportPhase::Writing;
         (self.callback)(self.progress);
-        let written = self.bulk.finish_unless_cancelled(self.opts)?;
+        self.bulk.get()?;
+        let Late::Ready(bulk) = self.bulk else {
+            return Err(ImportError::Cancelled);
+        };
+        let written = bulk.finish_unless_cancelled(self.opts)?;
         self.progress.written = written.documents;
         (self.callback)(self.progress);
         Ok(ImportReport {
@@ -384,13 +447,45 @@ impl<'a, P: FnMut(ImportProgress)> Import<'a, P> {
 
     fn hand_on(&mut self, built: Vec<Built>, first: u64) -> Result<(), ImportError> {
         hand_on(
-            &mut self.bulk,
+            self.bulk.get()?,
             self.opts,
             &mut self.report,
             &mut self.progress,
             built,
             first,
         )
+    }
+}
+
+/// Slices written, with their first records, not handed to the bulk write yet.
+#[derive(Default)]
+struct Waiting {
+    slices: std::collections::VecDeque<(Vec<Built>, u64)>,
+    bytes: usize,
+}
+
+impl Waiting {
+    fn push(&mut self, built: Vec<Built>, first: u64) {
+        self.bytes += built
+            .iter()
+            .map(|row| row.as_ref().map_or(0, |(id, _, doc)| id.len() + doc.len()))
+            .sum::<usize>();
+        self.slices.push_back((built, first));
+    }
+
+    fn take_all(&mut self) -> Vec<(Vec<Built>, u64)> {
+        self.bytes = 0;
+        self.slices.drain(..).collect()
+    }
+
+    /// The slices to hand on now: all of them once the bulk write is `ready` or they
+    /// hold [`WAITING_MAX_BYTES`], else none.
+    fn take_due(&mut self, ready: bool) -> Vec<(Vec<Built>, u64)> {
+        if ready || self.bytes >= WAITING_MAX_BYTES {
+            self.take_all()
+        } else {
+            Vec::new()
+        }
     }
 }
 

@@ -66,6 +66,8 @@ mod parquet;
 #[cfg(feature = "parquet")]
 mod parquet_file;
 #[cfg(feature = "parquet")]
+mod parquet_groups;
+#[cfg(feature = "parquet")]
 mod parquet_import;
 mod reader;
 mod rows;

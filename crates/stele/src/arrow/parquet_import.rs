@@ -13,7 +13,8 @@
 //! its tables go with the next checkpoint) and the import starts again from the file's
 //! first row, sorted ([`ImportReport::restarted_sorted`]).
 
-use super::import::{Built, Import, Plan, Prepared, build, malformed, prepare};
+use super::import::{Built, Import, Late, Plan, Prepared, build, malformed, prepare};
+use super::parquet_groups::GroupBatches;
 use crate::ids::IdKind;
 use crate::import::{
     BulkImport, ImportError, ImportOptions, ImportProgress, ImportReport, Presample,
@@ -40,6 +41,17 @@ const FIRST_PLACE_ROWS: u64 = 128;
 /// batch's rows on every core while the next batch is decoded.
 const BATCH_ROWS: usize = 8192;
 
+/// Threads decoding the file's row groups (each every `DECODERS`-th one) while the import
+/// writes the rows decoded before. One: decoding is a tenth to a sixth of an import's CPU,
+/// so one thread keeps ahead; two took 1.05-1.2x the CPU in paired runs and about 20 MB
+/// more memory on debian-packages, for no wall time this machine could show
+/// (`docs/notes/2026-12-02-parquet-decode-ahead.md`).
+const DECODERS: usize = 1;
+
+/// Rows per batch the decoders hand out (the file's writer puts 8,192 in a row group):
+/// smaller slices let the packing of one overlap the writing of the next sooner.
+const DECODE_BATCH_ROWS: usize = 4096;
+
 /// Imports every row of the Parquet file at `path` into `collection`, as
 /// [`import_arrow`](super::import_arrow) imports a stream of record batches (the same ids,
 /// documents, errors and all or nothing), calling `progress` along the way. When the ids
@@ -63,30 +75,37 @@ pub fn import_parquet_file(
             return super::import_text::import_as_text(db, collection, rows, &text_opts, progress);
         }
     };
+    // Decoding starts now, on a thread of its own, and the rows are written into
+    // documents while the sample is read and the dictionary trains on another: they are
+    // handed to the bulk write once it is made (`Late`).
+    drop(file);
+    let first = decoded(path, &meta)?;
     let out_of_order = Arc::new(AtomicBool::new(false));
-    let bulk = match presample(path, &meta, &plan, &bulk, opts)? {
-        Some(s) => bulk.streaming(
-            &s.sample,
-            s.est_docs,
-            s.est_doc_bytes,
-            Arc::clone(&out_of_order),
-        )?,
-        None => bulk,
-    };
-    let first = rows(path, file, &meta, None)?;
-    match Import::new(bulk, opts, plan, &mut progress).run(first) {
+    let attempt = std::thread::scope(|scope| {
+        let (meta, plan_ref, flag) = (&meta, &plan, &out_of_order);
+        let made = std::thread::Builder::new()
+            .name("stele-import-sample".to_owned())
+            .spawn_scoped(scope, move || {
+                Ok(match presample(path, meta, plan_ref, &bulk, opts)? {
+                    Some(s) => {
+                        bulk.streaming(&s.sample, s.est_docs, s.est_doc_bytes, Arc::clone(flag))?
+                    }
+                    None => bulk,
+                })
+            })
+            .map_err(|error| ImportError::Read {
+                file: path.display().to_string(),
+                error,
+            })?;
+        Import::new(Late::Coming(made), opts, plan.clone(), &mut progress).run(first)
+    });
+    match attempt {
         Err(_) if out_of_order.load(Ordering::Relaxed) => {
             // The ids ascended in the sample but not in the file: sorted after all, from
             // the first row (the failed attempt's tables go with the next checkpoint).
             // `import_arrow` of every row: the sorted import of a stream.
-            let (file, meta) = open(path)?;
-            let again = super::import_arrow(
-                db,
-                collection,
-                rows(path, file, &meta, None)?,
-                opts,
-                &mut progress,
-            );
+            let again =
+                super::import_arrow(db, collection, decoded(path, &meta)?, opts, &mut progress);
             again.map(|report| ImportReport {
                 restarted_sorted: true,
                 ..report
@@ -129,6 +148,11 @@ fn rows(
         builder = builder.with_row_selection(selection);
     }
     builder.build().map_err(|e| not_parquet(path, &e))
+}
+
+/// Every row of the file, decoded ahead on [`DECODERS`] threads.
+fn decoded(path: &Path, meta: &ArrowReaderMetadata) -> Result<GroupBatches, ImportError> {
+    GroupBatches::start(path, meta, DECODE_BATCH_ROWS, DECODERS)
 }
 
 /// A sample for a streamed import, with what it says of the whole file.
