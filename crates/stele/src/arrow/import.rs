@@ -58,7 +58,7 @@ pub fn import_arrow(
         }
         Prepared::Bulk(bulk) => {
             let (bulk, plan) = *bulk;
-            Import::new(Late::Ready(bulk), opts, plan, progress).run(batches)
+            Import::new(Late::Ready(Box::new(bulk)), opts, plan, progress).run(batches)
         }
     }
 }
@@ -267,7 +267,7 @@ const WAITING_MAX_BYTES: usize = 8 << 20;
 /// The bulk write of an import: ready, or being made on a thread of a scope (rows are
 /// written into documents meanwhile, and handed to it once it is there).
 pub(super) enum Late<'scope> {
-    Ready(BulkImport),
+    Ready(Box<BulkImport>),
     Coming(std::thread::ScopedJoinHandle<'scope, Result<BulkImport, ImportError>>),
     /// Its thread failed (the error was returned).
     Failed,
@@ -288,12 +288,12 @@ impl Late<'_> {
             && let Late::Coming(thread) = std::mem::replace(self, Late::Failed)
         {
             match thread.join() {
-                Ok(made) => *self = Late::Ready(made?),
+                Ok(made) => *self = Late::Ready(Box::new(made?)),
                 Err(panic) => std::panic::resume_unwind(panic),
             }
         }
         match self {
-            Late::Ready(bulk) => Ok(bulk),
+            Late::Ready(bulk) => Ok(&mut **bulk),
             _ => Err(ImportError::Cancelled),
         }
     }

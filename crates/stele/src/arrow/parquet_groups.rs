@@ -191,10 +191,6 @@ impl Job {
 }
 
 #[cfg(test)]
-#[expect(
-    clippy::unwrap_used,
-    reason = "tests: a failed unwrap is a failed test"
-)]
 mod tests {
     use super::GroupBatches;
     use arrow_array::cast::AsArray;
