@@ -5,14 +5,21 @@
 
 use stele::{Database, DatabaseOptions, Pipeline};
 
+/// A database in a new temp folder, with 4 KiB packed blocks (many blocks from a few
+/// thousand documents) and no background training. The folder lives as long as `.0`.
+fn small_blocks_db() -> (tempfile::TempDir, Database) {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = DatabaseOptions::default()
+        .pack_block_bytes(4096)
+        .background_training(false);
+    let db = Database::open_with(dir.path(), opts).unwrap();
+    (dir, db)
+}
+
 #[test]
 fn a_group_past_its_memory_budget_spills_and_answers_alike() {
     for packed in [false, true] {
-        let dir = tempfile::tempdir().unwrap();
-        let opts = DatabaseOptions::default()
-            .pack_block_bytes(4096)
-            .background_training(false);
-        let db = Database::open_with(dir.path(), opts).unwrap();
+        let (_dir, db) = small_blocks_db();
         let mut b = db.batch();
         for i in 0..5000u32 {
             let json = format!(
@@ -65,11 +72,7 @@ fn a_group_past_its_memory_budget_spills_and_answers_alike() {
 /// `$push` in id order included.
 #[test]
 fn groups_per_document_answer_alike_whatever_the_budget() {
-    let dir = tempfile::tempdir().unwrap();
-    let opts = DatabaseOptions::default()
-        .pack_block_bytes(4096)
-        .background_training(false);
-    let db = Database::open_with(dir.path(), opts).unwrap();
+    let (_dir, db) = small_blocks_db();
     let n = 12_000u32;
     let mut b = db.batch();
     for i in 0..n {
@@ -154,11 +157,7 @@ fn keys_of_mixed_types_group_alike_serial_parallel_and_spilled() {
         (None, 7),
     ];
     for n in [3_000u32, 6_000, 20_000] {
-        let dir = tempfile::tempdir().unwrap();
-        let opts = DatabaseOptions::default()
-            .pack_block_bytes(4096)
-            .background_training(false);
-        let db = Database::open_with(dir.path(), opts).unwrap();
+        let (_dir, db) = small_blocks_db();
         let mut b = db.batch();
         // Each group's key as printed (the first document's) and its documents' `n`.
         let mut want: std::collections::BTreeMap<String, (String, Vec<u32>)> =
