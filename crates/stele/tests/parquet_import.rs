@@ -266,14 +266,7 @@ fn a_cancelled_streamed_import_lands_nothing() {
     assert!(matches!(err, ImportError::Cancelled), "{err}");
     assert!(calls > 1);
     assert_eq!(db.snapshot().count("c"), 0);
-    drop(db);
-    let db = Database::open_with(&dir, small_blocks()).unwrap();
-    assert_eq!(db.snapshot().count("c"), 0);
-    assert_eq!(
-        table_files(&dir),
-        before,
-        "tables of the cancelled import left"
-    );
+    let db = reopened_as_before(db, &dir, &before);
     // Not cancelled, the same file streams.
     let r = import_parquet_file(&db, "c", &pq, &ImportOptions::new(), |_| {}).unwrap();
     assert!(r.packed_while_reading, "{r:?}");
@@ -347,6 +340,20 @@ fn an_id_out_of_order_at_a_row_group_boundary_restarts_sorted() {
     assert!(documents(&db, "c") == model(&ids), "reopened");
 }
 
+/// The database in `dir` closed and opened again after a cancelled import: nothing of
+/// collection `c` landed, and its tables are the files `before` named.
+fn reopened_as_before(db: Database, dir: &Path, before: &[String]) -> Database {
+    drop(db);
+    let db = Database::open_with(dir, small_blocks()).unwrap();
+    assert_eq!(db.snapshot().count("c"), 0);
+    assert_eq!(
+        table_files(dir),
+        before,
+        "tables of the cancelled import left"
+    );
+    db
+}
+
 /// Cancelled at the first progress report, while the decoders are ahead of the import
 /// with their channels full: the import stops (no decoder left waiting), nothing lands,
 /// and the file then imports whole.
@@ -371,13 +378,7 @@ fn a_cancelled_import_of_many_row_groups_stops_its_decoders() {
         assert!(matches!(err, ImportError::Cancelled), "{err}");
         assert_eq!(target.snapshot().count("c"), 0);
     }
-    drop(db);
-    let db = Database::open_with(&dir, small_blocks()).unwrap();
-    assert_eq!(
-        table_files(&dir),
-        before,
-        "tables of the cancelled import left"
-    );
+    let db = reopened_as_before(db, &dir, &before);
     let r = import_parquet_file(&db, "c", &pq, &ImportOptions::new(), |_| {}).unwrap();
     assert!(r.packed_while_reading, "{r:?}");
     assert!(documents(&db, "c") == model(&ids));
