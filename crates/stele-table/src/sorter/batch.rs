@@ -3,15 +3,13 @@
 //! buckets.
 
 use super::arena::{self, CHUNK_BYTES, Chunk, ChunkSupply, Rec};
-use super::radix::{key_prefix, sort_level};
+use super::radix::{PREFETCH_AHEAD, key_prefix, sort_level};
 use crate::block::common_prefix;
 use crate::builder::DuplicatePolicy;
 use crate::error::{Error, Result};
 use crate::memory::{HUGE_PAGE_BYTES, advise_huge_pages};
 use rayon::prelude::*;
 
-/// Records ahead whose keys are prefetched in passes over the arena in sorted order.
-pub(crate) const PREFETCH_AHEAD: usize = 16;
 /// Below this many entries a plain sort beats the radix pass.
 const RADIX_MIN_ENTRIES: usize = 1 << 16;
 

@@ -8,8 +8,9 @@
 //!    the one `TableBuilder` (and the spilling path) writes for the same pairs.
 //! 3. In parallel groups of blocks: encode the blocks; the writer appends them in order.
 
-use super::batch::{Batch, PREFETCH_AHEAD};
+use super::batch::Batch;
 use super::pipeline::produce_in_order;
+use super::radix::PREFETCH_AHEAD;
 use crate::block::{BlockBuilder, BlockSizer};
 use crate::builder::{DuplicatePolicy, EncodedBlocks, TableInfo, TableWriter};
 use crate::error::{Error, Result};

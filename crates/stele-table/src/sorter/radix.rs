@@ -2,8 +2,10 @@
 //! passes and comparison sorts for the runs below it.
 
 use super::arena::{self, Chunk, Rec};
-use super::batch::PREFETCH_AHEAD;
 use crate::block::common_prefix;
+
+/// Records ahead whose keys are prefetched in passes over the arena in sorted order.
+pub(crate) const PREFETCH_AHEAD: usize = 16;
 
 /// Key bytes sorted digit by digit before falling back to comparisons.
 const MAX_RADIX_DEPTH: usize = 256;

@@ -22,6 +22,13 @@ use std::any::Any;
 use std::collections::BinaryHeap;
 use stele_doc::Document;
 
+/// Collections of fewer documents are scanned on the caller's thread, in one stretch: on
+/// a collection of a few hundred documents (tens of microseconds to read from the block
+/// cache), handing stretches to the pool and merging their collectors cost more than the
+/// reading (a top-20 sort of 248 documents: 1.7 ms over 10 stretches, see
+/// `docs/notes/2026-12-01-query-costs.md`).
+pub(crate) const SERIAL_SCAN_DOCS: u64 = 4_096;
+
 /// The memory of a kept row besides its bytes: the tuple, the key's and strings' headers.
 const ROW_OVERHEAD: usize = 80;
 
@@ -56,7 +63,7 @@ pub(crate) trait Collector: Send {
     /// Collections of fewer documents are read on the caller's thread, in one stretch
     /// ([`super::scan::full_scan`]).
     fn serial_docs(&self) -> u64 {
-        super::scan::SERIAL_SCAN_DOCS
+        SERIAL_SCAN_DOCS
     }
     /// Whether what it keeps is the same whatever order the documents come in (it sorts
     /// them itself, or counts them): an index access may then read them in id order.

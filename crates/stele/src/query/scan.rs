@@ -19,13 +19,6 @@ use std::sync::atomic::Ordering;
 /// and a scan in order stops soon after its limit.
 const MAX_BLOCKS_PER_STRETCH: usize = 64;
 
-/// Collections of fewer documents are scanned on the caller's thread, in one stretch: on
-/// a collection of a few hundred documents (tens of microseconds to read from the block
-/// cache), handing stretches to the pool and merging their collectors cost more than the
-/// reading (a top-20 sort of 248 documents: 1.7 ms over 10 stretches, see
-/// `docs/notes/2026-12-01-query-costs.md`).
-pub(crate) const SERIAL_SCAN_DOCS: u64 = 4_096;
-
 /// The id ranges of the stretches, in order; together they cover every id.
 /// An id range: its lower and upper bounds.
 pub(crate) type Stretch = (Bound<Vec<u8>>, Bound<Vec<u8>>);
