@@ -3,6 +3,7 @@ indexes and queries, errors."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -13,7 +14,7 @@ from decimal import Decimal
 import pytest
 
 import stele
-from conftest import first_lines
+from conftest import data_dir, first_lines
 
 BOOKS = {
     "b1": {"title": "Dune", "year": 1965, "author": {"name": "Herbert"}, "tags": ["sf"]},
@@ -587,6 +588,25 @@ def test_import_jsonl_of_real_data(db, tmp_path):
     assert scan.index is None and indexed.index == "by_country"
     assert sorted(int(i) for i in scan.ids()) == expected
     assert sorted(int(i) for i in indexed.ids()) == expected
+
+
+def test_import_jsonl_reads_zstd_and_refuses_gzip(db, tmp_path):
+    packed = data_dir() / "collections/mongodb-samples/grades.jsonl.zst"
+    lines = first_lines("collections/mongodb-samples/grades.jsonl.zst", 10**6)
+    plain = tmp_path / "grades.jsonl"
+    plain.write_bytes(b"\n".join(lines) + b"\n")
+    report = db["zst"].import_jsonl(packed)
+    assert report["imported"] == len(lines) == db["plain"].import_jsonl(plain)["imported"]
+    # The text's bytes, not the compressed file's.
+    assert report["bytes_read"] == plain.stat().st_size
+    assert {k: v.to_python() for k, v in db["zst"].items()} == {
+        k: v.to_python() for k, v in db["plain"].items()
+    }
+    gz = tmp_path / "grades.jsonl.gz"
+    gz.write_bytes(gzip.compress(plain.read_bytes()))
+    with pytest.raises(stele.InvalidInput, match="gzip-compressed.*gunzip -c"):
+        db["gz"].import_jsonl(gz)
+    assert "gz" not in db.collections()
 
 
 def test_import_jsonl_bad_lines(db, tmp_path):

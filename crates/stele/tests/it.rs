@@ -27,6 +27,7 @@ mod import_cancel;
 mod import_crash;
 mod import_export;
 mod import_id_field;
+mod import_packed;
 mod import_streamed;
 mod import_syncs;
 mod int_ids;

@@ -28,12 +28,14 @@ pub enum Format {
   stele import shop.db orders orders.jsonl --id-field id
   stele import shop.db orders orders.json --id-field meta.id       a JSON array, nested id
   stele import shop.db people profiles/                            one document per .json file
+  stele import geo.db cities cities.jsonl.zst                       zstd-compressed, read as it is
   zstd -dc cities.jsonl.zst | stele import geo.db cities - --skip-bad
   stele import big.db events events.jsonl --memory 128MiB               within 128 MiB
   stele import shop.db orders orders.parquet --id-field _id        a Parquet file, a row each
 
 The format is detected when not given: a folder is `dir`, a file named .parquet `parquet`,
-input starting with `[` is `json`, anything else `jsonl`. Without --id-field, ids number the records from 1 (0000000001, ...;
+input starting with `[` is `json`, anything else `jsonl`; zstd-compressed input (a file or -) is
+read through a decoder, and gzip, bzip2, xz or zip input is refused with how to unpack it. Without --id-field, ids number the records from 1 (0000000001, ...;
 folders: the file names). An import is all or nothing, even if the process is killed: the
 records are converted on every core, sorted by id (spilling to the database folder beyond
 --memory), packed into compressed blocks with a dictionary trained on the input, and switched

@@ -422,8 +422,9 @@ class Collection:
         """The store's import (as `stele import`): all or nothing; ids from id_field, else
         records numbered from 1 ("0000000001"). A bad record raises InvalidInput with `line`,
         `column`, `record`; a record that is not a JSON object is bad unless
-        wrap_non_objects="field" stores it as {"field": record}. Returns {"imported",
-        "skipped", "bad", "bytes_read", "batches"}."""
+        wrap_non_objects="field" stores it as {"field": record}. A zstd-compressed file
+        (.zst) is read as it is; gzip, bzip2, xz or zip input raises InvalidInput saying how
+        to unpack it. Returns {"imported", "skipped", "bad", "bytes_read", "batches"}."""
     def import_jsonl(
         self,
         path: str | PathLike[str],

@@ -90,7 +90,7 @@ use bulk::BulkWriter;
 use convert::{Conversion, Converted};
 use options::IResult;
 use pending::{Pending, RawRecord, Sink};
-use split::{ArraySplitter, SplitError, sniff};
+use split::{ArraySplitter, Packed, SplitError, head, packed, sniff, unreadable};
 use spool::{Counting, Origin, Spool};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek};
@@ -132,9 +132,18 @@ pub fn import_path(
         return Importer::new(db, collection, opts, ImportFormat::Dir, progress)?.run_dir(path);
     }
     let mut file = File::open(path).map_err(read_err)?;
+    let magic = head(&mut file, MAGIC_BYTES).map_err(read_err)?;
+    if packed(&magic).is_some() {
+        // Compressed (or not JSON at all): read through a decoder from the start, as a
+        // stream, or refused with what it is. Not sampled ahead: the sample's seeks are
+        // offsets into the JSON text, which a compressed file does not have.
+        let input = std::io::Cursor::new(magic).chain(file);
+        return import_reader(db, collection, &name, input, None, opts, progress);
+    }
+    // Every byte read from `file` so far is in `prefix`, read again before the rest.
     let (format, prefix) = match format {
-        Some(f) => (f, Vec::new()),
-        None => sniff(&mut file).map_err(read_err)?,
+        Some(f) => (f, magic),
+        None => sniff(&mut std::io::Cursor::new(magic).chain(&mut file)).map_err(read_err)?,
     };
     let mut progress = progress;
     let mut imp = Importer::new(db, collection, opts, format, &mut progress)?;
@@ -182,15 +191,50 @@ pub fn import_reader(
     opts: &ImportOptions,
     progress: impl FnMut(ImportProgress),
 ) -> Result<ImportReport, ImportError> {
+    if opts.format == Some(ImportFormat::Dir) {
+        return Err(ImportError::Malformed {
+            file: name.to_owned(),
+            line: 1,
+            reason: "the folder format needs a folder path, not a stream".into(),
+        });
+    }
+    let read_err = |error| ImportError::Read {
+        file: name.to_owned(),
+        error,
+    };
+    let mut reader = reader;
+    let magic = head(&mut reader, MAGIC_BYTES).map_err(read_err)?;
+    let input = std::io::Cursor::new(magic).chain(reader);
+    match packed(input.get_ref().0.get_ref()) {
+        None => import_text(db, collection, name, input, len, opts, progress),
+        Some(Packed::Zstd) => {
+            // The decompressed size is not known ahead: progress without a total.
+            let decoder = zstd::stream::read::Decoder::new(input).map_err(read_err)?;
+            import_text(db, collection, name, decoder, None, opts, progress)
+        }
+        Some(Packed::Other(what, unpack)) => Err(ImportError::Malformed {
+            file: name.to_owned(),
+            line: 1,
+            reason: unreadable(what, unpack),
+        }),
+    }
+}
+
+/// Bytes looked at for the magic of a compressed input ([`packed`]).
+const MAGIC_BYTES: usize = 6;
+
+/// [`import_reader`] of an input that is JSON or JSON Lines text (not compressed).
+fn import_text(
+    db: &Database,
+    collection: &str,
+    name: &str,
+    reader: impl Read,
+    len: Option<u64>,
+    opts: &ImportOptions,
+    progress: impl FnMut(ImportProgress),
+) -> Result<ImportReport, ImportError> {
     let mut reader = reader;
     let (format, prefix) = match opts.format {
-        Some(ImportFormat::Dir) => {
-            return Err(ImportError::Malformed {
-                file: name.to_owned(),
-                line: 1,
-                reason: "the folder format needs a folder path, not a stream".into(),
-            });
-        }
         Some(f) => (f, Vec::new()),
         None => sniff(&mut reader).map_err(|error| ImportError::Read {
             file: name.to_owned(),

@@ -32,6 +32,64 @@ pub(super) fn sniff(reader: &mut impl Read) -> std::io::Result<(ImportFormat, Ve
     Ok((ImportFormat::JsonLines, prefix))
 }
 
+/// How an input's first bytes say it is packed, when it is not JSON text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Packed {
+    /// A zstd frame (`.zst`): read through a decoder, frame after frame.
+    Zstd,
+    /// Packed in a way the import does not read: the user is told what it is and how to
+    /// unpack it, rather than "invalid JSON" at line 1.
+    Other(&'static str, &'static str),
+}
+
+/// What the magic bytes at the start of `prefix` say about the input, if they say
+/// anything: none of these byte strings can begin JSON text (with or without a byte order
+/// mark), so a JSON input is never taken for one of them.
+pub(super) fn packed(prefix: &[u8]) -> Option<Packed> {
+    const ZSTD: &[u8] = &[0x28, 0xB5, 0x2F, 0xFD];
+    const OTHERS: &[(&[u8], &str, &str)] = &[
+        (&[0x1F, 0x8B], "gzip-compressed", "gunzip -c FILE"),
+        (b"BZh", "bzip2-compressed", "bunzip2 -c FILE"),
+        (
+            &[0xFD, b'7', b'z', b'X', b'Z', 0x00],
+            "xz-compressed",
+            "xz -dc FILE",
+        ),
+        (b"PK\x03\x04", "a zip archive", "unzip -p FILE"),
+        (b"PAR1", "a Parquet file", ""),
+    ];
+    if prefix.starts_with(ZSTD) {
+        return Some(Packed::Zstd);
+    }
+    OTHERS
+        .iter()
+        .find(|(magic, _, _)| prefix.starts_with(magic))
+        .map(|&(_, what, unpack)| Packed::Other(what, unpack))
+}
+
+/// Reads up to `len` bytes from the start of `reader` (fewer at its end), to look at its
+/// magic bytes; they are to be read again before the rest.
+pub(super) fn head(reader: &mut impl Read, len: usize) -> std::io::Result<Vec<u8>> {
+    let mut head = Vec::with_capacity(len);
+    reader.by_ref().take(len as u64).read_to_end(&mut head)?;
+    Ok(head)
+}
+
+/// The reason of the error for an input [`Packed::Other`] says the import cannot read.
+pub(super) fn unreadable(what: &str, unpack: &str) -> String {
+    if unpack.is_empty() {
+        format!(
+            "this is {what}, not JSON: import it with `stele import DB COLL FILE.parquet` \
+             (or --format parquet), or `stele::arrow::import_parquet_file`"
+        )
+    } else {
+        format!(
+            "this is {what}, not JSON text: unpack it first, e.g. \
+             `{unpack} | stele import DB COLL -` (zstd-compressed files are read as they are)"
+        )
+    }
+}
+
 /// Whitespace around JSON values, plus the bytes of a UTF-8 byte order mark.
 pub(super) fn is_blank(b: u8) -> bool {
     is_ws(b) || is_bom(b)

@@ -1,0 +1,156 @@
+//! Compressed inputs: a zstd-compressed JSON or JSON Lines file (or stream) imports as its
+//! text does; an input packed in a way the import does not read (gzip, bzip2, xz, zip,
+//! Parquet) is refused at its first bytes with what it is and how to unpack it, and
+//! nothing lands; a cut or corrupt zstd input fails as a read error, nothing landing.
+
+use crate::common;
+use common::data::slice;
+use stele::Database;
+use stele::export::{ExportOptions, export_jsonl};
+use stele::import::{ImportError, ImportOptions, import_path, import_reader};
+
+fn export(db: &Database, coll: &str) -> String {
+    let mut out = Vec::new();
+    export_jsonl(&db.snapshot(), coll, &mut out, &ExportOptions::new()).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+/// `text` as zstd frames of at most `frame_bytes` of it each (a file concatenated from
+/// several frames, as `zstd` writes for `cat a.zst b.zst`).
+fn zstd_frames(text: &[u8], frame_bytes: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    for part in text.chunks(frame_bytes) {
+        out.extend(zstd::encode_all(part, 3).unwrap());
+    }
+    out
+}
+
+#[test]
+fn zstd_compressed_files_and_streams_import_as_their_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    // Enough documents for a dictionary (over 1 MiB of JSON), in JSON Lines and as one
+    // JSON array.
+    let lines = slice("geonames-cities.jsonl.zst", 12_000);
+    let jsonl = lines.join("\n") + "\n";
+    assert!(jsonl.len() > 1 << 20);
+    let array = format!("[{}]", lines.join(",\n"));
+    let opts = ImportOptions::new();
+    for (name, text) in [("lines", jsonl.as_bytes()), ("array", array.as_bytes())] {
+        let plain = dir.path().join(format!("{name}.json"));
+        std::fs::write(&plain, text).unwrap();
+        let packed = dir.path().join(format!("{name}.json.zst"));
+        std::fs::write(&packed, zstd_frames(text, 300_000)).unwrap();
+        let want = import_path(&db, &format!("{name}-plain"), &plain, &opts, |_| {}).unwrap();
+        let got = import_path(&db, &format!("{name}-zst"), &packed, &opts, |_| {}).unwrap();
+        assert_eq!(got.documents, 12_000, "{name}");
+        assert_eq!(got.documents, want.documents, "{name}");
+        // The bytes read are the text's, not the compressed file's.
+        assert_eq!(got.bytes_read, text.len() as u64, "{name}");
+        let plain_docs = export(&db, &format!("{name}-plain"));
+        assert_eq!(export(&db, &format!("{name}-zst")), plain_docs, "{name}");
+        // The same through a reader (standard input).
+        let stream = std::fs::File::open(&packed).unwrap();
+        let coll = format!("{name}-stream");
+        import_reader(&db, &coll, "<stdin>", stream, None, &opts, |_| {}).unwrap();
+        assert_eq!(export(&db, &coll), plain_docs, "{name}");
+    }
+    // Ids from a field, out of order: the sorted path reads the decoder as well.
+    let mut shuffled = lines.clone();
+    shuffled.reverse();
+    let text = shuffled.join("\n");
+    let packed = dir.path().join("ids.jsonl.zst");
+    std::fs::write(&packed, zstd_frames(text.as_bytes(), 1 << 20)).unwrap();
+    let by_id = ImportOptions::new().id_field("name");
+    let report = import_path(&db, "ids", &packed, &by_id, |_| {}).unwrap();
+    let plain = dir.path().join("ids.jsonl");
+    std::fs::write(&plain, &text).unwrap();
+    let want = import_path(&db, "ids-plain", &plain, &by_id, |_| {}).unwrap();
+    assert_eq!(report.documents, want.documents);
+    assert_eq!(export(&db, "ids"), export(&db, "ids-plain"));
+}
+
+#[test]
+fn inputs_packed_otherwise_are_refused_with_what_they_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    let cases: [(&str, &[u8], &str); 5] = [
+        (
+            "a.jsonl.gz",
+            &[0x1F, 0x8B, 8, 0, 0, 0, 0, 0],
+            "gzip-compressed",
+        ),
+        ("a.jsonl.bz2", b"BZh91AY&SY", "bzip2-compressed"),
+        (
+            "a.jsonl.xz",
+            &[0xFD, b'7', b'z', b'X', b'Z', 0, 0, 4],
+            "xz-compressed",
+        ),
+        ("a.zip", b"PK\x03\x04\x14\x00", "a zip archive"),
+        ("a.parquet", b"PAR1\x15\x04", "a Parquet file"),
+    ];
+    for (name, bytes, what) in cases {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let err = import_path(&db, "c", &path, &ImportOptions::new(), |_| {}).unwrap_err();
+        match &err {
+            ImportError::Malformed { line, reason, .. } => {
+                assert_eq!(*line, 1, "{name}");
+                assert!(reason.contains(what), "{name}: {reason}");
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+        let shown = err.to_string();
+        assert!(shown.contains("nothing was imported"), "{shown}");
+        // Parquet points to its own import; the others say how to unpack.
+        if name.ends_with(".parquet") {
+            assert!(shown.contains("--format parquet"), "{shown}");
+        } else {
+            assert!(shown.contains("| stele import DB COLL -"), "{shown}");
+        }
+        // A stream says the same.
+        let err = import_reader(
+            &db,
+            "c",
+            "<stdin>",
+            bytes,
+            None,
+            &ImportOptions::new(),
+            |_| {},
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains(what), "{err}");
+    }
+    assert!(db.snapshot().collections().is_empty());
+}
+
+#[test]
+fn cut_or_corrupt_zstd_input_fails_and_lands_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    let text = slice("mongodb-zips.jsonl.zst", 5_000).join("\n") + "\n";
+    let whole = zstd::encode_all(text.as_bytes(), 3).unwrap();
+    let mut corrupt = whole.clone();
+    let middle = corrupt.len() / 2;
+    corrupt[middle..middle + 64].fill(0xA5);
+    for (name, bytes) in [
+        ("cut", &whole[..whole.len() / 2]),
+        ("header only", &whole[..4]),
+        ("corrupt", corrupt.as_slice()),
+    ] {
+        let path = dir.path().join("in.zst");
+        std::fs::write(&path, bytes).unwrap();
+        let err = import_path(&db, "zips", &path, &ImportOptions::new(), |_| {}).unwrap_err();
+        assert!(matches!(err, ImportError::Read { .. }), "{name}: {err:?}");
+        assert!(
+            err.to_string().contains("nothing was imported"),
+            "{name}: {err}"
+        );
+        assert!(db.snapshot().collections().is_empty(), "{name}");
+    }
+    // The database is as it was: the whole file then imports.
+    let path = dir.path().join("in.zst");
+    std::fs::write(&path, &whole).unwrap();
+    let report = import_path(&db, "zips", &path, &ImportOptions::new(), |_| {}).unwrap();
+    assert_eq!(report.documents, 5_000);
+}
