@@ -179,6 +179,9 @@ pub fn import_path(
     }
 }
 
+/// Bytes looked at for the magic of a compressed input ([`packed`]).
+const MAGIC_BYTES: usize = 6;
+
 /// Imports JSON (an array) or JSON Lines from any reader, e.g. standard input. `name` is
 /// used in error messages (e.g. `"<stdin>"`); `len` is the input size if known, for
 /// progress. [`ImportFormat::Dir`] is not possible here.
@@ -205,41 +208,25 @@ pub fn import_reader(
     let mut reader = reader;
     let magic = head(&mut reader, MAGIC_BYTES).map_err(read_err)?;
     let input = std::io::Cursor::new(magic).chain(reader);
-    match packed(input.get_ref().0.get_ref()) {
-        None => import_text(db, collection, name, input, len, opts, progress),
-        Some(Packed::Zstd) => {
-            // The decompressed size is not known ahead: progress without a total.
-            let decoder = zstd::stream::read::Decoder::new(input).map_err(read_err)?;
-            import_text(db, collection, name, decoder, None, opts, progress)
+    // Read in chunks of up to 1 MiB (`Importer::run_reader`): one dynamic call a chunk.
+    let (mut reader, len): (Box<dyn Read + '_>, _) = match packed(input.get_ref().0.get_ref()) {
+        None => (Box::new(input), len),
+        // The decompressed size is not known ahead: progress without a total.
+        Some(Packed::Zstd) => (
+            Box::new(zstd::stream::read::Decoder::new(input).map_err(read_err)?),
+            None,
+        ),
+        Some(Packed::Other(what, unpack)) => {
+            return Err(ImportError::Malformed {
+                file: name.to_owned(),
+                line: 1,
+                reason: unreadable(what, unpack),
+            });
         }
-        Some(Packed::Other(what, unpack)) => Err(ImportError::Malformed {
-            file: name.to_owned(),
-            line: 1,
-            reason: unreadable(what, unpack),
-        }),
-    }
-}
-
-/// Bytes looked at for the magic of a compressed input ([`packed`]).
-const MAGIC_BYTES: usize = 6;
-
-/// [`import_reader`] of an input that is JSON or JSON Lines text (not compressed).
-fn import_text(
-    db: &Database,
-    collection: &str,
-    name: &str,
-    reader: impl Read,
-    len: Option<u64>,
-    opts: &ImportOptions,
-    progress: impl FnMut(ImportProgress),
-) -> Result<ImportReport, ImportError> {
-    let mut reader = reader;
+    };
     let (format, prefix) = match opts.format {
         Some(f) => (f, Vec::new()),
-        None => sniff(&mut reader).map_err(|error| ImportError::Read {
-            file: name.to_owned(),
-            error,
-        })?,
+        None => sniff(&mut reader).map_err(read_err)?,
     };
     let mut imp = Importer::new(db, collection, opts, format, progress)?;
     imp.progress.bytes_total = len;
