@@ -90,6 +90,10 @@ fn inputs_packed_otherwise_are_refused_with_what_they_are() {
         ("a.parquet", b"PAR1\x15\x04", "a Parquet file"),
     ];
     for (name, bytes, what) in cases {
+        assert!(
+            bytes.len() >= 6,
+            "{name}: the magic and a byte or two after it"
+        );
         let path = dir.path().join(name);
         std::fs::write(&path, bytes).unwrap();
         let err = import_path(&db, "c", &path, &ImportOptions::new(), |_| {}).unwrap_err();
@@ -122,6 +126,19 @@ fn inputs_packed_otherwise_are_refused_with_what_they_are() {
         assert!(err.to_string().contains(what), "{err}");
     }
     assert!(db.snapshot().collections().is_empty());
+    // Text that only starts like one of them is JSON Lines: its first line a bad record,
+    // skipped with --skip-bad.
+    let skip = ImportOptions::new().skip_bad(true);
+    for (i, first) in ["BZh9 not bzip2", "PAR1 not parquet", "PAR1"]
+        .iter()
+        .enumerate()
+    {
+        let text = format!("{first}\n{{\"a\": 1}}\n");
+        let coll = format!("t{i}");
+        let report = import_reader(&db, &coll, "text", text.as_bytes(), None, &skip, |_| {});
+        let report = report.unwrap();
+        assert_eq!((report.documents, report.skipped), (1, 1), "{first}");
+    }
 }
 
 #[test]

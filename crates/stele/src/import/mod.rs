@@ -180,7 +180,7 @@ pub fn import_path(
 }
 
 /// Bytes looked at for the magic of a compressed input ([`packed`]).
-const MAGIC_BYTES: usize = 6;
+const MAGIC_BYTES: usize = 10;
 
 /// Imports JSON (an array) or JSON Lines from any reader, e.g. standard input. `name` is
 /// used in error messages (e.g. `"<stdin>"`); `len` is the input size if known, for

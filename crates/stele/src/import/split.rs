@@ -42,24 +42,47 @@ pub(super) enum Packed {
     Other(&'static str, &'static str),
 }
 
-/// What the magic bytes at the start of `prefix` say about the input, if they say
-/// anything: none of these byte strings can begin JSON text (with or without a byte order
-/// mark), so a JSON input is never taken for one of them.
+/// What the magic bytes at the start of `prefix` (10 bytes are enough) say about the
+/// input, if they say anything. None of these byte strings can begin JSON text (with or
+/// without a byte order mark), nor a line of text that a `--skip-bad` import would skip
+/// as one bad record: each holds a byte that is not text (a control byte or one that no
+/// UTF-8 character starts with), or, for bzip2, the digits of pi its blocks start with.
 pub(super) fn packed(prefix: &[u8]) -> Option<Packed> {
     const ZSTD: &[u8] = &[0x28, 0xB5, 0x2F, 0xFD];
     const OTHERS: &[(&[u8], &str, &str)] = &[
         (&[0x1F, 0x8B], "gzip-compressed", "gunzip -c FILE"),
-        (b"BZh", "bzip2-compressed", "bunzip2 -c FILE"),
         (
             &[0xFD, b'7', b'z', b'X', b'Z', 0x00],
             "xz-compressed",
             "xz -dc FILE",
         ),
         (b"PK\x03\x04", "a zip archive", "unzip -p FILE"),
-        (b"PAR1", "a Parquet file", ""),
     ];
     if prefix.starts_with(ZSTD) {
         return Some(Packed::Zstd);
+    }
+    // "BZh", the block size ('1' to '9'), then a block's magic (BCD pi, 0x314159265359).
+    if let [
+        b'B',
+        b'Z',
+        b'h',
+        b'1'..=b'9',
+        0x31,
+        0x41,
+        0x59,
+        0x26,
+        0x53,
+        0x59,
+        ..,
+    ] = prefix
+    {
+        return Some(Packed::Other("bzip2-compressed", "bunzip2 -c FILE"));
+    }
+    // "PAR1" then the first page's header (Thrift), whose first byte is not text.
+    if let [b'P', b'A', b'R', b'1', next, ..] = prefix
+        && !(next.is_ascii_graphic() || next.is_ascii_whitespace())
+    {
+        return Some(Packed::Other("a Parquet file", ""));
     }
     OTHERS
         .iter()
