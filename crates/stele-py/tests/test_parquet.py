@@ -104,6 +104,7 @@ def test_import_parquet_round_trips_to_parquet(coll, tmp_path):
     with stele.open(tmp_path / "back") as db:
         report = db["docs"].import_parquet(out)
         assert report["imported"] == len(DOCS)
+        assert report["bytes_read"] == out.stat().st_size  # read whole
         back = db["docs"]
         assert len(back) == len(DOCS)
         for key in ("d00000", "d00007", "d12345", "d19999"):

@@ -120,6 +120,9 @@ fn an_exported_file_is_packed_while_read_and_lands_the_json_lines_documents() {
     let r = import_parquet_file(&db, "c", &pq, &ImportOptions::new(), |_| {}).unwrap();
     assert!(r.packed_while_reading && !r.restarted_sorted, "{r:?}");
     assert_eq!((r.documents, r.spilled_bytes), (20_000, 0));
+    // Read whole: the bytes read are the file's (the CLI's ratio at rest is of them).
+    let file_bytes = std::fs::metadata(&pq).unwrap().len();
+    assert_eq!(r.bytes_read, file_bytes);
     assert!(documents(&db, "c") == want, "streamed: documents differ");
 
     // The same file sorted (blocks of 32 KiB: too small a file to stream).
@@ -151,6 +154,7 @@ fn ids_out_of_order_after_the_sample_import_sorted() {
     let r = import_parquet_file(&db, "c", &pq, &ImportOptions::new(), |_| {}).unwrap();
     assert!(r.restarted_sorted && !r.packed_while_reading, "{r:?}");
     assert_eq!(r.documents, 19_999);
+    assert_eq!(r.bytes_read, std::fs::metadata(&pq).unwrap().len());
     let want = model(&ids);
     assert_eq!(want.len(), 19_999);
     assert!(documents(&db, "c") == want, "documents differ");
@@ -197,6 +201,11 @@ fn a_small_file_is_imported_sorted() {
             "{rows}: {r:?}"
         );
         assert_eq!(r.documents, rows);
+        assert_eq!(
+            r.bytes_read,
+            std::fs::metadata(&pq).unwrap().len(),
+            "{rows} rows"
+        );
         assert!(documents(&db, "c") == model(&ids), "{rows} rows");
     }
 }

@@ -286,9 +286,14 @@ pub fn import(args: &ImportArgs) -> Result<()> {
             );
             return Ok(());
         }
+        let input = if parquet {
+            "the Parquet file"
+        } else {
+            "the JSON read"
+        };
         let ratio = |bytes: u64| match report.bytes_read {
             0 => String::new(),
-            read => format!(" ({:.2}x the JSON read)", bytes as f64 / read as f64),
+            read => format!(" ({:.2}x {input})", bytes as f64 / read as f64),
         };
         println!(
             "at rest: {} in {:?}, {} bytes{}; database folder {} bytes{}",

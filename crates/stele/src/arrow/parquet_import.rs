@@ -58,16 +58,41 @@ const DECODE_BATCH_ROWS: usize = 4096;
 /// ascend in a sample of rows read from across the file first and the import is big
 /// enough for a dictionary, blocks are packed while the file is read
 /// ([`ImportReport::packed_while_reading`]); an id out of order after all starts the
-/// import again, sorted ([`ImportReport::restarted_sorted`]).
+/// import again, sorted ([`ImportReport::restarted_sorted`]). The report's
+/// [`ImportReport::bytes_read`] is the file's size: it is read whole.
 pub fn import_parquet_file(
     db: &crate::Database,
     collection: &str,
     path: impl AsRef<Path>,
     opts: &ImportOptions,
-    mut progress: impl FnMut(ImportProgress),
+    progress: impl FnMut(ImportProgress),
 ) -> Result<ImportReport, ImportError> {
     let path = path.as_ref();
     let (file, meta) = open(path)?;
+    let file_bytes = file
+        .metadata()
+        .map_err(|error| ImportError::Read {
+            file: path.display().to_string(),
+            error,
+        })?
+        .len();
+    let report = import_opened(db, collection, path, file, meta, opts, progress)?;
+    Ok(ImportReport {
+        bytes_read: file_bytes,
+        ..report
+    })
+}
+
+/// [`import_parquet_file`] of the file opened, its metadata read.
+fn import_opened(
+    db: &crate::Database,
+    collection: &str,
+    path: &Path,
+    file: File,
+    meta: ArrowReaderMetadata,
+    opts: &ImportOptions,
+    mut progress: impl FnMut(ImportProgress),
+) -> Result<ImportReport, ImportError> {
     let (bulk, plan) = match prepare(db, collection, meta.schema(), opts)? {
         Prepared::Bulk(bulk) => *bulk,
         Prepared::Text(text_opts) => {
