@@ -90,7 +90,7 @@ use bulk::BulkWriter;
 use convert::{Conversion, Converted};
 use options::IResult;
 use pending::{Pending, RawRecord, Sink};
-use split::{ArraySplitter, Packed, SplitError, head, packed, sniff, unreadable};
+use split::{ArraySplitter, Packed, SplitError, head, packed, refusal, sniff};
 use spool::{Counting, Origin, Spool};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek};
@@ -207,20 +207,21 @@ pub fn import_reader(
     };
     let mut reader = reader;
     let magic = head(&mut reader, MAGIC_BYTES).map_err(read_err)?;
+    let kind = packed(&magic);
     let input = std::io::Cursor::new(magic).chain(reader);
     // Read in chunks of up to 1 MiB (`Importer::run_reader`): one dynamic call a chunk.
-    let (mut reader, len): (Box<dyn Read + '_>, _) = match packed(input.get_ref().0.get_ref()) {
+    let (mut reader, len): (Box<dyn Read + '_>, _) = match kind {
         None => (Box::new(input), len),
         // The decompressed size is not known ahead: progress without a total.
         Some(Packed::Zstd) => (
             Box::new(zstd::stream::read::Decoder::new(input).map_err(read_err)?),
             None,
         ),
-        Some(Packed::Other(what, unpack)) => {
+        Some(Packed::Refused { what, unpack }) => {
             return Err(ImportError::Malformed {
                 file: name.to_owned(),
                 line: 1,
-                reason: unreadable(what, unpack),
+                reason: refusal(what, unpack),
             });
         }
     };

@@ -37,9 +37,27 @@ pub(super) fn sniff(reader: &mut impl Read) -> std::io::Result<(ImportFormat, Ve
 pub(super) enum Packed {
     /// A zstd frame (`.zst`): read through a decoder, frame after frame.
     Zstd,
-    /// Packed in a way the import does not read: the user is told what it is and how to
-    /// unpack it, rather than "invalid JSON" at line 1.
-    Other(&'static str, &'static str),
+    /// Not read by this import: the user is told what it is (`what`) and what to do,
+    /// rather than "invalid JSON" at line 1: unpack it with `unpack` (FILE standing for
+    /// the file), or, without one (a Parquet file), import it as Parquet.
+    Refused {
+        what: &'static str,
+        unpack: Option<&'static str>,
+    },
+}
+
+/// The reason of the error for an input [`Packed::Refused`] names.
+pub(super) fn refusal(what: &str, unpack: Option<&str>) -> String {
+    match unpack {
+        Some(unpack) => format!(
+            "this is {what}, not JSON text: unpack it first, e.g. \
+             `{unpack} | stele import DB COLL -` (zstd-compressed files are read as they are)"
+        ),
+        None => format!(
+            "this is {what}, not JSON: import it with `stele import DB COLL FILE.parquet` \
+             (or --format parquet), or `stele::arrow::import_parquet_file`"
+        ),
+    }
 }
 
 /// What the magic bytes at the start of `prefix` (10 bytes are enough) say about the
@@ -76,18 +94,27 @@ pub(super) fn packed(prefix: &[u8]) -> Option<Packed> {
         ..,
     ] = prefix
     {
-        return Some(Packed::Other("bzip2-compressed", "bunzip2 -c FILE"));
+        return Some(Packed::Refused {
+            what: "bzip2-compressed",
+            unpack: Some("bunzip2 -c FILE"),
+        });
     }
     // "PAR1" then the first page's header (Thrift), whose first byte is not text.
     if let [b'P', b'A', b'R', b'1', next, ..] = prefix
         && !(next.is_ascii_graphic() || next.is_ascii_whitespace())
     {
-        return Some(Packed::Other("a Parquet file", ""));
+        return Some(Packed::Refused {
+            what: "a Parquet file",
+            unpack: None,
+        });
     }
     OTHERS
         .iter()
         .find(|(magic, _, _)| prefix.starts_with(magic))
-        .map(|&(_, what, unpack)| Packed::Other(what, unpack))
+        .map(|&(_, what, unpack)| Packed::Refused {
+            what,
+            unpack: Some(unpack),
+        })
 }
 
 /// Reads up to `len` bytes from the start of `reader` (fewer at its end), to look at its
@@ -96,21 +123,6 @@ pub(super) fn head(reader: &mut impl Read, len: usize) -> std::io::Result<Vec<u8
     let mut head = Vec::with_capacity(len);
     reader.by_ref().take(len as u64).read_to_end(&mut head)?;
     Ok(head)
-}
-
-/// The reason of the error for an input [`Packed::Other`] says the import cannot read.
-pub(super) fn unreadable(what: &str, unpack: &str) -> String {
-    if unpack.is_empty() {
-        format!(
-            "this is {what}, not JSON: import it with `stele import DB COLL FILE.parquet` \
-             (or --format parquet), or `stele::arrow::import_parquet_file`"
-        )
-    } else {
-        format!(
-            "this is {what}, not JSON text: unpack it first, e.g. \
-             `{unpack} | stele import DB COLL -` (zstd-compressed files are read as they are)"
-        )
-    }
 }
 
 /// Whitespace around JSON values, plus the bytes of a UTF-8 byte order mark.
