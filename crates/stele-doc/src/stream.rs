@@ -93,6 +93,37 @@ pub fn encode<B: AsRef<[u8]>>(
     exact
 }
 
+/// Appends the stream form of `doc` to `out` without [`encode`]'s check, and returns true;
+/// false (and `out` as it was) where `doc` holds a value a stream cannot (an LZ4 string).
+///
+/// For a document a [`DocumentWriter`] wrote under [`write_options`], or under options that
+/// differ from them only in the duplicate policy, with no object repeating a key, or in a
+/// lower depth limit: [`decode`] of its stream makes the same calls to a writer of the same
+/// options, so it rebuilds exactly `doc`'s bytes, and the check (a [`decode`], about 2 us for
+/// a 1 KiB document) would only repeat that. Given any other document the stream still
+/// holds its values in its order, and rebuilds a document of those values whose bytes may
+/// differ: use [`encode`] there. Debug builds make the check anyway and panic if it fails.
+pub fn encode_written<B: AsRef<[u8]>>(doc: &Document<B>, out: &mut Vec<u8>) -> bool {
+    let start = out.len();
+    if put_value(doc.root(), out).is_none() {
+        out.truncate(start);
+        return false;
+    }
+    #[cfg(debug_assertions)]
+    {
+        let mut writer = DocumentWriter::with_options(write_options());
+        let rebuilt = out
+            .get(start..)
+            .and_then(|stream| decode_with(stream, &mut writer, true).ok());
+        assert!(
+            rebuilt.as_deref() == Some(doc.as_bytes()),
+            "encode_written: the stream of a document does not rebuild it (a document not \
+             written under stream::write_options?)"
+        );
+    }
+    true
+}
+
 /// Writes `v` and everything below it; `None` for a value a stream cannot hold (an LZ4
 /// string). Recursion is bounded by the document's depth, at most [`MAX_DEPTH`].
 fn put_value(v: Value<'_>, out: &mut Vec<u8>) -> Option<()> {

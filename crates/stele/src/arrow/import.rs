@@ -10,16 +10,15 @@
 //! A collection not written in bulk (compression off, or `ImportOptions::bulk` off) is
 //! imported through the JSON import's staged write instead (`super::import_text`).
 
-use super::docs::{Cells, Scratch};
-use crate::ids::IdKind;
+use super::docs::Cells;
+pub(super) use super::row_writer::{Built, build};
 use crate::import::{
     BadRecord, BulkImport, IdSource, ImportError, ImportOptions, ImportPhase, ImportProgress,
-    ImportReport, numbered_id,
+    ImportReport,
 };
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, Schema};
-use rayon::prelude::*;
-use stele_doc::{CachedPath, Document, DocumentWriter, WriteOptions};
+use stele_doc::CachedPath;
 
 /// Most rows written into documents at once: a batch of more (a whole pyarrow table in one
 /// chunk) is taken a slice at a time, so memory stays a slice's documents.
@@ -113,7 +112,7 @@ pub(super) fn prepare(
 }
 
 /// The column the ids come from by default (the scan's id column).
-const ID: &str = "_id";
+pub(super) const ID: &str = "_id";
 /// The scan's column for a root property named `_id`.
 const DOC_ID: &str = "doc._id";
 
@@ -136,7 +135,7 @@ fn empty_columns(schema: &Schema) -> Vec<arrow_array::ArrayRef> {
 
 /// Where ids come from.
 #[derive(Clone)]
-enum Ids {
+pub(super) enum Ids {
     /// The column `_id`, not stored in the documents.
     Column,
     /// A field of the written document (a path), which stays in it.
@@ -148,13 +147,13 @@ enum Ids {
 /// What each row becomes: the columns written as properties (their index and key), and the ids.
 #[derive(Clone)]
 pub(super) struct Plan {
-    props: Vec<(usize, String)>,
-    id_column: Option<usize>,
-    ids: Ids,
+    pub(super) props: Vec<(usize, String)>,
+    pub(super) id_column: Option<usize>,
+    pub(super) ids: Ids,
 }
 
 impl Plan {
-    fn new(schema: &Schema, ids: Ids) -> Plan {
+    pub(super) fn new(schema: &Schema, ids: Ids) -> Plan {
         let id_column = schema
             .index_of(ID)
             .ok()
@@ -179,83 +178,6 @@ impl Plan {
             id_column,
             ids,
         }
-    }
-}
-
-/// A row written: its id (as stored), the id's kind and its document; or why it is bad.
-pub(super) type Built = Result<(String, IdKind, Vec<u8>), String>;
-
-/// One row of `columns` as a document and an id; `record` is its number from 1.
-struct RowWriter {
-    writer: DocumentWriter,
-    scratch: Scratch,
-    ids: Ids,
-}
-
-impl RowWriter {
-    fn new(write: &WriteOptions, ids: &Ids) -> RowWriter {
-        RowWriter {
-            writer: DocumentWriter::with_options(write.clone()),
-            scratch: Scratch::new(),
-            ids: ids.clone(),
-        }
-    }
-
-    fn row(&mut self, plan: &Plan, columns: &[Cells<'_>], i: usize, record: u64) -> Built {
-        let w = &mut self.writer;
-        w.reset();
-        let e = |e: stele_doc::Error| e.to_string();
-        w.begin_object().map_err(e)?;
-        for (c, key) in &plan.props {
-            let Some(cells) = columns.get(*c) else {
-                continue;
-            };
-            if cells.is_null(i) {
-                continue;
-            }
-            w.key(key).map_err(e)?;
-            cells
-                .write(i, w, &mut self.scratch)
-                .map_err(|r| format!("column {key}{r}"))?;
-        }
-        w.end_object().map_err(e)?;
-        let doc = w.finish().map_err(e)?;
-        let (id, kind) = match &mut self.ids {
-            Ids::Counter(prefix) => (numbered_id(prefix, record), IdKind::Text),
-            Ids::Column => {
-                let cells = plan.id_column.and_then(|c| columns.get(c));
-                column_id(cells, i)?
-            }
-            Ids::Field(path, name) => {
-                let view = Document::new(doc.as_slice()).map_err(|e| e.to_string())?;
-                BulkImport::field_id(path, &view, name)?
-            }
-        };
-        crate::batch::check_id(&id).map_err(|e| e.to_string())?;
-        Ok((id, kind, doc))
-    }
-}
-
-/// The id in row `i` of the id column: a string as it is, an integer as its key.
-fn column_id(cells: Option<&Cells<'_>>, i: usize) -> Result<(String, IdKind), String> {
-    let Some(cells) = cells.filter(|c| !c.is_null(i)) else {
-        return Err(format!(
-            "no id: the column {ID} is null (every row needs one)"
-        ));
-    };
-    if let Some(s) = cells.str(i) {
-        return Ok((s.to_owned(), IdKind::Text));
-    }
-    match cells.int(i) {
-        Some(Ok(n)) => Ok((crate::ids::int_key(n), IdKind::Int)),
-        Some(Err(n)) => Err(format!(
-            "the id {n} in column {ID} is beyond the range of integer ids ({} to {}): cast the column to strings",
-            i64::MIN,
-            i64::MAX
-        )),
-        None => Err(format!(
-            "the column {ID} holds neither strings nor integers: ids must be one or the other (cast it, or name another id column)"
-        )),
     }
 }
 
@@ -388,7 +310,7 @@ impl<'a, 'scope, P: FnMut(ImportProgress)> Import<'a, 'scope, P> {
                 // cost more than the overlap saves, so the rows before are handed on first.
                 let handed = hand_pending(bulk, report, progress, due);
                 let (built, after) = rayon::join(
-                    || build(&slice, plan, first, &write),
+                    || build(&slice, plan, first, &write, true),
                     || slices.next(&mut batches),
                 );
                 (built, after, handed)
@@ -396,7 +318,7 @@ impl<'a, 'scope, P: FnMut(ImportProgress)> Import<'a, 'scope, P> {
                 std::thread::scope(|scope| {
                     let work = scope.spawn(|| {
                         rayon::join(
-                            || build(&slice, plan, first, &write),
+                            || build(&slice, plan, first, &write, true),
                             || slices.next(&mut batches),
                         )
                     });
@@ -525,32 +447,6 @@ fn hand_on(
         }
     }
     Ok(())
-}
-
-/// The rows of `slice` as documents, on every core, in order; the first is record `first`.
-pub(super) fn build(
-    slice: &RecordBatch,
-    plan: &Plan,
-    first: u64,
-    write: &WriteOptions,
-) -> Result<Vec<Built>, ImportError> {
-    let schema = slice.schema();
-    let columns = schema
-        .fields()
-        .iter()
-        .zip(slice.columns())
-        .map(|(f, c)| Cells::of(c.as_ref(), f, f.name()))
-        .collect::<Result<Vec<_>, String>>()
-        .map_err(|reason| malformed(first, reason))?;
-    let columns = &columns;
-    Ok((0..slice.num_rows())
-        .into_par_iter()
-        .with_min_len(256)
-        .map_init(
-            || RowWriter::new(write, &plan.ids),
-            |w, i| w.row(plan, columns, i, first + i as u64),
-        )
-        .collect())
 }
 
 /// Batches cut into slices of at most [`SLICE_ROWS`] rows.

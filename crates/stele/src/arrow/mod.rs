@@ -70,6 +70,7 @@ mod parquet_groups;
 #[cfg(feature = "parquet")]
 mod parquet_import;
 mod reader;
+mod row_writer;
 mod rows;
 mod state;
 

@@ -220,7 +220,7 @@ fn presample(
         let mut built = Vec::new();
         for batch in rows(path, own, meta, Some(selection))? {
             let batch = batch.map_err(|e| malformed(0, format!("reading a sample: {e}")))?;
-            built.extend(build(&batch, plan, 1, write)?);
+            built.extend(build(&batch, plan, 1, write, false)?);
         }
         Ok(built)
     };

@@ -212,7 +212,7 @@ struct Parsed {
 /// tenth of the CPU of an import of small records. Without repeated keys the writer's
 /// policy changes nothing (`dedup_sorted` only reads it when two keys are equal), so a
 /// document of `write` itself is the same.
-fn parses_as_streams(write: &WriteOptions) -> bool {
+pub(crate) fn parses_as_streams(write: &WriteOptions) -> bool {
     strict_options(write)
         .max_depth(usize::MAX)
         .portable_scanner(false)
@@ -220,7 +220,7 @@ fn parses_as_streams(write: &WriteOptions) -> bool {
 }
 
 /// `write` with repeated keys refused: what [`Writers::strict`] parses under.
-fn strict_options(write: &WriteOptions) -> WriteOptions {
+pub(crate) fn strict_options(write: &WriteOptions) -> WriteOptions {
     write.clone().duplicate_keys(DuplicateKeys::Reject)
 }
 

@@ -89,6 +89,8 @@ use crate::internal::check_collection_name;
 use crate::pack::PackSettings;
 use bulk::BulkWriter;
 use convert::{Conversion, Converted};
+#[cfg(feature = "arrow")]
+pub(crate) use convert::{parses_as_streams, strict_options};
 use options::IResult;
 use pending::{Pending, RawRecord, Sink};
 use split::{Packed, head, packed, refusal, sniff};
