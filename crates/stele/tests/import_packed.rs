@@ -143,31 +143,114 @@ fn inputs_packed_otherwise_are_refused_with_what_they_are() {
 
 #[test]
 fn cut_or_corrupt_zstd_input_fails_and_lands_nothing() {
+    // Frames without their sizes (read as a stream), and with them on an input big enough
+    // to be sampled through a decoder first (the corruption is then met by the sample).
+    let small = slice("mongodb-zips.jsonl.zst", 5_000).join("\n") + "\n";
+    let big = slice("geonames-cities.jsonl.zst", 50_000).join("\n") + "\n";
+    let cases = [
+        (5_000, zstd::encode_all(small.as_bytes(), 3).unwrap()),
+        (50_000, zstd_sized_frames(big.as_bytes(), big.len())),
+    ];
+    for (docs, whole) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path().join("db")).unwrap();
+        let mut corrupt = whole.clone();
+        let middle = corrupt.len() / 2;
+        corrupt[middle..middle + 64].fill(0xA5);
+        for (name, bytes) in [
+            ("cut", &whole[..whole.len() / 2]),
+            ("header only", &whole[..4]),
+            ("corrupt", corrupt.as_slice()),
+        ] {
+            let path = dir.path().join("in.zst");
+            std::fs::write(&path, bytes).unwrap();
+            let err = import_path(&db, "c", &path, &ImportOptions::new(), |_| {}).unwrap_err();
+            // Without a checksum in the frame, zstd may decode corrupt bytes into text that
+            // is then a bad record: the import fails either way, nothing landing.
+            let bad_text = name == "corrupt" && matches!(err, ImportError::BadRecord(_));
+            assert!(
+                matches!(err, ImportError::Read { .. }) || bad_text,
+                "{docs} {name}: {err:?}"
+            );
+            assert!(
+                err.to_string().contains("nothing was imported"),
+                "{docs} {name}: {err}"
+            );
+            assert!(db.snapshot().collections().is_empty(), "{docs} {name}");
+        }
+        // The database is as it was: the whole file then imports.
+        let path = dir.path().join("in.zst");
+        std::fs::write(&path, &whole).unwrap();
+        let report = import_path(&db, "c", &path, &ImportOptions::new(), |_| {}).unwrap();
+        assert_eq!(report.documents, docs);
+    }
+}
+
+/// `text` as zstd frames of at most `frame_bytes` of it each that give their content size,
+/// as `zstd FILE` writes them.
+fn zstd_sized_frames(text: &[u8], frame_bytes: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    for part in text.chunks(frame_bytes) {
+        out.extend(zstd::bulk::compress(part, 3).unwrap());
+    }
+    out
+}
+
+#[test]
+fn a_zstd_file_whose_frames_give_their_sizes_is_packed_while_read() {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open(dir.path().join("db")).unwrap();
-    let text = slice("mongodb-zips.jsonl.zst", 5_000).join("\n") + "\n";
-    let whole = zstd::encode_all(text.as_bytes(), 3).unwrap();
-    let mut corrupt = whole.clone();
-    let middle = corrupt.len() / 2;
-    corrupt[middle..middle + 64].fill(0xA5);
-    for (name, bytes) in [
-        ("cut", &whole[..whole.len() / 2]),
-        ("header only", &whole[..4]),
-        ("corrupt", corrupt.as_slice()),
-    ] {
-        let path = dir.path().join("in.zst");
-        std::fs::write(&path, bytes).unwrap();
-        let err = import_path(&db, "zips", &path, &ImportOptions::new(), |_| {}).unwrap_err();
-        assert!(matches!(err, ImportError::Read { .. }), "{name}: {err:?}");
-        assert!(
-            err.to_string().contains("nothing was imported"),
-            "{name}: {err}"
-        );
-        assert!(db.snapshot().collections().is_empty(), "{name}");
+    // Over 4 MiB of documents: an import big enough to be packed while read.
+    let lines = slice("geonames-cities.jsonl.zst", 50_000);
+    let text = lines.join("\n") + "\n";
+    let opts = ImportOptions::new();
+    let plain = dir.path().join("n.jsonl");
+    std::fs::write(&plain, &text).unwrap();
+    let want = import_path(&db, "plain", &plain, &opts, |_| {}).unwrap();
+    assert!(want.packed_while_reading);
+    // Numbered, in one frame and in several: packed while read, as the text file is.
+    for (name, frame_bytes) in [("one", text.len()), ("many", 250_000)] {
+        let packed = dir.path().join(format!("{name}.jsonl.zst"));
+        std::fs::write(&packed, zstd_sized_frames(text.as_bytes(), frame_bytes)).unwrap();
+        let got = import_path(&db, name, &packed, &opts, |_| {}).unwrap();
+        assert!(got.packed_while_reading, "{name}");
+        assert!(!got.restarted_sorted, "{name}");
+        assert_eq!(got.documents, 50_000, "{name}");
+        assert_eq!(got.bytes_read, text.len() as u64, "{name}");
+        assert_eq!(export(&db, name), export(&db, "plain"), "{name}");
     }
-    // The database is as it was: the whole file then imports.
-    let path = dir.path().join("in.zst");
-    std::fs::write(&path, &whole).unwrap();
-    let report = import_path(&db, "zips", &path, &ImportOptions::new(), |_| {}).unwrap();
-    assert_eq!(report.documents, 5_000);
+    // Frames without their sizes: read as a stream, sorted, the same documents.
+    let unsized_file = dir.path().join("unsized.jsonl.zst");
+    std::fs::write(&unsized_file, zstd_frames(text.as_bytes(), 250_000)).unwrap();
+    let got = import_path(&db, "unsized", &unsized_file, &opts, |_| {}).unwrap();
+    assert!(!got.packed_while_reading);
+    assert_eq!(export(&db, "unsized"), export(&db, "plain"));
+
+    // Ids from a field that ascend: packed while read; one pair out of order between the
+    // sample's places: started again, sorted, with the same documents as the text file's.
+    let keyed: Vec<String> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| format!("{{\"k\":\"{i:08}\",{}", l.trim_start_matches('{')))
+        .collect();
+    let mut swapped = keyed.clone();
+    swapped.swap(100, 101);
+    let by_k = ImportOptions::new().id_field("k");
+    for (name, rows, streamed) in [("asc", &keyed, true), ("swapped", &swapped, false)] {
+        let text = rows.join("\n") + "\n";
+        let plain = dir.path().join(format!("{name}.jsonl"));
+        std::fs::write(&plain, &text).unwrap();
+        import_path(&db, &format!("{name}-plain"), &plain, &by_k, |_| {}).unwrap();
+        let packed = dir.path().join(format!("{name}.jsonl.zst"));
+        std::fs::write(&packed, zstd_sized_frames(text.as_bytes(), 300_000)).unwrap();
+        let got = import_path(&db, name, &packed, &by_k, |_| {}).unwrap();
+        assert_eq!(got.packed_while_reading, streamed, "{name}");
+        assert_eq!(got.restarted_sorted, !streamed, "{name}");
+        assert_eq!(got.documents, 50_000, "{name}");
+        assert_eq!(
+            export(&db, name),
+            export(&db, &format!("{name}-plain")),
+            "{name}"
+        );
+    }
 }

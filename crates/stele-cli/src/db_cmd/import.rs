@@ -35,7 +35,9 @@ pub enum Format {
 
 The format is detected when not given: a folder is `dir`, a file named .parquet `parquet`,
 input starting with `[` is `json`, anything else `jsonl`; zstd-compressed input (a file or -) is
-read through a decoder, and gzip, bzip2, xz or zip input is refused with how to unpack it. Without --id-field, ids number the records from 1 (0000000001, ...;
+read through a decoder (a file whose zstd frames give their sizes is sampled first and, its ids
+ascending, packed while read, as its text would be), and gzip, bzip2, xz or zip input is refused
+with how to unpack it. Without --id-field, ids number the records from 1 (0000000001, ...;
 folders: the file names). An import is all or nothing, even if the process is killed: the
 records are converted on every core, sorted by id (spilling to the database folder beyond
 --memory), packed into compressed blocks with a dictionary trained on the input, and switched

@@ -73,6 +73,7 @@ mod sample;
 mod split;
 mod spool;
 mod write;
+mod zstd_file;
 
 pub use documents::BulkImport;
 pub use options::{
@@ -136,10 +137,20 @@ pub fn import_path(
     }
     let mut file = File::open(path).map_err(read_err)?;
     let magic = head(&mut file, MAGIC_BYTES).map_err(read_err)?;
-    if packed(&magic).is_some() {
+    let kind = packed(&magic);
+    if kind == Some(Packed::Zstd) && meta.is_file() {
+        file.rewind().map_err(read_err)?;
+        if let Some(text_bytes) = zstd_file::content_size(&mut file).map_err(read_err)? {
+            // Sampled through a decoder first, then read as a text file is.
+            return zstd_file::import(db, collection, (path, &name), text_bytes, opts, progress);
+        }
+        file.seek(std::io::SeekFrom::Start(magic.len() as u64))
+            .map_err(read_err)?;
+    }
+    if kind.is_some() {
         // Compressed (or not JSON at all): read through a decoder from the start, as a
-        // stream, or refused with what it is. Not sampled ahead: the sample's seeks are
-        // offsets into the JSON text, which a compressed file does not have.
+        // stream, or refused with what it is. Not sampled ahead: a zstd file whose frames
+        // do not give their sizes (the sample's windows are offsets into the text).
         let input = std::io::Cursor::new(magic).chain(file);
         return import_reader(db, collection, &name, input, None, opts, progress);
     }
@@ -361,6 +372,27 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
         file_bytes: u64,
         out_of_order: &Arc<AtomicBool>,
     ) -> IResult<()> {
+        self.stream_input(file_bytes, out_of_order, |max_docs, max_bytes, write| {
+            let position = file.stream_position()?;
+            let sample = presample::presample(file, file_bytes, max_docs, max_bytes, write)?;
+            file.seek(std::io::SeekFrom::Start(position))?;
+            Ok(sample)
+        })
+    }
+
+    /// [`Self::stream_file`] for an input of `file_bytes` bytes of JSON Lines that
+    /// `sample` takes its [`Presample`] from (given the most documents and bytes it may
+    /// hold, and the import's write options).
+    fn stream_input(
+        &mut self,
+        file_bytes: u64,
+        out_of_order: &Arc<AtomicBool>,
+        sample: impl FnOnce(
+            usize,
+            usize,
+            &stele_doc::WriteOptions,
+        ) -> std::io::Result<presample::Presample>,
+    ) -> IResult<()> {
         /// Estimated records above which an import is not streamed: numbered ids ascend
         /// up to 9,999,999,999 records (10 digits), far above this.
         const MAX_STREAMED_DOCS: u64 = 1_000_000_000;
@@ -384,12 +416,7 @@ impl<'a, P: FnMut(ImportProgress)> Importer<'a, P> {
             file: String::new(),
             error,
         };
-        let position = file.stream_position().map_err(read_err)?;
-        let mut sample =
-            presample::presample(file, file_bytes, max_docs, max_bytes, &self.opts.write)
-                .map_err(read_err)?;
-        file.seek(std::io::SeekFrom::Start(position))
-            .map_err(read_err)?;
+        let mut sample = sample(max_docs, max_bytes, &self.opts.write).map_err(read_err)?;
         let est_doc_bytes = sample.estimated_doc_bytes(file_bytes);
         let est_docs = sample.estimated_docs(file_bytes);
         if !BulkWriter::streams(writer.settings(), est_doc_bytes) || est_docs > MAX_STREAMED_DOCS {

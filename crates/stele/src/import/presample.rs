@@ -12,6 +12,65 @@
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
+
+/// Where a presample reads its windows from: a seekable file, or a stream read once.
+pub(super) trait Windows {
+    /// Reads up to `len` bytes from offset `start` into `buf` (cleared first): fewer only at
+    /// the end. Each `start` is at least the one before.
+    fn window(&mut self, start: u64, len: usize, buf: &mut Vec<u8>) -> std::io::Result<()>;
+}
+
+impl Windows for File {
+    fn window(&mut self, start: u64, len: usize, buf: &mut Vec<u8>) -> std::io::Result<()> {
+        self.seek(SeekFrom::Start(start))?;
+        buf.clear();
+        self.take(len as u64).read_to_end(buf)?;
+        Ok(())
+    }
+}
+
+/// The windows of a stream that cannot seek (a compressed file's decompressed text), read
+/// once from its start: the bytes between windows are read and dropped, so a presample
+/// costs one pass over the stream (a decompression of the file).
+pub(super) struct Sequential<R> {
+    reader: R,
+    /// Offset of the next byte `reader` gives.
+    pos: u64,
+    /// The last window and its offset: a window that starts inside it (the windows of a
+    /// small file overlap) takes its first bytes from there.
+    last: Vec<u8>,
+    last_start: u64,
+}
+
+impl<R: Read> Sequential<R> {
+    pub(super) fn new(reader: R) -> Self {
+        Sequential {
+            reader,
+            pos: 0,
+            last: Vec::new(),
+            last_start: 0,
+        }
+    }
+}
+
+impl<R: Read> Windows for Sequential<R> {
+    fn window(&mut self, start: u64, len: usize, buf: &mut Vec<u8>) -> std::io::Result<()> {
+        buf.clear();
+        if start < self.pos {
+            let from = usize::try_from(start.saturating_sub(self.last_start)).unwrap_or(usize::MAX);
+            buf.extend_from_slice(self.last.get(from..).unwrap_or(&[]));
+        } else {
+            let skip = start - self.pos;
+            self.pos += std::io::copy(&mut (&mut self.reader).take(skip), &mut std::io::sink())?;
+        }
+        let want = len.saturating_sub(buf.len()) as u64;
+        self.pos += (&mut self.reader).take(want).read_to_end(buf)? as u64;
+        self.last_start = start;
+        self.last.clear();
+        self.last.extend_from_slice(buf);
+        Ok(())
+    }
+}
 use stele_doc::{DocumentWriter, WriteOptions};
 
 /// Windows read. 64 windows of the sample's budget: each window gives at most 1/64 of the
@@ -68,9 +127,10 @@ impl Presample {
 /// Samples up to `max_docs` documents and about `max_bytes` bytes of them from `file`
 /// (`file_bytes` long, JSON Lines), converting each line with `write`; lines that are
 /// blank, too long or not valid JSON are left out (the import itself reports them). Reads
-/// from `file`'s own handle: the caller reads the file from its start afterwards.
+/// from `file`'s own handle (a [`File`]: the caller reads the file from its start
+/// afterwards) or from a stream of its own ([`Sequential`]).
 pub(super) fn presample(
-    file: &mut File,
+    file: &mut impl Windows,
     file_bytes: u64,
     max_docs: usize,
     max_bytes: usize,
@@ -90,11 +150,7 @@ pub(super) fn presample(
         if start >= file_bytes {
             break;
         }
-        file.seek(SeekFrom::Start(start))?;
-        window.clear();
-        (&mut *file)
-            .take(window_bytes as u64)
-            .read_to_end(&mut window)?;
+        file.window(start, window_bytes, &mut window)?;
         let at_end = start + window.len() as u64 >= file_bytes;
         let mut offset = 0usize;
         let mut lines = window.split_inclusive(|&b| b == b'\n');
