@@ -12,6 +12,7 @@
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
+use stele_doc::{DocumentWriter, WriteOptions};
 
 /// Where a presample reads its windows from: a seekable file, or a stream read once.
 pub(super) trait Windows {
@@ -71,7 +72,6 @@ impl<R: Read> Windows for Sequential<R> {
         Ok(())
     }
 }
-use stele_doc::{DocumentWriter, WriteOptions};
 
 /// Windows read. 64 windows of the sample's budget: each window gives at most 1/64 of the
 /// documents and bytes of the sample.
@@ -230,17 +230,22 @@ mod tests {
         (f, text.len() as u64)
     }
 
+    /// The presample of `text` by seeks in a file; the same as the one read in one pass
+    /// over it as a stream (`Sequential`, how a compressed file's text is sampled).
     fn sample(text: &str, max_docs: usize, max_bytes: usize) -> Presample {
         let (f, len) = file_of(text);
         let mut file = f.reopen().expect("reopened");
-        presample(
-            &mut file,
-            len,
-            max_docs,
-            max_bytes,
-            &WriteOptions::default(),
-        )
-        .expect("sampled")
+        let write = WriteOptions::default();
+        let seeked = presample(&mut file, len, max_docs, max_bytes, &write).expect("sampled");
+        let mut stream = Sequential::new(text.as_bytes());
+        let read = presample(&mut stream, len, max_docs, max_bytes, &write).expect("sampled");
+        assert_eq!(read.docs, seeked.docs);
+        assert_eq!(read.texts, seeked.texts);
+        assert_eq!(
+            (read.json_bytes, read.doc_bytes),
+            (seeked.json_bytes, seeked.doc_bytes)
+        );
+        seeked
     }
 
     /// Numbers of the sampled documents `{"n":N}`.

@@ -12,10 +12,8 @@
 //! file where any frame has no size, or whose headers do not add up to the file, is read
 //! through a decoder as a stream instead (`super::import_reader`), as before.
 
-use super::presample::{Presample, Sequential, presample};
-use super::{
-    ImportError, ImportFormat, ImportOptions, ImportProgress, ImportReport, Importer, sniff,
-};
+use super::presample::{Sequential, presample};
+use super::{ImportError, ImportOptions, ImportProgress, ImportReport, Importer, sniff};
 use crate::Database;
 use std::fs::File;
 use std::io::{BufReader, Read, Seek};
@@ -184,22 +182,15 @@ pub(super) fn import(
     let mut imp = Importer::new(db, collection, opts, format, &mut progress)?;
     imp.progress.bytes_total = Some(text_bytes);
     let out_of_order = Arc::new(AtomicBool::new(false));
-    if format == ImportFormat::JsonLines {
-        imp.stream_input(text_bytes, &out_of_order, |max_docs, max_bytes, write| {
-            let sample: Presample = presample(
-                &mut Sequential::new(open()?),
-                text_bytes,
-                max_docs,
-                max_bytes,
-                write,
-            )?;
-            Ok(sample)
-        })
-        .map_err(|e| match e {
-            ImportError::Read { error, .. } => read_err(error),
-            other => other,
-        })?;
-    }
+    // A JSON array is not sampled (`stream_input` leaves it as it is).
+    imp.stream_input(text_bytes, &out_of_order, |max_docs, max_bytes, write| {
+        let mut text = Sequential::new(open()?);
+        presample(&mut text, text_bytes, max_docs, max_bytes, write)
+    })
+    .map_err(|e| match e {
+        ImportError::Read { error, .. } => read_err(error),
+        other => other,
+    })?;
     match imp.run_reader(name, std::io::Cursor::new(prefix).chain(reader)) {
         Err(_) if out_of_order.load(Ordering::Relaxed) => {
             // As for a text file: ids from a field ascended in the sample but not in the
