@@ -129,7 +129,7 @@ fn inputs_packed_otherwise_are_refused_with_what_they_are() {
     // Text that only starts like one of them is JSON Lines: its first line a bad record,
     // skipped with --skip-bad.
     let skip = ImportOptions::new().skip_bad(true);
-    for (i, first) in ["BZh9 not bzip2", "PAR1 not parquet", "PAR1"]
+    for (i, first) in ["BZh9 not bzip2", "PAR1 not parquet", "PAR1", "P*M not zstd"]
         .iter()
         .enumerate()
     {
@@ -219,6 +219,16 @@ fn a_zstd_file_whose_frames_give_their_sizes_is_packed_while_read() {
         assert_eq!(got.bytes_read, text.len() as u64, "{name}");
         assert_eq!(export(&db, name), export(&db, "plain"), "{name}");
     }
+    // A skippable frame first (as some tools write one): recognised as zstd, the same.
+    let mut skippable = 0x184D_2A5Eu32.to_le_bytes().to_vec();
+    skippable.extend(3u32.to_le_bytes());
+    skippable.extend(b"abc");
+    skippable.extend(zstd_sized_frames(text.as_bytes(), 250_000));
+    let first_skipped = dir.path().join("skippable.jsonl.zst");
+    std::fs::write(&first_skipped, skippable).unwrap();
+    let got = import_path(&db, "skippable", &first_skipped, &opts, |_| {}).unwrap();
+    assert!(got.packed_while_reading);
+    assert_eq!(export(&db, "skippable"), export(&db, "plain"));
     // Frames without their sizes: read as a stream, sorted, the same documents.
     let unsized_file = dir.path().join("unsized.jsonl.zst");
     std::fs::write(&unsized_file, zstd_frames(text.as_bytes(), 250_000)).unwrap();

@@ -79,6 +79,12 @@ pub(super) fn packed(prefix: &[u8]) -> Option<Packed> {
     if prefix.starts_with(ZSTD) {
         return Some(Packed::Zstd);
     }
+    // A zstd skippable frame (magic 0x184D2A50 to 0x184D2A5F, little-endian: its fourth
+    // byte a control byte), which some tools put first (seekable-format indexes, metadata);
+    // the decoder skips it.
+    if let [0x50..=0x5F, 0x2A, 0x4D, 0x18, ..] = prefix {
+        return Some(Packed::Zstd);
+    }
     // "BZh", the block size ('1' to '9'), then a block's magic (BCD pi, 0x314159265359).
     if let [
         b'B',
