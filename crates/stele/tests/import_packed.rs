@@ -229,6 +229,14 @@ fn a_zstd_file_whose_frames_give_their_sizes_is_packed_while_read() {
     let got = import_path(&db, "skippable", &first_skipped, &opts, |_| {}).unwrap();
     assert!(got.packed_while_reading);
     assert_eq!(export(&db, "skippable"), export(&db, "plain"));
+    // A JSON array in sized frames: not sampled (only JSON Lines are), the same documents.
+    let array = format!("[{}]", lines.join(",\n"));
+    let array_file = dir.path().join("array.json.zst");
+    std::fs::write(&array_file, zstd_sized_frames(array.as_bytes(), 250_000)).unwrap();
+    let got = import_path(&db, "array", &array_file, &opts, |_| {}).unwrap();
+    assert!(!got.packed_while_reading);
+    assert_eq!(got.documents, 50_000);
+    assert_eq!(export(&db, "array"), export(&db, "plain"));
     // Frames without their sizes: read as a stream, sorted, the same documents.
     let unsized_file = dir.path().join("unsized.jsonl.zst");
     std::fs::write(&unsized_file, zstd_frames(text.as_bytes(), 250_000)).unwrap();
