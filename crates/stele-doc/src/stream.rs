@@ -80,13 +80,7 @@ pub fn encode<B: AsRef<[u8]>>(
         out.truncate(start);
         return false;
     }
-    // The stream's texts are the document's own (UTF-8, as every document's are): the
-    // check's rebuild skips checking them again (3.8 % of an import's CPU on twitter
-    // tweets), and keeps nothing of the rebuilt bytes but whether they are `doc`'s.
-    let exact = out
-        .get(start..)
-        .and_then(|stream| decode_with(stream, writer, false).ok())
-        .is_some_and(|rebuilt| rebuilt == doc.as_bytes());
+    let exact = rebuilds(out.get(start..), doc.as_bytes(), writer, false);
     if !exact {
         out.truncate(start);
     }
@@ -112,16 +106,29 @@ pub fn encode_written<B: AsRef<[u8]>>(doc: &Document<B>, out: &mut Vec<u8>) -> b
     #[cfg(debug_assertions)]
     {
         let mut writer = DocumentWriter::with_options(write_options());
-        let rebuilt = out
-            .get(start..)
-            .and_then(|stream| decode_with(stream, &mut writer, true).ok());
         assert!(
-            rebuilt.as_deref() == Some(doc.as_bytes()),
+            rebuilds(out.get(start..), doc.as_bytes(), &mut writer, true),
             "encode_written: the stream of a document does not rebuild it (a document not \
              written under stream::write_options?)"
         );
     }
     true
+}
+
+/// Whether `stream` (a stream form just written from the document `doc`) rebuilds exactly
+/// `doc`'s bytes with `writer`, checking its texts to be UTF-8 only if `check_utf8`: they
+/// are the document's own (UTF-8, as every document's are), so [`encode`]'s rebuild skips
+/// checking them again (3.8 % of an import's CPU on twitter tweets). Keeps nothing of the
+/// rebuilt bytes but whether they are `doc`'s.
+fn rebuilds(
+    stream: Option<&[u8]>,
+    doc: &[u8],
+    writer: &mut DocumentWriter,
+    check_utf8: bool,
+) -> bool {
+    stream
+        .and_then(|stream| decode_with(stream, writer, check_utf8).ok())
+        .is_some_and(|rebuilt| rebuilt == doc)
 }
 
 /// Writes `v` and everything below it; `None` for a value a stream cannot hold (an LZ4

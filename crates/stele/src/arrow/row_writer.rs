@@ -45,18 +45,14 @@ impl RowWriter {
             .strict
             .as_mut()
             .and_then(|w| write_row(w, plan, columns, i, &mut self.scratch).ok());
-        let written = match strict {
-            Some(doc) => Written::Canonical(doc),
-            None => Written::Document(write_row(
-                &mut self.writer,
-                plan,
-                columns,
-                i,
-                &mut self.scratch,
-            )?),
-        };
-        let doc = match &written {
-            Written::Canonical(doc) | Written::Document(doc) => doc.as_slice(),
+        // `canonical`: written under stream options with repeated keys refused, so its
+        // stream form rebuilds it.
+        let (doc, canonical) = match strict {
+            Some(doc) => (doc, true),
+            None => (
+                write_row(&mut self.writer, plan, columns, i, &mut self.scratch)?,
+                false,
+            ),
         };
         let (id, kind) = match &mut self.ids {
             Ids::Counter(prefix) => (numbered_id(prefix, record), IdKind::Text),
@@ -65,33 +61,23 @@ impl RowWriter {
                 column_id(cells, i)?
             }
             Ids::Field(path, name) => {
-                let view = Document::new(doc).map_err(|e| e.to_string())?;
+                let view = Document::new(doc.as_slice()).map_err(|e| e.to_string())?;
                 BulkImport::field_id(path, &view, name)?
             }
         };
         crate::batch::check_id(&id).map_err(|e| e.to_string())?;
-        let value = match written {
-            Written::Document(doc) => doc,
-            Written::Canonical(doc) => {
-                // SAFETY: `doc` is what `DocumentWriter::finish` just returned.
-                let view = unsafe { Document::new_unchecked(doc.as_slice()) };
-                let mut stream = Vec::with_capacity(doc.len());
-                if stele_doc::stream::encode_written(&view, &mut stream) {
-                    stream
-                } else {
-                    doc
-                }
-            }
-        };
-        Ok((id, kind, value))
+        if !canonical {
+            return Ok((id, kind, doc));
+        }
+        // SAFETY: `doc` is what `DocumentWriter::finish` just returned.
+        let view = unsafe { Document::new_unchecked(doc.as_slice()) };
+        let mut stream = Vec::with_capacity(doc.len());
+        if stele_doc::stream::encode_written(&view, &mut stream) {
+            Ok((id, kind, stream))
+        } else {
+            Ok((id, kind, doc))
+        }
     }
-}
-
-/// A row's document as [`RowWriter::row`] wrote it: under stream options with repeated keys
-/// refused (its stream form rebuilds it), or under the import's own options.
-enum Written {
-    Canonical(Vec<u8>),
-    Document(Vec<u8>),
 }
 
 /// Row `i` of `columns` written by `w` as a document of the properties `plan` names.

@@ -169,27 +169,68 @@ pub fn import_path(
     if meta.is_file() {
         start = Some(file.stream_position().map_err(read_err)?);
         imp.stream_file(&mut file, meta.len(), &out_of_order)
-            .map_err(|e| match e {
-                ImportError::Read { error, .. } => read_err(error),
-                other => other,
-            })?;
+            .map_err(|e| of_file(e, &name))?;
     }
     let chained = std::io::Cursor::new(prefix.as_slice()).chain(&mut file);
     match (imp.run_reader(&name, chained), start) {
         (Err(_), Some(start)) if out_of_order.load(Ordering::Relaxed) => {
-            // Ids from a field ascended in the sample but not in the file: sorted after
-            // all, from the start (the tables packed so far go with the next checkpoint).
             file.seek(std::io::SeekFrom::Start(start))
                 .map_err(read_err)?;
-            let mut imp = Importer::new(db, collection, opts, format, &mut progress)?;
-            imp.progress.bytes_total = Some(meta.len());
-            imp.run_reader(&name, std::io::Cursor::new(prefix).chain(file))
-                .map(|report| ImportReport {
-                    restarted_sorted: true,
-                    ..report
-                })
+            let again = Again {
+                db,
+                collection,
+                opts,
+                format,
+                bytes_total: meta.len(),
+            };
+            again.sorted(
+                &name,
+                std::io::Cursor::new(prefix).chain(file),
+                &mut progress,
+            )
         }
         (other, _) => other,
+    }
+}
+
+/// `e` with the file it is about named where it is a read error (the sample's errors
+/// come without one).
+fn of_file(e: ImportError, name: &str) -> ImportError {
+    match e {
+        ImportError::Read { error, .. } => ImportError::Read {
+            file: name.to_owned(),
+            error,
+        },
+        other => other,
+    }
+}
+
+/// An import packed while read that is to start again, sorted: ids from a field ascended
+/// in the sample but not in the file (the tables packed so far go with the next
+/// checkpoint).
+struct Again<'a> {
+    db: &'a Database,
+    collection: &'a str,
+    opts: &'a ImportOptions,
+    format: ImportFormat,
+    /// Bytes of the input's text, for progress.
+    bytes_total: u64,
+}
+
+impl Again<'_> {
+    /// The import of `input` (the whole input, from its start), sorted.
+    fn sorted(
+        self,
+        name: &str,
+        input: impl Read,
+        progress: impl FnMut(ImportProgress),
+    ) -> Result<ImportReport, ImportError> {
+        let mut imp = Importer::new(self.db, self.collection, self.opts, self.format, progress)?;
+        imp.progress.bytes_total = Some(self.bytes_total);
+        imp.run_reader(name, input).map(|report| ImportReport {
+            restarted_sorted: true,
+            ..report
+        })
     }
 }
 

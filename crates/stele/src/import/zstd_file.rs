@@ -13,10 +13,12 @@
 //! through a decoder as a stream instead (`super::import_reader`), as before.
 
 use super::presample::{Sequential, presample};
-use super::{ImportError, ImportOptions, ImportProgress, ImportReport, Importer, sniff};
+use super::{
+    Again, ImportError, ImportOptions, ImportProgress, ImportReport, Importer, of_file, sniff,
+};
 use crate::Database;
 use std::fs::File;
-use std::io::{BufReader, Read, Seek};
+use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,14 +33,19 @@ const SKIPPABLE_MAGIC: u32 = 0x184D_2A50;
 /// The total content size of the zstd frames in `input` (read from its start to its end),
 /// or `None` if a frame does not give its size or the bytes are not a well-formed sequence
 /// of frames (then nothing is known ahead; the decoder reports what is wrong). Reads the
-/// frame and block headers only, skipping the blocks' bytes.
-pub(super) fn content_size(input: impl Read + Seek) -> std::io::Result<Option<u64>> {
-    let mut r = BufReader::new(input);
+/// frame and block headers only, seeking past the blocks' bytes.
+pub(super) fn content_size(mut input: impl Read + Seek) -> std::io::Result<Option<u64>> {
+    let len = input.seek(SeekFrom::End(0))?;
+    input.rewind()?;
+    let mut r = Headers {
+        reader: BufReader::new(input),
+        len,
+    };
     let mut total = 0u64;
     let mut frames = 0u32;
     loop {
         let mut magic = [0u8; 4];
-        match read_some(&mut r, &mut magic)? {
+        match read_some(&mut r.reader, &mut magic)? {
             0 if frames > 0 => return Ok(Some(total)),
             4 => {}
             _ => return Ok(None),
@@ -47,7 +54,8 @@ pub(super) fn content_size(input: impl Read + Seek) -> std::io::Result<Option<u6
         let magic = u32::from_le_bytes(magic);
         if magic & SKIPPABLE_MASK == SKIPPABLE_MAGIC {
             let mut size = [0u8; 4];
-            if read_some(&mut r, &mut size)? != 4 || !skip(&mut r, u32::from_le_bytes(size).into())?
+            if read_some(&mut r.reader, &mut size)? != 4
+                || !r.skip(u32::from_le_bytes(size).into())?
             {
                 return Ok(None);
             }
@@ -68,9 +76,9 @@ pub(super) fn content_size(input: impl Read + Seek) -> std::io::Result<Option<u6
 
 /// The content size of the frame whose magic was just read, after skipping the rest of it;
 /// `None` if its header does not give one or it is cut or malformed.
-fn frame(r: &mut BufReader<impl Read + Seek>) -> std::io::Result<Option<u64>> {
+fn frame(r: &mut Headers<impl Read + Seek>) -> std::io::Result<Option<u64>> {
     let mut descriptor = [0u8; 1];
-    if read_some(r, &mut descriptor)? != 1 {
+    if read_some(&mut r.reader, &mut descriptor)? != 1 {
         return Ok(None);
     }
     let fhd = descriptor[0];
@@ -91,27 +99,24 @@ fn frame(r: &mut BufReader<impl Read + Seek>) -> std::io::Result<Option<u64>> {
         return Ok(None); // the frame does not give its size
     }
     let window_bytes = if single_segment { 0 } else { 1 };
-    if !skip(r, window_bytes + dict_id_bytes)? {
+    if !r.skip(window_bytes + dict_id_bytes)? {
         return Ok(None);
     }
-    let mut field = [0u8; 8];
-    let Some(field) = field.get_mut(..size_bytes) else {
+    // The field is little-endian: its bytes first in an 8-byte buffer of zeros.
+    let mut le = [0u8; 8];
+    let Some(field) = le.get_mut(..size_bytes) else {
         return Ok(None);
     };
-    if read_some(r, field)? != size_bytes {
+    if read_some(&mut r.reader, field)? != size_bytes {
         return Ok(None);
     }
-    let mut le = [0u8; 8];
-    le.get_mut(..size_bytes)
-        .map(|d| d.copy_from_slice(field))
-        .ok_or_else(|| std::io::Error::other("content size field"))?;
     let mut size = u64::from_le_bytes(le);
     if size_bytes == 2 {
         size += 256; // the two-byte field is offset by 256
     }
     loop {
         let mut header = [0u8; 3];
-        if read_some(r, &mut header)? != 3 {
+        if read_some(&mut r.reader, &mut header)? != 3 {
             return Ok(None);
         }
         let header = u32::from(header[0]) | u32::from(header[1]) << 8 | u32::from(header[2]) << 16;
@@ -121,14 +126,14 @@ fn frame(r: &mut BufReader<impl Read + Seek>) -> std::io::Result<Option<u64>> {
             1 => 1,                          // RLE: one byte repeated
             _ => return Ok(None),            // reserved
         };
-        if !skip(r, payload)? {
+        if !r.skip(payload)? {
             return Ok(None);
         }
         if last {
             break;
         }
     }
-    if checksum && !skip(r, 4)? {
+    if checksum && !r.skip(4)? {
         return Ok(None);
     }
     Ok(Some(size))
@@ -148,10 +153,26 @@ fn read_some(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(filled)
 }
 
-/// Skips `n` bytes; false if the input ends first.
-fn skip(r: &mut BufReader<impl Read + Seek>, n: u64) -> std::io::Result<bool> {
-    let skipped = std::io::copy(&mut r.by_ref().take(n), &mut std::io::sink())?;
-    Ok(skipped == n)
+/// The input whose headers [`content_size`] reads, `len` bytes long.
+struct Headers<R> {
+    reader: BufReader<R>,
+    len: u64,
+}
+
+impl<R: Read + Seek> Headers<R> {
+    /// Skips `n` bytes by seeking (a block's bytes are not read); false if the input ends
+    /// first.
+    fn skip(&mut self, n: u64) -> std::io::Result<bool> {
+        let at = self.reader.stream_position()?;
+        let (Some(end), Ok(by)) = (at.checked_add(n), i64::try_from(n)) else {
+            return Ok(false);
+        };
+        if end > self.len {
+            return Ok(false);
+        }
+        self.reader.seek_relative(by)?;
+        Ok(true)
+    }
 }
 
 /// Imports the zstd-compressed file at `path` (`name` in messages) whose frames hold
@@ -187,21 +208,17 @@ pub(super) fn import(
         let mut text = Sequential::new(open()?);
         presample(&mut text, text_bytes, max_docs, max_bytes, write)
     })
-    .map_err(|e| match e {
-        ImportError::Read { error, .. } => read_err(error),
-        other => other,
-    })?;
+    .map_err(|e| of_file(e, name))?;
     match imp.run_reader(name, std::io::Cursor::new(prefix).chain(reader)) {
         Err(_) if out_of_order.load(Ordering::Relaxed) => {
-            // As for a text file: ids from a field ascended in the sample but not in the
-            // file; sorted after all, from the start.
-            let mut imp = Importer::new(db, collection, opts, format, &mut progress)?;
-            imp.progress.bytes_total = Some(text_bytes);
-            imp.run_reader(name, open().map_err(read_err)?)
-                .map(|report| ImportReport {
-                    restarted_sorted: true,
-                    ..report
-                })
+            let again = Again {
+                db,
+                collection,
+                opts,
+                format,
+                bytes_total: text_bytes,
+            };
+            again.sorted(name, open().map_err(read_err)?, &mut progress)
         }
         other => other,
     }
