@@ -607,6 +607,38 @@ proptest! {
     }
 }
 
+/// Regression (found by the property test): a condition on the sorted path that narrows no
+/// key range (`null` matches a missing field too) still passes over an array's entries
+/// that fail it, so the index cannot serve that sort: `[false, null]` sorts by `false`
+/// descending, before `null`, though only its `null` entry meets the filter.
+#[test]
+fn a_condition_on_the_sorted_path_keeps_the_sort_off_the_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    let mut batch = db.batch();
+    for (id, json) in [("d1", r#"{"a": null}"#), ("d2", r#"{"a": [false, null]}"#)] {
+        batch.put_json("c", id, json.as_bytes()).unwrap();
+    }
+    db.commit(batch).unwrap();
+    for with_index in [false, true] {
+        if with_index {
+            db.create_index("c", "ix", &["a:desc", "tags:desc"])
+                .unwrap();
+        }
+        for (filter, want) in [
+            (r#"{"a": null}"#, ["d2", "d1"]),
+            (r#"{"a": {"$ne": true}}"#, ["d2", "d1"]),
+        ] {
+            let q = Query::new("c")
+                .filter(Filter::parse(filter).unwrap())
+                .sort("a", true);
+            let out = db.snapshot().query(&q).unwrap();
+            let ids: Vec<&str> = out.rows.iter().map(|r| r.id.as_str()).collect();
+            assert_eq!(ids, want, "{filter}, index {with_index}: {}", out.plan);
+        }
+    }
+}
+
 /// Regression (found by the property test): a sort on a path that an equality fixes is not
 /// served by the index, since an array holding the value sorts by its smallest element.
 #[test]

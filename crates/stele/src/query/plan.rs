@@ -294,12 +294,15 @@ fn offer<'s>(
     // The sort: its paths must be the index fields right after the equality fields, in
     // order, all in the index's directions or all reversed, over one key range. A path
     // fixed by an equality still counts: an array holding the value sorts by its smallest
-    // (largest) element, which may be another. A range on a sorted field does not qualify
-    // either: an array's elements outside the range still set its sort key, so index order
-    // and sort order could differ.
-    let ranged = if range { paths.get(bounded - 1) } else { None };
+    // (largest) element, which may be another. Nor does a sorted path with any condition
+    // of the filter on it (a range, or one that narrows nothing, as `null` or `$ne`):
+    // entries that fail the condition are passed over, and an array's elements that fail
+    // it still set its sort key, so its document would come at the place of an element
+    // that passed rather than at its own (found by the property test: `{"a": null}`
+    // sorted by `a` descending put `[false, null]` after `null`).
+    let conditioned = |p: &DocPath| fields.iter().any(|(f, _)| *f == p);
     let mut sorted =
-        ranges.len() == 1 && !sort.is_empty() && !sort.iter().any(|(p, _)| Some(p) == ranged);
+        ranges.len() == 1 && !sort.is_empty() && !sort.iter().any(|(p, _)| conditioned(p));
     let mut reverse = None;
     for (k, (p, desc)) in sort.iter().enumerate() {
         let at = eq_fields + k;
