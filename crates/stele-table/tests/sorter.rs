@@ -372,3 +372,84 @@ fn finish_each_stops_at_the_sinks_error() {
         assert_eq!(seen, 100);
     }
 }
+
+/// A sorter made and fed on a pool of one thread (its spills then sort on one thread, one
+/// run a batch) gives the table one fed from outside it gives (two threads here, two runs
+/// a batch), byte for byte.
+#[test]
+fn sorters_on_pools_of_one_and_of_every_thread_give_the_same_table() {
+    let pairs = shuffled_pairs(20_000, 5);
+    let outside = tempfile::tempdir().unwrap();
+    let (t1, runs1) = sort(&pairs, DuplicatePolicy::KeepLast, 128 << 10, outside.path()).unwrap();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let inside = tempfile::tempdir().unwrap();
+    let (t2, runs2) = pool
+        .install(|| sort(&pairs, DuplicatePolicy::KeepLast, 128 << 10, inside.path()))
+        .unwrap();
+    assert!(runs1 >= 2 && runs2 >= 2, "runs {runs1} and {runs2}");
+    assert_eq!(
+        std::fs::read(t1.path()).unwrap(),
+        std::fs::read(t2.path()).unwrap()
+    );
+    assert_only_tables(outside.path());
+    assert_only_tables(inside.path());
+}
+
+/// A sorter spills in the background while a query's parallel scan adds to it from every
+/// thread of the global pool, under a lock: the thread holding the lock waits for the
+/// spill, the others for the lock. Had the spill's sort queued its work on the global
+/// pool, no thread would be left to do it (a deadlock, seen with such a version of the
+/// sorter; caught here by a watchdog rather than a hung test).
+#[test]
+fn waiting_for_a_background_spill_on_the_pool_does_not_deadlock() {
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let dir = tempfile::tempdir().unwrap();
+        let sorter = Sorter::new(
+            SorterOptions::default()
+                .memory_budget_bytes(8 << 20)
+                .temp_dir(dir.path())
+                .duplicates(DuplicatePolicy::KeepLast),
+        )
+        .unwrap();
+        let sorter = std::sync::Mutex::new(sorter);
+        let value = vec![7u8; 200];
+        for round in 0u32..12 {
+            // From outside the pool: the last add of these starts a spill in the background.
+            {
+                let mut s = sorter.lock().unwrap();
+                for i in 0u32..20_000 {
+                    let key = format!("{:08x}-{round}", i.wrapping_mul(2_654_435_761));
+                    s.add(key.as_bytes(), &value).unwrap();
+                }
+            }
+            // Then from every thread of the pool at once, each under the lock.
+            rayon::broadcast(|ctx| {
+                for i in 0u32..5_000 {
+                    let key = format!("{:08x}-{round}-{}", i.wrapping_mul(40_503), ctx.index());
+                    sorter.lock().unwrap().add(key.as_bytes(), &value).unwrap();
+                }
+            });
+        }
+        let sorter = sorter.into_inner().unwrap();
+        let mut n = 0u64;
+        let mut last: Vec<u8> = Vec::new();
+        sorter
+            .finish_each(&mut |k, _| {
+                assert!(k > last.as_slice());
+                last = k.to_vec();
+                n += 1;
+                Ok(())
+            })
+            .unwrap();
+        let threads = rayon::current_num_threads() as u64;
+        done.send(n == 12 * (20_000 + 5_000 * threads)).unwrap();
+    });
+    let all_there = finished
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("the sort did not finish in 2 minutes: deadlocked");
+    assert!(all_there, "pairs lost or repeated");
+}

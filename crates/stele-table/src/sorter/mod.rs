@@ -7,6 +7,7 @@ mod merge;
 mod pipeline;
 mod radix;
 mod run;
+mod spill;
 
 use crate::builder::{
     DuplicatePolicy, TableBuilder, TableInfo, TableOptions, TableWriter, check_sizes,
@@ -14,8 +15,8 @@ use crate::builder::{
 use crate::error::{Error, Result};
 use crate::storage::unique_name;
 use batch::Batch;
-use rayon::prelude::*;
-use run::{MAX_WRITE_BUFFER_BYTES, MIN_IO_BUFFER_BYTES, Run, RunWriter};
+use run::{MAX_WRITE_BUFFER_BYTES, MIN_IO_BUFFER_BYTES, Run};
+use spill::{RunPlan, Spilling, spill_pool, write_runs};
 use std::path::{Path, PathBuf};
 
 /// Options for a [`Sorter`].
@@ -40,7 +41,8 @@ impl SorterOptions {
     /// Memory the sorter may use (default 256 MiB). While pairs come in, each costs its key
     /// and value bytes plus 52 bytes of bookkeeping (a 24-byte record, room for the sort's
     /// scatter copy, a 4-byte common prefix length); the buffers of the runs being spilled
-    /// are set aside from the budget. While runs are merged, the budget holds the run
+    /// are set aside from the budget. A full batch is spilled in the background while the
+    /// next one fills: two batches, each of half the budget less those buffers. While runs are merged, the budget holds the run
     /// readers' buffers, the merged key ranges waiting for the table writer, and the
     /// writer's buffer and index. Not counted: 8 bytes per pair while an in-memory batch is
     /// written and one sample key per 64 KiB of runs; I/O buffers keep a floor of 16 KiB
@@ -99,13 +101,21 @@ pub type SortedSink<'s> = dyn FnMut(&[u8], &[u8]) -> Result<()> + Send + 's;
 /// Sorts pairs given in any order into a table, within a memory budget.
 ///
 /// Uses the rayon global thread pool (size it with `RAYON_NUM_THREADS` or run `finish`
-/// inside `ThreadPool::install`).
+/// inside `ThreadPool::install`). Full batches are spilled in the background, on a pool of
+/// the sorter's own with as many threads: [`Sorter::add`] returns while a full batch is
+/// sorted and written, and waits only if the next batch fills before that is done.
 #[derive(Debug)]
 pub struct Sorter {
     opts: SorterOptions,
     policy: DuplicatePolicy,
     batch: Batch,
     runs: Vec<Run>,
+    /// The batch being spilled in the background, if any: its runs go after `runs`.
+    /// Declared before `spill` so that it is dropped (its thread joined) before the runs'
+    /// folder is removed.
+    spilling: Option<Spilling>,
+    /// The threads of background spills, made at the first ([`spill_pool`]).
+    spill_pool: Option<rayon::ThreadPool>,
     spill: Option<SpillDir>,
     added: u64,
     /// The budget less what a spill needs besides the batch (the run writers' buffers).
@@ -134,14 +144,16 @@ impl Sorter {
         let writers = rayon::current_num_threads().max(1);
         let run_buffer_bytes =
             (budget / 16 / writers).clamp(MIN_IO_BUFFER_BYTES, MAX_WRITE_BUFFER_BYTES);
-        let batch_limit_bytes = budget
-            .saturating_sub(writers * run_buffer_bytes)
-            .max(budget / 2);
+        // A full batch is spilled while the next fills: two batches alive, each of half.
+        let batch_limit_bytes =
+            (budget.saturating_sub(writers * run_buffer_bytes) / 2).max(budget / 4);
         Ok(Sorter {
             batch: Batch::new(batch_limit_bytes),
             policy,
             opts,
             runs: Vec::new(),
+            spilling: None,
+            spill_pool: None,
             spill: None,
             added: 0,
             batch_limit_bytes,
@@ -150,15 +162,16 @@ impl Sorter {
     }
 
     /// Adds a pair (any order). When the budget is exceeded, this call sorts the pairs held
-    /// and spills them as a run, so it can fail with I/O errors, and with
-    /// [`Error::DuplicateKey`] under [`DuplicatePolicy::Reject`] if that batch repeats a key
-    /// (duplicates across runs are reported by `finish`).
+    /// and spills them as runs (in the background, see [`Sorter`]), so it can fail with
+    /// I/O errors, and with [`Error::DuplicateKey`] under [`DuplicatePolicy::Reject`] if a
+    /// batch repeats a key (duplicates across runs are reported by `finish`). An error of
+    /// a background spill is returned by the next call that spills, or by `finish`.
     pub fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         check_sizes(key, value)?;
         self.batch.push(key, value)?;
         self.added += 1;
         if self.batch.memory_bytes() > self.batch_limit_bytes {
-            self.spill()?;
+            self.spill(true)?;
         }
         Ok(())
     }
@@ -173,13 +186,15 @@ impl Sorter {
         self.added == 0
     }
 
-    /// Sorted runs spilled to disk so far.
+    /// Sorted runs spilled to disk so far (a spill still running in the background not
+    /// counted; after `finish` every one is).
     pub fn spilled_runs(&self) -> usize {
         self.runs.len()
     }
 
-    /// Bytes written to runs so far (the table adds its own size: write amplification is
-    /// `(spilled_bytes + file_bytes) / file_bytes`, about 2 when spilling).
+    /// Bytes written to runs so far, as [`Self::spilled_runs`] counts them (the table adds
+    /// its own size: write amplification is `(spilled_bytes + file_bytes) / file_bytes`,
+    /// about 2 when spilling).
     pub fn spilled_bytes(&self) -> u64 {
         self.runs.iter().map(|r| r.bytes).sum()
     }
@@ -199,41 +214,56 @@ impl Sorter {
         Ok(path)
     }
 
-    fn spill(&mut self) -> Result<()> {
+    /// Spills the batch as sorted runs: in the background if `background` (on the spill
+    /// pool, [`spill_pool`]), else before returning. Waits first for the spill running,
+    /// whose emptied batch becomes the next one.
+    fn spill(&mut self, background: bool) -> Result<()> {
         if self.batch.is_empty() {
             return Ok(());
         }
         let dir = self.spill_dir()?;
-        self.batch.sort();
-        // The sorted batch is written as one run per thread, each a key range of it (cut
-        // between different keys), in parallel. Runs keep their order in `runs`, so ties
-        // between batches still resolve by batch order.
-        let batch = &self.batch;
-        let policy = self.policy;
-        let first_run = self.runs.len();
-        let cuts = batch.cuts(rayon::current_num_threads().max(1));
-        let buffer_bytes = self.run_buffer_bytes;
-        let written: Vec<Result<Run>> = cuts
-            .par_windows(2)
-            .enumerate()
-            .map(|(i, w)| {
-                let path = dir.join(format!("run-{:06}", first_run + i));
-                let mut writer = RunWriter::create(path, buffer_bytes)?;
-                batch.for_each_unique_in(w[0], w[1], policy, |k, v| writer.add(k, v))?;
-                writer.finish()
-            })
-            .collect();
-        for run in written {
-            self.runs.push(run?);
+        let emptied = self.wait_for_spill()?;
+        let plan = RunPlan {
+            dir,
+            first_run: self.runs.len(),
+            policy: self.policy,
+            buffer_bytes: self.run_buffer_bytes,
+        };
+        if background && self.spill_pool.is_none() {
+            // Without a pool (its threads could not be started) spills stay in line.
+            self.spill_pool = spill_pool();
         }
-        self.batch.clear();
+        if let (true, Some(pool)) = (background, &self.spill_pool) {
+            let next = emptied.unwrap_or_else(|| Batch::new(self.batch_limit_bytes));
+            let full = std::mem::replace(&mut self.batch, next);
+            self.spilling = Some(Spilling::start(full, plan, pool));
+        } else {
+            // The other batch, if any, is freed here: one is enough from now on.
+            drop(emptied);
+            let runs = write_runs(&mut self.batch, &plan)?;
+            self.runs.extend(runs);
+            self.batch.clear();
+        }
         Ok(())
+    }
+
+    /// Waits for the spill running in the background, if any: its runs join `runs`, its
+    /// batch (emptied, its arena kept) is returned.
+    fn wait_for_spill(&mut self) -> Result<Option<Batch>> {
+        let Some(spilling) = self.spilling.take() else {
+            return Ok(None);
+        };
+        let (batch, runs) = spilling.wait()?;
+        self.runs.extend(runs);
+        Ok(Some(batch))
     }
 
     /// Sorts everything and writes the table into folder `out_dir`.
     pub fn finish(mut self, out_dir: impl AsRef<Path>) -> Result<TableInfo> {
         // Duplicates are resolved here, so the builder sees strictly ascending keys.
         let table_opts = self.opts.table.clone().duplicates(DuplicatePolicy::Reject);
+        // The other batch's arena is freed before the last one is sorted or merged.
+        drop(self.wait_for_spill()?);
         if self.runs.is_empty() {
             self.batch.sort();
             let writer = TableWriter::new(out_dir.as_ref(), &table_opts, false)?;
@@ -245,7 +275,7 @@ impl Sorter {
                 writer,
             );
         }
-        self.spill()?;
+        self.spill(false)?;
         // The merge gets the whole budget: the emptied batch still holds its records'
         // capacity, kept for the next batch until now.
         self.batch = Batch::new(0);
@@ -272,6 +302,7 @@ impl Sorter {
             count += 1;
             sink(k, v)
         };
+        drop(self.wait_for_spill()?);
         if self.runs.is_empty() {
             self.batch.sort();
             let n = self.batch.len();
@@ -279,7 +310,7 @@ impl Sorter {
                 .for_each_unique_in(0, n, self.policy, &mut counted)?;
             return Ok(count);
         }
-        self.spill()?;
+        self.spill(false)?;
         self.batch = Batch::new(0);
         crate::memory::release_free_memory();
         merge::merge_runs(

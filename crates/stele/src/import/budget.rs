@@ -10,8 +10,11 @@ pub(super) fn batch_bytes(budget_bytes: usize) -> usize {
 /// Memory an import into a packed collection holds whatever its budget: the process, its
 /// read buffer, the block packer's frames and compression contexts, the sorter's run
 /// buffers while merging (an import of 4.5M small records peaked 28-40 MiB above its
-/// sorter's share, `docs/notes/2026-12-01-ids-stored-once.md`).
-const IMPORT_RESERVE_BYTES: usize = 32 << 20;
+/// sorter's share, `docs/notes/2026-12-01-ids-stored-once.md`), and the heaps of the
+/// sorter's spill threads, which keep 10-15 MiB of what the sorts there freed (that
+/// import peaked at 252-257 MiB of 256 with 32 MiB here, 238-241 MiB with one heap,
+/// `docs/notes/2026-12-04-spill-in-background.md`).
+const IMPORT_RESERVE_BYTES: usize = 40 << 20;
 
 /// The sorter's share of an import's budget of `budget_bytes` whose dictionary sample
 /// holds up to `sample_bytes`: the rest less two batches of records in flight (each its
