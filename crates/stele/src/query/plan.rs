@@ -177,7 +177,14 @@ fn cond_ranges(cond: &Cond) -> Option<(Vec<KeyRange>, bool)> {
             let points = !ops.iter().any(Operand::is_null);
             Some((r, points))
         }
-        Cond::All(ops) => Some((vec![point(ops.first()?)?], true)),
+        // As `Eq` of the first value: `null`'s range holds two keys (the missing marker and
+        // null), so it is not a point (on a descending field, whose ranges are flipped as
+        // points, it was taken for one and found nothing: the property test's
+        // `{"a": {"$all": [null]}}` over `{"a": null}`).
+        Cond::All(ops) => {
+            let first = ops.first()?;
+            Some((vec![point(first)?], !first.is_null()))
+        }
         Cond::Range { lo, hi } => {
             // A bound that is an array lets whole arrays match, and index entries hold an
             // array's elements, not the array.
