@@ -161,7 +161,7 @@ fn small_tables() -> StoreOptions {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: stele_testkit::proptest_cases(64), ..ProptestConfig::default() })]
 
     #[test]
     fn map_matches_btreemap(
@@ -286,7 +286,7 @@ fn check_list(list: &DurableList, model: &[Vec<u8>]) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: stele_testkit::proptest_cases(64), ..ProptestConfig::default() })]
 
     #[test]
     fn list_matches_vec(

@@ -170,7 +170,7 @@ fn table_is_send_and_sync_and_shared_by_threads() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: stele_testkit::proptest_cases(32), ..ProptestConfig::default() })]
 
     #[test]
     fn list_matches_vec(

@@ -88,7 +88,7 @@ fn bound_strategy() -> impl Strategy<Value = Bound<Vec<u8>>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: stele_testkit::proptest_cases(96), ..ProptestConfig::default() })]
 
     #[test]
     fn reads_match_btreemap(

@@ -88,7 +88,7 @@ fn pairs_strategy() -> impl Strategy<Value = Pairs> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: stele_testkit::proptest_cases(32), ..ProptestConfig::default() })]
 
     #[test]
     fn sorter_matches_model(
@@ -117,7 +117,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: stele_testkit::proptest_cases(24), ..ProptestConfig::default() })]
 
     /// Input that arrives sorted skips the sort; input sorted for a while and then not must
     /// still be sorted.

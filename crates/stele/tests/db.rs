@@ -114,7 +114,7 @@ fn model_cases() -> u32 {
     std::env::var("STELE_MODEL_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(48)
+        .unwrap_or_else(|| stele_testkit::proptest_cases(48))
 }
 
 proptest! {

@@ -268,7 +268,7 @@ fn json_value() -> impl Strategy<Value = Value> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: stele_testkit::proptest_cases(64), ..ProptestConfig::default() })]
 
     /// Whatever the documents, the id field's place and the ids' spelling, the export of a
     /// collection imported with ids from a field is the input (a serde_json model), sorted

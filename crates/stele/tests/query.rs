@@ -110,7 +110,7 @@ fn small() -> DatabaseOptions {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: stele_testkit::proptest_cases(16), ..ProptestConfig::default() })]
 
     #[test]
     fn indexed_and_plain_collections_answer_alike(ops in prop::collection::vec(op(), 1..50)) {

@@ -583,7 +583,7 @@ fn run_case(docs: &[Value], later: &[Value], queries: &[Q], index_mask: u8, int_
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: stele_testkit::proptest_cases(128), ..ProptestConfig::default() })]
 
     #[test]
     fn every_query_answers_as_the_model_under_every_index_set(

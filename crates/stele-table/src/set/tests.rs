@@ -39,7 +39,7 @@ fn key() -> impl Strategy<Value = Vec<u8>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: stele_testkit::proptest_cases(48), ..ProptestConfig::default() })]
 
     #[test]
     fn a_set_reads_like_one_sorted_map(

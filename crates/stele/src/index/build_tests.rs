@@ -177,7 +177,7 @@ pub(crate) fn options() -> DatabaseOptions {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: stele_testkit::proptest_cases(12), ..ProptestConfig::default() })]
 
     #[test]
     fn built_by_the_sorter_equals_kept_write_by_write(ops in proptest::collection::vec(op(), 1..60)) {

@@ -24,7 +24,7 @@ fn bound(b: Option<(bool, Vec<u8>)>) -> Bound<Vec<u8>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: stele_testkit::proptest_cases(32), ..ProptestConfig::default() })]
 
     #[test]
     fn scans_equal_the_model(
