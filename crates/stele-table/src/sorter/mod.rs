@@ -42,11 +42,12 @@ impl SorterOptions {
     /// and value bytes plus 52 bytes of bookkeeping (a 24-byte record, room for the sort's
     /// scatter copy, a 4-byte common prefix length); the buffers of the runs being spilled
     /// are set aside from the budget. A full batch is spilled in the background while the
-    /// next one fills: two batches, each of half the budget less those buffers. While runs are merged, the budget holds the run
-    /// readers' buffers, the merged key ranges waiting for the table writer, and the
-    /// writer's buffer and index. Not counted: 8 bytes per pair while an in-memory batch is
-    /// written and one sample key per 64 KiB of runs; I/O buffers keep a floor of 16 KiB
-    /// and merged ranges of 1 MiB, so budgets of a few MiB are exceeded by those.
+    /// next one fills: two batches, each of half the budget less those buffers. While runs
+    /// are merged, the budget holds the run readers' buffers, the merged key ranges waiting
+    /// for the table writer, and the writer's buffer and index. Not counted: 8 bytes per
+    /// pair while an in-memory batch is written and one sample key per 64 KiB of runs; I/O
+    /// buffers keep a floor of 16 KiB and merged ranges of 1 MiB, so budgets of a few MiB
+    /// are exceeded by those.
     /// Input that fits is sorted in memory and written once. Larger input is cut into
     /// sorted runs spilled to disk, then merged: every byte is then written twice (runs and
     /// table) and read back once. A bigger budget means fewer, larger runs; the merge cost
@@ -111,8 +112,8 @@ pub struct Sorter {
     batch: Batch,
     runs: Vec<Run>,
     /// The batch being spilled in the background, if any: its runs go after `runs`.
-    /// Declared before `spill` so that it is dropped (its thread joined) before the runs'
-    /// folder is removed.
+    /// Declared before `spill` so that it is dropped (which waits for the spill to end)
+    /// before the runs' folder is removed.
     spilling: Option<Spilling>,
     /// The threads of background spills, made at the first ([`spill_pool`]).
     spill_pool: Option<rayon::ThreadPool>,
