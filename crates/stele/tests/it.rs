@@ -39,6 +39,7 @@ mod power_loss_recovery;
 mod query;
 mod query_index_cache;
 mod query_model;
+mod query_model_regressions;
 mod query_paths;
 mod query_spill;
 mod query_stream;
