@@ -307,9 +307,9 @@ fn offer<'s>(
     // it still set its sort key, so its document would come at the place of an element
     // that passed rather than at its own (found by the property test: `{"a": null}`
     // sorted by `a` descending put `[false, null]` after `null`).
-    let conditioned = |p: &DocPath| fields.iter().any(|(f, _)| *f == p);
-    let mut sorted =
-        ranges.len() == 1 && !sort.is_empty() && !sort.iter().any(|(p, _)| conditioned(p));
+    let mut sorted = ranges.len() == 1
+        && !sort.is_empty()
+        && !sort.iter().any(|(p, _)| has_condition(fields, p));
     let mut reverse = None;
     for (k, (p, desc)) in sort.iter().enumerate() {
         let at = eq_fields + k;
@@ -338,6 +338,12 @@ fn offer<'s>(
         bounded,
         range,
     })
+}
+
+/// Whether the filter's top-level conjunction (`fields`, from [`conjuncts`]) has a
+/// condition on `path`.
+fn has_condition(fields: &[(&DocPath, &Cond)], path: &DocPath) -> bool {
+    fields.iter().any(|(f, _)| *f == path)
 }
 
 /// The access for `_id` conditions, if any.
@@ -420,7 +426,7 @@ pub(crate) fn choose<'s>(
                     .def
                     .doc_paths()
                     .iter()
-                    .filter(|p| fields.iter().any(|(f, _)| f == p))
+                    .filter(|p| has_condition(&fields, p))
                     .count();
                 let score = (
                     o.eq_fields,
