@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! 0   8 bytes magic "STELEMAN"
-//! 8   u32 version (7; versions 1 to 6 are read too)
+//! 8   u32 version (9; versions 1 to 8 are read too)
 //! 12  u32 number of collections
 //! 16  u64 sequence number of the last batch the tables contain
 //! 24  per collection, sorted by name: varint name length, name (UTF-8),
@@ -13,7 +13,8 @@
 //! ..  u32 number of indexes, then per index: varint length + collection, varint length +
 //!     index name, u8 kind (v6: 1 keys by the query rules, 0 an earlier version's keys),
 //!     varint field count, per field varint length + path and (v6) u8 flags (bit 0:
-//!     descending), 16 bytes table id
+//!     descending; v9, bit 1: some document has held an array there,
+//!     `crate::index::arrays`), 16 bytes table id
 //! ..  u64 next packed block number (v2)
 //! end u64 XXH3-64 of every byte before it
 //! ```
@@ -22,7 +23,8 @@
 //! no removal marks) and no packed blocks. Version 2 had no packed index blocks, version 3
 //! no compressed dictionaries, version 4 no text blocks (same layout). Before version 6
 //! indexes had no kind and no field flags: their keys are an earlier version's
-//! (`IndexDef::query_keys` false).
+//! (`IndexDef::query_keys` false). Before version 9 no flag said which fields had held
+//! arrays: every field of such an index counts as having held them.
 //!
 //! Recovery opens the tables named here and replays log records with a higher sequence
 //! number. Replaying a record the tables already contain is harmless: every operation sets
@@ -30,7 +32,7 @@
 
 use crate::bytes::{Reader, put_bytes, put_varint};
 use crate::error::{Error, Result};
-use crate::index::IndexDef;
+use crate::index::{ArrayFields, IndexDef};
 use std::collections::BTreeMap;
 use std::path::Path;
 use stele_table::{Storage, TableId};
@@ -50,8 +52,10 @@ const MAGIC: [u8; 8] = *b"STELEMAN";
 /// checkpoint has taken the mark out of the log. 8: laid out as 6; text blocks may hold
 /// elided text forms (`crate::compress::elide`: an import's records without their id
 /// field, put back from the key when read), which builds that read version 7 would report
-/// as corrupt documents.
-pub(crate) const VERSION: u32 = 8;
+/// as corrupt documents. 9: laid out as 6, with field flag bit 1 (the field has held an
+/// array), which builds that read version 8 would reject as an index entry that does not
+/// decode.
+pub(crate) const VERSION: u32 = 9;
 /// File name of the manifest in the database folder.
 pub(crate) const FILE_NAME: &str = "MANIFEST";
 
@@ -59,11 +63,22 @@ pub(crate) const FILE_NAME: &str = "MANIFEST";
 pub(crate) struct Manifest {
     pub seq: u64,
     pub collections: BTreeMap<String, Option<TableId>>,
-    pub indexes: Vec<(IndexDef, Option<TableId>)>,
+    pub indexes: Vec<IndexEntry>,
     /// Documents per collection; `None` when read from a version 1 manifest.
     pub counts: Option<BTreeMap<String, u64>>,
     /// Next packed block number (1 in a version 1 manifest).
     pub next_block: u64,
+}
+
+/// One index of a manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct IndexEntry {
+    pub def: IndexDef,
+    /// Its top table (`None`: no table yet).
+    pub table: Option<TableId>,
+    /// The fields its documents have held arrays at (every field of a manifest before
+    /// version 9).
+    pub arrays: ArrayFields,
 }
 
 impl Manifest {
@@ -88,17 +103,23 @@ impl Manifest {
             put_varint(&mut out, count.unwrap_or(0));
         }
         out.extend_from_slice(&(self.indexes.len() as u32).to_le_bytes());
-        for (def, id) in &self.indexes {
+        for IndexEntry {
+            def,
+            table: id,
+            arrays,
+        } in &self.indexes
+        {
             put_bytes(&mut out, def.collection.as_bytes());
             put_bytes(&mut out, def.name.as_bytes());
             if v6 {
                 out.push(u8::from(def.query_keys));
             }
             put_varint(&mut out, def.fields.len() as u64);
-            for (f, &desc) in def.fields.iter().zip(&def.descending) {
+            for (i, (f, &desc)) in def.fields.iter().zip(&def.descending).enumerate() {
                 put_bytes(&mut out, f.as_str().as_bytes());
                 if v6 {
-                    out.push(u8::from(desc));
+                    let held_arrays = version >= 9 && arrays.has(i);
+                    out.push(u8::from(desc) | (u8::from(held_arrays) << 1));
                 }
             }
             out.extend_from_slice(&id.map_or([0; 16], TableId::to_bytes));
@@ -133,6 +154,7 @@ impl Manifest {
         }
         let v2 = version >= 2;
         let v6 = version >= 6;
+        let v9 = version >= 9;
         let count = r.u32().ok_or_else(|| bad("truncated"))?;
         let seq = r.u64().ok_or_else(|| bad("truncated"))?;
         let mut collections = BTreeMap::new();
@@ -173,18 +195,29 @@ impl Manifest {
                 }
                 let mut fields = Vec::new();
                 let mut descending = Vec::new();
-                for _ in 0..n {
+                // Before version 9 not known: every field counts as having held arrays.
+                let mut arrays = ArrayFields::NONE;
+                // Bit 0 (v6 on): descending; bit 1 (v9 on): has held arrays; no other.
+                let known_flags = if v9 { 0b11 } else { 0b01 };
+                for i in 0..n {
                     fields.push(r.text()?);
-                    descending.push(match (v6, v6.then(|| r.u8()).flatten()) {
-                        (false, _) | (true, Some(0)) => false,
-                        (true, Some(1)) => true,
-                        (true, _) => return None,
-                    });
+                    let flags = if v6 { r.u8()? } else { 0 };
+                    if flags & !known_flags != 0 {
+                        return None;
+                    }
+                    descending.push(flags & 1 != 0);
+                    if !v9 || flags & 0b10 != 0 {
+                        arrays.add(usize::try_from(i).ok()?);
+                    }
                 }
                 let id = read_id(&mut r)?;
                 let refs: Vec<&str> = fields.iter().map(String::as_str).collect();
                 let def = IndexDef::from_parts(&collection, &name, &refs, descending, query_keys);
-                Some((def.ok()?, id))
+                Some(IndexEntry {
+                    def: def.ok()?,
+                    table: id,
+                    arrays,
+                })
             })();
             indexes.push(entry.ok_or_else(|| bad("an index entry does not decode"))?);
         }
@@ -241,10 +274,13 @@ mod tests {
         m.collections
             .insert("books".into(), Some(TableId::from_u128(7)));
         m.collections.insert("empty".into(), None);
-        m.indexes.push((
-            IndexDef::new("books", "by_year", &["year", "tags[]"]).unwrap(),
-            Some(TableId::from_u128(9)),
-        ));
+        let mut arrays = ArrayFields::NONE;
+        arrays.add(1);
+        m.indexes.push(IndexEntry {
+            def: IndexDef::new("books", "by_year", &["year", "tags[]:desc"]).unwrap(),
+            table: Some(TableId::from_u128(9)),
+            arrays,
+        });
         let bytes = m.encode();
         let p = Path::new("MANIFEST");
         assert_eq!(Manifest::decode(&bytes, p).unwrap(), m);
@@ -256,6 +292,48 @@ mod tests {
         for len in 0..bytes.len() {
             assert!(Manifest::decode(&bytes[..len], p).is_err(), "length {len}");
         }
+    }
+
+    /// A manifest of version 8 says nothing of arrays: its indexes count every field as
+    /// having held them (the planner then serves no sort it could get wrong).
+    #[test]
+    fn indexes_of_older_manifests_count_every_field_as_holding_arrays() {
+        let mut m = Manifest::default();
+        m.indexes.push(IndexEntry {
+            def: IndexDef::new("c", "i", &["a", "b:desc"]).unwrap(),
+            table: None,
+            arrays: ArrayFields::NONE,
+        });
+        let p = Path::new("MANIFEST");
+        let now = Manifest::decode(&m.encode(), p).unwrap();
+        assert_eq!(now.indexes[0].arrays, ArrayFields::NONE);
+        let old = Manifest::decode(&m.encode_as(8), p).unwrap();
+        assert!(old.indexes[0].arrays.has(0) && old.indexes[0].arrays.has(1));
+        // Written again as version 9, it says the same (what the fuzz target checks).
+        let again = Manifest::decode(&old.encode(), p).unwrap();
+        assert_eq!(again, old);
+        assert_eq!(
+            old.indexes[0].def, m.indexes[0].def,
+            "directions still read"
+        );
+        // Bit 1 in a version 8 manifest is no flag of that version.
+        let mut bytes = m.encode();
+        let at = bytes.iter().rposition(|&b| b == b'b').unwrap() + 1;
+        assert_eq!(bytes[at], 0b01, "the flags of `b:desc`");
+        bytes[at] = 0b11;
+        bytes[8] = 8;
+        let body = bytes.len() - 8;
+        let sum = xxh3_64(&bytes[..body]);
+        bytes[body..].copy_from_slice(&sum.to_le_bytes());
+        assert!(Manifest::decode(&bytes, p).is_err());
+        bytes[8] = 9;
+        let sum = xxh3_64(&bytes[..body]);
+        bytes[body..].copy_from_slice(&sum.to_le_bytes());
+        assert!(
+            Manifest::decode(&bytes, p).unwrap().indexes[0]
+                .arrays
+                .has(1)
+        );
     }
 
     /// Found by the `manifest` fuzz target: collections "authors" then "Books" (out of

@@ -3,7 +3,7 @@
 
 use crate::compress::Dictionaries;
 use crate::error::Result;
-use crate::index::IndexDef;
+use crate::index::{ArrayFields, IndexDef};
 use crate::internal::{META, MetaKey};
 use crate::pack::packing::Packing;
 use std::collections::BTreeMap;
@@ -43,6 +43,8 @@ pub(crate) enum MapRef {
 pub(crate) struct IndexState {
     pub(crate) def: Arc<IndexDef>,
     pub(crate) map: DurableMap,
+    /// The fields some document has held an array at (`crate::index::arrays`).
+    pub(crate) arrays: ArrayFields,
 }
 
 impl State {

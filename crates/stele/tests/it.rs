@@ -37,6 +37,7 @@ mod power;
 mod power_loss;
 mod power_loss_recovery;
 mod query;
+mod query_array_fields;
 mod query_index_cache;
 mod query_model;
 mod query_model_regressions;

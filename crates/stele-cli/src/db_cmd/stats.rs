@@ -58,7 +58,7 @@ pub fn stats(args: &StatsArgs) -> Result<()> {
                     "indexes": snap.index_stats(&s.name).iter().map(|ix| serde_json::json!({
                         "name": ix.name, "fields": ix.fields, "entries": ix.entries,
                         "layers": ix.layers, "table_bytes": ix.table_bytes,
-                        "key_bytes": ix.key_bytes,
+                        "key_bytes": ix.key_bytes, "array_fields": ix.array_fields,
                     })).collect::<Vec<_>>(),
                     "compression": match sizes {
                         Ok(c) => serde_json::json!({

@@ -107,7 +107,7 @@ pub(crate) fn manifest_tables(manifest: &Manifest) -> Vec<TableId> {
         .collections
         .values()
         .copied()
-        .chain(manifest.indexes.iter().map(|(_, id)| *id))
+        .chain(manifest.indexes.iter().map(|ix| ix.table))
         .flatten()
         .collect()
 }

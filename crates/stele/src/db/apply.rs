@@ -2,7 +2,7 @@
 //! indexes, counts and the in-memory dictionaries in step with the maps.
 
 use crate::error::{Error, Result};
-use crate::index::IndexDef;
+use crate::index::{ArrayFields, IndexDef};
 use crate::internal::{META, MetaKey, is_internal, packs_name};
 use crate::state::{IndexState, State};
 use crate::wal::{LoggedBatch, LoggedOp};
@@ -46,17 +46,24 @@ pub(super) fn note_meta(state: &mut State, key: &[u8], value: &[u8]) -> Result<(
     Ok(())
 }
 
-/// The index keys of a document, per index of its collection (in `indexes_of` order).
+/// The index keys of a document, per index of its collection (in `indexes_of` order), each
+/// with the fields whose path reached an array in it (`crate::index::arrays`).
 pub(super) fn doc_keys(
     defs: &[Arc<IndexDef>],
     doc: Option<&[u8]>,
     id: &[u8],
-) -> Result<Vec<Vec<Vec<u8>>>> {
+) -> Result<Vec<(Vec<Vec<u8>>, ArrayFields)>> {
     let Some(doc) = doc else {
-        return Ok(vec![Vec::new(); defs.len()]);
+        return Ok(vec![(Vec::new(), ArrayFields::NONE); defs.len()]);
     };
     let doc = stele_doc::Document::new(doc)?;
-    Ok(defs.iter().map(|d| d.keys(&doc, id)).collect())
+    Ok(defs
+        .iter()
+        .map(|d| {
+            let mut arrays = ArrayFields::NONE;
+            (d.keys_noting(&doc, id, &mut arrays), arrays)
+        })
+        .collect())
 }
 
 /// Moves the index entries of document `id` from its visible version to its new version,
@@ -77,13 +84,15 @@ pub(super) fn reindex(
     let old = crate::collection::get(state, collection, id)?.map(|d| d.into_owned());
     let old_keys = doc_keys(&defs, old.as_deref(), id)?;
     let new_keys = doc_keys(&defs, new, id)?;
-    for ((def, old), new) in defs.iter().zip(old_keys).zip(new_keys) {
+    for ((def, (old, _)), (new, arrays)) in defs.iter().zip(old_keys).zip(new_keys) {
         let Some(ix) = state
             .indexes
             .get_mut(&(collection.to_owned(), def.name.clone()))
         else {
             continue;
         };
+        // Before the entries: the state that holds them says what they may hold.
+        ix.arrays = ix.arrays.union(arrays);
         for k in old.iter().filter(|k| !new.contains(k)) {
             crate::index::packed::remove(&mut ix.map, k)?;
         }
@@ -239,12 +248,13 @@ fn create_index(store: &Store, state: &mut State, def: &IndexDef) -> Result<()> 
             reason: "an index of this name already exists on the collection (drop it first)",
         });
     }
-    let map = crate::index::build::build(store, state, def)?;
+    let (map, arrays) = crate::index::build::build(store, state, def)?;
     state.indexes.insert(
         key,
         IndexState {
             def: Arc::new(def.clone()),
             map,
+            arrays,
         },
     );
     Ok(())

@@ -123,12 +123,14 @@ impl Database {
             .map(|ix| Arc::clone(&ix.def))
             .collect();
         for def in defs {
-            let map = crate::index::build::build(store, &next, &def)?;
+            let (map, arrays) = crate::index::build::build(store, &next, &def)?;
             if let Some(ix) = next
                 .indexes
                 .get_mut(&(collection.to_owned(), def.name.clone()))
             {
+                // Built afresh over every document: what they hold now, exactly.
                 ix.map = map;
+                ix.arrays = arrays;
             }
         }
         w.state = next;

@@ -200,7 +200,7 @@ impl Database {
             .collections
             .values()
             .copied()
-            .chain(manifest.indexes.iter().map(|(_, id)| *id))
+            .chain(manifest.indexes.iter().map(|ix| ix.table))
             .flatten()
             .collect();
         self.inner.store.try_collect_garbage_keeping(&keep)?;
@@ -232,7 +232,11 @@ fn manifest_of(state: &State) -> Manifest {
         indexes: state
             .indexes
             .values()
-            .map(|ix| ((*ix.def).clone(), ix.map.id()))
+            .map(|ix| crate::manifest::IndexEntry {
+                def: (*ix.def).clone(),
+                table: ix.map.id(),
+                arrays: ix.arrays,
+            })
             .collect(),
         counts: Some(state.counts.clone()),
         next_block: state.packing.next_block(),

@@ -131,14 +131,16 @@ pub(super) fn state_reusing(
         seq: manifest.seq,
         ..State::default()
     };
-    for (def, id) in &manifest.indexes {
-        let map = match id {
-            Some(id) => open(*id)?,
+    for entry in &manifest.indexes {
+        let map = match entry.table {
+            Some(id) => open(id)?,
             None => store.new_map(),
         };
+        let def = &entry.def;
         let key = (def.collection.clone(), def.name.clone());
         let def = Arc::new(def.clone());
-        state.indexes.insert(key, IndexState { def, map });
+        let arrays = entry.arrays;
+        state.indexes.insert(key, IndexState { def, map, arrays });
     }
     for (name, id) in &manifest.collections {
         let map = match id {

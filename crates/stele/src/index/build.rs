@@ -7,13 +7,18 @@
 
 use crate::collection::Entries;
 use crate::error::{Error, Result};
-use crate::index::IndexDef;
+use crate::index::{ArrayFields, IndexDef};
 use crate::state::State;
 use std::ops::Bound;
 use stele_durable::{DurableMap, Store};
 
-/// Builds index `def` over the documents `state` holds, packed.
-pub(crate) fn build(store: &Store, state: &State, def: &IndexDef) -> Result<DurableMap> {
+/// Builds index `def` over the documents `state` holds, packed; with the fields some
+/// document held an array at (`crate::index::arrays`).
+pub(crate) fn build(
+    store: &Store,
+    state: &State,
+    def: &IndexDef,
+) -> Result<(DurableMap, ArrayFields)> {
     let entries = Entries::new(
         state,
         &def.collection,
@@ -26,6 +31,7 @@ pub(crate) fn build(store: &Store, state: &State, def: &IndexDef) -> Result<Dura
         entries,
         pending: Vec::new(),
         failed: None,
+        arrays: ArrayFields::NONE,
     };
     if store.is_read_only() {
         // A reader process replaying the log writes no table: the index stays in memory
@@ -36,7 +42,7 @@ pub(crate) fn build(store: &Store, state: &State, def: &IndexDef) -> Result<Dura
         }
         return match keys.failed {
             Some(e) => Err(e),
-            None => Ok(map),
+            None => Ok((map, keys.arrays)),
         };
     }
     let sorted = store.build_map(keys.by_ref().map(|k| (k, [0u8; 0])));
@@ -46,7 +52,7 @@ pub(crate) fn build(store: &Store, state: &State, def: &IndexDef) -> Result<Dura
     }
     // Then into compressed blocks, in one pass over the sorted table (which the next
     // checkpoint's garbage collection removes).
-    crate::index::packed::repack(store, &sorted?)
+    Ok((crate::index::packed::repack(store, &sorted?)?, keys.arrays))
 }
 
 /// The index keys of every document, one document at a time; the first error ends it
@@ -56,6 +62,8 @@ struct Keys<'a, 's> {
     entries: Entries<'s>,
     pending: Vec<Vec<u8>>,
     failed: Option<Error>,
+    /// The fields an array was met at so far.
+    arrays: ArrayFields,
 }
 
 impl Iterator for Keys<'_, '_> {
@@ -71,7 +79,9 @@ impl Iterator for Keys<'_, '_> {
             }
             let keys = match self.entries.next()? {
                 Ok((_, None)) => continue,
-                Ok((id, Some(doc))) => doc.document().map(|d| self.def.keys(&d, &id)),
+                Ok((id, Some(doc))) => doc
+                    .document()
+                    .map(|d| self.def.keys_noting(&d, &id, &mut self.arrays)),
                 Err(e) => Err(e),
             };
             match keys {

@@ -8,6 +8,7 @@
 //! gets no entry for that combination. Entries are kept current by every write, in the
 //! same atomic batch.
 
+pub(crate) mod arrays;
 pub(crate) mod build;
 #[cfg(test)]
 pub(crate) mod build_tests;
@@ -20,6 +21,7 @@ pub(crate) mod stats;
 pub use stats::IndexStats;
 
 use crate::error::{Error, Result};
+pub(crate) use arrays::ArrayFields;
 use path::DocPath;
 use stele_doc::{Document, Value};
 
@@ -206,15 +208,28 @@ impl IndexDef {
             .collect()
     }
 
-    /// The encoded values field `i` contributes for a document (before direction).
-    fn field_values(&self, i: usize, doc: &Document<&[u8]>) -> Vec<Vec<u8>> {
+    /// The encoded values field `i` contributes for a document (before direction); adds
+    /// `i` to `arrays` if the path reached an array or several values.
+    fn field_values(
+        &self,
+        i: usize,
+        doc: &Document<&[u8]>,
+        arrays: &mut ArrayFields,
+    ) -> Vec<Vec<u8>> {
         let mut encoded = Vec::new();
         if self.query_keys {
             let Some(path) = self.doc_paths.get(i) else {
                 return encoded;
             };
-            encoded = query_entries(path, doc.root());
+            let mut array = false;
+            encoded = query_entries_noting(path, doc.root(), &mut array);
+            if array {
+                arrays.add(i);
+            }
         } else if let Some(field) = self.fields.get(i) {
+            // An earlier version's keys: queries do not use the index, so what its fields
+            // held is not told apart.
+            arrays.add(i);
             for v in field.values(doc.root()) {
                 let mut e = Vec::new();
                 if encode::encode_value(&v, &mut e) {
@@ -233,10 +248,24 @@ impl IndexDef {
     }
 
     /// The index keys (value tuple + id) of document `doc` with id `id`.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn keys(&self, doc: &Document<&[u8]>, id: &[u8]) -> Vec<Vec<u8>> {
+        let mut arrays = ArrayFields::NONE;
+        self.keys_noting(doc, id, &mut arrays)
+    }
+
+    /// The index keys (value tuple + id) of document `doc` with id `id`, adding to
+    /// `arrays` the fields whose path reached an array or several values in it (see
+    /// [`arrays`]).
+    pub(crate) fn keys_noting(
+        &self,
+        doc: &Document<&[u8]>,
+        id: &[u8],
+        arrays: &mut ArrayFields,
+    ) -> Vec<Vec<u8>> {
         let mut tuples: Vec<Vec<u8>> = vec![Vec::new()];
         for i in 0..self.fields.len() {
-            let encoded = self.field_values(i, doc);
+            let encoded = self.field_values(i, doc, arrays);
             let mut next = Vec::with_capacity(tuples.len() * encoded.len());
             for t in &tuples {
                 for e in &encoded {
@@ -269,12 +298,28 @@ impl IndexDef {
 /// marker when the path reaches nothing; so every document has at least one entry, and a
 /// filter condition on a scalar holds only for documents with an entry it matches.
 pub(crate) fn query_entries(path: &DocPath, root: Value<'_>) -> Vec<Vec<u8>> {
+    query_entries_noting(path, root, &mut false)
+}
+
+/// [`query_entries`], setting `array` if the path reached an array (even an empty one) or
+/// more than one value: then the entries need not be one value that is the document's own.
+pub(crate) fn query_entries_noting(
+    path: &DocPath,
+    root: Value<'_>,
+    array: &mut bool,
+) -> Vec<Vec<u8>> {
     let reached = path.reach(root);
     if reached.is_empty() {
         return vec![vec![encode::MISSING]];
     }
+    if reached.len() > 1 {
+        *array = true;
+    }
     let mut out = Vec::new();
     for v in reached {
+        if matches!(v, Value::Array(_)) {
+            *array = true;
+        }
         match v {
             Value::Array(a) if !a.is_empty() => {
                 for e in a.iter() {
@@ -324,5 +369,31 @@ mod tests {
         assert!(FieldPath::parse("a..b").is_err());
         assert!(FieldPath::parse("a[0]").is_err());
         assert!(IndexDef::new("c", "bad name", &["a"]).is_err());
+    }
+
+    #[test]
+    fn keys_note_the_fields_that_reached_arrays() {
+        let def = IndexDef::new("c", "i", &["a", "b.c", "d", "e"]).unwrap();
+        let arrays = |json: &str| {
+            let bytes = stele_doc::from_json(json.as_bytes()).unwrap();
+            let doc = Document::new(&bytes[..]).unwrap();
+            let mut found = ArrayFields::NONE;
+            def.keys_noting(&doc, b"x", &mut found);
+            (0..4).filter(|&i| found.has(i)).collect::<Vec<_>>()
+        };
+        // Scalars, objects and missing fields are one entry a field.
+        assert_eq!(
+            arrays(r#"{"a":1,"b":{"c":"x"},"e":{"k":[1]}}"#),
+            Vec::<usize>::new()
+        );
+        assert_eq!(arrays(r#"{"a":[],"b":{"c":[1,2]}}"#), [0, 1]);
+        // Through an array of objects: several values, or one.
+        assert_eq!(arrays(r#"{"b":[{"c":1},{"c":2}]}"#), [1]);
+        assert_eq!(arrays(r#"{"d":[[1]]}"#), [2]);
+        assert_eq!(
+            arrays(r#"{"b":[{"c":1}]}"#),
+            Vec::<usize>::new(),
+            "one value, not an array: one entry, its own"
+        );
     }
 }

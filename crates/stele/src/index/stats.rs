@@ -22,6 +22,13 @@ pub struct IndexStats {
     /// Bytes of the keys in those tables as encoded (value tuple, then document id; see
     /// `docs/FORMAT.md`, "Index keys"), before the tables' prefix compression.
     pub key_bytes: u64,
+    /// The fields some document has held an array at, or several values through an array
+    /// of objects, since the index was built (MongoDB's "multikey paths"). A sort over such
+    /// a field that the filter also tests is done in memory rather than by the index. An
+    /// index last saved by a build that did not keep this (manifest version 8 or earlier)
+    /// lists every field: not known. A removal does not take a field out; dropping and
+    /// creating the index again does.
+    pub array_fields: Vec<String>,
 }
 
 /// Facts about every index of `collection` in `state`, by name.
@@ -41,6 +48,14 @@ pub(crate) fn index_stats(state: &State, collection: &str) -> Vec<IndexStats> {
                 layers: 0,
                 table_bytes: 0,
                 key_bytes: 0,
+                array_fields: ix
+                    .def
+                    .fields
+                    .iter()
+                    .enumerate()
+                    .filter(|&(i, _)| ix.arrays.has(i))
+                    .map(|(_, f)| f.as_str().to_owned())
+                    .collect(),
             };
             for (_, t) in ix.map.table_stats() {
                 stats.layers += 1;

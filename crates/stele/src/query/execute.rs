@@ -419,6 +419,9 @@ pub(crate) fn index_entries(
     mut f: impl FnMut(&[u8], &[u8]) -> Result<bool>,
 ) -> Result<()> {
     let def = &access.ix.def;
+    // A document has a second entry only if a field of the index holds an array there; while
+    // none has held one, each document has one entry and nothing is repeated.
+    let one_entry_each = !access.ix.arrays.any(def.fields.len());
     let mut seen = SeenIds::default();
     let mut value = Vec::new();
     let ranges_len = access.ranges.len();
@@ -486,9 +489,9 @@ pub(crate) fn index_entries(
             if access.sort_fields >= def.descending.len() {
                 sort_end = at;
             }
-            // A document has a second entry only if a field holds an array: rare, so the
-            // id is copied and inserted at once (one hash) rather than looked up first.
-            if !pass || !seen.insert(id) {
+            // With arrays about, a second entry is still rare: the id is copied and inserted
+            // at once (one hash) rather than looked up first.
+            if !pass || (!one_entry_each && !seen.insert(id)) {
                 continue;
             }
             if !f(id, tuple.get(..sort_end).unwrap_or_default())? {

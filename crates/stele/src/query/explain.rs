@@ -179,6 +179,9 @@ pub(crate) enum Why {
         range: bool,
         /// It serves the query's sort.
         serves_sort: bool,
+        /// The sorted path it does not serve the sort over: the filter tests it, and a
+        /// document has held an array there (`crate::index::arrays`).
+        sort_over_arrays: Option<String>,
         /// Key ranges read.
         ranges: usize,
     },
@@ -204,11 +207,18 @@ impl Considered {
                 eq_fields,
                 range,
                 serves_sort,
+                sort_over_arrays,
                 ranges,
             } => format!(
                 "{bounded} field(s) narrowing the scan ({eq_fields} to one value{}){}, {ranges} key range(s)",
                 if *range { ", then a range" } else { "" },
-                if *serves_sort { ", serves the sort" } else { "" },
+                match sort_over_arrays {
+                    _ if *serves_sort => ", serves the sort".to_owned(),
+                    Some(p) => format!(
+                        ", does not serve the sort: a document has held an array at {p:?}, which the filter tests"
+                    ),
+                    None => String::new(),
+                },
             ),
         };
         if matches!(self.why, Why::Offered { .. }) && !self.chosen {

@@ -238,6 +238,8 @@ struct Offer<'s> {
     /// Leading fields that narrow the key ranges.
     bounded: usize,
     range: bool,
+    /// The sorted path it would serve but for arrays held there (see [`offer`]).
+    sort_over_arrays: Option<String>,
 }
 
 fn offer<'s>(
@@ -301,22 +303,28 @@ fn offer<'s>(
     // The sort: its paths must be the index fields right after the equality fields, in
     // order, all in the index's directions or all reversed, over one key range. A path
     // fixed by an equality still counts: an array holding the value sorts by its smallest
-    // (largest) element, which may be another. Nor does a sorted path with any condition
-    // of the filter on it (a range, or one that narrows nothing, as `null` or `$ne`):
-    // entries that fail the condition are passed over, and an array's elements that fail
-    // it still set its sort key, so its document would come at the place of an element
-    // that passed rather than at its own (found by the property test: `{"a": null}`
-    // sorted by `a` descending put `[false, null]` after `null`).
-    let mut sorted = ranges.len() == 1
-        && !sort.is_empty()
-        && !sort.iter().any(|(p, _)| has_condition(fields, p));
+    // (largest) element, which may be another. Nor does a sorted path the filter has any
+    // condition on (a range, or one that narrows nothing, as `null` or `$ne`) once a
+    // document has held an array there (`crate::index::arrays`): entries that fail the
+    // condition are passed over, and an array's elements that fail it still set its sort
+    // key, so its document would come at the place of an element that passed rather than
+    // at its own (found by the property test: `{"a": null}` sorted by `a` descending put
+    // `[false, null]` after `null`). While no document has, each has one entry there, its
+    // own value: the scan meets it at its place or not at all.
+    let mut sorted = ranges.len() == 1 && !sort.is_empty();
     let mut reverse = None;
+    let mut sort_over_arrays = None;
     for (k, (p, desc)) in sort.iter().enumerate() {
         let at = eq_fields + k;
         let ok = paths.get(at) == Some(p) && p.as_str() != "_id";
         let flip = ix.def.descending.get(at).copied().unwrap_or(false) != *desc;
         if !ok || reverse.is_some_and(|r| r != flip) {
             sorted = false;
+            break;
+        }
+        if sorted && ix.arrays.has(at) && has_condition(fields, p) {
+            sorted = false;
+            sort_over_arrays = Some(p.as_str().to_owned());
             break;
         }
         reverse = Some(flip);
@@ -337,6 +345,7 @@ fn offer<'s>(
         eq_fields,
         bounded,
         range,
+        sort_over_arrays,
     })
 }
 
@@ -440,6 +449,7 @@ pub(crate) fn choose<'s>(
                     eq_fields: o.eq_fields,
                     range: o.range,
                     serves_sort: o.access.sorted && !sort.is_empty(),
+                    sort_over_arrays: o.sort_over_arrays.clone(),
                     ranges: o.access.ranges.len(),
                 };
                 candidates.push(considered(ix, false, why));
