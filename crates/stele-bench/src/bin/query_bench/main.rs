@@ -8,7 +8,8 @@
 //!   category and a range of the number, for up to 200 rare values; p50 and p99 over at
 //!   least 200 samples an engine: a warm-up round over the values not counted, then as many
 //!   rounds as that takes, the engines taking turns on each value), sort + limit 20 within
-//!   the commonest category (also timed without the index), and a count.
+//!   the commonest category (also timed without the index), the same with a range on the
+//!   sorted field (the median and above), and a count.
 //!
 //! The fields are chosen from each collection's documents (`fields.rs`). SQLite is the
 //! bundled build of `rusqlite` (3.45 or newer: JSONB). Stele's collection is written in
@@ -31,6 +32,7 @@
     reason = "shared with the doc benchmark; this binary uses a part"
 )]
 mod data;
+mod duckdb;
 mod fields;
 mod memory;
 mod sqlite;
@@ -285,6 +287,10 @@ fn bench(
         .sort(num, true)
         .limit(20);
     let (no_index_ms, _) = median_ms(runs, || Ok(snap.query(&sorted_within)?.rows.len()))?;
+    // The same with a range on the sorted field ("paid orders under 60, largest first"):
+    // served while no document holds an array there (`stele::index::arrays`).
+    let ranged_sort = q(&two)?.sort(num, true).limit(20);
+    let (ranged_no_index_ms, _) = median_ms(runs, || Ok(snap.query(&ranged_sort)?.rows.len()))?;
 
     // With the compound index.
     drop(snap);
@@ -332,6 +338,20 @@ fn bench(
         "sort+limit: {plan}; without the index {no_index_ms:.2} ms ({:.0}x)",
         no_index_ms / ts.max(1e-6)
     ));
+    let plan = snap.explain(&ranged_sort)?.plan;
+    let (ts, _) = median_ms(runs.max(5), || Ok(snap.query(&ranged_sort)?.rows.len()))?;
+    let (tt, _) = median_ms(runs.max(5), || sql.ranged_sort(false, common, median))?;
+    let (tb, _) = median_ms(runs.max(5), || sql.ranged_sort(true, common, median))?;
+    cells.push((
+        "indexed: sort + limit 20, range on it (ms)".to_owned(),
+        ts,
+        tt,
+        tb,
+    ));
+    checks.push(format!(
+        "sort+limit with a range on the sorted field: {plan}; without the index {ranged_no_index_ms:.2} ms ({:.0}x)",
+        ranged_no_index_ms / ts.max(1e-6)
+    ));
     // The filter parsed once, before timing, as SQLite's statement is prepared once
     // (`prepare_cached`) and only its values bound per call.
     let count_query = q(&two)?;
@@ -344,7 +364,7 @@ fn bench(
         "count: {}, {} documents read",
         counted.plan, counted.stats.docs_examined
     ));
-    let duck = duckdb(work, name, docs, &fl, runs, &mut checks);
+    let duck = duckdb::times(work, name, docs, &fl, runs, &mut checks);
     let memory = match memory_budget {
         Some(budget) => Some((budget, memory::measure(&db_dir, num, budget)?)),
         None => None,
@@ -358,67 +378,6 @@ fn bench(
         checks,
         memory,
     }))
-}
-
-/// DuckDB's times for the three scans, from `scripts/duckdb_queries.py` run by `$STELE_PYTHON`
-/// (default `python3`) over the documents written as JSON Lines; `None` (and a note) when
-/// that Python has no duckdb.
-fn duckdb(
-    work: &std::path::Path,
-    name: &str,
-    docs: &[&[u8]],
-    fl: &Fields,
-    runs: usize,
-    checks: &mut Vec<String>,
-) -> Option<[f64; 3]> {
-    let file = work.join(format!("{}.jsonl", name.replace([' ', '/', '(', ')'], "_")));
-    let text: Vec<u8> = docs
-        .iter()
-        .flat_map(|d| d.iter().copied().chain([b'\n']))
-        .collect();
-    std::fs::write(&file, text).ok()?;
-    let python = std::env::var("STELE_PYTHON").unwrap_or_else(|_| "python3".into());
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/duckdb_queries.py");
-    let out = std::process::Command::new(&python)
-        .arg(script)
-        .arg(&file)
-        .args([&fl.cat, &fl.num, &fl.common, &fl.median])
-        .arg(runs.to_string())
-        .output();
-    let _ = std::fs::remove_file(&file);
-    let out = match out {
-        Ok(o) if o.status.success() => o,
-        Ok(o) => {
-            let why = if o.status.code() == Some(3) {
-                "no duckdb".to_owned()
-            } else {
-                String::from_utf8_lossy(&o.stderr)
-                    .lines()
-                    .last()
-                    .unwrap_or("failed")
-                    .to_owned()
-            };
-            checks.push(format!(
-                "DuckDB not run ({python}: {why}; set STELE_PYTHON to a Python with duckdb)"
-            ));
-            return None;
-        }
-        Err(e) => {
-            checks.push(format!("DuckDB not run ({python}: {e})"));
-            return None;
-        }
-    };
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
-    let ms = |k: &str| {
-        v.get(k)
-            .and_then(serde_json::Value::as_f64)
-            .unwrap_or(f64::NAN)
-    };
-    checks.push(format!(
-        "DuckDB read_json into a table: {:.0} ms",
-        ms("load")
-    ));
-    Some([ms("count"), ms("group"), ms("top20")])
 }
 
 fn main() -> Result<()> {

@@ -148,4 +148,17 @@ impl Sql {
         );
         self.rows(&sql, params![sql_value(cat)])
     }
+
+    /// The sort within a category with a range on the sorted field (the median and above).
+    pub fn ranged_sort(&self, jsonb: bool, cat: &str, median: &str) -> Result<usize> {
+        let sql = format!(
+            "SELECT id, {} FROM {} WHERE json_extract(body, '{}') = ?1 AND json_extract(body, '{}') > ?2 ORDER BY json_extract(body, '{}') DESC LIMIT 20",
+            Self::body(jsonb),
+            Self::table(jsonb),
+            self.cat,
+            self.num,
+            self.num
+        );
+        self.rows(&sql, params![sql_value(cat), sql_value(median)])
+    }
 }
