@@ -160,6 +160,26 @@ def test_sort_and_limit_served_by_a_compound_index(orders):
     assert [ORDERS[k]["created"] for k in ids(cursor)] == [ORDERS[k]["created"] for k in paid[:5]]
 
 
+def test_a_sort_over_a_tested_field_is_served_until_it_holds_an_array(orders):
+    orders.create_index(["status", ("total", -1)], name="by_status_total")
+    q = dict(filter={"status": "paid", "total": {"$lt": 250}}, sort=[("total", -1)], limit=5)
+    want = sorted((o["total"] for o in ORDERS.values() if o["status"] == "paid" and o["total"] < 250), reverse=True)
+    assert orders.index_stats()["by_status_total"]["array_fields"] == []
+    plan = orders.find(**q).explain()
+    assert plan["index"] == "by_status_total" and plan["sorted_in_memory"] is False, plan
+    assert [d["total"] for _, d in orders.find(**q)] == want[:5]
+    # One paid order whose total is an array: 900 is its largest element (its sort key),
+    # 1 the one under 250; the index no longer serves the sort, and the answer follows it.
+    orders["odd"] = {"status": "paid", "total": [1, 900]}
+    stats = orders.index_stats()["by_status_total"]
+    assert stats["array_fields"] == ["total"] and stats["fields"] == ["status", "total"], stats
+    plan = orders.find(**q).explain()
+    assert plan["sorted_in_memory"] is True, plan
+    reason = {c["index"]: c["reason"] for c in plan["candidates"]}["by_status_total"]
+    assert 'held an array at "total"' in reason, reason
+    assert [k for k, _ in orders.find(**q)][0] == "odd"
+
+
 def test_counts_from_index_keys_when_covered(orders):
     flt = {"status": {"$in": ["paid", "shipped"]}}
     want = sum(o["status"] in ("paid", "shipped") for o in ORDERS.values())

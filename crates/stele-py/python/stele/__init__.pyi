@@ -575,6 +575,8 @@ class Collection:
     def drop_index(self, name: str) -> None: ...
     def indexes(self) -> dict[str, list[str]]:
         """{name: fields}; a descending field as "path:desc"."""
+    def index_stats(self) -> dict[str, dict[str, Any]]:
+        """{name: {fields, entries, layers, table_bytes, key_bytes, array_fields}}; array_fields: the fields a document has held an array at (a sort the filter also tests is then sorted in memory)."""
     def stats(self) -> dict[str, int]: ...
     def compression_stats(self) -> dict[str, float]:
         """{raw_bytes, stored_bytes, ratio}: bytes before and after compression (a pass over the values' headers)."""

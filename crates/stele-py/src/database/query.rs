@@ -1,5 +1,5 @@
 //! Queries and indexes of a `stele.Collection` (`query`, `create_index`, `drop_index`,
-//! `indexes`) and `stele.QueryResult`.
+//! `indexes`, `index_stats`) and `stele.QueryResult`.
 
 use std::ops::Bound as ValueBound;
 
@@ -225,6 +225,24 @@ impl PyCollection {
         let d = PyDict::new(py);
         for def in self.snapshot(py)?.indexes(&self.name) {
             d.set_item(&def.name, def.field_specs())?;
+        }
+        Ok(d)
+    }
+
+    /// {index name: {fields, entries, layers, table_bytes, key_bytes, array_fields}}:
+    /// `array_fields` lists the fields some document has held an array at, where a sort
+    /// the filter also tests is done in memory rather than by the index.
+    fn index_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for ix in self.snapshot(py)?.index_stats(&self.name) {
+            let s = PyDict::new(py);
+            s.set_item("fields", &ix.fields)?;
+            s.set_item("entries", ix.entries)?;
+            s.set_item("layers", ix.layers)?;
+            s.set_item("table_bytes", ix.table_bytes)?;
+            s.set_item("key_bytes", ix.key_bytes)?;
+            s.set_item("array_fields", &ix.array_fields)?;
+            d.set_item(&ix.name, s)?;
         }
         Ok(d)
     }
