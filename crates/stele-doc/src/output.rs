@@ -355,4 +355,28 @@ mod tests {
             }
         }
     }
+
+    /// `Value::write_json_string` appends what `write_json` writes, whatever precedes it in
+    /// the string, for text with escapes, multi-byte characters and every kind of value.
+    #[test]
+    fn json_appended_to_a_string_is_the_bytes_written() {
+        let docs = [
+            r#"{"a":"x\"y\\z\n\u0001","é":["ü€😀",1.5e300,-0,12345678901234567890123],"n":null}"#,
+            r#"["short","a string longer than sixteen bytes with \t and \u001f and 日本語",true]"#,
+            r#"{"deep":{"deeper":[[[{"k":"v"}]]]},"big":1e400,"dec":0.10}"#,
+            r#""just text""#,
+        ];
+        for json in docs {
+            let bytes = crate::from_json(json.as_bytes()).unwrap();
+            let doc = crate::Document::new(&bytes[..]).unwrap();
+            for opts in [JsonOptions::new(), JsonOptions::new().pretty(true).sorted_keys(true)] {
+                let mut want = Vec::new();
+                doc.root().write_json(&mut want, &opts);
+                let mut out = String::from("é:");
+                doc.root().write_json_string(&mut out, &opts);
+                assert_eq!(out.as_bytes(), [&b"\xc3\xa9:"[..], &want].concat(), "{json}");
+                assert_eq!(doc.root().to_json_with(&opts).as_bytes(), want.as_slice());
+            }
+        }
+    }
 }

@@ -188,10 +188,10 @@ impl Rows {
                     // Sized from the document's bytes: growing from empty reallocated a
                     // few times per row (5 % of a selective query).
                     let n = doc.as_bytes().len();
-                    let mut out = Vec::with_capacity(n + n / 4 + 16);
-                    doc.write_json(&mut out, &stele_doc::JsonOptions::new());
-                    // The writer emits only UTF-8 (what `Document::to_json` relies on too).
-                    String::from_utf8(out).unwrap_or_default()
+                    let mut out = String::with_capacity(n + n / 4 + 16);
+                    doc.root()
+                        .write_json_string(&mut out, &stele_doc::JsonOptions::new());
+                    out
                 }
             },
         }
