@@ -369,12 +369,19 @@ mod tests {
         for json in docs {
             let bytes = crate::from_json(json.as_bytes()).unwrap();
             let doc = crate::Document::new(&bytes[..]).unwrap();
-            for opts in [JsonOptions::new(), JsonOptions::new().pretty(true).sorted_keys(true)] {
+            for opts in [
+                JsonOptions::new(),
+                JsonOptions::new().pretty(true).sorted_keys(true),
+            ] {
                 let mut want = Vec::new();
                 doc.root().write_json(&mut want, &opts);
                 let mut out = String::from("é:");
                 doc.root().write_json_string(&mut out, &opts);
-                assert_eq!(out.as_bytes(), [&b"\xc3\xa9:"[..], &want].concat(), "{json}");
+                assert_eq!(
+                    out.as_bytes(),
+                    [&b"\xc3\xa9:"[..], &want].concat(),
+                    "{json}"
+                );
                 assert_eq!(doc.root().to_json_with(&opts).as_bytes(), want.as_slice());
             }
         }
