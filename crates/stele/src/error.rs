@@ -106,7 +106,7 @@ pub enum Error {
         "collection {collection:?} holds {} ids, and {id:?} is not one: {}",
         holds.name(),
         match holds {
-            crate::IdKind::Int => "give an integer such as 42 or -7 (no leading zeros, no sign +)",
+            crate::id_kind::IdKind::Int => "give an integer such as 42 or -7 (no leading zeros, no sign +)",
             _ => "give a text id, or put integer ids in a collection of their own (a collection's first documents decide its kind)",
         }
     )]
@@ -114,7 +114,7 @@ pub enum Error {
         /// The collection.
         collection: String,
         /// The kind of ids it holds.
-        holds: crate::IdKind,
+        holds: crate::id_kind::IdKind,
         /// The id given (shortened), as text.
         id: String,
     },
@@ -308,7 +308,7 @@ pub enum Error {
     },
     /// A backup, shipment or restore failed (see [`crate::backup`]).
     #[error(transparent)]
-    Backup(#[from] crate::backup::BackupError),
+    Backup(#[from] crate::backup::error::BackupError),
     /// zstd failed outside decoding (creating a context, compressing, loading a dictionary).
     #[error("zstd could not {op}: {message}")]
     Zstd {

@@ -27,10 +27,12 @@ mod error;
 pub mod export;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
+mod id_kind;
 mod ids;
 pub mod import;
 mod index;
 mod internal;
+mod json_text;
 mod manifest;
 mod pack;
 pub mod query;

@@ -111,7 +111,8 @@ impl State {
     /// The kind of ids `collection` holds; `None` while it holds no documents (its next
     /// documents decide). A mark left on an emptied collection is no longer its kind.
     pub(crate) fn id_kind(&self, collection: &str) -> Option<crate::IdKind> {
-        (crate::collection::count(self, collection) > 0).then(|| self.marked_kind(collection))
+        let documents = self.counts.get(collection).copied().unwrap_or(0);
+        (documents > 0).then(|| self.marked_kind(collection))
     }
 
     /// The kind the meta collection marks `collection` with (text when unmarked), whether

@@ -168,6 +168,6 @@ fn float(x: f64, out: &mut String) -> std::fmt::Result {
 /// `s` as a JSON string (the export's escaping).
 fn json_string(s: &str, out: &mut String) {
     let mut bytes = Vec::with_capacity(s.len() + 2);
-    crate::export::write_json_string(&mut bytes, s);
+    crate::json_text::write_json_string(&mut bytes, s);
     out.push_str(&String::from_utf8_lossy(&bytes));
 }

@@ -22,7 +22,7 @@
 
 mod copy;
 mod cut;
-mod error;
+pub(crate) mod error;
 mod pace;
 mod points;
 mod restore;

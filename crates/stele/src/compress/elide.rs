@@ -120,7 +120,7 @@ pub fn restore(key: &[u8], value: &[u8], out: &mut Vec<u8>) -> Result<()> {
 /// escape (most ids: a quarter of the time `write_json_string` took, char by char).
 fn push_json_string(out: &mut Vec<u8>, s: &str) {
     if s.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
-        crate::export::write_json_string(out, s);
+        crate::json_text::write_json_string(out, s);
     } else {
         out.push(b'"');
         out.extend_from_slice(s.as_bytes());

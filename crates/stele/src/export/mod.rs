@@ -113,11 +113,11 @@ fn json_line(
             let mut body = Vec::new();
             view.write_json(&mut body, json);
             line.push(b'{');
-            write_json_string(line, field);
+            crate::json_text::write_json_string(line, field);
             line.push(b':');
             match kind {
                 IdKind::Int => line.extend_from_slice(id.as_bytes()),
-                _ => write_json_string(line, id),
+                _ => crate::json_text::write_json_string(line, id),
             }
             // `body` is `{...}`: keep everything after its `{`, with a comma unless empty.
             let rest = body.get(1..).unwrap_or_default();
@@ -129,38 +129,4 @@ fn json_line(
         None => view.write_json(line, json),
     }
     line.push(b'\n');
-}
-
-/// Appends `s` as a JSON string literal.
-pub(crate) fn write_json_string(out: &mut Vec<u8>, s: &str) {
-    out.push(b'"');
-    for c in s.chars() {
-        match c {
-            '"' => out.extend_from_slice(b"\\\""),
-            '\\' => out.extend_from_slice(b"\\\\"),
-            '\n' => out.extend_from_slice(b"\\n"),
-            '\r' => out.extend_from_slice(b"\\r"),
-            '\t' => out.extend_from_slice(b"\\t"),
-            c if (c as u32) < 0x20 => {
-                out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes());
-            }
-            c => {
-                let mut buf = [0; 4];
-                out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
-            }
-        }
-    }
-    out.push(b'"');
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, reason = "tests")]
-
-    #[test]
-    fn json_strings_are_escaped() {
-        let mut out = Vec::new();
-        super::write_json_string(&mut out, "a\"b\\c\n\u{1}é");
-        assert_eq!(String::from_utf8(out).unwrap(), r#""a\"b\\c\n\u0001é""#);
-    }
 }

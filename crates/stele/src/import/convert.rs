@@ -371,7 +371,7 @@ fn non_object(text: &[u8]) -> Option<&'static str> {
 fn wrap_in(field: &str, text: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(field.len() + text.len() + 5);
     out.push(b'{');
-    crate::export::write_json_string(&mut out, field);
+    crate::json_text::write_json_string(&mut out, field);
     out.push(b':');
     out.extend_from_slice(text);
     out.push(b'}');

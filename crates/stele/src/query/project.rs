@@ -196,7 +196,7 @@ impl Projection {
 
 /// Appends `s` as a JSON string, quoted and escaped (the export's escaping).
 pub(crate) fn json_string(s: &str, out: &mut Vec<u8>) {
-    crate::export::write_json_string(out, s);
+    crate::json_text::write_json_string(out, s);
 }
 
 #[cfg(test)]
