@@ -6,7 +6,7 @@
 
 use crate::format::Tag;
 use crate::format::{append, u64_digits};
-use crate::reader::{Array, ArrayIter, DocRef, Object, ObjectIter, Value};
+use crate::reader::{Array, ArrayIter, DocRef, Document, Object, ObjectIter, Value};
 use crate::writer::scan::find_special;
 
 /// How to print JSON.
@@ -281,6 +281,82 @@ fn write_scalar(out: &mut Vec<u8>, v: Value<'_>) {
         },
         // Containers are handled by `write_value`.
         Value::Object(_) | Value::Array(_) => {}
+    }
+}
+
+/// JSON text of a value (its methods live here, beside the writer, so that the reader does
+/// not depend on the writer).
+impl Value<'_> {
+    /// Compact JSON text of this value in original key order.
+    pub fn to_json(&self) -> String {
+        self.to_json_with(&JsonOptions::default())
+    }
+
+    /// JSON text of this value with the given options (pretty, sorted keys).
+    pub fn to_json_with(&self, opts: &JsonOptions) -> String {
+        let mut out = String::new();
+        self.write_json_string(&mut out, opts);
+        out
+    }
+
+    /// Appends the JSON text of this value to `out`: [`Value::write_json`] without
+    /// checking again that the text is UTF-8 (it is by construction: that check was 3 % of
+    /// an indexed query returning rows).
+    pub fn write_json_string(&self, out: &mut String, opts: &JsonOptions) {
+        /// Takes back what was appended if the writer unwinds (it can panic only on a
+        /// capacity overflow), which might end inside a character.
+        struct Appending<'s> {
+            bytes: &'s mut Vec<u8>,
+            start: usize,
+            done: bool,
+        }
+        impl Drop for Appending<'_> {
+            fn drop(&mut self) {
+                if !self.done {
+                    self.bytes.truncate(self.start);
+                }
+            }
+        }
+        // SAFETY: the writer appends ASCII (punctuation, escapes, the digits of numbers) and
+        // the bytes of `str`s (names, strings, decimals' text), each whole, UTF-8 by the
+        // type's own guarantee; an escape stands for an ASCII byte, never for a byte of a
+        // multi-byte character. So what it appends is UTF-8 once it returns, and the guard
+        // takes it back if it unwinds: `out` is UTF-8 whenever it can be seen again.
+        let bytes = unsafe { out.as_mut_vec() };
+        let start = bytes.len();
+        let mut appending = Appending {
+            bytes,
+            start,
+            done: false,
+        };
+        write_value(appending.bytes, *self, opts, 0);
+        debug_assert!(
+            std::str::from_utf8(appending.bytes.get(start..).unwrap_or_default()).is_ok()
+        );
+        appending.done = true;
+    }
+
+    /// Appends the JSON text of this value to `out`.
+    pub fn write_json(&self, out: &mut Vec<u8>, opts: &JsonOptions) {
+        write_value(out, *self, opts, 0);
+    }
+}
+
+/// JSON text of a document.
+impl<B: AsRef<[u8]>> Document<B> {
+    /// Compact JSON in original key order.
+    pub fn to_json(&self) -> String {
+        self.to_json_with(&JsonOptions::default())
+    }
+
+    /// JSON text with the given options.
+    pub fn to_json_with(&self, opts: &JsonOptions) -> String {
+        self.root().to_json_with(opts)
+    }
+
+    /// Appends JSON text to `out`.
+    pub fn write_json(&self, out: &mut Vec<u8>, opts: &JsonOptions) {
+        self.root().write_json(out, opts);
     }
 }
 

@@ -8,7 +8,7 @@ use crate::format::{
     ARR_UNIFORM, MAX_DEPTH, OBJ_HAS_ORDER, OBJ_ORDER_BY_ID, Tag, get_uint, get_varint, width_bytes,
     width_code_for,
 };
-use crate::reader::Layout;
+use crate::reader::layout::Layout;
 use crate::writer::number::{MAX_SCALE, scan_number};
 
 /// Checks that `bytes` are a complete, consistent document.

@@ -1,10 +1,9 @@
 //! Fixed-place reads of an object's header for cached paths: where a remembered property's
 //! key id, offset and tag sit ([`SlotPlace`]), and the [`Object`] methods that check a
-//! remembered slot ([`SlotKey`]) against another document and read the value there. Split
+//! remembered slot ([`SlotKey`], what a cached path's key step keeps) against another document and read the value there. Split
 //! from `container.rs`, which decodes the shapes these read.
 
 use super::container::Object;
-use super::path::SlotKey;
 use super::value::Value;
 use crate::format::{Tag, get_varint};
 
@@ -44,6 +43,56 @@ impl SlotPlace {
     /// Bytes from the object's header that a read at this place needs.
     pub(crate) fn end_rel(&self) -> usize {
         self.end_rel
+    }
+}
+
+/// What a remembered slot must hold for a hit: the key id at the sorted index, and the name
+/// entry (varint length, then the bytes) at that key id.
+#[derive(Debug, Clone)]
+pub(crate) struct SlotKey {
+    /// Sorted index of the property last time.
+    pub(crate) index: usize,
+    /// Its key id (offset of the name in the names area); `usize::MAX` before the first hit,
+    /// which no object holds (ids are offsets into an area shorter than that).
+    pub(crate) key_id: usize,
+    /// The name entry as stored: varint byte length, then the UTF-8 bytes.
+    pub(crate) entry: Box<[u8]>,
+    /// The entry as a little-endian word (zero above its length) when it has at most 16 bytes
+    /// (names up to 15 bytes, most keys), else 0: compared with one masked 16-byte load.
+    pub(crate) entry_word: u128,
+    /// The low `entry.len()` bytes set (for entries up to 16 bytes): the mask of that load.
+    pub(crate) entry_mask: u128,
+    /// Where the slot's parts sit in its object's header, for the fixed-width hit check.
+    pub(crate) place: SlotPlace,
+}
+
+impl SlotKey {
+    pub(crate) fn new(key: &str) -> SlotKey {
+        let mut entry = Vec::with_capacity(key.len() + 2);
+        crate::format::put_varint(&mut entry, key.len() as u64);
+        entry.extend_from_slice(key.as_bytes());
+        let entry_word = match entry.len() {
+            0..=16 => {
+                let mut word = [0u8; 16];
+                word.get_mut(..entry.len())
+                    .unwrap_or_default()
+                    .copy_from_slice(&entry);
+                u128::from_le_bytes(word)
+            }
+            _ => 0,
+        };
+        let entry_mask = match entry.len() {
+            len @ 1..=16 => u128::MAX >> (8 * (16 - len)),
+            _ => 0,
+        };
+        SlotKey {
+            index: 0,
+            key_id: usize::MAX,
+            entry: entry.into_boxed_slice(),
+            entry_word,
+            entry_mask,
+            place: SlotPlace::NONE,
+        }
     }
 }
 

@@ -10,7 +10,8 @@
 //! at the same distance from the document's end; values at about the same distance from its
 //! start. A hint from those distances needs no load from the document itself.
 
-use super::super::{Layout, prefetch_at};
+use super::super::Layout;
+use super::super::layout::prefetch_at;
 
 /// Bytes of a cache line (x86-64 and most aarch64 cores).
 const LINE_BYTES: usize = 64;
