@@ -2,15 +2,8 @@
 
 use super::DocRef;
 use super::head::ArrShape;
-use super::value::Value;
+use super::types::{Array, Value};
 use crate::format::{Tag, get_uint};
-
-/// An array: O(1) access by index.
-#[derive(Clone, Copy)]
-pub struct Array<'a> {
-    doc: DocRef<'a>,
-    shape: ArrShape,
-}
 
 impl std::fmt::Debug for Array<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

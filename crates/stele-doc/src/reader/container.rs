@@ -3,16 +3,9 @@
 
 use super::DocRef;
 use super::head::{InputOrder, ObjShape, cmp_name, name_at};
-use super::value::Value;
+use super::types::{Object, Value};
 use crate::format::{Tag, get_uint};
 use std::cmp::Ordering;
-
-/// An object: properties sorted by name (bytewise) for binary search, plus the input order.
-#[derive(Clone, Copy)]
-pub struct Object<'a> {
-    pub(super) doc: DocRef<'a>,
-    pub(super) shape: ObjShape,
-}
 
 impl std::fmt::Debug for Object<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

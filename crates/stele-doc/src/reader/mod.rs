@@ -13,17 +13,20 @@ mod head;
 pub(crate) mod layout;
 mod path;
 mod path_set;
+mod scalars;
 mod slots;
+mod types;
 mod value;
 
-pub use array::{Array, ArrayIter};
-pub use container::{Object, ObjectIter};
+pub use array::ArrayIter;
+pub use container::ObjectIter;
 pub(crate) use layout::Layout;
 pub use layout::prefetch_document;
 use layout::{RootKind, RootShape, prefetch};
 pub use path::{CachedKey, CachedPath, Path, PathSegment};
 pub use path_set::PathSet;
-pub use value::{ScaledDecimal, Str, Value};
+pub use scalars::{ScaledDecimal, Str};
+pub use types::{Array, Object, Value};
 
 use crate::error::Result;
 use crate::format::Tag;

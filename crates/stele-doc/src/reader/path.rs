@@ -2,9 +2,9 @@
 //! makes the same path on many documents of one shape nearly free.
 
 use super::Document;
-use super::container::Object;
 use super::slots::SlotKey;
-use super::value::Value;
+use super::types::Object;
+use super::types::Value;
 use crate::error::{Error, Result};
 use crate::format::Tag;
 

@@ -4,10 +4,10 @@
 mod hints;
 
 use super::Document;
-use super::container::Object;
 use super::path::{CachedPath, Path};
 use super::slots::SlotPlace;
-use super::value::Value;
+use super::types::Object;
+use super::types::Value;
 use crate::error::Result;
 use hints::Hints;
 

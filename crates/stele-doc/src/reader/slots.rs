@@ -3,8 +3,8 @@
 //! remembered slot ([`SlotKey`], what a cached path's key step keeps) against another document and read the value there. Split
 //! from `container.rs`, which decodes the shapes these read.
 
-use super::container::Object;
-use super::value::Value;
+use super::types::Object;
+use super::types::Value;
 use crate::format::{Tag, get_varint};
 
 /// Where a remembered property's key id, offset and tag sit relative to its object's header,
