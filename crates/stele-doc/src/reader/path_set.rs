@@ -1,7 +1,9 @@
 //! Several paths read from each document with one check of the root object's shape: the way to
 //! read a few fields of many documents.
 
+mod field;
 mod hints;
+mod shape;
 
 use super::Document;
 use super::path::{CachedPath, Path};
@@ -9,7 +11,9 @@ use super::slots::SlotPlace;
 use super::types::Object;
 use super::types::Value;
 use crate::error::Result;
+use field::{Field, KeyedField};
 use hints::Hints;
+use shape::{Likeness, Shape};
 
 /// A set of paths read together from each document, each value handed to a closure with the
 /// path's index.
@@ -75,64 +79,6 @@ pub struct PathSet {
 /// not repeat; then it tries again.
 const MISS_RUN: u8 = 4;
 const SKIP_DOCUMENTS: u8 = 64;
-
-#[derive(Debug, Clone)]
-enum Field {
-    /// A path whose first step is a key.
-    Keyed(KeyedField),
-    /// The empty path, or one that starts with an index: read on its own every time.
-    Other(CachedPath),
-}
-
-/// A path whose first step is a key, and where that key sat in the remembered shape.
-#[derive(Debug, Clone)]
-struct KeyedField {
-    /// The first key as a one-key cached path: read when the names differ from the
-    /// remembered ones.
-    first: CachedPath,
-    /// The steps after the first key.
-    rest: Option<CachedPath>,
-    /// The key's id in the remembered document (the offset of its name in the names area).
-    key_id: usize,
-    /// Its sorted index there, and where its parts sit in the root header; `None`: absent.
-    at: Option<(usize, SlotPlace)>,
-    /// Where its value sat in the last document learned (from the document's start), for
-    /// [`PathSet::prefetch`]; `usize::MAX`: nowhere.
-    value_pos: usize,
-}
-
-/// The root object shape remembered from the last document read in full.
-#[derive(Debug, Clone, Default)]
-struct Shape {
-    /// Whether the fields below describe a document (and the set has keyed paths).
-    known: bool,
-    /// Whether a keyed path's key was absent from that document.
-    absent: bool,
-    len: usize,
-    flags: u8,
-    key_ids: Vec<u8>,
-    /// The names area's bytes from its start: up to the end of the last name a keyed path
-    /// found, or when some key was absent, of the last name of a root key. A document with the
-    /// same key ids whose names area starts with these bytes names each key the paths found
-    /// the same way (its entry lies inside them); in the second case every root key too (each
-    /// root key id's entry lies inside them), so the root has the same keys and an absent one
-    /// is absent again.
-    names: Vec<u8>,
-    /// Bytes of the root header the fixed-place reads need (the largest place's end).
-    head_len: usize,
-}
-
-/// How a document's root compares with the remembered shape.
-enum Likeness<'a> {
-    /// The same header layout, key ids and names: every key at its remembered place (the
-    /// root header's first bytes, as many as the places need).
-    Same(&'a [u8]),
-    /// The same names (so the same key ids for the keys the paths use, all found last time),
-    /// another header: each key found by its id.
-    SameNames,
-    /// Anything else.
-    Other,
-}
 
 impl PathSet {
     /// Parses each path (see [`Path::parse`]); the error names the first malformed one.
@@ -433,198 +379,5 @@ impl PathSet {
             Field::Keyed(k) => Some(k.value_pos),
             Field::Other(_) => None,
         })
-    }
-}
-
-impl Field {
-    /// A path of the same shape that goes on after its first key (or starts with an index).
-    #[inline(never)]
-    fn read_longer<'a, B: AsRef<[u8]>>(
-        &mut self,
-        doc: &'a Document<B>,
-        o: &Object<'a>,
-        head: &[u8],
-        f: impl FnOnce(Value<'a>),
-    ) {
-        match self {
-            Field::Keyed(KeyedField {
-                rest,
-                at: Some((_, place)),
-                ..
-            }) => {
-                o.read_placed(head, place, |v| match rest {
-                    Some(rest) => {
-                        rest.read(v, f);
-                    }
-                    None => f(v),
-                });
-            }
-            Field::Keyed(KeyedField { at: None, .. }) => {}
-            Field::Other(p) => {
-                p.read_doc(doc, f);
-            }
-        }
-    }
-
-    /// The path read on its own (its cached paths' slots); for a keyed path, whether the first
-    /// key was found.
-    #[inline(always)]
-    fn read_alone<'a, B: AsRef<[u8]>>(
-        &mut self,
-        doc: &'a Document<B>,
-        f: impl FnOnce(Value<'a>),
-    ) -> bool {
-        match self {
-            // One call of `f` in line, as in `PathSet::read_doc`.
-            Field::Keyed(KeyedField {
-                first, rest: None, ..
-            }) => first.read_doc(doc, f).is_some(),
-            _ => self.read_alone_longer(doc, f),
-        }
-    }
-
-    /// [`Field::read_alone`] for a path that goes on after its first key or starts with an
-    /// index.
-    #[inline(never)]
-    fn read_alone_longer<'a, B: AsRef<[u8]>>(
-        &mut self,
-        doc: &'a Document<B>,
-        f: impl FnOnce(Value<'a>),
-    ) -> bool {
-        match self {
-            Field::Keyed(k) => {
-                let rest = &mut k.rest;
-                k.first
-                    .read_doc(doc, |v| match rest {
-                        None => f(v),
-                        Some(rest) => {
-                            rest.read(v, f);
-                        }
-                    })
-                    .is_some()
-            }
-            Field::Other(p) => p.read_doc(doc, f).is_some(),
-        }
-    }
-}
-
-impl Shape {
-    /// How `o` compares with the remembered shape: the same names from the names area's start
-    /// as far as [`Shape::names`] goes, then the same count and flags (so the same header
-    /// layout) and the same key ids in sorted order: every keyed path's key sits at its
-    /// remembered index, or is absent.
-    #[inline(always)]
-    fn compare<'a>(&self, o: &Object<'a>) -> Likeness<'a> {
-        let same_names = self.known
-            && o.names()
-                .get(..self.names.len())
-                .is_some_and(|names| same_bytes(names, &self.names));
-        if !same_names {
-            return Likeness::Other;
-        }
-        if o.len_and_flags() == (self.len, self.flags)
-            && same_bytes(o.key_id_bytes(), &self.key_ids)
-            && let Some(head) = o.head_bytes(self.head_len)
-        {
-            return Likeness::Same(head);
-        }
-        match self.absent {
-            false => Likeness::SameNames,
-            true => Likeness::Other,
-        }
-    }
-
-    /// Remembers `o`'s shape, the keyed fields' places having just been set from it.
-    fn learn(&mut self, o: &Object<'_>, fields: &[Field]) {
-        let (mut names_end, mut keyed, mut absent) = (0, false, false);
-        for field in fields {
-            let Field::Keyed(k) = field else {
-                continue;
-            };
-            keyed = true;
-            match (&k.at, k.first.key_slot()) {
-                (Some(_), Some(slot)) => {
-                    names_end = names_end.max(slot.key_id.saturating_add(slot.entry.len()));
-                }
-                _ => absent = true,
-            }
-        }
-        if absent {
-            names_end = names_end.max(o.names_end_of_keys());
-        }
-        let names = o.names().get(..names_end);
-        let (Some(names), true) = (names, keyed) else {
-            // No keyed path (nothing to share), or a broken promise of trusted bytes.
-            self.known = false;
-            return;
-        };
-        self.names.clear();
-        self.names.extend_from_slice(names);
-        self.absent = absent;
-        self.learn_header(o, fields);
-    }
-
-    /// Remembers `o`'s root header (count, flags, key ids) and how much of it the keyed fields'
-    /// places need; the names stay.
-    fn learn_header(&mut self, o: &Object<'_>, fields: &[Field]) {
-        (self.len, self.flags) = o.len_and_flags();
-        self.key_ids.clear();
-        self.key_ids.extend_from_slice(o.key_id_bytes());
-        self.head_len = fields
-            .iter()
-            .filter_map(|field| match field {
-                Field::Keyed(KeyedField {
-                    at: Some((_, place)),
-                    ..
-                }) => Some(place.end_rel()),
-                _ => None,
-            })
-            .max()
-            .unwrap_or(0);
-        self.known = true;
-    }
-}
-
-/// `a == b`, without a `memcmp` call for up to 32 bytes (key ids and the first names of most
-/// documents): two overlapping loads from each end.
-#[inline(always)]
-fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    let len = a.len();
-    if len != b.len() {
-        return false;
-    }
-    match len {
-        0 => true,
-        1..4 => a == b,
-        4..8 => ends::<4>(a) == ends::<4>(b),
-        8..16 => ends::<8>(a) == ends::<8>(b),
-        16..=32 => ends::<16>(a) == ends::<16>(b),
-        _ => a == b,
-    }
-}
-
-/// The first and the last `N` bytes of `s` (which has at least `N`; the two overlap when it has
-/// fewer than `2 * N`).
-#[inline(always)]
-fn ends<const N: usize>(s: &[u8]) -> Option<(&[u8; N], &[u8; N])> {
-    Some((s.first_chunk::<N>()?, s.last_chunk::<N>()?))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::same_bytes;
-
-    #[test]
-    fn same_bytes_is_slice_equality() {
-        let a: Vec<u8> = (0..40).collect();
-        for len in 0..40 {
-            for at in 0..len {
-                let mut b = a[..len].to_vec();
-                assert!(same_bytes(&a[..len], &b));
-                b[at] ^= 1;
-                assert!(!same_bytes(&a[..len], &b), "len {len}, byte {at}");
-            }
-            assert!(!same_bytes(&a[..len], &a[..len + 1]));
-        }
     }
 }
