@@ -42,6 +42,9 @@ fn database_page_lists_collections_indexes_and_tables() {
     assert!(people["bytes_at_rest"].as_u64().unwrap_or(0) > 0);
     assert!(people["ratio_to_json"].as_f64().unwrap_or(0.0) > 0.0);
     assert_eq!(people["indexes"][0]["name"], "by_age");
+    // No document holds an array at `age`: a sort the filter also tests is served.
+    assert_eq!(people["indexes"][0]["array_fields"], serde_json::json!([]));
+    assert!(!html.body.contains("arrays at"), "{}", html.body);
     assert_eq!(j["tables"][0]["entries"], 30);
     // The Accept header asks for the same twin.
     assert_eq!(get_json(&s, "/").json(), j);

@@ -21,7 +21,10 @@ pub(crate) fn page(ctx: &Ctx<'_>) -> Result<Reply, ServeError> {
         let indexes: Vec<Value> = snap
             .index_stats(name)
             .iter()
-            .map(|ix| json!({"name": ix.name, "fields": ix.fields, "entries": ix.entries}))
+            .map(|ix| {
+                json!({"name": ix.name, "fields": ix.fields, "entries": ix.entries,
+                    "array_fields": ix.array_fields})
+            })
             .collect();
         collections.push(json!({
             "name": name,
@@ -80,8 +83,24 @@ fn draw(m: &Value) -> String {
                     .flatten()
                     .filter_map(Value::as_str)
                     .collect();
+                // Fields some document held an array at: a sort the filter also tests is
+                // done in memory there (`stele::IndexStats::array_fields`).
+                let arrays: Vec<&str> = ix["array_fields"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect();
+                let arrays = if arrays.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " <span class=\"muted\">arrays at {}</span>",
+                        escape(&arrays.join(", "))
+                    )
+                };
                 format!(
-                    "{} ({})",
+                    "{} ({}){arrays}",
                     escape(ix["name"].as_str().unwrap_or("")),
                     escape(&fields.join(", "))
                 )
@@ -115,4 +134,30 @@ fn draw(m: &Value) -> String {
         out.push_str("</tbody></table>");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    /// An index whose fields held arrays says so beside its fields (the reason a sort it
+    /// would serve may be done in memory).
+    #[test]
+    fn indexes_name_the_fields_that_held_arrays() {
+        let index = |arrays: serde_json::Value| {
+            json!({"database": "d", "seq": 1, "tables": [], "collections": [{
+                "name": "orders", "documents": 2, "bytes_at_rest": 10, "ratio_to_json": 0.5,
+                "indexes": [{"name": "by_tags", "fields": ["status", "tags"], "entries": 3,
+                             "array_fields": arrays}],
+            }]})
+        };
+        let with = super::draw(&index(json!(["tags"])));
+        assert!(
+            with.contains("by_tags (status, tags) <span class=\"muted\">arrays at tags</span>"),
+            "{with}"
+        );
+        let without = super::draw(&index(json!([])));
+        assert!(without.contains("by_tags (status, tags)<"), "{without}");
+        assert!(!without.contains("arrays at"), "{without}");
+    }
 }
