@@ -167,3 +167,65 @@ fn the_record_outlives_a_reopen_and_a_replay_of_the_log() {
         "from the manifest of the close"
     );
 }
+
+/// `$in` on the index's first field and a sort on the next: each value's key range is in
+/// the sort's order, and the scan merges them (ascending, reversed, with ties across the
+/// ranges in id order and a limit), answering as the scan without the index does.
+#[test]
+fn a_sort_after_an_in_list_merges_the_lists_ranges() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    orders(&db);
+    let mut batch = db.batch();
+    // Ties on the total across statuses, and a status no query asks for.
+    for (id, doc) in [
+        ("t1", r#"{"status": "paid", "total": 50}"#),
+        ("t2", r#"{"status": "shipped", "total": 50}"#),
+        ("t0", r#"{"status": "lost", "total": 50}"#),
+    ] {
+        batch.put_json("orders", id, doc.as_bytes()).unwrap();
+    }
+    db.commit(batch).unwrap();
+    let queries: Vec<Query> = [
+        (r#"{"status": {"$in": ["shipped", "paid"]}}"#, true, Some(7)),
+        (r#"{"status": {"$in": ["shipped", "paid"]}}"#, false, None),
+        (
+            r#"{"status": {"$in": ["paid", "shipped", "nope"]}, "total": {"$lt": 60}}"#,
+            true,
+            Some(9),
+        ),
+    ]
+    .into_iter()
+    .map(|(filter, desc, limit)| {
+        let q = Query::new("orders")
+            .filter(Filter::parse(filter).unwrap())
+            .sort("total", desc);
+        match limit {
+            Some(n) => q.limit(n),
+            None => q,
+        }
+    })
+    .collect();
+    let without: Vec<_> = queries.iter().map(|q| answer(&db, q).0).collect();
+    for fields in [["status", "total:desc"], ["status", "total"]] {
+        let _ = db.drop_index("orders", "ix");
+        db.create_index("orders", "ix", &fields).unwrap();
+        for (q, want) in queries.iter().zip(&without) {
+            let (ids, plan, in_memory) = answer(&db, q);
+            assert_eq!(&ids, want, "{fields:?}: {plan}");
+            assert!(
+                !in_memory,
+                "merged, not sorted in memory: {fields:?}: {plan}"
+            );
+            assert!(
+                plan.contains("key range(s)") && !plan.contains("(1 key range"),
+                "{plan}"
+            );
+        }
+    }
+    // The ties at 50 across the two statuses come in id order.
+    let all = &without[1];
+    let at = |id: &str| all.iter().position(|x| x == id).unwrap();
+    assert!(at("t1") < at("t2"), "{all:?}");
+    assert!(!all.iter().any(|x| x == "t0"));
+}

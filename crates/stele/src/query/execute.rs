@@ -2,6 +2,7 @@
 //! whole filter, and the collector keeps rows in the order asked (`collect.rs`).
 
 use super::collect::{Collector, Rows};
+use super::entries::index_entries;
 use super::explain::{Access, Plan};
 use super::filter::Cond;
 use super::plan::{self, Chosen, IndexAccess};
@@ -10,10 +11,9 @@ use super::{CountOutput, Query, QueryOutput};
 use crate::collection::{Near, get_near};
 use crate::error::{Error, Result};
 use crate::index::cache::KeyBlockCache;
-use crate::index::encode::encoded_len_flipped;
 use crate::snapshot::Snapshot;
 use crate::state::IndexState;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
 
@@ -343,183 +343,4 @@ struct Hit<'k> {
     decided: bool,
     /// For a sort the index serves: what stands for the document's sort key.
     sort: Option<&'k [u8]>,
-}
-
-/// The ids an index scan has yielded, so that a document with several entries (an array
-/// field) comes out once. The ids are copied into one buffer and a map from their XXH3
-/// hash to where they lie (another id of the same hash goes to a short list): a `Vec` per
-/// id, and the standard SipHash, were 6 % of a selective query (and 14 % of a covered
-/// count of 386,000 entries). The ids are the collection's own, not an attacker's choice of
-/// colliding keys; a flood of collisions would only slow the query.
-#[derive(Default)]
-struct SeenIds {
-    bytes: Vec<u8>,
-    /// Hash to the id's `(start, end)` in `bytes`.
-    first: HashMap<u64, (usize, usize), Hashed>,
-    /// Further ids whose hash another id had: `(hash, start, end)`.
-    more: Vec<(u64, usize, usize)>,
-}
-
-impl SeenIds {
-    /// Adds `id`; false if it was there already.
-    fn insert(&mut self, id: &[u8]) -> bool {
-        let h = xxhash_rust::xxh3::xxh3_64(id);
-        let start = self.bytes.len();
-        let range = (start, start + id.len());
-        match self.first.entry(h) {
-            std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(range);
-            }
-            std::collections::hash_map::Entry::Occupied(o) => {
-                let bytes = &self.bytes;
-                let same = |&(a, b): &(usize, usize)| bytes.get(a..b) == Some(id);
-                if same(o.get()) || self.more.iter().any(|&(mh, a, b)| mh == h && same(&(a, b))) {
-                    return false;
-                }
-                self.more.push((h, range.0, range.1));
-            }
-        }
-        self.bytes.extend_from_slice(id);
-        true
-    }
-}
-
-/// Passes a hash on as it is (the keys of [`SeenIds`] are XXH3 hashes already).
-#[derive(Default)]
-struct PassHasher(u64);
-
-impl std::hash::Hasher for PassHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        // Only `write_u64` is used (the key is a u64); any other input still hashes.
-        self.0 = xxhash_rust::xxh3::xxh3_64_with_seed(bytes, self.0);
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-}
-
-type Hashed = std::hash::BuildHasherDefault<PassHasher>;
-
-/// Walks the entries of an index access, testing each against `conds` (the filter's key
-/// conditions on the index's fields, `keys::key_conditions`), and calls `f` with each
-/// document id once (its first entry that passes; the stored key's bytes, left to `f` to
-/// read as text: a count never does) and the values of that entry's first
-/// [`IndexAccess::sort_fields`] fields; `f` returns false to stop. Blocks are decoded
-/// through `cache`.
-pub(crate) fn index_entries(
-    access: &IndexAccess<'_>,
-    conds: &[Option<&Cond>],
-    run: &Run,
-    cache: &KeyBlockCache,
-    mut f: impl FnMut(&[u8], &[u8]) -> Result<bool>,
-) -> Result<()> {
-    let def = &access.ix.def;
-    // A document has a second entry only if a field of the index holds an array there; while
-    // none has held one, each document has one entry and nothing is repeated.
-    let one_entry_each = !access.ix.arrays.any(def.fields.len());
-    let mut seen = SeenIds::default();
-    let mut value = Vec::new();
-    let ranges_len = access.ranges.len();
-    // The ranges in the scan's direction (by position: no boxed iterator to allocate).
-    let in_order = (0..ranges_len).map(|k| {
-        if access.reverse {
-            ranges_len - 1 - k
-        } else {
-            k
-        }
-    });
-    for range in in_order.filter_map(|k| access.ranges.get(k)) {
-        let hi = range
-            .hi
-            .as_deref()
-            .map_or(Bound::Unbounded, Bound::Excluded);
-        let lo = Bound::Included(range.lo.as_slice());
-        let mut scan =
-            crate::index::packed::scan(&access.ix.map, lo, hi, access.reverse, Some(cache));
-        let mut n = 0usize;
-        while let Some(entry) = scan.next_key() {
-            if n.is_multiple_of(256) {
-                run.check()?;
-            }
-            n += 1;
-            let key = entry?;
-            run.keys.fetch_add(1, Ordering::Relaxed);
-            let Some((tuple, id)) = def.split_key(key) else {
-                return Err(Error::InvalidQuery {
-                    reason: format!(
-                        "index {:?} holds a key that does not decode (drop the index and create it again)",
-                        def.name
-                    ),
-                });
-            };
-            // Test the entry's values against the key conditions, field by field.
-            let mut at = 0;
-            let mut sort_end = 0;
-            let mut pass = true;
-            for (i, &desc) in def.descending.iter().enumerate() {
-                if i == access.sort_fields {
-                    sort_end = at;
-                }
-                let flip = if desc { 0xff } else { 0 };
-                let Some(len) = tuple.get(at..).and_then(|t| encoded_len_flipped(t, flip)) else {
-                    pass = false;
-                    break;
-                };
-                if let Some(Some(cond)) = conds.get(i) {
-                    value.clear();
-                    value.extend(
-                        tuple
-                            .get(at..at + len)
-                            .unwrap_or_default()
-                            .iter()
-                            .map(|b| b ^ flip),
-                    );
-                    if !super::keys::key_holds(cond, &value) {
-                        pass = false;
-                        break;
-                    }
-                }
-                at += len;
-            }
-            if access.sort_fields >= def.descending.len() {
-                sort_end = at;
-            }
-            // With arrays about, a second entry is still rare: the id is copied and inserted
-            // at once (one hash) rather than looked up first.
-            if !pass || (!one_entry_each && !seen.insert(id)) {
-                continue;
-            }
-            if !f(id, tuple.get(..sort_end).unwrap_or_default())? {
-                return Ok(());
-            }
-        }
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::SeenIds;
-
-    #[test]
-    fn seen_ids_take_each_id_once() {
-        let mut seen = SeenIds::default();
-        let ids: Vec<String> = (0..5_000).map(|i| format!("id{i}")).collect();
-        for id in &ids {
-            assert!(seen.insert(id.as_bytes()), "{id}");
-        }
-        for id in ids.iter().rev() {
-            assert!(!seen.insert(id.as_bytes()), "{id}");
-        }
-        // The empty id and prefixes of others are ids of their own.
-        assert!(seen.insert(b""));
-        assert!(!seen.insert(b""));
-        assert!(seen.insert(b"id"));
-        assert!(seen.insert(b"id1234x"));
-    }
 }

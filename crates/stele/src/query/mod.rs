@@ -52,6 +52,7 @@
 
 pub mod aggregate;
 pub(crate) mod collect;
+pub(crate) mod entries;
 pub(crate) mod execute;
 pub(crate) mod explain;
 pub mod filter;

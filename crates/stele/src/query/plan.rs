@@ -85,11 +85,14 @@ pub(crate) struct IndexAccess<'s> {
     pub reverse: bool,
     /// Rows come out in the sort's order (ties, equal in every sort path, in any order).
     pub sorted: bool,
-    /// When `sorted`: the index fields up to the last sort path (the equality fields, fixed
-    /// by the one key range, then the sort paths). A document comes out at its first
-    /// entry in the scan's direction, whose values of the sort paths are the extremes that
-    /// make its sort key (an index's entries are every combination of its fields' values),
-    /// so two rows tie on the sort exactly when these fields of their entries are equal.
+    /// The leading index fields each key range fixes to one value: when `sorted` over
+    /// several ranges, entries are merged by the fields after these.
+    pub fixed_fields: usize,
+    /// When `sorted`: the index fields up to the last sort path (the fixed fields, then the
+    /// sort paths). A document comes out at its first entry in the scan's direction, whose
+    /// values of the sort paths are the extremes that make its sort key (an index's entries
+    /// are every combination of its fields' values), so two rows tie on the sort exactly
+    /// when the sort paths' values of their entries are equal.
     pub sort_fields: usize,
 }
 
@@ -227,6 +230,10 @@ fn cond_ranges(cond: &Cond) -> Option<(Vec<KeyRange>, bool)> {
     }
 }
 
+/// At most this many key ranges merged to serve a sort (`$in` lists on the fixed fields):
+/// the scan holds the next entry of each.
+pub(crate) const MAX_MERGED_RANGES: usize = 64;
+
 /// At most this many key ranges (products of `$in` lists): beyond, the last field's list
 /// is left to the filter.
 const MAX_RANGES: usize = 4096;
@@ -256,6 +263,7 @@ fn offer<'s>(
         hi: None,
     }];
     let mut eq_fields = 0; // leading fields fixed to one value
+    let mut point_fields = 0; // leading fields fixed to one value in each key range
     let mut single = true; // still one key range
     let mut range = false;
     let mut bounded = 0;
@@ -290,6 +298,9 @@ fn offer<'s>(
             ranges = next;
         }
         bounded += 1;
+        if points {
+            point_fields += 1;
+        }
         if points && one && single {
             eq_fields += 1;
             continue;
@@ -300,8 +311,11 @@ fn offer<'s>(
             break;
         }
     }
-    // The sort: its paths must be the index fields right after the equality fields, in
-    // order, all in the index's directions or all reversed, over one key range. A path
+    // The sort: its paths must be the index fields right after the fields fixed to one
+    // value in each key range, in order, all in the index's directions or all reversed.
+    // Over several key ranges (`$in` on a fixed field: "paid or shipped orders, newest
+    // first") each range is in the sort's order, and the scan merges them (at most
+    // [`MAX_MERGED_RANGES`]; `execute::index_entries`). A path
     // fixed by an equality still counts: an array holding the value sorts by its smallest
     // (largest) element, which may be another. Nor does a sorted path the filter has any
     // condition on (a range, or one that narrows nothing, as `null` or `$ne`) once a
@@ -311,11 +325,11 @@ fn offer<'s>(
     // at its own (found by the property test: `{"a": null}` sorted by `a` descending put
     // `[false, null]` after `null`). While no document has, each has one entry there, its
     // own value: the scan meets it at its place or not at all.
-    let mut sorted = ranges.len() == 1 && !sort.is_empty();
+    let mut sorted = (1..=MAX_MERGED_RANGES).contains(&ranges.len()) && !sort.is_empty();
     let mut reverse = None;
     let mut sort_over_arrays = None;
     for (k, (p, desc)) in sort.iter().enumerate() {
-        let at = eq_fields + k;
+        let at = point_fields + k;
         let ok = paths.get(at) == Some(p) && p.as_str() != "_id";
         let flip = ix.def.descending.get(at).copied().unwrap_or(false) != *desc;
         if !ok || reverse.is_some_and(|r| r != flip) {
@@ -340,7 +354,8 @@ fn offer<'s>(
             ranges,
             reverse: sorted && reverse.unwrap_or(false),
             sorted,
-            sort_fields: if sorted { eq_fields + sort.len() } else { 0 },
+            fixed_fields: point_fields,
+            sort_fields: if sorted { point_fields + sort.len() } else { 0 },
         },
         eq_fields,
         bounded,

@@ -19,6 +19,8 @@ pub struct Fields {
     pub num: String,
     /// The commonest value of `cat`, as JSON.
     pub common: String,
+    /// The next commonest (the commonest again if `cat` has one value), as JSON.
+    pub second: String,
     /// Values of `cat` held by 1 to 100 documents, as JSON.
     pub rare: Vec<String>,
     /// The median of `num`, as JSON.
@@ -103,6 +105,20 @@ pub fn choose(docs: &[&[u8]]) -> Option<Fields> {
                 m
             });
     let common = (*by_count.iter().next_back()?.1.iter().min()?).clone();
+    // By count then value, the commonest first.
+    let mut ranked: Vec<(&usize, &String)> = by_count
+        .iter()
+        .rev()
+        .flat_map(|(n, vs)| {
+            let mut vs = vs.clone();
+            vs.sort();
+            vs.into_iter().map(move |v| (n, v))
+        })
+        .collect();
+    ranked.dedup();
+    let second = ranked
+        .get(1)
+        .map_or_else(|| common.clone(), |(_, v)| (*v).clone());
     let rare: Vec<String> = by_count
         .range(1..=100)
         .rev()
@@ -113,6 +129,7 @@ pub fn choose(docs: &[&[u8]]) -> Option<Fields> {
         cat: cat.clone(),
         num: num.clone(),
         common,
+        second,
         rare,
         median,
     })

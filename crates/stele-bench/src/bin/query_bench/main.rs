@@ -9,7 +9,8 @@
 //!   least 200 samples an engine: a warm-up round over the values not counted, then as many
 //!   rounds as that takes, the engines taking turns on each value), sort + limit 20 within
 //!   the commonest category (also timed without the index), the same with a range on the
-//!   sorted field (the median and above), and a count.
+//!   sorted field (the median and above), the same within the two commonest categories
+//!   (`$in`, SQL `IN`), and a count.
 //!
 //! The fields are chosen from each collection's documents (`fields.rs`). SQLite is the
 //! bundled build of `rusqlite` (3.45 or newer: JSONB). Stele's collection is written in
@@ -232,6 +233,7 @@ fn bench(
         cat,
         num,
         common,
+        second,
         rare,
         median,
     } = &fl;
@@ -291,6 +293,16 @@ fn bench(
     // served while no document holds an array there (`stele::index::arrays`).
     let ranged_sort = q(&two)?.sort(num, true).limit(20);
     let (ranged_no_index_ms, _) = median_ms(runs, || Ok(snap.query(&ranged_sort)?.rows.len()))?;
+    // Within the two commonest categories ("paid or shipped orders, newest first"): the
+    // index's two key ranges merged.
+    let in_two = q(&format!(
+        "{{{}: {{\"$in\": [{common}, {}]}}}}",
+        qj(cat),
+        second
+    ))?
+    .sort(num, true)
+    .limit(20);
+    let (in_two_no_index_ms, _) = median_ms(runs, || Ok(snap.query(&in_two)?.rows.len()))?;
 
     // With the compound index.
     drop(snap);
@@ -351,6 +363,20 @@ fn bench(
     checks.push(format!(
         "sort+limit with a range on the sorted field: {plan}; without the index {ranged_no_index_ms:.2} ms ({:.0}x)",
         ranged_no_index_ms / ts.max(1e-6)
+    ));
+    let plan = snap.explain(&in_two)?.plan;
+    let (ts, _) = median_ms(runs.max(5), || Ok(snap.query(&in_two)?.rows.len()))?;
+    let (tt, _) = median_ms(runs.max(5), || sql.in_two_sort(false, common, second))?;
+    let (tb, _) = median_ms(runs.max(5), || sql.in_two_sort(true, common, second))?;
+    cells.push((
+        "indexed: sort + limit 20, $in of 2 (ms)".to_owned(),
+        ts,
+        tt,
+        tb,
+    ));
+    checks.push(format!(
+        "sort+limit within two categories: {plan}; without the index {in_two_no_index_ms:.2} ms ({:.0}x)",
+        in_two_no_index_ms / ts.max(1e-6)
     ));
     // The filter parsed once, before timing, as SQLite's statement is prepared once
     // (`prepare_cached`) and only its values bound per call.

@@ -161,4 +161,16 @@ impl Sql {
         );
         self.rows(&sql, params![sql_value(cat), sql_value(median)])
     }
+
+    /// The sort within two categories (`IN`), the 20 largest.
+    pub fn in_two_sort(&self, jsonb: bool, cat: &str, second: &str) -> Result<usize> {
+        let sql = format!(
+            "SELECT id, {} FROM {} WHERE json_extract(body, '{}') IN (?1, ?2) ORDER BY json_extract(body, '{}') DESC LIMIT 20",
+            Self::body(jsonb),
+            Self::table(jsonb),
+            self.cat,
+            self.num
+        );
+        self.rows(&sql, params![sql_value(cat), sql_value(second)])
+    }
 }
